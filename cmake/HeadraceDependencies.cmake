@@ -1,0 +1,47 @@
+# Finds zstd, lz4, xxhash (required) and liburing (optional) as targets headrace::<name>.
+# With HEADRACE_DEPS_ROOT (a folder of unpacked -dev packages: include/, lib/<multiarch>/), they are
+# taken from there only, static archives first, so that the build needs nothing installed on the
+# machine (the GPU machine, which has no liburing); otherwise pkg-config finds the system's.
+
+set(HEADRACE_DEPS_ROOT "" CACHE PATH "Folder of unpacked dependency packages (usr/), searched instead of the system")
+
+function(headrace_find_dependency name header pkg_name required)
+  set(libraries ${ARGN})
+  set(target headrace::${name})
+  if(HEADRACE_DEPS_ROOT)
+    find_path(${name}_INCLUDE_DIR ${header} PATHS ${HEADRACE_DEPS_ROOT}/include NO_DEFAULT_PATH)
+    set(candidates)
+    foreach(library IN LISTS libraries)
+      list(APPEND candidates lib${library}.a lib${library}.so)
+    endforeach()
+    find_library(${name}_LIBRARY NAMES ${candidates}
+                 PATHS ${HEADRACE_DEPS_ROOT}/lib/x86_64-linux-gnu ${HEADRACE_DEPS_ROOT}/lib NO_DEFAULT_PATH)
+    if(${name}_INCLUDE_DIR AND (${name}_LIBRARY OR NOT libraries))
+      add_library(${target} INTERFACE IMPORTED)
+      target_include_directories(${target} INTERFACE ${${name}_INCLUDE_DIR})
+      if(${name}_LIBRARY)
+        target_link_libraries(${target} INTERFACE ${${name}_LIBRARY})
+      endif()
+      set(${name}_FOUND TRUE PARENT_SCOPE)
+      message(STATUS "headrace: ${name} from ${HEADRACE_DEPS_ROOT}: ${${name}_LIBRARY}")
+      return()
+    endif()
+  else()
+    find_package(PkgConfig REQUIRED)
+    pkg_check_modules(${name}_PC IMPORTED_TARGET ${pkg_name})
+    if(${name}_PC_FOUND)
+      add_library(${target} ALIAS PkgConfig::${name}_PC)
+      set(${name}_FOUND TRUE PARENT_SCOPE)
+      return()
+    endif()
+  endif()
+  if(required)
+    message(FATAL_ERROR "headrace needs ${name} (${pkg_name}); run scripts/setup.sh")
+  endif()
+  set(${name}_FOUND FALSE PARENT_SCOPE)
+endfunction()
+
+headrace_find_dependency(zstd zstd.h libzstd TRUE zstd)
+headrace_find_dependency(lz4 lz4.h liblz4 TRUE lz4)
+headrace_find_dependency(xxhash xxhash.h libxxhash TRUE)
+headrace_find_dependency(uring liburing.h liburing FALSE uring)

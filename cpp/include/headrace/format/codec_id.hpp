@@ -1,0 +1,17 @@
+// Codec and checksum identifiers as stored in chunk records (docs/format.md 5.5, 5.7).
+// The codecs themselves live in the codec layer; the format only names them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace headrace::format {
+
+enum class CodecId : std::uint8_t { none = 0, lz4 = 1, zstd = 2, gdeflate = 3 };
+enum class ChecksumKind : std::uint8_t { xxh3_64 = 1, crc32c = 2 };
+
+[[nodiscard]] const char* to_string(CodecId codec) noexcept;
+// Parses "none" | "lz4" | "zstd" | "gdeflate"; throws UsageError otherwise.
+[[nodiscard]] CodecId parse_codec(const std::string& name);
+
+}  // namespace headrace::format

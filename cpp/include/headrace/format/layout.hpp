@@ -1,0 +1,106 @@
+// The on-disk records of format 1.0, byte for byte as docs/format.md tables them.
+// Little-endian hosts only (checked below); readers memcpy records out of the index bytes.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+namespace headrace::format::layout {
+
+static_assert(std::endian::native == std::endian::little, "headrace's format code assumes a little-endian host");
+
+inline constexpr std::uint64_t alignment_bytes = 4096;
+inline constexpr std::uint64_t superblock_bytes = 4096;
+inline constexpr char superblock_magic[8] = {'H', 'E', 'A', 'D', 'R', 'A', 'C', 'E'};
+inline constexpr char index_magic[8] = {'H', 'R', 'C', 'I', 'N', 'D', 'E', 'X'};
+inline constexpr std::uint16_t version_major = 1;
+inline constexpr std::uint16_t version_minor = 0;
+inline constexpr std::uint32_t max_name_bytes = 255;
+
+enum class AttributeKind : std::uint8_t { int64 = 1, float64 = 2, string = 3 };
+
+struct Superblock {
+  char magic[8];
+  std::uint16_t version_major;
+  std::uint16_t version_minor;
+  std::uint32_t flags;
+  std::uint64_t index_offset;
+  std::uint64_t index_size;
+  std::uint64_t index_checksum;
+  std::uint64_t file_size;
+  std::uint64_t alignment;
+  std::uint8_t reserved[64];
+  std::uint64_t superblock_checksum;  // of bytes [0, checked_bytes)
+  static constexpr std::size_t checked_bytes = 120;
+};
+static_assert(sizeof(Superblock) == 128);
+
+struct IndexHeader {
+  char magic[8];
+  std::uint32_t field_count;
+  std::uint32_t frame_count;
+  std::uint64_t chunk_count;
+  std::uint32_t attribute_count;
+  std::uint32_t reserved0;
+  std::uint64_t range_value_count;
+  std::uint64_t heap_size;
+  std::uint8_t reserved1[16];
+};
+static_assert(sizeof(IndexHeader) == 64);
+
+struct FieldRecord {
+  std::uint32_t name_offset;
+  std::uint32_t name_length;
+  std::uint8_t dtype;
+  std::uint8_t reserved0[3];
+  std::uint32_t components;
+  std::uint8_t reserved1[16];
+};
+static_assert(sizeof(FieldRecord) == 32);
+
+struct FrameRecord {
+  double time;
+  double bbox_min[3];
+  double bbox_max[3];
+  std::uint8_t reserved[8];
+};
+static_assert(sizeof(FrameRecord) == 64);
+
+struct FrameFieldRecord {
+  std::uint64_t element_count;
+  std::uint64_t first_chunk;
+  std::uint32_t chunk_count;
+  std::uint32_t reserved;
+};
+static_assert(sizeof(FrameFieldRecord) == 24);
+
+struct ChunkRecord {
+  std::uint64_t offset;
+  std::uint64_t stored_size;
+  std::uint64_t raw_size;
+  std::uint64_t first_element;
+  std::uint64_t element_count;
+  std::uint64_t checksum;
+  std::uint64_t range_index;
+  std::uint8_t codec;
+  std::uint8_t checksum_kind;
+  std::uint8_t reserved[6];
+};
+static_assert(sizeof(ChunkRecord) == 64);
+
+struct AttributeRecord {
+  std::uint32_t name_offset;
+  std::uint32_t name_length;
+  std::uint8_t kind;
+  std::uint8_t reserved[3];
+  std::uint32_t count;
+  std::uint64_t value_offset;
+};
+static_assert(sizeof(AttributeRecord) == 24);
+
+[[nodiscard]] constexpr std::uint64_t align_up(std::uint64_t value) noexcept {
+  return (value + alignment_bytes - 1) / alignment_bytes * alignment_bytes;
+}
+
+}  // namespace headrace::format::layout

@@ -1,0 +1,88 @@
+// Writes a .hrc container crash-safely: data goes to "<path>.partial", which is fsynced and renamed
+// over path only by close(); an error or a destructor without close() removes it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "headrace/format/codec_id.hpp"
+#include "headrace/format/container.hpp"
+
+namespace headrace::format {
+
+// Turns raw chunk bytes into stored bytes for a codec other than none. Injected by the codec layer,
+// which lies downstream of the format and so cannot be called from here directly.
+using ChunkEncoder = std::function<std::vector<std::byte>(CodecId codec, int level, std::span<const std::byte> raw)>;
+
+struct WriterOptions {
+  // Raw bytes per chunk (rounded down to whole elements, at least one element).
+  std::uint64_t chunk_size_bytes = std::uint64_t{4} << 20;
+  CodecId codec = CodecId::none;
+  int codec_level = 0;  // 0: the codec's default
+  ChunkEncoder encoder;  // required when codec is not none
+  // Chunks encoded in parallel by this many threads (compression is the slow part of writing).
+  unsigned encode_threads = 0;  // 0: hardware concurrency
+};
+
+class ContainerWriter {
+ public:
+  ContainerWriter(std::string path, std::vector<FieldInfo> fields, WriterOptions options);
+  ~ContainerWriter() noexcept;
+  ContainerWriter(const ContainerWriter&) = delete;
+  ContainerWriter& operator=(const ContainerWriter&) = delete;
+
+  void set_attribute(const std::string& name, AttributeValue value);
+  // Starts a frame; returns its index. A bbox of nullopt is stored as NaNs ("unknown").
+  std::uint32_t add_frame(double time, std::optional<BoundingBox> bbox);
+  // Writes elements of one field of one frame: raw bytes, a whole number of elements. Calls for the
+  // same frame-field append, as long as no other frame-field was written in between (so a huge
+  // field can be written in slices). Throws EmptyFieldError for no elements, UsageError for a
+  // wrong size or a non-consecutive append.
+  void write_field(std::uint32_t frame, std::uint32_t field, std::span<const std::byte> raw);
+  // Writes index and superblock, fsyncs, renames over path. Throws UsageError if a field of a
+  // frame was never written.
+  void close();
+  // Removes the partial file; idempotent.
+  void abort() noexcept;
+
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] const std::vector<FieldInfo>& fields() const noexcept { return fields_; }
+
+ private:
+  struct PendingFrameField {
+    bool written = false;
+    std::uint64_t element_count = 0;
+    std::uint64_t first_chunk = 0;
+    std::uint32_t chunk_count = 0;
+  };
+  struct PendingChunk {
+    std::uint64_t offset, stored_size, raw_size, first_element, element_count, checksum, range_index;
+    CodecId codec;
+  };
+
+  void write_at_end(std::span<const std::byte> bytes);
+  std::vector<std::byte> build_index() const;
+
+  std::string path_;
+  std::string partial_path_;
+  std::vector<FieldInfo> fields_;
+  WriterOptions options_;
+  int fd_ = -1;
+  std::uint64_t end_ = 0;  // next aligned write offset
+  std::size_t open_slot_ = static_cast<std::size_t>(-1);  // the frame-field appends may extend
+  std::vector<FrameInfo> frames_;
+  std::vector<PendingFrameField> frame_fields_;
+  std::vector<PendingChunk> chunks_;
+  std::vector<double> ranges_;
+  std::vector<std::pair<std::string, AttributeValue>> attributes_;
+};
+
+// Per component minimum and maximum (as double, NaNs skipped) of element_count interleaved elements.
+void compute_range(DType dtype, std::uint32_t components, std::span<const std::byte> raw,
+                   std::span<double> minimum, std::span<double> maximum);
+
+}  // namespace headrace::format

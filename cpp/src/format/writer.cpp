@@ -1,0 +1,315 @@
+#include "headrace/format/writer.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <thread>
+
+#include "headrace/detail/parallel_for.hpp"
+#include "headrace/error.hpp"
+#include "headrace/format/checksum.hpp"
+#include "headrace/format/layout.hpp"
+
+namespace headrace::format {
+namespace {
+
+template <typename T>
+void range_of(std::uint32_t components, std::span<const std::byte> raw, std::span<double> minimum,
+              std::span<double> maximum) {
+  const std::size_t count = raw.size() / sizeof(T) / components;
+  const auto* values = reinterpret_cast<const T*>(raw.data());
+  for (std::uint32_t c = 0; c < components; ++c) {
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -std::numeric_limits<double>::infinity();
+    for (std::size_t e = 0; e < count; ++e) {
+      const double v = static_cast<double>(values[e * components + c]);
+      if (v < lo) lo = v;  // comparisons with NaN are false: NaNs are skipped
+      if (v > hi) hi = v;
+    }
+    const bool any = lo <= hi;
+    minimum[c] = any ? lo : std::numeric_limits<double>::quiet_NaN();
+    maximum[c] = any ? hi : std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+void write_all(int fd, std::span<const std::byte> bytes, std::uint64_t offset, const std::string& path) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t put = ::pwrite(fd, bytes.data() + done, bytes.size() - done, static_cast<off_t>(offset + done));
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) HEADRACE_THROW_SYSTEM("pwrite", path);
+    done += static_cast<std::size_t>(put);
+  }
+}
+
+template <typename T>
+void append_bytes(std::vector<std::byte>& out, const T& value) {
+  const auto* bytes = reinterpret_cast<const std::byte*>(&value);
+  out.insert(out.end(), bytes, bytes + sizeof(T));
+}
+
+}  // namespace
+
+void compute_range(DType dtype, std::uint32_t components, std::span<const std::byte> raw,
+                   std::span<double> minimum, std::span<double> maximum) {
+  switch (dtype) {
+    case DType::uint8: return range_of<std::uint8_t>(components, raw, minimum, maximum);
+    case DType::int8: return range_of<std::int8_t>(components, raw, minimum, maximum);
+    case DType::uint16: return range_of<std::uint16_t>(components, raw, minimum, maximum);
+    case DType::int16: return range_of<std::int16_t>(components, raw, minimum, maximum);
+    case DType::uint32: return range_of<std::uint32_t>(components, raw, minimum, maximum);
+    case DType::int32: return range_of<std::int32_t>(components, raw, minimum, maximum);
+    case DType::uint64: return range_of<std::uint64_t>(components, raw, minimum, maximum);
+    case DType::int64: return range_of<std::int64_t>(components, raw, minimum, maximum);
+    case DType::float32: return range_of<float>(components, raw, minimum, maximum);
+    case DType::float64: return range_of<double>(components, raw, minimum, maximum);
+  }
+}
+
+ContainerWriter::ContainerWriter(std::string path, std::vector<FieldInfo> fields, WriterOptions options)
+    : path_(std::move(path)), partial_path_(path_ + ".partial"), fields_(std::move(fields)), options_(std::move(options)) {
+  HEADRACE_EXPECT(!fields_.empty(), EmptyFieldError, path_ + ": a container needs at least one field");
+  for (std::size_t i = 0; i < fields_.size(); ++i) {
+    const auto& field = fields_[i];
+    HEADRACE_EXPECT(!field.name.empty() && field.name.size() <= layout::max_name_bytes, UsageError,
+                    path_ + ": field names must have 1..255 bytes, got '" + field.name + "'");
+    HEADRACE_EXPECT(field.components >= 1 && field.components <= 65536, EmptyFieldError,
+                    path_ + ": field '" + field.name + "' needs 1..65536 components, got " + std::to_string(field.components));
+    for (std::size_t j = 0; j < i; ++j)
+      HEADRACE_EXPECT(fields_[j].name != field.name, UsageError, path_ + ": field '" + field.name + "' given twice");
+  }
+  HEADRACE_EXPECT(options_.chunk_size_bytes >= 1, UsageError, "chunk_size_bytes must be >= 1");
+  HEADRACE_EXPECT(options_.codec == CodecId::none || options_.codec == CodecId::lz4 || options_.codec == CodecId::zstd,
+                  UsageError, std::string("codec ") + to_string(options_.codec) + " cannot be written by this version");
+  HEADRACE_EXPECT(options_.codec == CodecId::none || options_.encoder, UsageError,
+                  std::string("codec ") + to_string(options_.codec) + " needs an encoder");
+  fd_ = ::open(partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) HEADRACE_THROW_SYSTEM("open", partial_path_);
+  end_ = layout::superblock_bytes;
+}
+
+ContainerWriter::~ContainerWriter() noexcept { abort(); }
+
+void ContainerWriter::abort() noexcept {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  fd_ = -1;
+  ::unlink(partial_path_.c_str());
+}
+
+void ContainerWriter::set_attribute(const std::string& name, AttributeValue value) {
+  HEADRACE_EXPECT(!name.empty() && name.size() <= layout::max_name_bytes, UsageError,
+                  "attribute names must have 1..255 bytes, got '" + name + "'");
+  const auto count = std::visit([](const auto& v) { return v.size(); }, value);
+  HEADRACE_EXPECT(count <= std::numeric_limits<std::uint32_t>::max(), UsageError, "attribute '" + name + "' is too long");
+  for (auto& [existing, stored] : attributes_) {
+    if (existing == name) {
+      stored = std::move(value);
+      return;
+    }
+  }
+  attributes_.emplace_back(name, std::move(value));
+}
+
+std::uint32_t ContainerWriter::add_frame(double time, std::optional<BoundingBox> bbox) {
+  HEADRACE_EXPECT(fd_ >= 0, UsageError, path_ + ": writer is closed");
+  constexpr double unknown = std::numeric_limits<double>::quiet_NaN();
+  FrameInfo frame{time, bbox.value_or(BoundingBox{{unknown, unknown, unknown}, {unknown, unknown, unknown}})};
+  frames_.push_back(frame);
+  frame_fields_.resize(frames_.size() * fields_.size());
+  return static_cast<std::uint32_t>(frames_.size() - 1);
+}
+
+void ContainerWriter::write_at_end(std::span<const std::byte> bytes) {
+  write_all(fd_, bytes, end_, partial_path_);
+  end_ = layout::align_up(end_ + bytes.size());  // the gap is a hole that reads as zeros
+}
+
+void ContainerWriter::write_field(std::uint32_t frame, std::uint32_t field, std::span<const std::byte> raw) {
+  HEADRACE_EXPECT(fd_ >= 0, UsageError, path_ + ": writer is closed");
+  HEADRACE_EXPECT(frame < frames_.size(), UsageError, path_ + ": frame " + std::to_string(frame) + " was not added");
+  HEADRACE_EXPECT(field < fields_.size(), UsageError, path_ + ": field " + std::to_string(field) + " out of range");
+  const FieldInfo& info = fields_[field];
+  const std::string where = path_ + ": frame " + std::to_string(frame) + " field '" + info.name + "'";
+  PendingFrameField& slot = frame_fields_[std::size_t{frame} * fields_.size() + field];
+  const std::size_t slot_index = std::size_t{frame} * fields_.size() + field;
+  HEADRACE_EXPECT(!slot.written || slot_index == open_slot_, UsageError,
+                  where + " was already written and another field since: appends must be consecutive");
+  HEADRACE_EXPECT(!raw.empty(), EmptyFieldError, where + ": expected at least one element, got 0 bytes");
+  const std::uint64_t element_bytes = info.element_bytes();
+  HEADRACE_EXPECT(raw.size() % element_bytes == 0, UsageError,
+                  where + ": " + std::to_string(raw.size()) + " bytes is not a whole number of " +
+                      std::to_string(element_bytes) + "-byte elements");
+
+  const std::uint64_t element_count = raw.size() / element_bytes;
+  const std::uint64_t per_chunk = std::max<std::uint64_t>(1, options_.chunk_size_bytes / element_bytes);
+  const std::uint64_t chunk_count = (element_count + per_chunk - 1) / per_chunk;
+  const std::uint64_t first_element = slot.element_count;  // nonzero when appending
+  if (!slot.written) slot = {true, 0, chunks_.size(), 0};
+  open_slot_ = slot_index;
+  slot.element_count += element_count;
+  slot.chunk_count += static_cast<std::uint32_t>(chunk_count);
+
+  const unsigned threads = options_.encode_threads ? options_.encode_threads : std::max(1u, std::thread::hardware_concurrency());
+  // Encode a group of chunks in parallel, then append them in order; groups bound the memory held.
+  const std::uint64_t group = std::uint64_t{threads} * 2;
+  for (std::uint64_t first = 0; first < chunk_count; first += group) {
+    const std::uint64_t count = std::min(group, chunk_count - first);
+    std::vector<std::vector<std::byte>> encoded(count);
+    std::vector<double> ranges(count * 2 * info.components);
+    detail::parallel_for(count, threads, [&](std::uint64_t i) {
+      const std::uint64_t begin = (first + i) * per_chunk;
+      const std::uint64_t elements = std::min(per_chunk, element_count - begin);
+      const auto chunk_raw = raw.subspan(begin * element_bytes, elements * element_bytes);
+      std::span<double> range(ranges.data() + i * 2 * info.components, 2 * info.components);
+      compute_range(info.dtype, info.components, chunk_raw, range.first(info.components), range.last(info.components));
+      if (options_.codec != CodecId::none) encoded[i] = options_.encoder(options_.codec, options_.codec_level, chunk_raw);
+    });
+
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const std::uint64_t begin = (first + i) * per_chunk;
+      const std::uint64_t elements = std::min(per_chunk, element_count - begin);
+      const auto chunk_raw = raw.subspan(begin * element_bytes, elements * element_bytes);
+      const std::span<const std::byte> stored = options_.codec == CodecId::none ? chunk_raw : std::span<const std::byte>(encoded[i]);
+      PendingChunk chunk{end_, stored.size(), chunk_raw.size(), first_element + begin, elements, xxh3_64(stored),
+                         ranges_.size(), options_.codec};
+      ranges_.insert(ranges_.end(), ranges.begin() + i * 2 * info.components, ranges.begin() + (i + 1) * 2 * info.components);
+      write_at_end(stored);
+      chunks_.push_back(chunk);
+    }
+  }
+}
+
+std::vector<std::byte> ContainerWriter::build_index() const {
+  std::vector<std::byte> heap;
+  auto heap_add = [&heap](const void* data, std::size_t size) {
+    const auto at = static_cast<std::uint32_t>(heap.size());
+    const auto* bytes = static_cast<const std::byte*>(data);
+    heap.insert(heap.end(), bytes, bytes + size);
+    return at;
+  };
+
+  std::vector<std::byte> out;
+  layout::IndexHeader header{};
+  std::memcpy(header.magic, layout::index_magic, 8);
+  header.field_count = static_cast<std::uint32_t>(fields_.size());
+  header.frame_count = static_cast<std::uint32_t>(frames_.size());
+  header.chunk_count = chunks_.size();
+  header.attribute_count = static_cast<std::uint32_t>(attributes_.size());
+  header.range_value_count = ranges_.size();
+
+  std::vector<std::byte> body;
+  for (const auto& field : fields_) {
+    layout::FieldRecord record{};
+    record.name_offset = heap_add(field.name.data(), field.name.size());
+    record.name_length = static_cast<std::uint32_t>(field.name.size());
+    record.dtype = static_cast<std::uint8_t>(field.dtype);
+    record.components = field.components;
+    append_bytes(body, record);
+  }
+  for (const auto& frame : frames_) {
+    layout::FrameRecord record{};
+    record.time = frame.time;
+    for (int axis = 0; axis < 3; ++axis) {
+      record.bbox_min[axis] = frame.bbox.min[axis];
+      record.bbox_max[axis] = frame.bbox.max[axis];
+    }
+    append_bytes(body, record);
+  }
+  for (const auto& slot : frame_fields_) {
+    layout::FrameFieldRecord record{};
+    record.element_count = slot.element_count;
+    record.first_chunk = slot.first_chunk;
+    record.chunk_count = slot.chunk_count;
+    append_bytes(body, record);
+  }
+  for (const auto& chunk : chunks_) {
+    layout::ChunkRecord record{};
+    record.offset = chunk.offset;
+    record.stored_size = chunk.stored_size;
+    record.raw_size = chunk.raw_size;
+    record.first_element = chunk.first_element;
+    record.element_count = chunk.element_count;
+    record.checksum = chunk.checksum;
+    record.range_index = chunk.range_index;
+    record.codec = static_cast<std::uint8_t>(chunk.codec);
+    record.checksum_kind = static_cast<std::uint8_t>(ChecksumKind::xxh3_64);
+    append_bytes(body, record);
+  }
+  for (const auto& [name, value] : attributes_) {
+    layout::AttributeRecord record{};
+    record.name_offset = heap_add(name.data(), name.size());
+    record.name_length = static_cast<std::uint32_t>(name.size());
+    std::visit(
+        [&](const auto& v) {
+          using V = std::decay_t<decltype(v)>;
+          record.count = static_cast<std::uint32_t>(v.size());
+          record.value_offset = heap_add(v.data(), v.size() * sizeof(typename V::value_type));
+          if constexpr (std::is_same_v<V, std::string>) record.kind = static_cast<std::uint8_t>(layout::AttributeKind::string);
+          else if constexpr (std::is_same_v<V, std::vector<double>>) record.kind = static_cast<std::uint8_t>(layout::AttributeKind::float64);
+          else record.kind = static_cast<std::uint8_t>(layout::AttributeKind::int64);
+        },
+        value);
+    append_bytes(body, record);
+  }
+  const auto* range_bytes = reinterpret_cast<const std::byte*>(ranges_.data());
+  body.insert(body.end(), range_bytes, range_bytes + ranges_.size() * sizeof(double));
+  header.heap_size = heap.size();
+  append_bytes(out, header);
+  out.insert(out.end(), body.begin(), body.end());
+  out.insert(out.end(), heap.begin(), heap.end());
+  return out;
+}
+
+void ContainerWriter::close() {
+  HEADRACE_EXPECT(fd_ >= 0, UsageError, path_ + ": writer is already closed");
+  try {
+    for (std::size_t i = 0; i < frame_fields_.size(); ++i) {
+      HEADRACE_EXPECT(frame_fields_[i].written, EmptyFieldError,
+                      path_ + ": frame " + std::to_string(i / fields_.size()) + " field '" +
+                          fields_[i % fields_.size()].name + "' was never written");
+    }
+    const std::vector<std::byte> index = build_index();
+    const std::uint64_t index_offset = end_;
+    write_at_end(index);
+    if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) HEADRACE_THROW_SYSTEM("ftruncate", partial_path_);
+
+    std::vector<std::byte> superblock(layout::superblock_bytes, std::byte{0});
+    layout::Superblock block{};
+    std::memcpy(block.magic, layout::superblock_magic, 8);
+    block.version_major = layout::version_major;
+    block.version_minor = layout::version_minor;
+    block.index_offset = index_offset;
+    block.index_size = index.size();
+    block.index_checksum = xxh3_64(index);
+    block.file_size = end_;
+    block.alignment = layout::alignment_bytes;
+    std::memcpy(superblock.data(), &block, sizeof block);
+    block.superblock_checksum = xxh3_64(std::span<const std::byte>(superblock).first(layout::Superblock::checked_bytes));
+    std::memcpy(superblock.data(), &block, sizeof block);
+    write_all(fd_, superblock, 0, partial_path_);
+
+    if (::fsync(fd_) != 0) HEADRACE_THROW_SYSTEM("fsync", partial_path_);
+    if (::rename(partial_path_.c_str(), path_.c_str()) != 0) HEADRACE_THROW_SYSTEM("rename", partial_path_);
+    ::close(fd_);
+    fd_ = -1;
+    // Make the rename itself durable.
+    const auto directory = std::filesystem::absolute(path_).parent_path();
+    const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (directory_fd >= 0) {
+      ::fsync(directory_fd);
+      ::close(directory_fd);
+    }
+  } catch (...) {
+    abort();
+    throw;
+  }
+}
+
+}  // namespace headrace::format

@@ -1,0 +1,126 @@
+#include "headrace/io/backend.hpp"
+
+#include <string>
+#include <utility>
+
+#include "headrace/error.hpp"
+#include "headrace/io/detail/file_reads.hpp"
+#include "headrace/io/direct_backend.hpp"
+#include "headrace/io/mmap_backend.hpp"
+#include "headrace/io/posix_backend.hpp"
+#include "headrace/io/ram_backend.hpp"
+#include "headrace/io/uring_backend.hpp"
+
+namespace headrace::io {
+
+const char* to_string(BackendKind kind) noexcept {
+  switch (kind) {
+    case BackendKind::posix: return "posix";
+    case BackendKind::direct: return "direct";
+    case BackendKind::mmap: return "mmap";
+    case BackendKind::uring: return "uring";
+    case BackendKind::ram: return "ram";
+  }
+  return "?";
+}
+
+BackendKind parse_backend_kind(const std::string& name) {
+  for (BackendKind kind : all_backend_kinds()) {
+    if (name == to_string(kind)) return kind;
+  }
+  throw UsageError("backend '" + name + "': expected posix|direct|mmap|uring|ram");
+}
+
+std::vector<BackendKind> all_backend_kinds() {
+  return {BackendKind::posix, BackendKind::direct, BackendKind::mmap, BackendKind::uring, BackendKind::ram};
+}
+
+ReadBatch::ReadBatch(std::size_t request_count)
+    : statuses_(request_count), parts_left_(request_count, 1), remaining_(request_count) {}
+
+bool ReadBatch::is_done() const {
+  std::lock_guard lock(mutex_);
+  return remaining_ == 0;
+}
+
+void ReadBatch::wait() const {
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [this] { return remaining_ == 0; });
+}
+
+const std::vector<ReadStatus>& ReadBatch::statuses() const {
+  wait();
+  return statuses_;  // no writer touches it once every request is done
+}
+
+void ReadBatch::check() const {
+  for (const ReadStatus& status : statuses()) {
+    if (status.ok()) continue;
+    if (status.error_number == ReadStatus::end_of_file_error_number) throw TruncatedFileError(status.message);
+    throw SystemError(status.message, status.error_number);
+  }
+}
+
+void ReadBatch::complete(std::size_t index, ReadStatus status) {
+  std::lock_guard lock(mutex_);
+  HEADRACE_EXPECT(index < statuses_.size() && parts_left_[index] != 0, UsageError,
+                  "request " + std::to_string(index) + " completed twice or does not exist");
+  statuses_[index] = std::move(status);
+  parts_left_[index] = 0;
+  if (--remaining_ == 0) done_.notify_all();
+}
+
+void ReadBatch::set_parts(std::size_t index, std::uint32_t parts) {
+  std::lock_guard lock(mutex_);
+  HEADRACE_EXPECT(index < statuses_.size() && parts_left_[index] == 1 && parts >= 1, UsageError,
+                  "set_parts(" + std::to_string(index) + ", " + std::to_string(parts) +
+                      ") on a started, missing or empty request");
+  parts_left_[index] = parts;
+}
+
+void ReadBatch::complete_part(std::size_t index, std::uint64_t bytes, int error_number, const std::string& message) {
+  std::lock_guard lock(mutex_);
+  HEADRACE_EXPECT(index < statuses_.size() && parts_left_[index] != 0, UsageError,
+                  "a part of request " + std::to_string(index) + " completed after the request or does not exist");
+  ReadStatus& status = statuses_[index];
+  status.bytes_read += bytes;
+  // The first failure of a request is the one reported; later parts often fail for the same reason.
+  if ((error_number != 0 || !message.empty()) && status.ok()) {
+    status.error_number = error_number;
+    status.message = message;
+  }
+  if (--parts_left_[index] == 0 && --remaining_ == 0) done_.notify_all();
+}
+
+std::vector<ReadStatus> Backend::read(std::vector<ReadRequest> requests) {
+  return submit(std::move(requests))->statuses();
+}
+
+std::optional<std::string> unavailable_reason(BackendKind kind, const std::string& path) {
+  switch (kind) {
+    case BackendKind::direct: return detail::o_direct_unavailable_reason(path);
+    case BackendKind::uring: {
+      if (auto reason = uring_unavailable_reason(settings())) return reason;
+      if (settings().uring_o_direct) return detail::o_direct_unavailable_reason(path);
+      return std::nullopt;
+    }
+    case BackendKind::posix:
+    case BackendKind::mmap:
+    case BackendKind::ram: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<Backend> open_backend(BackendKind kind, const std::string& path, const BackendOptions& options) {
+  options.settings.validate();
+  switch (kind) {
+    case BackendKind::posix: return std::make_unique<PosixBackend>(path, options.settings);
+    case BackendKind::direct: return std::make_unique<DirectBackend>(path, options.settings);
+    case BackendKind::mmap: return std::make_unique<MmapBackend>(path, options.settings);
+    case BackendKind::uring: return std::make_unique<UringBackend>(path, options.settings);
+    case BackendKind::ram: return std::make_unique<RamBackend>(path, options.settings);
+  }
+  throw UsageError("unknown backend kind " + std::to_string(static_cast<int>(kind)));
+}
+
+}  // namespace headrace::io

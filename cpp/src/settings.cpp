@@ -1,0 +1,94 @@
+#include "headrace/settings.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "headrace/error.hpp"
+
+namespace headrace {
+namespace {
+
+std::optional<std::string> environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::uint64_t parse_unsigned(const char* name, const std::string& text) {
+  std::size_t used = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &used, 0);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  HEADRACE_EXPECT(used == text.size() && !text.empty() && text[0] != '-', UsageError,
+                  std::string(name) + "=" + text + ": expected a non-negative integer");
+  return value;
+}
+
+bool parse_bool(const char* name, const std::string& text) {
+  if (text == "1" || text == "on" || text == "true" || text == "yes") return true;
+  if (text == "0" || text == "off" || text == "false" || text == "no") return false;
+  throw UsageError(std::string(name) + "=" + text + ": expected on|off|1|0|true|false");
+}
+
+Settings from_environment() {
+  Settings s;
+  if (auto v = environment("HEADRACE_THREADS")) s.threads = static_cast<unsigned>(parse_unsigned("HEADRACE_THREADS", *v));
+  if (auto v = environment("HEADRACE_TASK_SIZE_BYTES")) s.task_size_bytes = parse_unsigned("HEADRACE_TASK_SIZE_BYTES", *v);
+  if (auto v = environment("HEADRACE_QUEUE_DEPTH")) s.queue_depth = static_cast<unsigned>(parse_unsigned("HEADRACE_QUEUE_DEPTH", *v));
+  if (auto v = environment("HEADRACE_SUBMIT_BATCH")) s.submit_batch = static_cast<unsigned>(parse_unsigned("HEADRACE_SUBMIT_BATCH", *v));
+  if (auto v = environment("HEADRACE_URING_REGISTER_BUFFERS")) s.uring_register_buffers = parse_bool("HEADRACE_URING_REGISTER_BUFFERS", *v);
+  if (auto v = environment("HEADRACE_URING_REGISTER_FILES")) s.uring_register_files = parse_bool("HEADRACE_URING_REGISTER_FILES", *v);
+  if (auto v = environment("HEADRACE_URING_O_DIRECT")) s.uring_o_direct = parse_bool("HEADRACE_URING_O_DIRECT", *v);
+  if (auto v = environment("HEADRACE_MMAP_MODE")) s.mmap_mode = parse_mmap_mode(*v);
+  if (auto v = environment("HEADRACE_MMAP_WINDOW_SEGMENTS")) s.mmap_window_segments = static_cast<unsigned>(parse_unsigned("HEADRACE_MMAP_WINDOW_SEGMENTS", *v));
+  if (auto v = environment("HEADRACE_MMAP_DONTNEED_BYTES")) s.mmap_dontneed_bytes = parse_unsigned("HEADRACE_MMAP_DONTNEED_BYTES", *v);
+  s.validate();
+  return s;
+}
+
+Settings& current() {
+  static Settings value = from_environment();
+  return value;
+}
+
+}  // namespace
+
+void Settings::validate() const {
+  HEADRACE_EXPECT(threads >= 1 && threads <= 1024, UsageError, "threads must be in 1..1024, got " + std::to_string(threads));
+  HEADRACE_EXPECT(task_size_bytes >= 4096 && task_size_bytes % 4096 == 0, UsageError,
+                  "task_size_bytes must be a positive multiple of 4096, got " + std::to_string(task_size_bytes));
+  HEADRACE_EXPECT(queue_depth >= 1 && queue_depth <= 4096, UsageError, "queue_depth must be in 1..4096, got " + std::to_string(queue_depth));
+  HEADRACE_EXPECT(submit_batch >= 1 && submit_batch <= queue_depth, UsageError,
+                  "submit_batch must be in 1..queue_depth, got " + std::to_string(submit_batch));
+  HEADRACE_EXPECT(mmap_window_segments >= 1, UsageError, "mmap_window_segments must be >= 1");
+}
+
+const Settings& settings() { return current(); }
+
+ScopedSettings::ScopedSettings(const Settings& replacement) : previous_(current()) {
+  replacement.validate();
+  current() = replacement;
+}
+
+ScopedSettings::~ScopedSettings() noexcept { current() = previous_; }
+
+MmapMode parse_mmap_mode(const std::string& text) {
+  if (text == "whole") return MmapMode::whole;
+  if (text == "segment") return MmapMode::segment;
+  if (text == "window") return MmapMode::window;
+  throw UsageError("mmap mode '" + text + "': expected whole|segment|window");
+}
+
+const char* to_string(MmapMode mode) noexcept {
+  switch (mode) {
+    case MmapMode::whole: return "whole";
+    case MmapMode::segment: return "segment";
+    case MmapMode::window: return "window";
+  }
+  return "?";
+}
+
+}  // namespace headrace

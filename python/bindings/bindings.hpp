@@ -1,0 +1,14 @@
+// One bind function per layer; module.cpp calls them in data-flow order.
+#pragma once
+
+#include <nanobind/nanobind.h>
+
+namespace headrace::python {
+void bind_errors(nanobind::module_& m);
+void bind_format(nanobind::module_& m);
+void bind_codec(nanobind::module_& m);
+void bind_environment(nanobind::module_& m);
+}  // namespace headrace::python
+
+void bind_io(nanobind::module_& m);
+void bind_probe(nanobind::module_& m);

@@ -1,0 +1,29 @@
+"""headrace: stream time-varying scientific data from storage into GPU memory.
+
+Open a container with :func:`open`, write one with :class:`Writer`; the command line is ``headrace``.
+"""
+
+from __future__ import annotations
+
+from headrace import _ext
+from headrace._libraries import register_wheel_library_directories
+from headrace.dataset import Dataset, Field, Frame, open
+from headrace.errors import BadDataError, Error, UsageError
+from headrace.writer import FieldSpec, Writer
+
+__version__: str = _ext.__version__
+
+register_wheel_library_directories(_ext.add_library_directory)
+
+__all__ = [
+    "BadDataError",
+    "Dataset",
+    "Error",
+    "Field",
+    "FieldSpec",
+    "Frame",
+    "UsageError",
+    "Writer",
+    "__version__",
+    "open",
+]

@@ -1,0 +1,82 @@
+"""``headrace info``: version, backends and why not, GPUs, CUDA/driver, cuFile mode, liburing, nvCOMP."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+from rich.table import Table
+
+from headrace import _ext
+from headrace.cli._output import console, human_bytes, print_json
+
+BACKENDS = ("posix", "direct", "mmap", "uring", "ram")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("info", help="what headrace can use on this machine",
+                                   description=__doc__)
+    parser.add_argument("--path", default=".", help="directory whose file system the backends are checked on (default: .)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=run)
+
+
+def collect(directory: str) -> dict:
+    """Everything ``info`` reports, as a dict (also used by the benchmarks' records)."""
+    with tempfile.NamedTemporaryFile(dir=directory, prefix=".headrace-info-") as probe:
+        probe.write(b"\0" * 8192)
+        probe.flush()
+        backends = {kind: _ext.backend_unavailable_reason(kind, probe.name) for kind in BACKENDS}
+    environment = _ext.gpu_environment()
+    return {
+        "version": _ext.__version__,
+        "checked_on": os.path.abspath(directory),
+        "backends": {kind: {"available": why is None, "why": why or ""} for kind, why in backends.items()},
+        "liburing": backends["uring"] is None,
+        "gpus": environment["gpus"],
+        "cuda_driver": environment["cuda_driver"],
+        "nvidia_driver": environment["nvml"],
+        "cuda_runtime": environment["cuda_runtime"],
+        "cufile": environment["cufile"],
+        "cufile_mode": environment["cufile_mode"],
+        "cufile_mode_reason": environment["cufile_mode_reason"],
+        "nvcomp": environment["nvcomp"],
+        "nvcomp_cpu": environment["nvcomp_cpu"],
+        "settings": _ext.settings(),
+    }
+
+
+def _library_line(status: dict) -> str:
+    if status["available"]:
+        return f"[green]yes[/] {status['version']} ({status['path']})".replace(" ()", "")
+    return f"[red]no[/] ({status['why']})"
+
+
+def run(args: argparse.Namespace) -> int:
+    report = collect(args.path)
+    if args.json:
+        print_json(report)
+        return 0
+    console.print(f"headrace {report['version']}")
+    table = Table(title=f"host I/O backends (on {report['checked_on']})")
+    table.add_column("backend")
+    table.add_column("available")
+    for kind, status in report["backends"].items():
+        table.add_row(kind, "[green]yes[/]" if status["available"] else f"[red]no[/]: {status['why']}")
+    console.print(table)
+    if report["gpus"]:
+        for gpu in report["gpus"]:
+            console.print(f"GPU {gpu['ordinal']}: {gpu['name']}, {human_bytes(gpu['memory_bytes'])}, "
+                          f"compute {gpu['compute_capability']}, PCI {gpu['pci_bus_id']}")
+    else:
+        console.print("GPUs: [yellow]none[/]: GPU paths fall back to host memory and CPU codecs")
+    console.print(f"CUDA driver (libcuda): {_library_line(report['cuda_driver'])}")
+    console.print(f"NVIDIA driver (NVML): {_library_line(report['nvidia_driver'])}")
+    console.print(f"CUDA runtime: {_library_line(report['cuda_runtime'])}")
+    console.print(f"cuFile: {_library_line(report['cufile'])}; mode {report['cufile_mode']} ({report['cufile_mode_reason']})")
+    console.print(f"nvCOMP: {_library_line(report['nvcomp'])}; CPU codecs: {_library_line(report['nvcomp_cpu'])}")
+    console.print(f"liburing: {'[green]yes[/]' if report['liburing'] else '[red]no[/]: ' + report['backends']['uring']['why']}")
+    settings = ", ".join(f"{k}={v}" for k, v in report["settings"].items())
+    console.print(f"settings: {settings}")
+    return 0

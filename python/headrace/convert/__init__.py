@@ -1,0 +1,137 @@
+"""Convert particle and grid data into headrace containers (``headrace convert``).
+
+>>> from headrace.convert import convert
+>>> convert("run.mmpld", "run.hrc")                       # format from the extension or magic
+>>> convert("particles.raw", "p.hrc", particles_per_frame=1_000_000, codec="zstd")
+>>> convert("density_*.bov", "density.hrc")              # several headers become frames
+
+Every input is parsed and checked before the output is created where the format allows it; anything
+found bad later aborts the writer's ``with`` block, which removes the partial output. Either way a failed
+or interrupted conversion leaves no output file. Mapping rules: ``docs/converters.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+
+from headrace.convert.bov import open_bov
+from headrace.convert.formats import InputFormat, InputSpec, guess_format, resolve_inputs
+from headrace.convert.mmpld import open_mmpld
+from headrace.convert.npy import open_npy
+from headrace.convert.raw_particles import open_raw_particles
+from headrace.convert.source import Source
+
+__all__ = ["convert", "open_source", "write_source", "check_output", "InputFormat", "ProgressCallback"]
+
+# Called with the input bytes done so far (the total is the source's ``total_bytes``), as
+# ``headrace.cli._output.byte_progress``'s update function takes it.
+ProgressCallback = Callable[[int], None]
+
+# Options each format accepts (beyond the writer's).
+_FORMAT_OPTIONS = {
+    InputFormat.RAW_PARTICLES: ("particles_per_frame", "frames"),
+    InputFormat.MMPLD: (),
+    InputFormat.BOV: (),
+    InputFormat.NPY: ("field",),
+}
+
+
+def open_source(input: InputSpec, format: InputFormat | str | None = None, **options: object) -> Source:
+    """Open and check ``input`` as ``format`` (guessed when ``None``); ``options`` are the format's own.
+
+    Raises ``UsageError`` for an unknown format or an option the format does not take, and the format
+    reader's ``BadDataError`` subclasses for bad input.
+    """
+    from headrace import errors
+
+    paths = resolve_inputs(input)
+    if format is None:
+        kind = guess_format(paths)
+    else:
+        try:
+            kind = InputFormat(format)
+        except ValueError:
+            names = ", ".join(f.value for f in InputFormat)
+            raise errors.UsageError(f"unknown input format {format!r} (one of {names})") from None
+    given = {name: value for name, value in options.items() if value is not None}
+    unknown = sorted(set(given) - set(_FORMAT_OPTIONS[kind]))
+    if unknown:
+        flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
+        raise errors.UsageError(f"{flags} does not apply to format {kind.value}")
+    if kind in (InputFormat.RAW_PARTICLES, InputFormat.MMPLD) and len(paths) != 1:
+        raise errors.UsageError(f"format {kind.value} converts one file at a time, got {len(paths)}")
+    if kind is InputFormat.RAW_PARTICLES:
+        return open_raw_particles(paths[0], **given)  # type: ignore[arg-type]
+    if kind is InputFormat.MMPLD:
+        return open_mmpld(paths[0])
+    if kind is InputFormat.BOV:
+        return open_bov(paths)
+    return open_npy(paths, **given)  # type: ignore[arg-type]
+
+
+def write_source(
+    source: Source,
+    output: os.PathLike | str,
+    *,
+    chunk_size_bytes: int | None = None,
+    codec: str = "none",
+    codec_level: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> Path:
+    """Write an opened source as a container at ``output`` and return its path."""
+    import headrace
+
+    writer_options: dict[str, object] = {"codec": codec, "codec_level": codec_level}
+    if chunk_size_bytes is not None:
+        writer_options["chunk_size_bytes"] = chunk_size_bytes
+    specs = [headrace.FieldSpec(info.name, info.dtype.name, info.components) for info in source.fields]
+    done = 0
+    with headrace.Writer(output, fields=specs, **writer_options) as writer:
+        for name, value in source.attributes.items():
+            writer.set_attribute(name, value)
+        for frame in source.frames():
+            handle = writer.add_frame(time=frame.time, bbox=frame.bbox)
+            for piece in frame.pieces:
+                writer.write(handle, piece.field, piece.array)
+                done += piece.source_bytes
+                if progress is not None:
+                    progress(done)
+    return Path(output)
+
+
+def check_output(inputs: Sequence[Path], output: os.PathLike | str) -> None:
+    """Raise ``UsageError`` when writing ``output`` would replace one of the ``inputs``."""
+    from headrace import errors
+
+    target = Path(output).resolve()
+    if any(path.resolve() == target for path in inputs):
+        raise errors.UsageError(f"{output}: the output would overwrite an input")
+
+
+def convert(
+    input: InputSpec,
+    output: os.PathLike | str,
+    format: InputFormat | str | None = None,
+    *,
+    chunk_size_bytes: int | None = None,
+    codec: str = "none",
+    codec_level: int | None = None,
+    progress: ProgressCallback | None = None,
+    **options: object,
+) -> Path:
+    """Convert ``input`` to a container at ``output`` and return ``output``'s path.
+
+    ``format`` is an :class:`InputFormat` or its name (``raw-particles``, ``mmpld``, ``bov``, ``npy``);
+    ``None`` guesses it. Format options: ``particles_per_frame`` or ``frames`` (raw-particles),
+    ``field`` (npy). ``chunk_size_bytes``, ``codec`` and ``codec_level`` go to the writer (its default
+    chunk size when ``None``).
+    """
+    paths = resolve_inputs(input)
+    check_output(paths, output)
+    source = open_source(paths, format, **options)
+    return write_source(
+        source, output, chunk_size_bytes=chunk_size_bytes, codec=codec, codec_level=codec_level, progress=progress
+    )

@@ -1,0 +1,113 @@
+"""Input formats, and how an input (a path, a glob, a list of paths, a directory) names its files.
+
+The format is taken from the file name extension when it is one of ``.mmpld``, ``.bov``, ``.npy``,
+``.npz``, ``.raw``, ``.f32``; otherwise from the first bytes (MMPLD and NumPy magic, a zip archive, a
+text header with a ``DATA_FILE`` key). Raw particle files have no magic: name them ``.raw`` or pass the
+format.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Union
+
+from headrace.convert.source import natural_key
+
+__all__ = ["InputFormat", "InputSpec", "resolve_inputs", "guess_format"]
+
+InputSpec = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
+
+_SNIFF_BYTES = 4096
+
+
+class InputFormat(Enum):
+    """The formats ``headrace convert`` reads; the values are the CLI's ``--format`` names."""
+
+    RAW_PARTICLES = "raw-particles"
+    MMPLD = "mmpld"
+    BOV = "bov"
+    NPY = "npy"
+
+
+_BY_SUFFIX = {
+    ".mmpld": InputFormat.MMPLD,
+    ".bov": InputFormat.BOV,
+    ".npy": InputFormat.NPY,
+    ".npz": InputFormat.NPY,
+    ".raw": InputFormat.RAW_PARTICLES,
+    ".f32": InputFormat.RAW_PARTICLES,
+}
+
+
+def resolve_inputs(spec: InputSpec) -> list[Path]:
+    """The input files, in frame order.
+
+    A sequence is taken as given; a directory means its ``.bov``, ``.npy``, ``.npz`` or ``.mmpld`` files
+    (whichever kind it holds) in natural order; a path with ``*``, ``?`` or ``[`` that names no file is a
+    glob, expanded in natural order. Raises ``FileOpenError`` when nothing matches or a path is missing.
+    """
+    from headrace import errors
+
+    if isinstance(spec, (str, os.PathLike)):
+        path = Path(spec)
+        if path.is_dir():
+            files = [entry for entry in path.iterdir() if entry.suffix.lower() in _BY_SUFFIX and entry.is_file()]
+            kinds = {_BY_SUFFIX[entry.suffix.lower()] for entry in files}
+            if not files:
+                raise errors.FileOpenError(f"{path}: directory holds no .bov, .npy, .npz, .mmpld or .raw files")
+            if len(kinds) > 1:
+                raise errors.UsageError(f"{path}: directory mixes input formats; give the files explicitly")
+            if kinds == {InputFormat.NPY} and {e.suffix.lower() for e in files} == {".npy", ".npz"}:
+                raise errors.UsageError(f"{path}: directory mixes .npy and .npz files; give the files explicitly")
+            return sorted(files, key=natural_key)
+        if not path.exists() and any(character in os.fspath(spec) for character in "*?["):
+            matches = [Path(match) for match in glob.glob(os.fspath(spec)) if Path(match).is_file()]
+            if not matches:
+                raise errors.FileOpenError(f"{spec}: no files match")
+            return sorted(matches, key=natural_key)
+        paths = [path]
+    else:
+        paths = [Path(item) for item in spec]
+        if not paths:
+            raise errors.UsageError("no input files given")
+    for path in paths:
+        if not path.is_file():
+            reason = "is not a regular file" if path.exists() else "No such file or directory"
+            raise errors.FileOpenError(f"{path}: cannot open for reading: {reason}")
+    return paths
+
+
+def guess_format(paths: Sequence[Path]) -> InputFormat:
+    """Tell the format of ``paths`` (all of one format) from their extension or first bytes."""
+    from headrace import errors
+
+    kinds = {_guess_one(path) for path in paths}
+    if None in kinds:
+        bad = next(path for path in paths if _guess_one(path) is None)
+        names = "|".join(f.value for f in InputFormat)
+        raise errors.UsageError(f"{bad}: cannot tell the input format from its name or first bytes; pass --format {names}")
+    if len(kinds) > 1:
+        raise errors.UsageError(f"inputs mix formats ({', '.join(sorted(k.value for k in kinds))})")  # type: ignore[union-attr]
+    return kinds.pop()  # type: ignore[return-value]
+
+
+def _guess_one(path: Path) -> InputFormat | None:
+    by_suffix = _BY_SUFFIX.get(path.suffix.lower())
+    if by_suffix is not None:
+        return by_suffix
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_SNIFF_BYTES)
+    except OSError:
+        return None
+    if head.startswith(b"MMPLD\0"):
+        return InputFormat.MMPLD
+    if head.startswith(b"\x93NUMPY") or head.startswith(b"PK\x03\x04"):
+        return InputFormat.NPY
+    if b"DATA_FILE" in head.upper() and b"\0" not in head:
+        return InputFormat.BOV
+    return None

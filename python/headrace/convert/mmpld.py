@@ -1,0 +1,458 @@
+"""MegaMol MMPLD particle files, versions 1.0 to 1.3, read as MegaMol's own ``MMPLDDataSource`` reads them.
+
+Layout (little-endian), verified against MegaMol's ``plugins/moldyn/src/io/MMPLDDataSource.cpp`` and
+``MMPLDWriter.cpp``, ``utils/MMPLD/mmpldinfo.py`` and the VISUS ``mmpld`` library (docs/converters.md):
+
+- file header (60 bytes): magic ``"MMPLD\\0"``, u16 version (100, 101, 102, 103 for 1.0 to 1.3),
+  u32 frame count (>= 1), f32[6] bounding box, f32[6] clipping box; then a frame table of
+  frame count + 1 u64 offsets (the last one is the end of the data);
+- frame: f32 timestamp (1.2 and later), u32 list count, then the lists;
+- list: u8 vertex type, u8 colour type; f32 global radius (vertex types 1, 3, 4); u8[4] global RGBA
+  (colour type 0); f32[2] intensity range (colour types 3, 7); u64 particle count; f32[6] list bounding
+  box (1.3); the interleaved particles (vertex data, then colour data; nothing when the vertex type is
+  0); in 1.1 a cluster-info block (u32 cluster count, u64 byte count, that many bytes).
+
+Two historical deviations are recognised on the first frame and then required of every frame: 1.3 files
+without frame timestamps (MegaMol's writer before commit fc4e784 tested ``== 102``) and 1.1 files without
+cluster-info blocks (MegaMol's writer built without ``WITH_CLUSTERINFO``). The layout used is recorded in
+the ``mmpld_layout`` attribute.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+
+import numpy as np
+
+from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, open_error
+
+__all__ = ["VertexType", "ColourType", "MmpldSource", "open_mmpld", "MAGIC", "VERSIONS"]
+
+MAGIC = b"MMPLD\0"
+VERSIONS = (100, 101, 102, 103)
+_FILE_HEADER = struct.Struct("<6sHI6f6f")  # 60 bytes
+# Particles converted at a time (bounds the temporaries of the colour and type conversions).
+_SLICE_PARTICLES = 1 << 20
+
+
+class VertexType(IntEnum):
+    """MMPLD per-particle position data (``VERTDATA_*``)."""
+
+    NONE = 0
+    FLOAT_XYZ = 1
+    FLOAT_XYZR = 2
+    SHORT_XYZ = 3
+    DOUBLE_XYZ = 4
+
+
+class ColourType(IntEnum):
+    """MMPLD per-particle colour data (``COLDATA_*``)."""
+
+    NONE = 0
+    UINT8_RGB = 1
+    UINT8_RGBA = 2
+    FLOAT_I = 3
+    FLOAT_RGB = 4
+    FLOAT_RGBA = 5
+    USHORT_RGBA = 6
+    DOUBLE_I = 7
+
+
+# (NumPy dtype of one value, values per particle); SHORT_XYZ is signed (int16 in the mmpld library).
+_VERTEX_VALUES = {
+    VertexType.FLOAT_XYZ: (np.dtype("<f4"), 3),
+    VertexType.FLOAT_XYZR: (np.dtype("<f4"), 4),
+    VertexType.SHORT_XYZ: (np.dtype("<i2"), 3),
+    VertexType.DOUBLE_XYZ: (np.dtype("<f8"), 3),
+}
+_COLOUR_VALUES = {
+    ColourType.UINT8_RGB: (np.dtype("u1"), 3),
+    ColourType.UINT8_RGBA: (np.dtype("u1"), 4),
+    ColourType.FLOAT_I: (np.dtype("<f4"), 1),
+    ColourType.FLOAT_RGB: (np.dtype("<f4"), 3),
+    ColourType.FLOAT_RGBA: (np.dtype("<f4"), 4),
+    ColourType.USHORT_RGBA: (np.dtype("<u2"), 4),
+    ColourType.DOUBLE_I: (np.dtype("<f8"), 1),
+}
+_INTENSITY_TYPES = (ColourType.FLOAT_I, ColourType.DOUBLE_I)
+# Integer colour channels are divided by their maximum to land in [0, 1].
+_COLOUR_SCALE = {np.dtype("u1"): 255.0, np.dtype("<u2"): 65535.0}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which optional per-frame and per-list blocks a file's frames contain."""
+
+    frame_timestamps: bool
+    cluster_info: bool
+    note: str
+
+
+_LAYOUTS = {
+    100: (Layout(False, False, "1.0"),),
+    101: (
+        Layout(False, True, "1.1 with cluster-info blocks"),
+        Layout(False, False, "1.1 without cluster-info blocks (MegaMol writer built without WITH_CLUSTERINFO)"),
+    ),
+    102: (Layout(True, False, "1.2"),),
+    103: (
+        Layout(True, False, "1.3"),
+        Layout(False, False, "1.3 without frame timestamps (MegaMol writer before commit fc4e784)"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class ListHeader:
+    """One particle list of a frame, as parsed from its header."""
+
+    offset: int
+    vertex_type: VertexType
+    colour_type: ColourType
+    global_radius: float
+    global_colour: tuple[int, int, int, int]
+    intensity_range: tuple[float, float]
+    count: int
+    data_offset: int
+
+    @property
+    def has_positions(self) -> bool:
+        return self.vertex_type != VertexType.NONE
+
+    @property
+    def stride(self) -> int:
+        """Bytes per particle; MegaMol stores no particle data for vertex type NONE."""
+        if not self.has_positions:
+            return 0
+        stride = _value_bytes(_VERTEX_VALUES[self.vertex_type])
+        if self.colour_type != ColourType.NONE:
+            stride += _value_bytes(_COLOUR_VALUES[self.colour_type])
+        return stride
+
+    @property
+    def particles(self) -> int:
+        """Particles this list contributes to the output (none without positions)."""
+        return self.count if self.has_positions else 0
+
+
+@dataclass(frozen=True)
+class FrameHeader:
+    """One frame: where it is, its timestamp (``None`` before 1.2) and its lists."""
+
+    index: int
+    offset: int
+    end: int
+    timestamp: float | None
+    lists: tuple[ListHeader, ...]
+
+    @property
+    def particles(self) -> int:
+        return sum(entry.particles for entry in self.lists)
+
+
+class _Mismatch(Exception):
+    """A frame does not parse under a layout (internal; becomes ``CorruptIndexError``)."""
+
+    def __init__(self, offset: int, expected: str, found: str) -> None:
+        super().__init__(offset, expected, found)
+        self.offset, self.expected, self.found = offset, expected, found
+
+
+class MmpldSource:
+    """An opened, fully checked MMPLD file; see :func:`open_mmpld`."""
+
+    def __init__(
+        self,
+        path: Path,
+        version: int,
+        bbox: BBox,
+        clip_box: BBox,
+        layout: Layout,
+        frame_headers: list[FrameHeader],
+    ) -> None:
+        self.path = path
+        self.version = version
+        self.bbox = bbox
+        self.clip_box = clip_box
+        self.layout = layout
+        self.frame_headers = frame_headers
+        self.frame_count = len(frame_headers)
+        self.total_bytes = sum(entry.particles * entry.stride for frame in frame_headers for entry in frame.lists)
+        self.has_intensity = any(
+            entry.has_positions and entry.colour_type in _INTENSITY_TYPES
+            for frame in frame_headers
+            for entry in frame.lists
+        )
+        self.fields = [FieldInfo("particles", np.dtype("float32"), 8)]
+        if self.has_intensity:
+            self.fields.append(FieldInfo("intensity", np.dtype("float32"), 1))
+        self.attributes: dict[str, AttributeValue] = {
+            "source_format": "mmpld",
+            "source_path": os.fspath(path),
+            "mmpld_version": version,
+            "mmpld_layout": layout.note,
+            "clip_box": [*clip_box[0], *clip_box[1]],
+        }
+
+    def frames(self) -> Iterator[SourceFrame]:
+        data = np.memmap(self.path, dtype=np.uint8, mode="r")
+        for header in self.frame_headers:
+            time = header.timestamp if header.timestamp is not None else float(header.index)
+            yield SourceFrame(time=time, bbox=self.bbox, pieces=self._pieces(data, header))
+        del data
+
+    def _pieces(self, data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
+        """The frame's particles list by list, slice by slice; then its intensities (NaN where none)."""
+        intensity = np.full((header.particles, 1), np.nan, dtype=np.float32) if self.has_intensity else None
+        first = 0
+        for entry in header.lists:
+            if entry.particles == 0:
+                continue
+            records = data[entry.data_offset : entry.data_offset + entry.count * entry.stride].view(
+                _record_dtype(entry)
+            )
+            grey_range = _grey_range(entry, records) if entry.colour_type in _INTENSITY_TYPES else None
+            for start in range(0, entry.count, _SLICE_PARTICLES):
+                part = records[start : start + _SLICE_PARTICLES]
+                rows = np.empty((part.shape[0], 8), dtype=np.float32)
+                _convert_records(entry, part, rows, grey_range)
+                if intensity is not None and grey_range is not None:
+                    intensity[first + start : first + start + part.shape[0], 0] = part["c"][:, 0]
+                yield Piece("particles", rows, part.shape[0] * entry.stride)
+            first += entry.count
+        if intensity is not None:
+            yield Piece("intensity", intensity, 0)
+
+
+def open_mmpld(path: os.PathLike | str) -> MmpldSource:
+    """Parse and check an MMPLD file's header, frame table and every frame's list headers.
+
+    Raises ``TruncatedFileError`` (file shorter than its header or frame table says), ``BadMagicError``,
+    ``UnsupportedVersionError``, ``CorruptIndexError`` (inconsistent frame table, unknown vertex or
+    colour type, a frame whose lists do not end where the frame table says) or ``EmptyFieldError``
+    (a frame without particles); each message names the file, the offset and what was expected.
+    """
+    from headrace import errors
+
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        handle = open(path, "rb")
+    except OSError as error:
+        raise open_error(path, error) from error
+    with handle:
+        head = handle.read(_FILE_HEADER.size)
+        if head[: len(MAGIC)] != MAGIC[: len(head)]:
+            raise bad_data(errors.BadMagicError, path, 0, "the MMPLD magic 'MMPLD\\0'", repr(head[: len(MAGIC)]))
+        if size < _FILE_HEADER.size:
+            raise bad_data(
+                errors.TruncatedFileError, path, 0, f"a {_FILE_HEADER.size}-byte MMPLD file header", f"{size} bytes"
+            )
+        _, version, frame_count, *boxes = _FILE_HEADER.unpack(head)
+        if version not in VERSIONS:
+            note = " (MegaMol writes 0 until the file is complete)" if version == 0 else ""
+            raise bad_data(
+                errors.UnsupportedVersionError, path, 6, "version 100, 101, 102 or 103 (MMPLD 1.0 to 1.3)",
+                f"{version}{note}",
+            )
+        if frame_count == 0:
+            raise bad_data(errors.CorruptIndexError, path, 8, "a frame count of at least 1", "0")
+        table = _read_frame_table(handle, path, size, frame_count)
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buffer:
+            layout = _choose_layout(buffer, path, version, table)
+            frame_headers = []
+            for index in range(frame_count):
+                try:
+                    frame_headers.append(_parse_frame(buffer, version, layout, index, table[index], table[index + 1]))
+                except _Mismatch as mismatch:
+                    raise bad_data(
+                        errors.CorruptIndexError, path, mismatch.offset, mismatch.expected, mismatch.found
+                    ) from None
+    for header in frame_headers:
+        if header.particles == 0:
+            raise bad_data(
+                errors.EmptyFieldError, path, header.offset,
+                f"particles in frame {header.index} (a container field cannot be empty)", "none",
+            )
+    bbox = (tuple(boxes[0:3]), tuple(boxes[3:6]))
+    clip_box = (tuple(boxes[6:9]), tuple(boxes[9:12]))
+    return MmpldSource(path, version, bbox, clip_box, layout, frame_headers)  # type: ignore[arg-type]
+
+
+def _read_frame_table(handle, path: Path, size: int, frame_count: int) -> list[int]:
+    from headrace import errors
+
+    table_bytes = 8 * (frame_count + 1)
+    raw = handle.read(table_bytes)
+    if len(raw) < table_bytes:
+        raise bad_data(
+            errors.TruncatedFileError, path, _FILE_HEADER.size,
+            f"a frame table of {frame_count + 1} u64 offsets ({table_bytes} bytes)", f"{len(raw)} bytes",
+        )
+    table = [int(value) for value in np.frombuffer(raw, dtype="<u8")]
+    table_end = _FILE_HEADER.size + table_bytes
+    if table[0] < table_end:
+        raise bad_data(
+            errors.CorruptIndexError, path, _FILE_HEADER.size,
+            f"frame 0 to start after the frame table (offset >= {table_end})", f"offset {table[0]}",
+        )
+    for index in range(frame_count):
+        if table[index + 1] < table[index]:
+            raise bad_data(
+                errors.CorruptIndexError, path, _FILE_HEADER.size + 8 * (index + 1),
+                f"frame table entry {index + 1} >= {table[index]} (offsets never decrease)", str(table[index + 1]),
+            )
+    for index in range(frame_count):
+        if table[index + 1] > size:
+            raise bad_data(
+                errors.TruncatedFileError, path, table[index],
+                f"frame {index} of {table[index + 1] - table[index]} bytes (to offset {table[index + 1]})",
+                f"the file ends at offset {size}",
+            )
+    if table[frame_count] != size:
+        raise bad_data(
+            errors.CorruptIndexError, path, table[frame_count],
+            "the end of the file (the frame table's last offset)", f"{size - table[frame_count]} more bytes",
+        )
+    return table
+
+
+def _choose_layout(buffer: mmap.mmap, path: Path, version: int, table: list[int]) -> Layout:
+    """The first layout of this version under which frame 0 parses to exactly its frame-table extent."""
+    from headrace import errors
+
+    first_mismatch: _Mismatch | None = None
+    for layout in _LAYOUTS[version]:
+        try:
+            _parse_frame(buffer, version, layout, 0, table[0], table[1])
+            return layout
+        except _Mismatch as mismatch:
+            first_mismatch = first_mismatch or mismatch
+    assert first_mismatch is not None
+    raise bad_data(
+        errors.CorruptIndexError, path, first_mismatch.offset, first_mismatch.expected, first_mismatch.found
+    )
+
+
+def _parse_frame(buffer: mmap.mmap, version: int, layout: Layout, index: int, start: int, end: int) -> FrameHeader:
+    cursor = _Cursor(buffer, start, end, index)
+    timestamp = cursor.take("<f", "the frame timestamp")[0] if layout.frame_timestamps else None
+    (list_count,) = cursor.take("<I", "the list count")
+    lists = []
+    for list_index in range(list_count):
+        offset = cursor.position
+        vertex_code, colour_code = cursor.take("<BB", f"the types of list {list_index}")
+        if vertex_code not in VertexType._value2member_map_:
+            raise _Mismatch(offset, "a vertex type 0..4", str(vertex_code))
+        if colour_code not in ColourType._value2member_map_:
+            raise _Mismatch(offset + 1, "a colour type 0..7", str(colour_code))
+        vertex_type, colour_type = VertexType(vertex_code), ColourType(colour_code)
+        # Which header fields follow depends on the raw type codes, as in MegaMol's MMPLDDataSource.
+        global_radius = 0.05  # MegaMol's value when the list carries none
+        if vertex_type in (VertexType.FLOAT_XYZ, VertexType.SHORT_XYZ, VertexType.DOUBLE_XYZ):
+            (global_radius,) = cursor.take("<f", "the global radius")
+        global_colour = (255, 255, 255, 255)
+        intensity_range = (0.0, 1.0)
+        if colour_type == ColourType.NONE:
+            global_colour = cursor.take("<4B", "the global colour")
+        elif colour_type in _INTENSITY_TYPES:
+            intensity_range = cursor.take("<2f", "the intensity range")
+        (count,) = cursor.take("<Q", "the particle count")
+        if version >= 103:
+            cursor.take("<6f", "the list bounding box")
+        entry = ListHeader(
+            offset, vertex_type, colour_type, float(global_radius), tuple(global_colour),  # type: ignore[arg-type]
+            (float(intensity_range[0]), float(intensity_range[1])), int(count), cursor.position,
+        )
+        cursor.skip(entry.count * entry.stride, f"{entry.count} particles of {entry.stride} bytes")
+        if layout.cluster_info:
+            _, cluster_bytes = cursor.take("<IQ", "the cluster-info header")
+            cursor.skip(cluster_bytes, "the cluster-info data")
+        lists.append(entry)
+    if cursor.position != end:
+        raise _Mismatch(
+            cursor.position, f"frame {index} to end at offset {end} (frame table)",
+            f"its {list_count} lists end at offset {cursor.position}",
+        )
+    return FrameHeader(index, start, end, timestamp, tuple(lists))
+
+
+class _Cursor:
+    """Reads little-endian values of one frame, never past the frame's end."""
+
+    def __init__(self, buffer: mmap.mmap, start: int, end: int, frame: int) -> None:
+        self.buffer, self.position, self.end, self.frame = buffer, start, end, frame
+
+    def take(self, fmt: str, what: str) -> tuple:
+        size = struct.calcsize(fmt)
+        self._need(size, what)
+        values = struct.unpack_from(fmt, self.buffer, self.position)
+        self.position += size
+        return values
+
+    def skip(self, size: int, what: str) -> None:
+        self._need(size, what)
+        self.position += size
+
+    def _need(self, size: int, what: str) -> None:
+        if self.position + size > self.end:
+            raise _Mismatch(
+                self.position, f"{what} ({size} bytes) inside frame {self.frame}",
+                f"{self.end - self.position} bytes left before the frame's end at offset {self.end}",
+            )
+
+
+def _value_bytes(values: tuple[np.dtype, int]) -> int:
+    dtype, count = values
+    return dtype.itemsize * count
+
+
+def _record_dtype(entry: ListHeader) -> np.dtype:
+    """Packed structured dtype of one interleaved particle: ``v`` (vertex values), ``c`` (colour values)."""
+    vertex_dtype, vertex_count = _VERTEX_VALUES[entry.vertex_type]
+    parts = [("v", vertex_dtype, (vertex_count,))]
+    if entry.colour_type != ColourType.NONE:
+        colour_dtype, colour_count = _COLOUR_VALUES[entry.colour_type]
+        parts.append(("c", colour_dtype, (colour_count,)))
+    return np.dtype(parts)
+
+
+def _convert_records(
+    entry: ListHeader, records: np.ndarray, rows: np.ndarray, grey_range: tuple[float, float] | None
+) -> None:
+    """Fill ``rows`` (n x 8 float32: x, y, z, radius, r, g, b, a) from ``n`` particle records."""
+    vertices = records["v"]
+    rows[:, 0:3] = vertices[:, 0:3]
+    rows[:, 3] = vertices[:, 3] if entry.vertex_type == VertexType.FLOAT_XYZR else entry.global_radius
+    if entry.colour_type == ColourType.NONE:
+        rows[:, 4:8] = np.asarray(entry.global_colour, dtype=np.float32) / np.float32(255.0)
+    elif grey_range is not None:
+        values = records["c"][:, 0]
+        low, high = grey_range
+        rows[:, 4:7] = np.clip((values - low) / (high - low), 0.0, 1.0)[:, None] if high > low else 0.5
+        rows[:, 7] = 1.0
+    else:
+        colours = records["c"]
+        channels = colours.shape[1]
+        scale = _COLOUR_SCALE.get(colours.dtype)
+        rows[:, 4 : 4 + channels] = colours / np.float32(scale) if scale else colours
+        if channels == 3:
+            rows[:, 7] = 1.0
+
+
+def _grey_range(entry: ListHeader, records: np.ndarray) -> tuple[float, float]:
+    """The intensity range mapped to grey 0..1: the header's, or the list's own when that one is empty."""
+    low, high = entry.intensity_range
+    if high > low:
+        return low, high
+    values = records["c"][:, 0]
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return 0.0, 0.0
+    return float(finite.min()), float(finite.max())

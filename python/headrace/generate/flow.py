@@ -1,0 +1,155 @@
+"""An analytic velocity field (ABC flow) on a nodal grid, stored in native blocks as seed ``002_…`` does.
+
+``u = A sin(z + pz) + C cos(y + py)``, ``v = B sin(x + px) + A cos(z + pz)``,
+``w = C sin(y + py) + B cos(x + px)`` on ``[0, 2 pi]^3`` with ``B = sqrt(2)``, ``C = 1`` and
+``A(t) = sqrt(3) * (1 + 0.1 sin(2 pi t / 16))`` (steady when there is one frame: ``A(0) = sqrt(3)``);
+the phases ``px, py, pz`` come from ``numpy.random.default_rng(seed)``. Point (i, j, k) sits at
+``(i, j, k) * 2 pi / (dims - 1)``. Values are float32 x 3 in the field ``velocity``.
+
+Block layout (``layout = "blocks"``, ``block_dims = [BX, BY, BZ]``): the grid is cut into blocks of
+BX x BY x BZ points (the dims must be multiples of the block); blocks are stored one after another, x
+fastest, then y, then z (block (bi, bj, bk) is number ``bi + NBX * (bj + NBY * bk)``), and each block's
+points are one contiguous run, x fastest, then y, then z. The chunk size is rounded down to whole blocks
+(at least one), so every chunk holds whole blocks.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from headrace.convert import ProgressCallback, write_source
+from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
+
+__all__ = [
+    "generate_flow",
+    "abc_velocity",
+    "abc_phases",
+    "to_blocks",
+    "from_blocks",
+    "TARGET_CHUNK_BYTES",
+    "PERIOD_FRAMES",
+]
+
+# Chunk size aimed at when none is given (the writer's default), rounded down to whole blocks.
+TARGET_CHUNK_BYTES = 4 << 20
+PERIOD_FRAMES = 16
+_B = math.sqrt(2.0)
+_C = 1.0
+_ELEMENT_BYTES = 3 * 4
+
+
+def abc_phases(seed: int) -> np.ndarray:
+    """The phases (px, py, pz) that ``seed`` draws, uniform in [0, 2 pi)."""
+    return np.random.default_rng(seed).uniform(0.0, 2.0 * math.pi, 3)
+
+
+def _a(time: float) -> float:
+    return math.sqrt(3.0) * (1.0 + 0.1 * math.sin(2.0 * math.pi * time / PERIOD_FRAMES))
+
+
+def abc_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float, *, seed: int) -> np.ndarray:
+    """The velocity at points ``(x, y, z)`` (broadcastable) and ``time``, shape ``(..., 3)``, float64."""
+    px, py, pz = abc_phases(seed)
+    a = _a(time)
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(z))
+    out = np.empty(shape + (3,))
+    out[..., 0] = a * np.sin(z + pz) + _C * np.cos(y + py)
+    out[..., 1] = _B * np.sin(x + px) + a * np.cos(z + pz)
+    out[..., 2] = _C * np.sin(y + py) + _B * np.cos(x + px)
+    return out
+
+
+def to_blocks(grid: np.ndarray, block: Sequence[int]) -> np.ndarray:
+    """``(Z, Y, X, c)`` grid -> ``(elements, c)`` in block order (see the module docstring)."""
+    nz, ny, nx, c = grid.shape
+    bx, by, bz = block
+    blocked = grid.reshape(nz // bz, bz, ny // by, by, nx // bx, bx, c).transpose(0, 2, 4, 1, 3, 5, 6)
+    return blocked.reshape(-1, c)
+
+
+def from_blocks(values: np.ndarray, dims: Sequence[int], block: Sequence[int]) -> np.ndarray:
+    """``(elements, c)`` in block order -> ``(Z, Y, X, c)`` grid; the inverse of :func:`to_blocks`."""
+    nx, ny, nz = dims
+    bx, by, bz = block
+    c = values.shape[-1]
+    blocked = values.reshape(nz // bz, ny // by, nx // bx, bz, by, bx, c).transpose(0, 3, 1, 4, 2, 5, 6)
+    return blocked.reshape(nz, ny, nx, c)
+
+
+class _FlowSource:
+    def __init__(self, dims: tuple[int, int, int], block: tuple[int, int, int], frames: int, seed: int) -> None:
+        self.path = Path("<generate flow>")
+        self.dims, self.block, self.frame_count, self.seed = dims, block, frames, seed
+        self.spacing = tuple(2.0 * math.pi / (d - 1) for d in dims)
+        self.fields = [FieldInfo("velocity", np.dtype("float32"), 3)]
+        self.attributes: dict[str, AttributeValue] = {
+            "source_format": "generated",
+            "generator": "flow",
+            "seed": seed,
+            "grid_dims": list(dims),
+            "grid_origin": [0.0, 0.0, 0.0],
+            "grid_spacing": list(self.spacing),
+            "block_dims": list(block),
+            "layout": "blocks",
+        }
+        self.total_bytes = dims[0] * dims[1] * dims[2] * _ELEMENT_BYTES * frames
+
+    @property
+    def block_bytes(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2] * _ELEMENT_BYTES
+
+    def frames(self) -> Iterator[SourceFrame]:
+        top = 2.0 * math.pi
+        bbox: BBox = ((0.0, 0.0, 0.0), (top, top, top))
+        for index in range(self.frame_count):
+            yield SourceFrame(time=float(index), bbox=bbox, pieces=self._block_rows(float(index)))
+
+    def _block_rows(self, time: float) -> Iterator[Piece]:
+        """One row of blocks (fixed bj, bk; every bi) at a time: that run is contiguous in block order."""
+        (nx, ny, nz), (bx, by, bz) = self.dims, self.block
+        hx, hy, hz = self.spacing
+        x = (np.arange(nx) * hx).reshape(nx // bx, 1, 1, bx)  # (NBX, BZ, BY, BX) broadcast axes
+        for k0 in range(0, nz, bz):
+            z = ((k0 + np.arange(bz)) * hz).reshape(1, bz, 1, 1)
+            for j0 in range(0, ny, by):
+                y = ((j0 + np.arange(by)) * hy).reshape(1, 1, by, 1)
+                row = abc_velocity(x, y, z, time, seed=self.seed).astype(np.float32).reshape(-1, 3)
+                yield Piece("velocity", row, row.nbytes)
+
+
+def generate_flow(
+    path: os.PathLike | str,
+    *,
+    dims: Sequence[int],
+    block: Sequence[int],
+    frames: int = 1,
+    seed: int = 0,
+    chunk_size_bytes: int | None = None,
+    codec: str = "none",
+    codec_level: int | None = None,
+    progress: ProgressCallback | None = None,
+) -> Path:
+    """Write the ABC flow on an X x Y x Z grid in BX x BY x BZ blocks (``frames`` frames); return the path."""
+    from headrace import errors
+
+    dims = tuple(int(d) for d in dims)
+    block = tuple(int(b) for b in block)
+    if len(dims) != 3 or min(dims) < 2:
+        raise errors.UsageError(f"--dims needs three sizes of at least 2 (a nodal grid), got {list(dims)}")
+    if len(block) != 3 or min(block) < 1:
+        raise errors.UsageError(f"--block needs three sizes of at least 1, got {list(block)}")
+    if any(d % b for d, b in zip(dims, block)):
+        raise errors.UsageError(f"--dims {list(dims)} must be multiples of --block {list(block)}")
+    if frames < 1:
+        raise errors.UsageError(f"--frames must be at least 1, got {frames}")
+    source = _FlowSource(dims, block, frames, seed)  # type: ignore[arg-type]
+    target = TARGET_CHUNK_BYTES if chunk_size_bytes is None else chunk_size_bytes
+    chunk_bytes = max(1, target // source.block_bytes) * source.block_bytes
+    return write_source(
+        source, path, chunk_size_bytes=chunk_bytes, codec=codec, codec_level=codec_level, progress=progress
+    )

@@ -1,0 +1,228 @@
+"""Raw read bandwidth of the device holding a file: the yardstick of every later benchmark.
+
+:func:`probe` reads a test file over a grid of access pattern x block size x queue depth x threads,
+the way fio does in AMD's DirectStorage talk (seed ``001_…``) and CrystalDiskMark does in seed
+``000_…``'s Table 1. Each thread opens its own io_uring backend with O_DIRECT (cold: the page cache is
+bypassed) and keeps ``queue_depth`` reads of one block in flight. Where io_uring or O_DIRECT cannot
+work, or the file lives in RAM, every point says so in ``path``, ``cache_state`` and ``note``.
+
+The device ceiling is the fastest sequential point. See docs/probe.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+from headrace import _ext
+
+__all__ = ["CSV_COLUMNS", "ProbePoint", "ProbeResult", "defaults", "format_block_size", "probe"]
+
+#: Columns of :meth:`ProbeResult.to_csv`, in order.
+CSV_COLUMNS = (
+    "file", "pattern", "block_size_bytes", "queue_depth", "threads", "bytes", "reads", "seconds",
+    "gigabytes_per_second", "iops", "path", "backend", "o_direct", "cache_state", "note",
+)
+
+
+@dataclass(frozen=True)
+class ProbePoint:
+    """One measured point of the grid."""
+
+    pattern: str  #: "sequential" or "random"
+    block_size_bytes: int
+    queue_depth: int  #: reads in flight per thread
+    threads: int
+    bytes: int  #: bytes read by all threads: always reads * block_size_bytes
+    reads: int
+    seconds: float  #: first submission to last completion
+    gigabytes_per_second: float  #: bytes / seconds / 1e9
+    iops: float  #: reads / seconds
+    path: str  #: the I/O route, e.g. "uring O_DIRECT" or "direct O_DIRECT (fallback)"
+    backend: str  #: the host I/O backend: "uring", or "direct"/"posix" as a fallback
+    o_direct: bool
+    cache_state: str  #: "cold" (O_DIRECT: page cache bypassed) or "hot"
+    note: str  #: why the route is not io_uring + O_DIRECT + cold; empty when it is
+
+    def describe(self) -> str:
+        """ "sequential, block 1 MiB, QD 32, threads 4"."""
+        return (f"{self.pattern}, block {format_block_size(self.block_size_bytes)}, QD {self.queue_depth}, "
+                f"threads {self.threads}")
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """The points of one probe, in run order, and the device ceiling among them."""
+
+    file: str  #: the file that was read
+    created: bool  #: True when this probe wrote the file (else reused, or the user's own file)
+    points: tuple[ProbePoint, ...]
+    ceiling_index: int | None  #: index of the fastest sequential point
+
+    @property
+    def ceiling(self) -> ProbePoint | None:
+        """The fastest sequential point: the device ceiling (None without sequential points)."""
+        return None if self.ceiling_index is None else self.points[self.ceiling_index]
+
+    @property
+    def cache_description(self) -> str:
+        """ "cold: O_DIRECT", or why the reads were hot."""
+        first = self.points[0]
+        if first.cache_state == "cold":
+            return "cold: O_DIRECT"
+        return "hot: file system in RAM" if first.o_direct else "hot: buffered, page cache"
+
+    def ceiling_line(self) -> str:
+        """ "device ceiling: X.XX GB/s (sequential, block B, QD Q, threads T, cold: O_DIRECT)"."""
+        ceiling = self.ceiling
+        if ceiling is None:
+            return "device ceiling: none (no sequential points were measured)"
+        return (f"device ceiling: {ceiling.gigabytes_per_second:.2f} GB/s "
+                f"({ceiling.describe()}, {self.cache_description})")
+
+    def as_dict(self) -> dict[str, object]:
+        """Everything, JSON-ready."""
+        return {
+            "file": self.file,
+            "created": self.created,
+            "cache": self.cache_description,
+            "ceiling": None if self.ceiling is None else asdict(self.ceiling),
+            "ceiling_line": self.ceiling_line(),
+            "points": [asdict(point) for point in self.points],
+        }
+
+    def to_csv(self, path: str | os.PathLike[str]) -> None:
+        """One row per point with :data:`CSV_COLUMNS`."""
+        with open(path, "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
+            writer.writeheader()
+            for point in self.points:
+                writer.writerow({"file": self.file, **asdict(point)})
+
+    def plot_heatmap(self, path: str | os.PathLike[str]) -> None:
+        """A PNG with one heat map per (pattern, threads): block size x queue depth coloured by GB/s.
+
+        Every panel shares one colour scale, values are written in the cells, the ceiling's cell is
+        outlined, and the title names the file, the cache state and the ceiling.
+        """
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+        from matplotlib.patches import Rectangle
+
+        patterns = _in_order(point.pattern for point in self.points)
+        thread_counts = sorted({point.threads for point in self.points})
+        blocks = sorted({point.block_size_bytes for point in self.points})
+        depths = sorted({point.queue_depth for point in self.points})
+        top = max((point.gigabytes_per_second for point in self.points), default=0.0) or 1.0
+
+        figure = Figure(figsize=(0.9 * len(depths) * len(thread_counts) + 2.5,
+                                 0.55 * len(blocks) * len(patterns) + 1.8), layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = figure.subplots(len(patterns), len(thread_counts), squeeze=False, sharex=True, sharey=True)
+        image = None
+        for row, pattern in enumerate(patterns):
+            for column, threads in enumerate(thread_counts):
+                ax = axes[row][column]
+                values = [[math.nan] * len(depths) for _ in blocks]
+                for point in self.points:
+                    if point.pattern == pattern and point.threads == threads:
+                        values[blocks.index(point.block_size_bytes)][depths.index(point.queue_depth)] = (
+                            point.gigabytes_per_second)
+                image = ax.imshow(values, cmap="viridis", vmin=0.0, vmax=top, aspect="auto", origin="lower")
+                for i, line in enumerate(values):
+                    for j, value in enumerate(line):
+                        if not math.isnan(value):
+                            ax.text(j, i, _cell_text(value), ha="center", va="center", fontsize=7,
+                                    color="black" if value > 0.6 * top else "white")
+                ceiling = self.ceiling
+                if ceiling is not None and ceiling.pattern == pattern and ceiling.threads == threads:
+                    ax.add_patch(Rectangle((depths.index(ceiling.queue_depth) - 0.5,
+                                            blocks.index(ceiling.block_size_bytes) - 0.5), 1, 1,
+                                           fill=False, edgecolor="red", linewidth=2))
+                ax.set_title(f"{pattern}, {threads} thread{'s' if threads != 1 else ''}", fontsize=9)
+                ax.set_xticks(range(len(depths)), [str(depth) for depth in depths], fontsize=8)
+                ax.set_yticks(range(len(blocks)), [format_block_size(block) for block in blocks], fontsize=8)
+                if row == len(patterns) - 1:
+                    ax.set_xlabel("queue depth (per thread)", fontsize=8)
+                if column == 0:
+                    ax.set_ylabel("block size", fontsize=8)
+        if image is not None:
+            figure.colorbar(image, ax=axes, label="GB/s (1e9 bytes/s)", shrink=0.9)
+        figure.suptitle(f"headrace probe: {self.file} [{self.points[0].path}, {self.points[0].cache_state}]\n"
+                        f"{self.ceiling_line()}", fontsize=9)
+        figure.savefig(path, dpi=120)
+
+
+def defaults(quick: bool = False) -> dict[str, object]:
+    """The probe's default grid and limits (``quick``: the smaller grid), from the C++ core."""
+    return _ext.probe_defaults(quick)
+
+
+def probe(
+    path: str | os.PathLike[str],
+    quick: bool = False,
+    *,
+    file_size_bytes: int | None = None,
+    patterns: Sequence[str] | None = None,
+    block_sizes_bytes: Sequence[int] | None = None,
+    queue_depths: Sequence[int] | None = None,
+    thread_counts: Sequence[int] | None = None,
+    seconds_per_point: float | None = None,
+    min_bytes_per_point: int | None = None,
+    max_seconds_per_point: float | None = None,
+    bytes_per_point: int | None = None,
+    seed: int | None = None,
+    strict: bool = False,
+    progress: Callable[[int, int, ProbePoint], None] | None = None,
+) -> ProbeResult:
+    """Measures raw read bandwidth of the device holding ``path``.
+
+    ``path`` is a file or block device (read as it is), a directory (``headrace-probe.bin`` of
+    ``file_size_bytes`` is written there, or reused when its size matches) or a missing file (written).
+    Arguments left None take the defaults of :func:`defaults` (``quick`` picks the smaller grid).
+    ``bytes_per_point`` reads exactly that much per point instead of timing ``seconds_per_point``.
+    ``strict`` turns every fallback (no io_uring, no O_DIRECT, a file in RAM) into UnavailableError.
+    ``progress(done, total, point)`` is called after each point.
+    """
+    config = defaults(quick)
+    test_file = _ext.probe_prepare_test_file(
+        os.fspath(path),
+        config["file_size_bytes"] if file_size_bytes is None else file_size_bytes,
+        config["seed"] if seed is None else seed,
+    )
+    report = None if progress is None else (lambda done, total, point: progress(done, total, ProbePoint(**point)))
+    outcome = _ext.probe_run(
+        test_file["path"], quick=quick, patterns=None if patterns is None else list(patterns),
+        block_sizes_bytes=None if block_sizes_bytes is None else list(block_sizes_bytes),
+        queue_depths=None if queue_depths is None else list(queue_depths),
+        thread_counts=None if thread_counts is None else list(thread_counts),
+        seconds_per_point=seconds_per_point, min_bytes_per_point=min_bytes_per_point,
+        max_seconds_per_point=max_seconds_per_point, bytes_per_point=bytes_per_point, seed=seed, strict=strict,
+        progress=report,
+    )
+    return ProbeResult(
+        file=test_file["path"],
+        created=test_file["created"],
+        points=tuple(ProbePoint(**point) for point in outcome["points"]),
+        ceiling_index=outcome["ceiling_index"],
+    )
+
+
+def format_block_size(size_bytes: int) -> str:
+    """Exact binary units: 4096 -> "4 KiB", 1048576 -> "1 MiB", 6000 -> "6000 B"."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size_bytes >= 1 << shift and size_bytes % (1 << shift) == 0:
+            return f"{size_bytes >> shift} {unit}"
+    return f"{size_bytes} B"
+
+
+def _cell_text(gigabytes_per_second: float) -> str:
+    return f"{gigabytes_per_second:.2f}" if gigabytes_per_second >= 0.1 else f"{gigabytes_per_second:.3f}"
+
+
+def _in_order(values) -> list:
+    """Distinct values in first-seen order."""
+    return list(dict.fromkeys(values))

@@ -1,0 +1,1 @@
+"""Helpers for headrace's own tests (and users' tests): writers of source formats from their specs."""

@@ -1,0 +1,111 @@
+"""Writing ``.hrc`` containers (docs/format.md) from NumPy arrays, crash-safely."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from headrace import _ext
+
+__all__ = ["FieldSpec", "Writer", "Codec"]
+
+Codec = Literal["none", "lz4", "zstd"]
+BBox = tuple[Sequence[float], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """A field of every frame: a name, a NumPy dtype name and the components of one element."""
+
+    name: str
+    dtype: str
+    components: int = 1
+
+
+class Writer:
+    """Writes a container to ``<path>.partial`` and renames it to ``path`` on :meth:`close`.
+
+    Used as a context manager, leaving the block by an exception removes the partial file, so a
+    failed conversion leaves nothing behind::
+
+        with headrace.Writer("out.hrc", [FieldSpec("particles", "float32", 8)]) as w:
+            f = w.add_frame(time=0.0, bbox=((0, 0, 0), (1, 1, 1)))
+            w.write(f, "particles", array)          # shape (n, 8) or flat
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        fields: Sequence[FieldSpec],
+        *,
+        chunk_size_bytes: int = 4 << 20,
+        codec: Codec = "none",
+        codec_level: int | None = None,
+        encode_threads: int = 0,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.fields = list(fields)
+        self._index = {f.name: i for i, f in enumerate(self.fields)}
+        self._dtypes = {f.name: np.dtype(f.dtype) for f in self.fields}
+        self._native = _ext.ContainerWriter(
+            self.path,
+            [(f.name, np.dtype(f.dtype).name, int(f.components)) for f in self.fields],
+            chunk_size_bytes=int(chunk_size_bytes),
+            codec=codec,
+            codec_level=int(codec_level or 0),
+            encode_threads=int(encode_threads),
+        )
+        self._closed = False
+
+    def set_attribute(self, name: str, value: int | float | str | Sequence[int] | Sequence[float]) -> None:
+        """Stores a data-set attribute: a string, or numbers (kept as int64 or float64 arrays)."""
+        if isinstance(value, str):
+            self._native.set_attribute(name, value)
+            return
+        array = np.atleast_1d(np.asarray(value))
+        if array.ndim != 1 or array.dtype.kind not in "iubf":
+            raise _ext.UsageError(f"attribute {name!r}: expected a string or a flat sequence of numbers, got {value!r}")
+        if array.dtype.kind == "f":
+            self._native.set_attribute(name, [float(v) for v in array])
+        else:
+            self._native.set_attribute(name, [int(v) for v in array])
+
+    def add_frame(self, time: float, bbox: BBox | None = None) -> int:
+        """Starts a frame; returns its index. ``bbox`` is ((xmin, ymin, zmin), (xmax, ymax, zmax))."""
+        box = None if bbox is None else (tuple(float(v) for v in bbox[0]), tuple(float(v) for v in bbox[1]))
+        return self._native.add_frame(float(time), box)
+
+    def write(self, frame: int, field: str, data: np.ndarray) -> None:
+        """Appends elements of ``field`` in ``frame``; consecutive calls for the same field append."""
+        if field not in self._index:
+            raise _ext.UsageError(f"{self.path}: no field {field!r} (fields: {', '.join(self._index)})")
+        array = np.asarray(data)
+        if array.dtype != self._dtypes[field]:
+            raise _ext.UsageError(
+                f"{self.path}: field {field!r} holds {self._dtypes[field].name}, got an array of {array.dtype.name}"
+            )
+        self._native.write_field(frame, self._index[field], np.ascontiguousarray(array).reshape(-1))
+
+    def close(self) -> None:
+        """Writes the index and superblock, fsyncs and renames over ``path``."""
+        if not self._closed:
+            self._closed = True
+            self._native.close()
+
+    def abort(self) -> None:
+        """Removes the partial file; the final path is left untouched."""
+        self._closed = True
+        self._native.abort()
+
+    def __enter__(self) -> Writer:
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()

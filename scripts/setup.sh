@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs what headrace needs on Debian/Ubuntu and builds it (Release, tests included) into
+# build/python. Idempotent: packages already there are not reinstalled; the build is incremental.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(build-essential cmake ninja-build pkg-config liburing-dev libzstd-dev liblz4-dev libxxhash-dev libgtest-dev)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+fi
+
+python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "nanobind>=2.4" "numpy>=1.24" \
+  "rich>=13" "matplotlib>=3.7" "pytest>=7"
+# Editable: python/headrace is used in place; the extension and the C++ tests build in build/python.
+python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e . \
+  -Cbuild-dir=build/python -Ccmake.define.HEADRACE_BUILD_TESTS=ON
+python3 -c "import headrace; print('setup: headrace', headrace.__version__, 'ready')"

@@ -1,0 +1,192 @@
+#include "headrace/format/container.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "headrace/error.hpp"
+#include "headrace/format/layout.hpp"
+#include "support/container_fixture.hpp"
+#include "support/temp_directory.hpp"
+
+namespace headrace::format {
+namespace {
+
+using testing::TempDirectory;
+
+class ContainerTest : public ::testing::Test {
+ protected:
+  TempDirectory dir;
+  std::string path = dir.file("data.hrc");
+};
+
+TEST_F(ContainerTest, RoundTripsIndex) {
+  testing::write_particles(path, 3, 1000);
+  const auto c = Container::open(path);
+  ASSERT_EQ(c.fields().size(), 1u);
+  EXPECT_EQ(c.fields()[0].name, "particles");
+  EXPECT_EQ(c.fields()[0].dtype, DType::float32);
+  EXPECT_EQ(c.fields()[0].components, 8u);
+  ASSERT_EQ(c.frames().size(), 3u);
+  EXPECT_DOUBLE_EQ(c.frames()[2].time, 1.0);
+  EXPECT_DOUBLE_EQ(c.frames()[1].bbox.max[2], 1.0);
+  // 4096-byte chunks hold 128 particles: 1000 particles are 8 chunks, the last of 104.
+  const auto chunks = c.chunks_of(1, 0);
+  ASSERT_EQ(chunks.size(), 8u);
+  EXPECT_EQ(chunks.back().first_element, 896u);
+  EXPECT_EQ(chunks.back().element_count, 104u);
+  EXPECT_EQ(c.frame_field(1, 0).element_count, 1000u);
+  for (const auto& chunk : c.chunks()) EXPECT_EQ(chunk.offset % layout::alignment_bytes, 0u);
+  EXPECT_EQ(c.file_size() % layout::alignment_bytes, 0u);
+  EXPECT_EQ(std::filesystem::file_size(path), c.file_size());
+  EXPECT_EQ(std::get<std::string>(c.attributes().at("source_format")), "test");
+  EXPECT_EQ(c.raw_bytes(), 3u * 1000 * 32);
+}
+
+TEST_F(ContainerTest, RecordsValueRangesPerComponent) {
+  testing::write_particles(path, 1, 200);
+  const auto c = Container::open(path);
+  const auto& first = c.chunks_of(0, 0)[0];  // elements 0..127: value = i, component c = 8e + c
+  const auto lo = c.range_min(first);
+  const auto hi = c.range_max(first);
+  for (int k = 0; k < 8; ++k) {
+    EXPECT_DOUBLE_EQ(lo[k], k);
+    EXPECT_DOUBLE_EQ(hi[k], 127 * 8 + k);
+  }
+}
+
+TEST_F(ContainerTest, WritesCompressedChunksThatDecode) {
+  for (auto codec : {CodecId::lz4, CodecId::zstd}) {
+    testing::write_particles(path, 2, 3000, codec, 16384);
+    const auto c = Container::open(path);
+    const auto file = testing::read_file(path);
+    const auto values = testing::particle_values(3000, 1.0f);
+    std::vector<std::byte> raw(values.size() * sizeof(float));
+    for (const auto& chunk : c.chunks_of(1, 0)) {
+      EXPECT_EQ(chunk.codec, codec);
+      std::span<const std::byte> stored(file.data() + chunk.offset, chunk.stored_size);
+      c.verify_chunk(chunk, stored);
+      codec::cpu::decode(codec, stored, std::span<std::byte>(raw).subspan(chunk.first_element * 32, chunk.raw_size), path,
+                         chunk.offset);
+    }
+    EXPECT_EQ(std::memcmp(raw.data(), values.data(), raw.size()), 0) << to_string(codec);
+  }
+}
+
+TEST_F(ContainerTest, MissingPathIsFileNotFound) {
+  EXPECT_THROW((void)Container::open(dir.file("absent.hrc")), FileNotFoundError);
+}
+
+// Expects `open` to throw ErrorType with the path and `fragment` in its message.
+template <typename ErrorType>
+void expect_open_fails(const std::string& path, const std::string& fragment) {
+  try {
+    (void)Container::open(path);
+    FAIL() << "no error, expected one containing '" << fragment << "'";
+  } catch (const ErrorType& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("offset"), std::string::npos) << message;
+    EXPECT_NE(message.find(fragment), std::string::npos) << message;
+  }
+}
+
+TEST_F(ContainerTest, TruncatedFile) {
+  testing::write_particles(path, 2, 500);
+  auto file = testing::read_file(path);
+  file.resize(file.size() - 4096);
+  testing::write_file(path, file);
+  expect_open_fails<TruncatedFileError>(path, "expected a file of");
+  file.resize(60);
+  testing::write_file(path, file);
+  expect_open_fails<TruncatedFileError>(path, "superblock");
+}
+
+TEST_F(ContainerTest, WrongMagic) {
+  testing::write_particles(path, 1, 10);
+  auto file = testing::read_file(path);
+  file[0] = std::byte{'X'};
+  testing::write_file(path, file);
+  expect_open_fails<BadMagicError>(path, "magic 'HEADRACE'");
+}
+
+TEST_F(ContainerTest, UnknownVersion) {
+  testing::write_particles(path, 1, 10);
+  auto file = testing::read_file(path);
+  file[8] = std::byte{2};  // version_major
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<UnsupportedVersionError>(path, "found version 2.0");
+}
+
+TEST_F(ContainerTest, CorruptIndexFailsItsChecksum) {
+  testing::write_particles(path, 1, 10);
+  auto file = testing::read_file(path);
+  const auto block = testing::superblock_of(file);
+  file[block.index_offset + 70] ^= std::byte{0x40};
+  testing::write_file(path, file);
+  expect_open_fails<CorruptIndexError>(path, "index checksum");
+}
+
+TEST_F(ContainerTest, ChunkPastTheDataRegion) {
+  testing::write_particles(path, 1, 10);
+  auto file = testing::read_file(path);
+  const auto block = testing::superblock_of(file);
+  // The one chunk record follows header (64), one field (32), one frame (64), one frame-field (24).
+  const std::uint64_t chunk_at = block.index_offset + 64 + 32 + 64 + 24;
+  const std::uint64_t beyond = block.file_size + 4096;
+  std::memcpy(file.data() + chunk_at, &beyond, sizeof beyond);
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<ChunkOutOfBoundsError>(path, "inside the data region");
+}
+
+TEST_F(ContainerTest, ChecksumMismatchNamesTheChunk) {
+  testing::write_particles(path, 1, 300);
+  auto file = testing::read_file(path);
+  const auto c = Container::open(path);
+  const auto& chunk = c.chunks_of(0, 0)[1];
+  file[chunk.offset + 5] ^= std::byte{1};
+  std::span<const std::byte> stored(file.data() + chunk.offset, chunk.stored_size);
+  try {
+    c.verify_chunk(chunk, stored);
+    FAIL() << "no checksum error";
+  } catch (const ChecksumMismatchError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find("offset " + std::to_string(chunk.offset)), std::string::npos) << message;
+    EXPECT_NE(message.find("field 'particles'"), std::string::npos) << message;
+  }
+}
+
+TEST_F(ContainerTest, ZeroLengthFieldIsRejected) {
+  testing::write_particles(path, 1, 10);
+  auto file = testing::read_file(path);
+  const auto block = testing::superblock_of(file);
+  const std::uint32_t zero = 0;
+  std::memcpy(file.data() + block.index_offset + 64 + 12, &zero, sizeof zero);  // components of field 0
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<EmptyFieldError>(path, "components");
+}
+
+TEST_F(ContainerTest, GdeflateIsReservedNotReadable) {
+  testing::write_particles(path, 1, 10);
+  auto file = testing::read_file(path);
+  const auto block = testing::superblock_of(file);
+  file[block.index_offset + 64 + 32 + 64 + 24 + 56] = std::byte{3};
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<CorruptIndexError>(path, "gdeflate");
+}
+
+TEST_F(ContainerTest, TrailingBytesAreCorruption) {
+  testing::write_particles(path, 1, 10);
+  auto file = testing::read_file(path);
+  file.resize(file.size() + 100);
+  testing::write_file(path, file);
+  expect_open_fails<CorruptIndexError>(path, "end of file");
+}
+
+}  // namespace
+}  // namespace headrace::format

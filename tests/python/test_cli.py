@@ -1,0 +1,80 @@
+"""The info, inspect, verify, read and demo commands end to end on small data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from headrace.cli.main import main
+
+
+def run_json(capsys, *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_info_reports_backends_and_gpu_state(capsys, tmp_path):
+    info = run_json(capsys, "info", "--path", str(tmp_path))
+    assert set(info["backends"]) == {"posix", "direct", "mmap", "uring", "ram"}
+    assert info["backends"]["posix"] == {"available": True, "why": ""}
+    assert info["liburing"] == info["backends"]["uring"]["available"]
+    assert info["cufile_mode"] in ("unavailable", "compatibility", "gds")
+    if not info["gpus"]:  # the CPU machine: every GPU piece says why it is not there
+        assert info["cufile_mode"] == "unavailable" and info["cufile_mode_reason"]
+        assert info["cuda_driver"]["available"] is False and info["cuda_driver"]["why"]
+    assert info["settings"]["queue_depth"] >= 1
+
+
+def test_inspect_lists_every_chunk_with_ranges(capsys, particle_file):
+    path, frames = particle_file
+    info = run_json(capsys, "inspect", str(path))
+    assert info["version"] == "1.0" and len(info["frames"]) == 3
+    assert info["frames"][2]["elements"] == {"particles": 5000}
+    assert sum(c["element_count"] for c in info["chunks"] if c["frame"] == 1) == 5000
+    assert all(c["offset"] % 4096 == 0 for c in info["chunks"])
+    first = info["chunks"][0]
+    assert first["min"][0] == pytest.approx(float(frames[0][: first["element_count"], 0].min()))
+    assert main(["inspect", str(path), "--chunks"]) == 0
+    assert "particles" in capsys.readouterr().out
+
+
+def test_verify_exit_status_follows_the_checksums(capsys, particle_file):
+    path, _ = particle_file
+    assert run_json(capsys, "verify", str(path))["chunks"] == 30
+    offset = run_json(capsys, "inspect", str(path))["chunks"][7]["offset"]
+    with open(path, "r+b") as f:
+        f.seek(offset + 100)
+        f.write(b"\xde\xad")
+    assert main(["verify", str(path)]) == 1
+    error = capsys.readouterr().err.strip()
+    assert error.count("\n") == 0 and str(path) in error and f"offset {offset}" in error and "checksum" in error
+
+
+@pytest.mark.parametrize("backend", ["posix", "direct", "mmap", "uring", "ram"])
+def test_read_reports_throughput_of_checked_bytes(capsys, particle_file, backend):
+    path, _ = particle_file
+    result = run_json(capsys, "read", str(path), "--backend", backend, "--threads", "3", "--cache", "hot",
+                      "--repeats", "2")
+    assert result["bytes"] == 3 * 5000 * 32
+    assert result["best_gbps"] > 0 and result["repeats"] == 2 and result["verify"] is True
+    assert result["cache"] == "hot"
+
+
+def test_read_usage_and_data_errors(capsys, tmp_path):
+    with pytest.raises(SystemExit) as usage:
+        main(["read", "x.hrc", "--backend", "floppy"])
+    assert usage.value.code == 2
+    assert main(["read", str(tmp_path / "absent.hrc"), "--backend", "posix"]) == 1
+    assert "absent.hrc" in capsys.readouterr().err
+    assert main(["read", str(tmp_path / "absent.hrc"), "--backend", "posix", "--threads", "0"]) in (1, 2)
+
+
+def test_demo_verifies_and_charts_every_backend(capsys, tmp_path):
+    out = tmp_path / "demo"
+    report = run_json(capsys, "demo", "--out", str(out), "--particles", "20000", "--frames", "2", "--repeats", "1")
+    measured = {(r["backend"], r["cache"]) for r in report["results"]}
+    assert ("posix", "cold") in measured and ("posix", "hot") in measured and ("ram", "hot") in measured
+    assert all(r["bytes"] == 20000 * 32 * 2 for r in report["results"])
+    assert (out / "backends.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "backends.csv").read_text().count("\n") == len(report["results"]) + 1

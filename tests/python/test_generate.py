@@ -1,0 +1,172 @@
+"""Synthetic generators: determinism, statistics, analytic references, block layout, bounded memory."""
+
+from __future__ import annotations
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import headrace
+from headrace import errors
+from headrace.generate import flow, generate_flow, generate_particles, generate_volume, particles
+from headrace.generate.flow import abc_velocity, from_blocks, to_blocks
+from headrace.generate.volume import scalar_field
+
+
+def test_particles_follow_seed_000(tmp_path):
+    count = 200_000
+    ds = headrace.open(generate_particles(tmp_path / "p.hrc", particles=count, frames=3, seed=11))
+
+    assert [(f.name, f.dtype, f.components) for f in ds.fields] == [("particles", "float32", 8)]
+    assert [frame.time for frame in ds.frames] == [0.0, 1.0, 2.0]
+    assert all(frame.bbox == ((0.0, 0.0, 0.0), (1.0, 1.0, 1.0)) for frame in ds.frames)
+    data = ds.read(0, "particles")
+    assert data.shape == (count, 8)
+    for frame in (1, 2):
+        np.testing.assert_array_equal(ds.read(frame, "particles"), data)  # frames repeat the particles
+    # Total sphere volume is a third of the unit box.
+    radius = data[:, 3]
+    assert np.all(radius == radius[0])
+    assert count * 4.0 / 3.0 * math.pi * float(radius[0]) ** 3 == pytest.approx(1.0 / 3.0, rel=1e-5)
+    # Positions and colours uniform in [0, 1): mean 1/2, variance 1/12; alpha 1.
+    for columns in (slice(0, 3), slice(4, 7)):
+        values = data[:, columns]
+        assert values.min() >= 0.0 and values.max() < 1.0
+        np.testing.assert_allclose(values.mean(axis=0, dtype=np.float64), 0.5, atol=0.005)
+        np.testing.assert_allclose(values.var(axis=0, dtype=np.float64), 1.0 / 12.0, rtol=0.02)
+        histogram = np.histogram(values[:, 0], bins=10, range=(0, 1))[0]
+        np.testing.assert_allclose(histogram, count / 10, rtol=0.05)
+    np.testing.assert_array_equal(data[:, 7], 1.0)
+
+
+def test_particles_are_deterministic_for_a_seed(tmp_path):
+    a = headrace.open(generate_particles(tmp_path / "a.hrc", particles=5000, frames=1, seed=3)).read(0, "particles")
+    b = headrace.open(generate_particles(tmp_path / "b.hrc", particles=5000, frames=1, seed=3,
+                                         codec="zstd")).read(0, "particles")
+    c = headrace.open(generate_particles(tmp_path / "c.hrc", particles=5000, frames=1, seed=4)).read(0, "particles")
+
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a[:, 0:3], c[:, 0:3])
+    np.testing.assert_array_equal(a, np.concatenate(list(particles.particle_slices(5000, 3))))
+
+
+def test_progress_reports_bytes_done_up_to_the_total(tmp_path, monkeypatch):
+    monkeypatch.setattr(particles, "SLICE_PARTICLES", 1000)
+    done = []
+
+    generate_particles(tmp_path / "p.hrc", particles=2500, frames=2, progress=done.append)
+
+    assert done == sorted(done) and len(done) == 6
+    assert done[-1] == 2500 * 32 * 2
+
+
+def test_particle_memory_stays_at_one_slice(tmp_path, monkeypatch):
+    monkeypatch.setattr(particles, "SLICE_PARTICLES", 10_000)
+    count = 400_000  # 12.8 MB per frame; one slice is 320 kB
+    tracemalloc.start()
+    try:
+        generate_particles(tmp_path / "p.hrc", particles=count, frames=2, seed=0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert peak < 8 * 10_000 * 32, f"peak {peak} bytes: generation is not sliced"
+    data = headrace.open(tmp_path / "p.hrc").read(1, "particles")
+    assert data.shape == (count, 8)
+    np.testing.assert_array_equal(data, np.concatenate(list(particles.particle_slices(count, 0))))
+
+
+def test_volume_matches_its_analytic_field(tmp_path):
+    dims = (17, 9, 6)
+    ds = headrace.open(generate_volume(tmp_path / "v.hrc", dims=dims, frames=3, seed=5))
+
+    assert [(f.name, f.dtype, f.components) for f in ds.fields] == [("scalar", "float32", 1)]
+    assert list(ds.attributes["grid_dims"]) == [17, 9, 6]
+    assert list(ds.attributes["grid_origin"]) == [0.0, 0.0, 0.0]
+    assert list(ds.attributes["grid_spacing"]) == pytest.approx([1 / 16, 1 / 8, 1 / 5])
+    assert ds.attributes["layout"] == "linear"
+    z, y, x = np.meshgrid(np.arange(6) / 5, np.arange(9) / 8, np.arange(17) / 16, indexing="ij")
+    previous = None
+    for frame in range(3):
+        values = ds.read(frame, "scalar").reshape(6, 9, 17)  # x fastest
+        np.testing.assert_allclose(values, scalar_field(x, y, z, float(frame), seed=5), rtol=1e-6, atol=1e-7)
+        assert ds.frames[frame].time == float(frame)
+        if previous is not None:
+            assert not np.array_equal(values, previous)  # the blobs move
+        previous = values
+
+
+def test_volume_in_several_slabs_and_deterministic(tmp_path, monkeypatch):
+    from headrace.generate import volume
+
+    whole = headrace.open(generate_volume(tmp_path / "a.hrc", dims=(8, 8, 8), frames=1, seed=2)).read(0, "scalar")
+    monkeypatch.setattr(volume, "_SLAB_POINTS", 100)
+    slabs = headrace.open(generate_volume(tmp_path / "b.hrc", dims=(8, 8, 8), frames=1, seed=2)).read(0, "scalar")
+
+    np.testing.assert_array_equal(whole, slabs)
+
+
+def test_flow_is_stored_in_blocks(tmp_path):
+    dims, block = (8, 12, 16), (4, 4, 8)
+    ds = headrace.open(generate_flow(tmp_path / "f.hrc", dims=dims, block=block, frames=2, seed=9))
+
+    assert [(f.name, f.dtype, f.components) for f in ds.fields] == [("velocity", "float32", 3)]
+    assert list(ds.attributes["block_dims"]) == [4, 4, 8]
+    assert ds.attributes["layout"] == "blocks"
+    spacing = [2 * math.pi / (d - 1) for d in dims]
+    assert list(ds.attributes["grid_spacing"]) == pytest.approx(spacing)
+    z, y, x = np.meshgrid(*(np.arange(n) * h for n, h in zip(dims[::-1], spacing[::-1])), indexing="ij")
+    for frame in range(2):
+        stored = ds.read(frame, "velocity")
+        reference = abc_velocity(x, y, z, float(frame), seed=9)
+        np.testing.assert_allclose(from_blocks(stored, dims, block), reference, rtol=1e-6, atol=1e-6)
+        # Block 0 is the first BX*BY*BZ elements, x fastest inside it.
+        np.testing.assert_allclose(stored[: 4 * 4 * 8].reshape(8, 4, 4, 3), reference[:8, :4, :4], rtol=1e-6, atol=1e-6)
+
+
+def test_flow_chunks_hold_whole_blocks(tmp_path):
+    dims, block = (16, 16, 16), (4, 4, 4)
+    block_elements = 4 * 4 * 4
+    ds = headrace.open(generate_flow(tmp_path / "f.hrc", dims=dims, block=block, chunk_size_bytes=5000))
+
+    table = ds.container.chunk_table()
+    counts = [int(count) for count in table["element_count"]]
+    firsts = [int(first) for first in table["first_element"]]
+    assert len(counts) > 1
+    assert all(count % block_elements == 0 for count in counts)
+    assert all(first % block_elements == 0 for first in firsts)
+
+
+def test_block_order_round_trip():
+    grid = np.arange(6 * 4 * 8 * 2).reshape(6, 4, 8, 2)
+    blocks = to_blocks(grid, (4, 2, 3))
+
+    np.testing.assert_array_equal(from_blocks(blocks, (8, 4, 6), (4, 2, 3)), grid)
+    np.testing.assert_array_equal(blocks[:24], grid[:3, :2, :4].reshape(-1, 2))  # block (0, 0, 0)
+    np.testing.assert_array_equal(blocks[24:48], grid[:3, :2, 4:8].reshape(-1, 2))  # block (1, 0, 0): x next
+
+
+def test_flow_steady_by_default(tmp_path):
+    ds = headrace.open(generate_flow(tmp_path / "f.hrc", dims=(4, 4, 4), block=(2, 2, 2)))
+
+    assert len(ds.frames) == 1
+    assert flow.PERIOD_FRAMES == 16
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda p: generate_particles(p, particles=0, frames=1),
+        lambda p: generate_particles(p, particles=10, frames=0),
+        lambda p: generate_volume(p, dims=(1, 4, 4), frames=1),
+        lambda p: generate_flow(p, dims=(8, 8, 8), block=(3, 4, 4)),
+        lambda p: generate_flow(p, dims=(8, 8, 8), block=(0, 4, 4)),
+        lambda p: generate_particles(p, particles=10, frames=1, codec="brotli"),
+    ],
+)
+def test_bad_options(tmp_path, call):
+    with pytest.raises(errors.UsageError):
+        call(tmp_path / "x.hrc")
+    assert not list(tmp_path.iterdir())
