@@ -130,10 +130,12 @@ def test_file_in_ram_is_hot_and_strict_refuses_it():
 
 
 def test_parse_size_accepts_binary_units():
-    from headrace.cli.probe import parse_size
+    from headrace.cli._arguments import parse_size
 
     assert parse_size("268435456") == 256 * MiB
     assert parse_size("256M") == parse_size("256MiB") == parse_size("256 mib") == 256 * MiB
     assert parse_size("4K") == 4 * KiB
-    with pytest.raises(argparse.ArgumentTypeError, match="expected bytes"):
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a positive size"):
         parse_size("4 parsecs")
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a positive size"):
+        parse_size("0")

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import re
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["add_writer_arguments", "writer_options", "parse_size", "container_summary", "print_summary",
+from headrace.cli._arguments import parse_size
+
+__all__ = ["add_writer_arguments", "writer_options", "container_summary", "print_summary",
            "terminate_as_exit"]
-
-_SIZE_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30}
-
 
 def add_writer_arguments(parser: argparse.ArgumentParser) -> None:
     """The container-writing options shared by ``convert`` and ``generate``, and ``--json``."""
@@ -28,15 +26,6 @@ def add_writer_arguments(parser: argparse.ArgumentParser) -> None:
 def writer_options(args: argparse.Namespace) -> dict[str, object]:
     """``--chunk-size``, ``--codec``, ``--codec-level`` as keyword arguments of convert/generate."""
     return {"chunk_size_bytes": args.chunk_size, "codec": args.codec, "codec_level": args.codec_level}
-
-
-def parse_size(text: str) -> int:
-    """``4194304``, ``4M``, ``4MiB``, ``512k`` -> bytes (binary units)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([a-zA-Z]*)\s*", text)
-    unit = match.group(2).lower() if match else None
-    if match is None or unit not in _SIZE_UNITS or int(match.group(1)) < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive size such as 4194304 or 4M, got {text!r}")
-    return int(match.group(1)) * _SIZE_UNITS[unit]
 
 
 def container_summary(path: Path, seconds: float, **extra: object) -> dict[str, object]:

@@ -7,28 +7,16 @@ and reused) or a file to create. Cold means O_DIRECT: the page cache is bypassed
 from __future__ import annotations
 
 import argparse
-import re
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from headrace import probe as probe_api
+from headrace.cli._arguments import parse_size
 from headrace.cli._output import console, human_bytes, print_json
 from headrace.errors import UsageError
 
-__all__ = ["register", "run", "parse_size"]
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
-          "t": 1 << 40, "tib": 1 << 40}
-
-
-def parse_size(text: str) -> int:
-    """ "268435456", "256M", "256MiB", "4 GiB" -> bytes (binary units)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
-    if match is None or match.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected bytes, optionally with K/M/G/T or KiB/MiB/GiB/TiB")
-    return int(match.group(1)) * _UNITS[match.group(2).lower()]
-
+__all__ = ["register", "run"]
 
 def _size_list(text: str) -> list[int]:
     return [parse_size(item) for item in text.split(",")]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+import headrace
 from headrace.bench.cases.read_backends import read_container
 from headrace.cli._backend_options import add_backend_arguments, backend_options
-from headrace.cli._output import console, human_bytes, print_json
+from headrace.cli._output import byte_progress, console, human_bytes, print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,8 +26,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = read_container(args.file, args.backend, args.cache, args.repeats, args.window_bytes,
-                            not args.no_verify, **backend_options(args))
+    total = headrace.open(args.file).stored_bytes  # the bar refills for each repeat
+    with byte_progress(f"reading through {args.backend}", total, enabled=not args.json) as update:
+        result = read_container(args.file, args.backend, args.cache, args.repeats, args.window_bytes,
+                                not args.no_verify, progress=update, **backend_options(args))
     described = result.parameters["describe"]
     if args.json:
         print_json({"path": args.file, **result.as_row()})

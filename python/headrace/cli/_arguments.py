@@ -1,0 +1,20 @@
+"""Argument types shared by the subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+__all__ = ["parse_size"]
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
+          "t": 1 << 40, "tib": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """ "268435456", "256M", "256MiB", "4 GiB" -> bytes (binary units); at least 1."""
+    match = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
+    if match is None or match.group(2).lower() not in _UNITS or int(match.group(1)) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a positive size in bytes, optionally with "
+                                         "K/M/G/T or KiB/MiB/GiB/TiB, such as 4M")
+    return int(match.group(1)) * _UNITS[match.group(2).lower()]

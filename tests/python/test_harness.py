@@ -1,0 +1,44 @@
+"""The harness: cache preparation order, statistics and CSV."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from headrace.bench import harness
+
+
+def test_setup_runs_before_the_cache_is_dropped_and_body_after(monkeypatch, tmp_path):
+    # Guards the mmap "cold" reads that were hot: a backend must be (re)opened before the drop.
+    events: list[str] = []
+    monkeypatch.setattr(harness, "drop_page_cache", lambda files: events.append("drop") or "fake")
+    result = harness.measure("case", lambda: events.append("body") or 1000, files=[], cache="cold", repeats=2,
+                             setup=lambda: events.append("setup"))
+    assert events == ["setup", "drop", "body", "setup", "drop", "body"]
+    assert result.cache_method == "fake" and result.bytes == 1000 and len(result.seconds) == 2
+
+
+def test_hot_fills_the_cache_once(monkeypatch):
+    events: list[str] = []
+    monkeypatch.setattr(harness, "warm_page_cache", lambda files: events.append("warm") or "preread")
+    harness.measure("case", lambda: events.append("body") or 1, files=[], cache="hot", repeats=3)
+    assert events == ["warm", "body", "body", "body"]
+
+
+def test_statistics_and_csv(tmp_path):
+    m = harness.Measurement("read/x", 2_000_000_000, [2.0, 1.0, 4.0], "cold", "fadvise", {"backend": "x"})
+    assert m.best_gbps == pytest.approx(2.0) and m.median_gbps == pytest.approx(1.0)
+    assert m.spread == pytest.approx(1.5)
+    out = tmp_path / "r.csv"
+    harness.write_csv(str(out), [m])
+    rows = list(csv.DictReader(out.open()))
+    assert rows[0]["backend"] == "x" and float(rows[0]["best_gbps"]) == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        harness.measure("case", lambda: 1, files=[], cache="hot", repeats=0)
+
+
+def test_cold_eviction_works_without_privileges(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"x" * 65536)
+    assert harness.drop_page_cache([str(path)]) in ("drop_caches", "fadvise")
