@@ -17,9 +17,9 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
 fi
 
-python3 -m pip install -q --disable-pip-version-check "scikit-build-core>=0.10" "nanobind>=2.4" "numpy>=1.24" \
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore "scikit-build-core>=0.10" "nanobind>=2.4" "numpy>=1.24" \
   "rich>=13" "matplotlib>=3.7" "pytest>=7"
 # Editable: python/headrace is used in place; the extension and the C++ tests build in build/python.
-python3 -m pip install -q --disable-pip-version-check --no-build-isolation -e . \
+python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-build-isolation -e . \
   -Cbuild-dir=build/python -Ccmake.define.HEADRACE_BUILD_TESTS=ON
 python3 -c "import headrace; print('setup: headrace', headrace.__version__, 'ready')"

@@ -18,7 +18,8 @@
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/error.hpp"
 #include "headrace/io/backend.hpp"
-#include "io/scratch_dir.hpp"
+#include "support/random_bytes.hpp"
+#include "support/temp_directory.hpp"
 
 namespace headrace::io {
 namespace {
@@ -107,7 +108,7 @@ struct Placed {
 class BackendConformance : public ::testing::TestWithParam<BackendCase> {
  protected:
   static void SetUpTestSuite() {
-    scratch_ = new testing::ScratchDir();
+    scratch_ = new testing::TempDirectory();
     contents_ = new std::vector<std::byte>(testing::pseudo_random_bytes(file_bytes, 2024));
     path_ = new std::string(scratch_->write("data.bin", *contents_));
   }
@@ -174,14 +175,14 @@ class BackendConformance : public ::testing::TestWithParam<BackendCase> {
     return ranges;
   }
 
-  static testing::ScratchDir* scratch_;
+  static testing::TempDirectory* scratch_;
   static std::vector<std::byte>* contents_;
   static std::string* path_;
   std::optional<ScopedSettings> scoped_;
   std::unique_ptr<Backend> backend_;
 };
 
-testing::ScratchDir* BackendConformance::scratch_ = nullptr;
+testing::TempDirectory* BackendConformance::scratch_ = nullptr;
 std::vector<std::byte>* BackendConformance::contents_ = nullptr;
 std::string* BackendConformance::path_ = nullptr;
 

@@ -16,7 +16,8 @@
 #include "headrace/detail/thread_pool.hpp"
 #include "headrace/error.hpp"
 #include "headrace/io/detail/read_plan.hpp"
-#include "io/scratch_dir.hpp"
+#include "support/random_bytes.hpp"
+#include "support/temp_directory.hpp"
 
 namespace headrace {
 namespace {
@@ -55,7 +56,7 @@ TEST(IoAlignedBuffer, IsAlignedAndMovesOwnership) {
 }
 
 TEST(IoFileDescriptor, MovesAndClosesOnce) {
-  testing::ScratchDir scratch;
+  testing::TempDirectory scratch;
   const std::string path = scratch.write("f.bin", testing::pseudo_random_bytes(5000, 3));
   auto fd = detail::FileDescriptor::open_read(path, 0);
   ASSERT_TRUE(fd.is_open());
@@ -80,7 +81,7 @@ TEST(IoFileDescriptor, OpenFailureNamesCallPathAndErrno) {
 }
 
 TEST(IoMemoryMapping, MapsAnUnalignedRange) {
-  testing::ScratchDir scratch;
+  testing::TempDirectory scratch;
   const auto bytes = testing::pseudo_random_bytes(20000, 4);
   const std::string path = scratch.write("f.bin", bytes);
   auto fd = detail::FileDescriptor::open_read(path, 0);

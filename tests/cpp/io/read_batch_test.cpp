@@ -12,7 +12,8 @@
 #include "headrace/error.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/io/uring_backend.hpp"
-#include "io/scratch_dir.hpp"
+#include "support/random_bytes.hpp"
+#include "support/temp_directory.hpp"
 
 namespace headrace::io {
 namespace {
@@ -107,7 +108,7 @@ TEST(IoBackendKind, UnknownNameIsAUsageErrorListingTheChoices) {
 }
 
 TEST(IoOpenBackend, InvalidSettingsAreAUsageErrorNamingTheSetting) {
-  testing::ScratchDir scratch;
+  testing::TempDirectory scratch;
   const std::string path = scratch.write("small.bin", testing::pseudo_random_bytes(100, 1));
   BackendOptions options;
   options.settings.threads = 0;
@@ -120,7 +121,7 @@ TEST(IoOpenBackend, InvalidSettingsAreAUsageErrorNamingTheSetting) {
 }
 
 TEST(IoOpenBackend, DirectoryIsNotAFile) {
-  testing::ScratchDir scratch;
+  testing::TempDirectory scratch;
   try {
     (void)open_backend(BackendKind::posix, scratch.path().string());
     FAIL() << "opened a directory";
@@ -130,7 +131,7 @@ TEST(IoOpenBackend, DirectoryIsNotAFile) {
 }
 
 TEST(IoOpenBackend, PlainBackendsAreAlwaysAvailable) {
-  testing::ScratchDir scratch;
+  testing::TempDirectory scratch;
   const std::string path = scratch.write("small.bin", testing::pseudo_random_bytes(100, 1));
   for (BackendKind kind : {BackendKind::posix, BackendKind::mmap, BackendKind::ram}) {
     EXPECT_EQ(unavailable_reason(kind, path), std::nullopt) << to_string(kind);
