@@ -14,6 +14,8 @@ void bind_errors(nb::module_& m) {
   auto system = nb::exception<SystemError>(m, "SystemCallError", error);
   nb::exception<FileNotFoundError>(m, "FileOpenError", system);
   nb::exception<UnavailableError>(m, "UnavailableError", error);
+  auto cuda = nb::exception<CudaError>(m, "CudaError", error);
+  nb::exception<GpuOutOfMemoryError>(m, "GpuOutOfMemoryError", cuda);
   auto bad = nb::exception<BadDataError>(m, "BadDataError", error);
   nb::exception<TruncatedFileError>(m, "TruncatedFileError", bad);
   nb::exception<BadMagicError>(m, "BadMagicError", bad);

@@ -43,6 +43,22 @@ class UnavailableError : public Error {
   using Error::Error;
 };
 
+// A CUDA driver call failed; the message names the call and the driver's error name.
+class CudaError : public Error {
+ public:
+  CudaError(const std::string& message, int result) : Error(message), result_(result) {}
+  [[nodiscard]] int result() const noexcept { return result_; }
+
+ private:
+  int result_;
+};
+
+// GPU memory could not be had; the message says how much was asked for.
+class GpuOutOfMemoryError : public CudaError {
+ public:
+  using CudaError::CudaError;
+};
+
 // Bad or corrupt data: the message names the file, the offset and what was expected.
 class BadDataError : public Error {
  public:

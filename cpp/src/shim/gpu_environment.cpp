@@ -118,7 +118,7 @@ void query_cufile(GpuEnvironment& environment) {
 }
 
 void query_nvcomp(GpuEnvironment& environment) {
-  SharedLibrary nvcomp({"libnvcomp.so.5", "libnvcomp.so.4", "libnvcomp.so"});
+  SharedLibrary nvcomp({"libnvcomp.so.6", "libnvcomp.so.5", "libnvcomp.so"});
   environment.nvcomp = status_of(nvcomp);
   // nvcompProperties_t begins with two uint32 (version, cudart_version); give it room to grow.
   std::array<std::uint32_t, 16> properties{};
@@ -126,7 +126,7 @@ void query_nvcomp(GpuEnvironment& environment) {
     const std::uint32_t v = properties[0];
     environment.nvcomp.version = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 100) + "." + std::to_string(v % 100);
   }
-  SharedLibrary nvcomp_cpu({"libnvcomp_cpu.so.5", "libnvcomp_cpu.so.4", "libnvcomp_cpu.so"});
+  SharedLibrary nvcomp_cpu({"libnvcomp_cpu.so.6", "libnvcomp_cpu.so.5", "libnvcomp_cpu.so"});
   environment.nvcomp_cpu = status_of(nvcomp_cpu);
 }
 

@@ -1,0 +1,76 @@
+// The CUDA driver API, loaded at run time (libcuda.so.1): headrace builds without the CUDA toolkit and
+// runs without a GPU; the GPU paths ask driver() and report why it is unavailable. Types are declared
+// here with the ABI of cuda.h, so no CUDA header is needed to build.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace headrace::gpu {
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = std::uint64_t;
+using CUcontext = struct CUctx_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using CUhostFn = void (*)(void* user_data);
+
+inline constexpr CUresult cuda_success = 0;
+inline constexpr CUresult cuda_error_out_of_memory = 2;
+inline constexpr CUresult cuda_error_not_ready = 600;
+inline constexpr unsigned stream_non_blocking = 0x1;
+inline constexpr unsigned event_disable_timing = 0x2;
+inline constexpr unsigned memhostalloc_portable = 0x1;
+inline constexpr unsigned stream_wait_value_geq = 0x0;
+inline constexpr unsigned stream_write_value_default = 0x0;
+inline constexpr int attribute_can_use_stream_mem_ops = 92;  // CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1
+
+// Entry points, as cuda.h declares them (the versioned symbols the macros there resolve to).
+struct CudaDriver {
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuGetErrorName)(CUresult, const char**);
+  CUresult (*cuDeviceGetCount)(int*);
+  CUresult (*cuDeviceGet)(CUdevice*, int);
+  CUresult (*cuDeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuMemAlloc)(CUdeviceptr*, std::size_t);
+  CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemHostAlloc)(void**, std::size_t, unsigned);
+  CUresult (*cuMemFreeHost)(void*);
+  CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*);
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, std::size_t, CUstream);
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream);
+  CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, std::size_t);
+  CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, std::size_t, CUstream);
+  CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, std::size_t, CUstream);
+  CUresult (*cuStreamCreate)(CUstream*, unsigned);
+  CUresult (*cuStreamDestroy)(CUstream);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamWaitEvent)(CUstream, CUevent, unsigned);
+  CUresult (*cuStreamWaitValue32)(CUstream, CUdeviceptr, std::uint32_t, unsigned);
+  CUresult (*cuStreamWriteValue32)(CUstream, CUdeviceptr, std::uint32_t, unsigned);
+  CUresult (*cuLaunchHostFunc)(CUstream, CUhostFn, void*);
+  CUresult (*cuEventCreate)(CUevent*, unsigned);
+  CUresult (*cuEventDestroy)(CUevent);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventQuery)(CUevent);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+};
+
+// The loaded driver with cuInit done, or nullptr when there is none (why_no_driver() says why).
+[[nodiscard]] const CudaDriver* driver() noexcept;
+[[nodiscard]] const std::string& why_no_driver() noexcept;
+// The driver, or UnavailableError naming why there is none.
+[[nodiscard]] const CudaDriver& require_driver();
+// Number of GPUs (0 without a driver).
+[[nodiscard]] int device_count() noexcept;
+
+// Throws CudaError (GpuOutOfMemoryError for out of memory) naming the call and the driver's error.
+void check(CUresult result, const char* call, const std::string& detail = {});
+
+}  // namespace headrace::gpu
