@@ -9,5 +9,7 @@ NB_MODULE(_ext, m) {
   headrace::python::bind_format(m);
   bind_io(m);
   headrace::python::bind_codec(m);
+  headrace::python::bind_gpu(m);
+  headrace::python::bind_queue(m);
   bind_probe(m);
 }

@@ -9,6 +9,8 @@ from headrace import _ext
 from headrace._libraries import register_wheel_library_directories
 from headrace.dataset import Dataset, Field, Frame, open
 from headrace.errors import BadDataError, Error, UsageError
+from headrace.queue import Fence, Queue
+from headrace.stream import FrameStream
 from headrace.writer import FieldSpec, Writer
 
 __version__: str = _ext.__version__
@@ -19,6 +21,9 @@ __all__ = [
     "BadDataError",
     "Dataset",
     "Error",
+    "Fence",
+    "FrameStream",
+    "Queue",
     "Field",
     "FieldSpec",
     "Frame",

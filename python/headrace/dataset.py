@@ -86,6 +86,13 @@ class Dataset:
                         out.reshape(-1).view(np.uint8), verify)
         return out
 
+    def stream(self, fields: list[str] | None = None, *, device: int | str | None = None, prefetch: int = 2,
+               **options: Any) -> Any:
+        """A :class:`headrace.FrameStream` playing this dataset's frames into GPU ``device`` (or ``"cpu"``)."""
+        from headrace.stream import FrameStream
+
+        return FrameStream(self, fields=fields, device=device, prefetch=prefetch, **options)
+
     def close(self) -> None:
         """Closes the backends opened by :meth:`read` (the index needs no file handle)."""
         self._backends.clear()

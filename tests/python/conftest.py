@@ -25,3 +25,36 @@ def particle_file(tmp_path):
         for t, data in enumerate(frames):
             w.write(w.add_frame(time=0.5 * t, bbox=((0, 0, 0), (1, 1, 1))), "particles", data)
     return path, frames
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` need a CUDA GPU and CuPy; elsewhere they skip and say why."""
+    from headrace import _ext
+
+    reason = None
+    if _ext.gpu_count() == 0:
+        reason = f"no GPU: {_ext.gpu_unavailable_reason()}"
+    else:
+        try:
+            import cupy  # noqa: F401
+        except ImportError:
+            reason = "GPU tests compare with CuPy, which is not installed"
+    if reason:
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def codec_files(tmp_path):
+    """The same 4 frames x 30000 particles with each codec; returns ({codec: path}, frames)."""
+    frames = [particles(30000, t) for t in range(4)]
+    frames = [np.round(f, 2) for f in frames]  # compressible
+    paths = {}
+    for codec in ("none", "lz4", "zstd"):
+        path = tmp_path / f"{codec}.hrc"
+        with headrace.Writer(path, [FieldSpec("particles", "float32", 8)], chunk_size_bytes=64 << 10, codec=codec) as w:
+            for t, data in enumerate(frames):
+                w.write(w.add_frame(time=float(t)), "particles", data)
+        paths[codec] = path
+    return paths, frames

@@ -1,0 +1,62 @@
+// What one request of the queue asks for, and what became of it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "headrace/format/codec_id.hpp"
+
+namespace headrace::queue {
+
+using RequestId = std::uint64_t;
+using FenceId = std::uint64_t;
+using FileId = std::uint32_t;
+
+enum class MemoryKind : std::uint8_t { host, device };
+
+// Where the request's raw (decoded) bytes go: a host pointer or a CUdeviceptr of the queue's GPU.
+struct Destination {
+  MemoryKind kind = MemoryKind::host;
+  std::uintptr_t address = 0;
+  std::uint64_t size_bytes = 0;  // must equal the request's raw size
+};
+
+struct Request {
+  FileId file = 0;
+  std::uint64_t offset = 0;       // in the file; 4096-aligned for container chunks
+  std::uint64_t stored_size = 0;  // bytes on disk
+  std::uint64_t raw_size = 0;     // bytes at the destination (== stored_size for codec none)
+  format::CodecId codec = format::CodecId::none;
+  std::optional<std::uint64_t> checksum;  // xxh3-64 of the stored bytes, checked when given
+  Destination destination;
+  int priority = 0;       // higher is served first; equal priorities in enqueue order
+  std::uint64_t tag = 0;  // cancel_tag() cancels every request with this tag
+  std::string label;      // names it in errors: "data.hrc: offset 8192: frame 3 field 'particles' chunk 12"
+};
+
+enum class RequestState : std::uint8_t {
+  enqueued,   // not yet submitted
+  submitted,  // waiting for staging or the backend
+  reading,    // its read is in flight
+  copying,    // on the GPU stream: H2D and decode
+  done,
+  failed,
+  cancelled,
+};
+
+[[nodiscard]] const char* to_string(RequestState state) noexcept;
+
+struct RequestStatus {
+  RequestState state = RequestState::enqueued;
+  std::string message;  // why it failed
+  std::uint64_t completion_index = 0;  // order in which requests finished (done, failed or cancelled)
+  // Seconds: submit -> read issued (queue wait), read issued -> read done (I/O), read done -> bytes
+  // in place (H2D and decode, or CPU decode).
+  double queue_wait_s = 0, io_s = 0, transfer_s = 0;
+  [[nodiscard]] bool finished() const noexcept {
+    return state == RequestState::done || state == RequestState::failed || state == RequestState::cancelled;
+  }
+};
+
+}  // namespace headrace::queue

@@ -1,0 +1,130 @@
+// nvCOMP 6, loaded at run time (libnvcomp.so.6 from the nvidia-libnvcomp-cu13 wheel): the batched
+// decompression entry points of LZ4, Zstandard and GDeflate, and nvCOMP's CPU GDeflate codec
+// (libnvcomp_cpu.so.6). No nvCOMP header is needed to build: the few C types are declared here with
+// the ABI of nvcomp/shared_types.h, lz4.h, zstd.h, gdeflate.h and nvcomp/native/gdeflate_cpu.h of
+// nvCOMP 6.0.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "headrace/gpu/cuda_driver.hpp"
+
+namespace headrace::shim {
+
+// nvcompStatus_t (an int-sized C enum).
+using NvcompStatus = int;
+inline constexpr NvcompStatus nvcomp_success = 0;
+
+// nvcompDecompressBackend_t.
+enum class NvcompBackend : int {
+  automatic = 0,  // NVCOMP_DECOMPRESS_BACKEND_DEFAULT: nvCOMP picks the hardware engine or CUDA
+  hardware = 1,   // NVCOMP_DECOMPRESS_BACKEND_HARDWARE: the decompression engine (Blackwell and later)
+  cuda = 2,       // NVCOMP_DECOMPRESS_BACKEND_CUDA: CUDA kernels, which report corrupt input per chunk
+};
+
+// nvcompBatched{LZ4,Zstd,Gdeflate}DecompressOpts_t: each is 64 bytes, passed by value, and begins
+// with the backend; every other field of each codec's default options is zero (LZ4:
+// sort_before_hw_decompress 0, data_type NVCOMP_TYPE_CHAR = 0, bitshuffle_mode NONE = 0), so this one
+// struct with the rest zeroed is byte for byte each codec's defaults with the backend chosen.
+struct NvcompDecompressOptions {
+  NvcompBackend backend = NvcompBackend::automatic;
+  unsigned char zero[60] = {};
+};
+static_assert(sizeof(NvcompDecompressOptions) == 64, "nvCOMP 6 decompression options are 64 bytes");
+
+// nvcompAlignmentRequirements_t: minimum alignment, in bytes, of each buffer passed to nvCOMP.
+struct NvcompAlignments {
+  std::size_t input = 1;
+  std::size_t output = 1;
+  std::size_t temp = 1;
+};
+
+// nvcompProperties_t.
+struct NvcompProperties {
+  std::uint32_t version = 0;         // major * 1000 + minor * 100 + patch
+  std::uint32_t cudart_version = 0;  // the CUDA runtime nvCOMP was built with
+};
+
+enum class NvcompAlgorithm : std::uint8_t { lz4, zstd, gdeflate };
+[[nodiscard]] const char* to_string(NvcompAlgorithm algorithm) noexcept;
+
+// One algorithm's batched decompression API, as nvCOMP 6 declares it (names for LZ4; Zstd and
+// Gdeflate are the same with LZ4 replaced):
+//   nvcompStatus_t nvcompBatchedLZ4DecompressGetRequiredAlignments(
+//       nvcompBatchedLZ4DecompressOpts_t decompress_opts, nvcompAlignmentRequirements_t* alignment_requirements);
+//   nvcompStatus_t nvcompBatchedLZ4DecompressGetTempSize(size_t num_chunks, size_t max_uncompressed_chunk_bytes,
+//       nvcompBatchedLZ4DecompressOpts_t decompress_opts, size_t* temp_bytes,
+//       size_t max_total_uncompressed_bytes, cudaStream_t stream);
+//   nvcompStatus_t nvcompBatchedLZ4DecompressAsync(const void* const* device_compressed_chunk_ptrs,
+//       const size_t* device_compressed_chunk_bytes, const size_t* device_uncompressed_buffer_bytes,
+//       size_t* device_uncompressed_chunk_bytes, size_t num_chunks, void* const device_temp_ptr,
+//       size_t temp_bytes, void* const* device_uncompressed_chunk_ptrs,
+//       nvcompBatchedLZ4DecompressOpts_t decompress_opts, nvcompStatus_t* device_statuses, cudaStream_t stream);
+struct NvcompDecompressApi {
+  NvcompStatus (*get_required_alignments)(NvcompDecompressOptions, NvcompAlignments*);
+  NvcompStatus (*get_temp_size)(std::size_t num_chunks, std::size_t max_uncompressed_chunk_bytes,
+                                NvcompDecompressOptions, std::size_t* temp_bytes,
+                                std::size_t max_total_uncompressed_bytes, gpu::CUstream);
+  NvcompStatus (*decompress_async)(const void* const* device_compressed_chunk_ptrs,
+                                   const std::size_t* device_compressed_chunk_bytes,
+                                   const std::size_t* device_uncompressed_buffer_bytes,
+                                   std::size_t* device_uncompressed_chunk_bytes, std::size_t num_chunks,
+                                   void* device_temp_ptr, std::size_t temp_bytes,
+                                   void* const* device_uncompressed_chunk_ptrs, NvcompDecompressOptions,
+                                   NvcompStatus* device_statuses, gpu::CUstream);
+  // The largest chunk, compressed or not, this algorithm's decompressor accepts
+  // (nvcomp<Name>DecompressionMaxAllowedChunkSize).
+  std::size_t max_chunk_bytes = 0;
+};
+
+// The loaded library: nvcompGetProperties and nvcompGetStatusString, and one table per algorithm
+// whose entry points were all found (an algorithm with one missing says so in why()).
+class Nvcomp {
+ public:
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] const NvcompProperties& properties() const noexcept { return properties_; }
+  [[nodiscard]] std::string version() const;  // "6.0.0"
+  // The algorithm's entry points, or nullptr with *why naming the missing symbol.
+  [[nodiscard]] const NvcompDecompressApi* decompress_api(NvcompAlgorithm algorithm, std::string* why) const;
+  // "nvcompErrorCannotDecompress (12)"; the library's text when it has one.
+  [[nodiscard]] std::string status_text(NvcompStatus status) const;
+
+ private:
+  friend struct NvcompLoader;
+  std::string path_;
+  NvcompProperties properties_;
+  const char* (*get_status_string_)(NvcompStatus) = nullptr;
+  NvcompDecompressApi apis_[3] = {};
+  std::string missing_[3];
+};
+
+// nvCOMP, loaded once per process (libnvcomp.so.6, .so.5, .so in the registered library directories,
+// then the system's), or nullptr when it is missing, lacks nvcompGetProperties, or is not major
+// version 6 (the batched API's signatures changed between 4, 5 and 6); why_no_nvcomp() says which.
+[[nodiscard]] const Nvcomp* nvcomp() noexcept;
+[[nodiscard]] const std::string& why_no_nvcomp() noexcept;
+
+// nvCOMP's CPU GDeflate codec (libnvcomp_cpu.so.6), declared in nvcomp/native/gdeflate_cpu.h as C++
+// functions of namespace nvcomp::gdeflate; resolved by their Itanium-mangled names. They throw
+// nvcomp::NVCompException (a std::runtime_error) on error; callers catch std::exception.
+struct NvcompCpuGdeflate {
+  // void compressCPUGetMaxOutputChunkSize(size_t max_uncompressed_chunk_bytes, size_t* max_compressed_chunk_bytes);
+  void (*compress_get_max_output_chunk_size)(std::size_t, std::size_t*);
+  // void compressCPU(const void* const* in_ptr, const size_t* in_bytes, size_t max_uncompressed_chunk_bytes,
+  //                  size_t batch_size, void* const* out_ptr, size_t* out_bytes, int level);
+  void (*compress)(const void* const*, const std::size_t*, std::size_t, std::size_t, void* const*, std::size_t*, int);
+  // void decompressCPU(const void* const* in_ptr, const size_t* in_bytes, size_t batch_size, void* const* out_ptr,
+  //                    size_t* out_buffer_bytes, size_t* out_bytes);
+  void (*decompress)(const void* const*, const std::size_t*, std::size_t, void* const*, std::size_t*, std::size_t*);
+};
+// The largest raw chunk compressCPU accepts (nvcompGdeflateCPUCompressionMaxAllowedChunkSize).
+inline constexpr std::size_t nvcomp_cpu_gdeflate_max_raw_chunk_bytes = std::size_t{1} << 16;
+
+// Loaded once per process (libnvcomp_cpu.so.6, .so.5, .so), or nullptr; why_no_nvcomp_cpu() says why.
+[[nodiscard]] const NvcompCpuGdeflate* nvcomp_cpu_gdeflate() noexcept;
+[[nodiscard]] const std::string& why_no_nvcomp_cpu() noexcept;
+[[nodiscard]] const std::string& nvcomp_cpu_path() noexcept;
+
+}  // namespace headrace::shim

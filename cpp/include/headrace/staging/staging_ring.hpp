@@ -1,0 +1,71 @@
+// Staging memory between the disk and its destination: one buffer (pinned when a GPU is used, so
+// H2D copies run at full speed and asynchronously) handed out as a ring of variable-size regions.
+// A region is released only when the copy or kernel that reads it has finished (seed 000, figure 1:
+// no segment is overwritten while the GPU still reads it); regions are reused in ring order.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "headrace/detail/aligned_buffer.hpp"
+#include "headrace/gpu/memory.hpp"
+
+namespace headrace::staging {
+
+struct Region {
+  std::uint64_t offset = 0;
+  std::uint64_t size_bytes = 0;
+  std::byte* data = nullptr;
+};
+
+class StagingRing {
+ public:
+  // pinned: page-locked through the CUDA driver (needs a GPU); else 4096-aligned host memory.
+  StagingRing(std::uint64_t capacity_bytes, bool pinned);
+  StagingRing(const StagingRing&) = delete;
+  StagingRing& operator=(const StagingRing&) = delete;
+
+  // A region of size_bytes (rounded up to 4096), waiting while the ring is full. Throws UsageError
+  // for a size larger than the ring. Returns nullopt if close() was called while waiting.
+  [[nodiscard]] std::optional<Region> acquire(std::uint64_t size_bytes);
+  // Non-blocking acquire: nullopt when there is no room now.
+  [[nodiscard]] std::optional<Region> try_acquire(std::uint64_t size_bytes);
+  // Returns a region (any order; space is reused once every older region is back).
+  void release(const Region& region);
+  // Wakes every waiter; acquire() then returns nullopt.
+  void close();
+
+  [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return capacity_; }
+  [[nodiscard]] bool pinned() const noexcept { return pinned_; }
+  [[nodiscard]] std::uint64_t in_use_bytes() const;
+  // acquire() calls that had to wait because every byte was in use (seed 000, figure 9).
+  [[nodiscard]] std::uint64_t waits() const;
+
+ private:
+  struct Allocation {
+    std::uint64_t offset;
+    std::uint64_t size;  // including any skipped tail before a wrap
+    bool released;
+  };
+  std::optional<Region> allocate_locked(std::uint64_t size);
+
+  std::uint64_t capacity_;
+  bool pinned_;
+  gpu::PinnedBuffer pinned_memory_;
+  detail::AlignedBuffer host_memory_;
+  std::byte* base_ = nullptr;
+
+  mutable std::mutex mutex_;
+  std::condition_variable space_;
+  std::deque<Allocation> allocations_;  // oldest first
+  std::uint64_t head_ = 0;              // next free offset
+  std::uint64_t used_ = 0;              // bytes held by allocations_ (skipped tails included)
+  std::uint64_t waits_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace headrace::staging

@@ -1,0 +1,842 @@
+#include "headrace/queue/request_queue.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <set>
+#include <thread>
+
+#include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/codec/gpu/batched_decoder.hpp"
+#include "headrace/detail/parallel_for.hpp"
+#include "headrace/detail/thread_pool.hpp"
+#include "headrace/error.hpp"
+#include "headrace/format/checksum.hpp"
+#include "headrace/format/layout.hpp"
+#include "headrace/gpu/cufile_reader.hpp"
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+#include "headrace/staging/staging_ring.hpp"
+
+namespace headrace::queue {
+
+const char* to_string(RequestState state) noexcept {
+  switch (state) {
+    case RequestState::enqueued: return "enqueued";
+    case RequestState::submitted: return "submitted";
+    case RequestState::reading: return "reading";
+    case RequestState::copying: return "copying";
+    case RequestState::done: return "done";
+    case RequestState::failed: return "failed";
+    case RequestState::cancelled: return "cancelled";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using format::CodecId;
+using format::layout::align_up;
+
+constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
+
+double seconds_between(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// How a dispatched request travels.
+enum class Route : std::uint8_t {
+  direct,         // read straight into its host destination
+  host_decode,    // staging -> CPU decode -> host destination
+  device_copy,    // staging -> H2D -> device destination
+  device_decode,  // staging -> H2D into device scratch -> nvCOMP -> device destination
+  device_cpu_decode,  // staging -> CPU decode into staging -> H2D -> device destination
+  cufile_copy,    // cuFile reads straight into the device destination
+  cufile_decode,  // cuFile reads into device scratch -> nvCOMP -> device destination
+};
+
+struct Entry {
+  Request request;
+  RequestStatus status;
+  Route route = Route::direct;
+  bool cancel_requested = false;
+  std::optional<staging::Region> region;
+  Clock::time_point submitted_at, dispatched_at, read_at;
+};
+
+// A GPU decoder with the limits it was made for; one batch uses it at a time.
+struct PooledDecoder {
+  CodecId codec;
+  std::size_t chunks;
+  std::uint64_t largest_raw, total_raw;
+  codec::gpu::BatchedDecoder decoder;
+  PooledDecoder(CodecId c, std::size_t n, std::uint64_t largest, std::uint64_t total)
+      : codec(c), chunks(n), largest_raw(largest), total_raw(total), decoder(c, {n, largest, total}) {}
+};
+
+struct Fence {
+  RequestId limit = 0;           // covers requests with id < limit
+  std::uint64_t unfinished = 0;  // of those
+  std::uint64_t unissued = 0;    // of those, not yet issued to the GPU stream (or finished)
+  bool signaled = false;
+  bool recorded = false;         // its event and value are on the copy stream
+  std::unique_ptr<gpu::Event> event;
+};
+
+// One backend submission in flight: the finisher waits for it in dispatch order.
+struct Flight {
+  std::vector<RequestId> ids;
+  std::vector<std::shared_ptr<io::ReadBatch>> batches;  // one per file touched, then cuFile's
+};
+
+}  // namespace
+
+class Queue::Impl {
+ public:
+  explicit Impl(QueueOptions options) : options_(std::move(options)), start_(Clock::now()) {
+    if (options_.device >= 0) {
+      device_.emplace(options_.device);
+      stream_.emplace();
+      fence_memory_.emplace(std::size_t{fence_words} * sizeof(std::uint32_t));
+      gpu::check(gpu::driver()->cuMemsetD8Async(fence_memory_->pointer(), 0, fence_memory_->size_bytes(), stream_->handle()),
+                 "cuMemsetD8Async");
+      stream_->synchronize();
+      memory_operations_ = device_->supports_stream_memory_operations();
+      device_scratch_.emplace(align_up(options_.staging_bytes));
+    }
+    if (options_.cufile) {
+      HEADRACE_EXPECT(device_.has_value(), UsageError, "cuFile reads need a queue made for a GPU (device >= 0)");
+      const std::string why = gpu::cufile_unavailable_reason();
+      HEADRACE_EXPECT(why.empty(), UnavailableError, "cuFile unavailable: " + why);
+      cufile_pool_.emplace(options_.io.threads);
+    }
+    ring_.emplace(options_.staging_bytes, device_.has_value());
+    dispatcher_ = std::thread([this] { dispatch_loop(); });
+    finisher_ = std::thread([this] {
+      use_context();
+      finish_loop();
+    });
+    if (device_) completer_ = std::thread([this] {
+      use_context();
+      complete_loop();
+    });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    ring_->close();
+    dispatcher_.join();
+    {
+      std::lock_guard lock(mutex_);
+      dispatcher_done_ = true;
+    }
+    flights_changed_.notify_all();
+    finisher_.join();
+    {
+      std::lock_guard lock(mutex_);
+      finisher_done_ = true;
+    }
+    completions_changed_.notify_all();
+    if (completer_.joinable()) completer_.join();
+    if (stream_) {
+      use_context();
+      stream_->synchronize();  // nothing on the GPU reads staging or fence memory now
+    }
+  }
+
+  // CUDA driver calls need the GPU's context current on the calling thread (any thread may call in).
+  void use_context() const {
+    if (device_) device_->make_current();
+  }
+
+  FileId add_file(const std::string& path) {
+    auto backend = io::open_backend(options_.backend, path, io::BackendOptions{options_.io});
+    std::unique_ptr<gpu::CufileReader> reader;
+    if (options_.cufile) reader = std::make_unique<gpu::CufileReader>(path, device_->context());
+    std::lock_guard lock(mutex_);
+    files_.push_back(std::move(backend));
+    cufile_readers_.push_back(std::move(reader));
+    return static_cast<FileId>(files_.size() - 1);
+  }
+
+  RequestId enqueue(Request request) {
+    std::lock_guard lock(mutex_);
+    HEADRACE_EXPECT(request.file < files_.size(), UsageError, "request for file " + std::to_string(request.file) +
+                                                                  ": only " + std::to_string(files_.size()) + " files added");
+    const std::string name = request.label.empty() ? files_[request.file]->path() + ": offset " + std::to_string(request.offset)
+                                                   : request.label;
+    HEADRACE_EXPECT(request.stored_size > 0 && request.raw_size > 0, UsageError, name + ": empty request");
+    HEADRACE_EXPECT(request.codec != CodecId::none || request.stored_size == request.raw_size, UsageError,
+                    name + ": an uncompressed request needs stored size == raw size");
+    HEADRACE_EXPECT(request.destination.size_bytes == request.raw_size && request.destination.address != 0, UsageError,
+                    name + ": destination of " + std::to_string(request.destination.size_bytes) + " bytes for " +
+                        std::to_string(request.raw_size) + " raw bytes");
+    const bool device = request.destination.kind == MemoryKind::device;
+    HEADRACE_EXPECT(!device || device_.has_value(), UsageError,
+                    name + ": a GPU destination needs a queue made for a GPU (device >= 0)");
+    Entry entry;
+    entry.route = route_of(request);
+    HEADRACE_EXPECT(!uses_staging(entry.route) || region_bytes(request, entry.route) <= ring_->capacity_bytes(), UsageError,
+                    name + ": needs " + std::to_string(region_bytes(request, entry.route)) +
+                        " bytes of staging, more than the " + std::to_string(ring_->capacity_bytes()) + " there are");
+    if (request.label.empty()) request.label = name;
+    entry.request = std::move(request);
+    entries_.push_back(std::move(entry));
+    unsubmitted_.push_back(entries_.size() - 1);
+    return entries_.size() - 1;
+  }
+
+  FenceId enqueue_signal() {
+    std::unique_lock lock(mutex_);
+    Fence fence;
+    fence.limit = entries_.size();
+    for (RequestId id = 0; id < fence.limit; ++id) {
+      if (entries_[id].status.finished()) continue;
+      ++fence.unfinished;
+      if (!issued_.count(id)) ++fence.unissued;
+    }
+    fence.signaled = fence.unfinished == 0;
+    use_context();
+    if (device_) fence.event = std::make_unique<gpu::Event>();
+    fences_.push_back(std::move(fence));
+    const FenceId id = fences_.size() - 1;
+    if (fences_[id].unissued == 0) record_fence(id);
+    if (fences_[id].signaled) fences_changed_.notify_all();
+    return id;
+  }
+
+  void submit() {
+    {
+      std::lock_guard lock(mutex_);
+      const auto now = Clock::now();
+      for (RequestId id : unsubmitted_) {
+        Entry& entry = entries_[id];
+        if (entry.status.state != RequestState::enqueued) continue;  // cancelled before submit
+        entry.status.state = RequestState::submitted;
+        entry.submitted_at = now;
+        pending_.push(id);
+      }
+      unsubmitted_.clear();
+    }
+    work_.notify_all();
+  }
+
+  bool cancel(RequestId id) {
+    std::unique_lock lock(mutex_);
+    HEADRACE_EXPECT(id < entries_.size(), UsageError, "no request " + std::to_string(id));
+    return cancel_locked(id);
+  }
+
+  std::size_t cancel_tag(std::uint64_t tag) {
+    std::unique_lock lock(mutex_);
+    std::size_t cancelled = 0;
+    for (RequestId id = 0; id < entries_.size(); ++id)
+      if (entries_[id].request.tag == tag && !entries_[id].status.finished() && cancel_locked(id)) ++cancelled;
+    return cancelled;
+  }
+
+  RequestStatus status(RequestId id) const {
+    std::lock_guard lock(mutex_);
+    HEADRACE_EXPECT(id < entries_.size(), UsageError, "no request " + std::to_string(id));
+    return entries_[id].status;
+  }
+
+  bool is_signaled(FenceId fence) const {
+    std::lock_guard lock(mutex_);
+    return fence_at(fence).signaled;
+  }
+
+  void wait(FenceId fence) const {
+    std::unique_lock lock(mutex_);
+    fence_at(fence);
+    fences_changed_.wait(lock, [&] { return fences_[fence].signaled; });
+  }
+
+  std::uintptr_t fence_event(FenceId fence) const {
+    std::unique_lock lock(mutex_);
+    HEADRACE_EXPECT(device_.has_value(), UsageError, "fence events need a queue made for a GPU");
+    fence_at(fence);
+    fences_changed_.wait(lock, [&] { return fences_[fence].recorded; });
+    return reinterpret_cast<std::uintptr_t>(fences_[fence].event->handle());
+  }
+
+  void wait_on_stream(FenceId fence, std::uintptr_t stream) const {
+    HEADRACE_EXPECT(device_.has_value(), UsageError, "waiting on a stream needs a queue made for a GPU");
+    const auto consumer = reinterpret_cast<gpu::CUstream>(stream);
+    use_context();
+    if (memory_operations_) {
+      {
+        std::lock_guard lock(mutex_);
+        fence_at(fence);
+      }
+      gpu::check(gpu::driver()->cuStreamWaitValue32(consumer, fence_word(fence), fence_generation(fence),
+                                                    gpu::stream_wait_value_geq),
+                 "cuStreamWaitValue32");
+      return;
+    }
+    gpu::check(gpu::driver()->cuStreamWaitEvent(consumer, reinterpret_cast<gpu::CUevent>(fence_event(fence)), 0),
+               "cuStreamWaitEvent");
+  }
+
+  void drain() const {
+    std::unique_lock lock(mutex_);
+    fences_changed_.wait(lock, [&] {
+      return std::all_of(entries_.begin(), entries_.end(), [](const Entry& e) {
+        return e.status.state == RequestState::enqueued || e.status.finished();
+      });
+    });
+  }
+
+  QueueStats stats() const {
+    std::lock_guard lock(mutex_);
+    QueueStats result = stats_;
+    result.staging_waits = ring_->waits();
+    return result;
+  }
+
+  bool has_gpu() const noexcept { return device_.has_value(); }
+  std::uintptr_t copy_stream() const noexcept { return stream_ ? reinterpret_cast<std::uintptr_t>(stream_->handle()) : 0; }
+
+  std::string describe() const {
+    std::string text = std::string("queue backend=") + io::to_string(options_.backend) +
+                       " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB" +
+                       (ring_->pinned() ? " pinned" : " pageable") + " batch=" + std::to_string(options_.max_batch);
+    if (!device_) return text + " destinations=host";
+    text += " gpu=" + std::to_string(options_.device);
+    if (options_.cufile) {
+      const auto driver = gpu::CufileDriver::shared();
+      text += std::string(" cufile=") + shim::to_string(driver->mode()) + " (" + driver->mode_reason() + ")";
+    }
+    text += std::string(" fences=") + (memory_operations_ ? "stream-value" : "event");
+    return text + " decode=" + (options_.decode_on_gpu ? "gpu (nvCOMP)" : "cpu");
+  }
+
+ private:
+  Route route_of(const Request& r) const {
+    const bool compressed = r.codec != CodecId::none;
+    if (r.destination.kind == MemoryKind::host) return compressed ? Route::host_decode : Route::direct;
+    if (options_.cufile) return compressed ? Route::cufile_decode : Route::cufile_copy;
+    if (!compressed) return Route::device_copy;
+    return options_.decode_on_gpu ? Route::device_decode : Route::device_cpu_decode;
+  }
+
+  // Direct and cuFile copies read straight into their destination; the rest go through a region of the
+  // ring (cuFile decoding uses the region's twin in device scratch).
+  static bool uses_staging(Route route) { return route != Route::direct && route != Route::cufile_copy; }
+
+  static std::uint64_t region_bytes(const Request& r, Route route) {
+    // The CPU-decode-then-copy route keeps the raw bytes in staging after the stored ones.
+    return align_up(r.stored_size) + (route == Route::device_cpu_decode ? r.raw_size : 0);
+  }
+
+  static bool is_cufile(Route route) { return route == Route::cufile_copy || route == Route::cufile_decode; }
+
+  struct CufileRead {
+    FileId file;
+    std::uint64_t offset, size;
+    gpu::CUdeviceptr destination;
+  };
+
+  // cuFile reads are synchronous: the pool's workers run them and complete a batch like a backend's.
+  std::shared_ptr<io::ReadBatch> submit_cufile(std::vector<CufileRead> reads) {
+    auto batch = std::make_shared<io::ReadBatch>(reads.size());
+    for (std::size_t i = 0; i < reads.size(); ++i) {
+      cufile_pool_->submit([this, batch, read = reads[i], i](unsigned) {
+        io::ReadStatus status;
+        try {
+          status.bytes_read = cufile_readers_[read.file]->read(read.destination, read.size, read.offset);
+        } catch (const std::exception& error) {
+          status.error_number = EIO;
+          status.message = error.what();
+        }
+        batch->complete(i, std::move(status));
+      });
+    }
+    return batch;
+  }
+
+  const Fence& fence_at(FenceId fence) const {
+    HEADRACE_EXPECT(fence < fences_.size(), UsageError, "no fence " + std::to_string(fence));
+    return fences_[fence];
+  }
+
+  gpu::CUdeviceptr fence_word(FenceId fence) const {
+    return fence_memory_->pointer() + (fence % fence_words) * sizeof(std::uint32_t);
+  }
+  static std::uint32_t fence_generation(FenceId fence) { return static_cast<std::uint32_t>(fence / fence_words + 1); }
+
+  // With the lock held: every earlier request of this fence is issued (or finished).
+  void record_fence(FenceId id) {
+    Fence& fence = fences_[id];
+    if (fence.recorded) return;
+    if (device_) {
+      use_context();
+      fence.event->record(stream_->handle());
+      gpu::check(gpu::driver()->cuStreamWriteValue32(stream_->handle(), fence_word(id), fence_generation(id),
+                                                     gpu::stream_write_value_default),
+                 "cuStreamWriteValue32");
+    }
+    fence.recorded = true;
+    fences_changed_.notify_all();
+  }
+
+  // With the lock held.
+  bool cancel_locked(RequestId id) {
+    Entry& entry = entries_[id];
+    switch (entry.status.state) {
+      case RequestState::enqueued:
+      case RequestState::submitted:  // the dispatcher drops it without reading it
+        entry.cancel_requested = true;
+        finish_locked(id, RequestState::cancelled, "cancelled before it was read");
+        return true;
+      case RequestState::reading:
+      case RequestState::copying:
+        if (!uses_staging(entry.route) || entry.status.state == RequestState::copying) return false;
+        entry.cancel_requested = true;  // read into staging: the finisher drops it
+        return true;
+      case RequestState::done:
+      case RequestState::failed:
+        return false;
+      case RequestState::cancelled:
+        return true;
+    }
+    return false;
+  }
+
+  // With the lock held: the request will do no more GPU work.
+  void mark_issued_locked(RequestId id) {
+    if (!issued_.insert(id).second) return;
+    for (FenceId f = 0; f < fences_.size(); ++f) {
+      Fence& fence = fences_[f];
+      if (fence.recorded || id >= fence.limit) continue;
+      if (--fence.unissued == 0) record_fence(f);
+    }
+  }
+
+  // With the lock held.
+  void finish_locked(RequestId id, RequestState state, std::string message) {
+    Entry& entry = entries_[id];
+    if (entry.status.finished()) return;
+    entry.status.state = state;
+    entry.status.message = std::move(message);
+    entry.status.completion_index = completed_++;
+    const auto now = Clock::now();
+    if (state == RequestState::done) {
+      entry.status.transfer_s = seconds_between(entry.read_at, now);
+      ++stats_.requests_done;
+      stats_.stored_bytes += entry.request.stored_size;
+      stats_.raw_bytes += entry.request.raw_size;
+    } else if (state == RequestState::failed) {
+      ++stats_.requests_failed;
+    } else {
+      ++stats_.requests_cancelled;
+    }
+    mark_issued_locked(id);
+    for (auto& fence : fences_) {
+      if (fence.signaled || id >= fence.limit) continue;
+      if (--fence.unfinished == 0) fence.signaled = true;
+    }
+    fences_changed_.notify_all();
+  }
+
+  void sample_depth_locked() {
+    stats_.depth_samples.emplace_back(seconds_between(start_, Clock::now()), reads_in_flight_);
+  }
+
+  // ---- dispatcher: priority order, staging, batched backend submits ----
+  struct PendingOrder {
+    const std::deque<Entry>* entries;
+    bool operator()(RequestId a, RequestId b) const {  // true: a after b
+      const int pa = (*entries)[a].request.priority, pb = (*entries)[b].request.priority;
+      return pa != pb ? pa < pb : a > b;
+    }
+  };
+
+  void dispatch_loop() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      work_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+      if (pending_.empty()) return;  // stopping, and nothing left
+      Flight flight;
+      std::vector<std::vector<io::ReadRequest>> reads(files_.size());
+      std::vector<std::vector<RequestId>> read_ids(files_.size());
+      std::vector<CufileRead> cufile_reads;
+      std::vector<RequestId> cufile_ids;
+      while (!pending_.empty() && flight.ids.size() < options_.max_batch) {
+        const RequestId id = pending_.top();
+        Entry& entry = entries_[id];
+        if (entry.status.finished() || stopping_) {
+          pending_.pop();
+          finish_locked(id, RequestState::cancelled, "cancelled: the queue was destroyed");
+          continue;
+        }
+        void* target = nullptr;
+        if (!uses_staging(entry.route)) {
+          if (direct_bytes_ + entry.request.stored_size > options_.max_direct_bytes && direct_bytes_ > 0) {
+            if (!flight.ids.empty()) break;  // send what we have; the finisher frees room
+            flights_changed_.wait(lock, [&] { return stopping_ || direct_bytes_ == 0; });
+            continue;
+          }
+          direct_bytes_ += entry.request.stored_size;
+          target = reinterpret_cast<void*>(entry.request.destination.address);  // a device address for cuFile
+        } else {
+          const std::uint64_t bytes = region_bytes(entry.request, entry.route);
+          entry.region = ring_->try_acquire(bytes);
+          if (!entry.region) {
+            if (!flight.ids.empty()) break;  // send the batch first: its completion frees staging
+            lock.unlock();
+            auto region = ring_->acquire(bytes);  // counts a staging wait
+            lock.lock();
+            if (!region) continue;  // closed: the loop cancels it
+            entry.region = region;
+          }
+          target = entry.region->data;
+        }
+        pending_.pop();
+        entry.status.state = RequestState::reading;
+        entry.dispatched_at = Clock::now();
+        entry.status.queue_wait_s = seconds_between(entry.submitted_at, entry.dispatched_at);
+        if (is_cufile(entry.route)) {
+          const gpu::CUdeviceptr device_target = entry.route == Route::cufile_copy
+                                                     ? static_cast<gpu::CUdeviceptr>(entry.request.destination.address)
+                                                     : device_scratch_->pointer() + entry.region->offset;
+          cufile_reads.push_back({entry.request.file, entry.request.offset, entry.request.stored_size, device_target});
+          cufile_ids.push_back(id);
+        } else {
+          reads[entry.request.file].push_back({entry.request.offset, entry.request.stored_size, target});
+          read_ids[entry.request.file].push_back(id);
+        }
+        flight.ids.push_back(id);
+        ++reads_in_flight_;
+      }
+      if (flight.ids.empty()) continue;
+      sample_depth_locked();
+      ++stats_.backend_submits;
+      std::vector<std::pair<FileId, std::vector<io::ReadRequest>>> batches;
+      for (FileId f = 0; f < reads.size(); ++f)
+        if (!reads[f].empty()) batches.emplace_back(f, std::move(reads[f]));
+      // Order of ids in the flight = order of the statuses the finisher reads: batch by batch.
+      flight.ids.clear();
+      for (auto& [file, requests] : batches)
+        flight.ids.insert(flight.ids.end(), read_ids[file].begin(), read_ids[file].end());
+      flight.ids.insert(flight.ids.end(), cufile_ids.begin(), cufile_ids.end());
+      lock.unlock();
+      for (auto& [file, requests] : batches) flight.batches.push_back(files_[file]->submit(std::move(requests)));
+      if (!cufile_reads.empty()) flight.batches.push_back(submit_cufile(std::move(cufile_reads)));
+      lock.lock();
+      flights_.push_back(std::move(flight));
+      flights_changed_.notify_all();
+    }
+  }
+
+  // ---- finisher: checks, decode, H2D, completion ----
+  void finish_loop() {
+    while (true) {
+      Flight flight;
+      {
+        std::unique_lock lock(mutex_);
+        flights_changed_.wait(lock, [&] { return !flights_.empty() || dispatcher_done_; });
+        if (flights_.empty()) return;
+        flight = std::move(flights_.front());
+        flights_.pop_front();
+      }
+      finish_flight(flight);
+    }
+  }
+
+  void finish_flight(Flight& flight) {
+    // Gather each request's read status in flight order.
+    std::vector<io::ReadStatus> reads;
+    for (auto& batch : flight.batches) {
+      const auto& statuses = batch->statuses();  // waits: no read into our memory outlives this
+      reads.insert(reads.end(), statuses.begin(), statuses.end());
+    }
+    const auto read_at = Clock::now();
+    std::vector<RequestId> host_work, device_work;
+    {
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < flight.ids.size(); ++i) {
+        Entry& entry = entries_[flight.ids[i]];
+        --reads_in_flight_;
+        if (!uses_staging(entry.route)) direct_bytes_ -= entry.request.stored_size;
+        entry.read_at = read_at;
+        entry.status.io_s = seconds_between(entry.dispatched_at, read_at);
+        const bool short_read = reads[i].ok() && reads[i].bytes_read < entry.request.stored_size;
+        if (!reads[i].ok() || short_read) {
+          release_region_locked(entry);
+          finish_locked(flight.ids[i], RequestState::failed,
+                        reads[i].ok() ? entry.request.label + ": expected " + std::to_string(entry.request.stored_size) +
+                                            " bytes, read " + std::to_string(reads[i].bytes_read)
+                                      : reads[i].message);
+        } else if (entry.cancel_requested && uses_staging(entry.route)) {
+          release_region_locked(entry);
+          finish_locked(flight.ids[i], RequestState::cancelled, "cancelled after its read; destination untouched");
+        } else if (entry.route == Route::cufile_copy) {
+          finish_locked(flight.ids[i], RequestState::done, "");  // cuFile put the bytes in place
+        } else if (entry.route == Route::direct || entry.route == Route::host_decode) {
+          host_work.push_back(flight.ids[i]);
+        } else {
+          device_work.push_back(flight.ids[i]);
+        }
+      }
+      sample_depth_locked();
+      flights_changed_.notify_all();  // direct bytes freed
+    }
+    finish_on_host(host_work);
+    finish_on_device(device_work);
+  }
+
+  // Checksums and CPU decoding of requests whose bytes end on the host (all of them verify here).
+  // Returns per request an error message (empty when fine).
+  std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids) {
+    std::vector<std::string> errors(ids.size());
+    detail::parallel_for(ids.size(), options_.decode_threads, [&](std::uint64_t i) {
+      const Entry& entry = entries_[ids[i]];
+      const Request& r = entry.request;
+      if (is_cufile(entry.route)) return;  // the stored bytes are on the GPU: nvCOMP checks them
+      const std::byte* stored = entry.route == Route::direct ? reinterpret_cast<const std::byte*>(r.destination.address)
+                                                             : entry.region->data;
+      try {
+        if (r.checksum) {
+          const std::uint64_t sum = format::xxh3_64({stored, r.stored_size});
+          HEADRACE_EXPECT(sum == *r.checksum, ChecksumMismatchError,
+                          r.label + ": expected checksum " + std::to_string(*r.checksum) + ", found " + std::to_string(sum));
+        }
+        if (entry.route == Route::host_decode) {
+          codec::cpu::decode(r.codec, {stored, r.stored_size},
+                             {reinterpret_cast<std::byte*>(r.destination.address), r.raw_size}, r.label, r.offset);
+        } else if (entry.route == Route::device_cpu_decode) {
+          codec::cpu::decode(r.codec, {stored, r.stored_size}, {entry.region->data + align_up(r.stored_size), r.raw_size},
+                             r.label, r.offset);
+        }
+      } catch (const std::exception& error) {
+        errors[i] = error.what();
+      }
+    });
+    return errors;
+  }
+
+  void finish_on_host(const std::vector<RequestId>& ids) {
+    if (ids.empty()) return;
+    // entries_ is a deque: elements stay put while enqueue appends, and nobody else writes these.
+    const std::vector<std::string> errors = check_and_decode(ids);
+    {
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        release_region_locked(entries_[ids[i]]);
+        finish_locked(ids[i], errors[i].empty() ? RequestState::done : RequestState::failed, errors[i]);
+      }
+    }
+  }
+
+  void finish_on_device(const std::vector<RequestId>& ids) {
+    if (ids.empty()) return;
+    const std::vector<std::string> errors = check_and_decode(ids);
+    std::vector<RequestId> issued;
+    std::vector<codec::gpu::DecodeItem> decode_items;
+    std::vector<std::string> decode_labels;
+    auto completion = std::make_unique<Completion>();
+    {
+      std::lock_guard lock(mutex_);
+      const auto driver = gpu::driver();
+      const auto stream = stream_->handle();
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        Entry& entry = entries_[ids[i]];
+        if (!errors[i].empty()) {
+          release_region_locked(entry);
+          finish_locked(ids[i], RequestState::failed, errors[i]);
+          continue;
+        }
+        const Request& r = entry.request;
+        const auto destination = static_cast<gpu::CUdeviceptr>(r.destination.address);
+        try {
+          if (entry.route == Route::device_copy) {
+            gpu::check(driver->cuMemcpyHtoDAsync(destination, entry.region->data, r.raw_size, stream), "cuMemcpyHtoDAsync");
+          } else if (entry.route == Route::device_cpu_decode) {
+            gpu::check(driver->cuMemcpyHtoDAsync(destination, entry.region->data + align_up(r.stored_size), r.raw_size, stream),
+                       "cuMemcpyHtoDAsync");
+          } else {
+            const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.region->offset;
+            if (entry.route == Route::device_decode)
+              gpu::check(driver->cuMemcpyHtoDAsync(scratch, entry.region->data, r.stored_size, stream), "cuMemcpyHtoDAsync");
+            decode_items.push_back({scratch, r.stored_size, destination, r.raw_size});
+            decode_labels.push_back(r.label);
+          }
+        } catch (const std::exception& error) {
+          release_region_locked(entry);
+          finish_locked(ids[i], RequestState::failed, error.what());
+          continue;
+        }
+        entry.status.state = RequestState::copying;
+        issued.push_back(ids[i]);
+        completion->ids.push_back(ids[i]);
+        if (entry.route == Route::device_decode || entry.route == Route::cufile_decode)
+          completion->decoded.push_back(completion->ids.size() - 1);
+      }
+      if (issued.empty()) return;
+      try {
+        if (!decode_items.empty()) {
+          completion->decoder = decoder_for(entries_[issued[completion->decoded.front()]].request.codec, decode_items);
+          completion->labels = std::move(decode_labels);
+          completion->decoder->decoder.decode_async(decode_items, stream);
+        }
+        completion->event.record(stream);
+      } catch (const std::exception& error) {
+        // Nothing of this batch reached its callback: wait for what was issued, then fail the batch.
+        stream_->synchronize();
+        for (RequestId id : issued) {
+          release_region_locked(entries_[id]);
+          finish_locked(id, RequestState::failed, error.what());
+        }
+        return;
+      }
+      for (RequestId id : issued) mark_issued_locked(id);
+      completions_.push_back(std::move(completion));
+    }
+    completions_changed_.notify_all();
+  }
+
+  // A batch of GPU work: its requests are done once its event is.
+  struct Completion {
+    std::vector<RequestId> ids;
+    std::vector<std::size_t> decoded;  // indices into ids that went through the GPU decoder
+    std::vector<std::string> labels;
+    std::shared_ptr<PooledDecoder> decoder;
+    gpu::Event event;
+  };
+
+  // Completes batches in issue order (the copy stream runs them in that order).
+  void complete_loop() {
+    while (true) {
+      std::unique_ptr<Completion> completion;
+      {
+        std::unique_lock lock(mutex_);
+        completions_changed_.wait(lock, [&] { return !completions_.empty() || finisher_done_; });
+        if (completions_.empty()) return;
+        completion = std::move(completions_.front());
+        completions_.pop_front();
+      }
+      std::string gpu_failure, decode_failure;  // the batch's GPU work, or one chunk's decoding
+      try {
+        completion->event.synchronize();
+      } catch (const std::exception& error) {
+        gpu_failure = error.what();
+      }
+      if (gpu_failure.empty() && completion->decoder) {
+        try {
+          completion->decoder->decoder.check(completion->labels);
+        } catch (const std::exception& error) {
+          decode_failure = error.what();
+        }
+      }
+      if (completion->decoder) return_decoder(std::move(completion->decoder));
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < completion->ids.size(); ++i) {
+        Entry& entry = entries_[completion->ids[i]];
+        release_region_locked(entry);
+        const bool decoded = std::find(completion->decoded.begin(), completion->decoded.end(), i) != completion->decoded.end();
+        const bool bad_chunk = decoded && !decode_failure.empty() && decode_failure.find(entry.request.label) != std::string::npos;
+        if (!gpu_failure.empty()) finish_locked(completion->ids[i], RequestState::failed, gpu_failure);
+        else if (bad_chunk) finish_locked(completion->ids[i], RequestState::failed, decode_failure);
+        else finish_locked(completion->ids[i], RequestState::done, "");
+      }
+    }
+  }
+
+  // A decoder for this codec not used by work still in flight (returned by the batch's callback).
+  std::shared_ptr<PooledDecoder> decoder_for(CodecId codec, const std::vector<codec::gpu::DecodeItem>& items) {
+    std::lock_guard lock(decoders_mutex_);
+    std::uint64_t largest = 0, total = 0;
+    for (const auto& item : items) {
+      largest = std::max<std::uint64_t>(largest, item.raw_size);
+      total += item.raw_size;
+    }
+    for (auto it = idle_decoders_.begin(); it != idle_decoders_.end(); ++it) {
+      if ((*it)->codec == codec && (*it)->chunks >= items.size() && (*it)->largest_raw >= largest && (*it)->total_raw >= total) {
+        auto decoder = *it;
+        idle_decoders_.erase(it);
+        return decoder;
+      }
+    }
+    // Sized for a full batch of the largest chunks seen, so that few are ever made.
+    const std::size_t chunks = std::max<std::size_t>(options_.max_batch, items.size());
+    return std::make_shared<PooledDecoder>(codec, chunks, largest, std::max<std::uint64_t>(total, largest * chunks));
+  }
+
+  void return_decoder(std::shared_ptr<PooledDecoder> decoder) {
+    std::lock_guard lock(decoders_mutex_);
+    idle_decoders_.push_back(std::move(decoder));
+  }
+
+  void release_region_locked(Entry& entry) {
+    if (!entry.region) return;
+    ring_->release(*entry.region);
+    entry.region.reset();
+  }
+
+  QueueOptions options_;
+  Clock::time_point start_;
+  std::optional<gpu::Device> device_;
+  std::optional<gpu::Stream> stream_;
+  std::optional<gpu::DeviceBuffer> fence_memory_;
+  std::optional<gpu::DeviceBuffer> device_scratch_;  // the staging ring's twin on the GPU, same offsets
+  bool memory_operations_ = false;
+  std::optional<staging::StagingRing> ring_;
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable fences_changed_;
+  std::condition_variable work_, flights_changed_, completions_changed_;
+  std::deque<std::unique_ptr<Completion>> completions_;
+  bool finisher_done_ = false;
+  std::vector<std::unique_ptr<io::Backend>> files_;
+  std::vector<std::unique_ptr<gpu::CufileReader>> cufile_readers_;  // per file, when options_.cufile
+  std::optional<detail::ThreadPool> cufile_pool_;
+  std::deque<Entry> entries_;
+  std::vector<RequestId> unsubmitted_;
+  std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder> pending_{PendingOrder{&entries_}};
+  std::set<RequestId> issued_;
+  std::vector<Fence> fences_;
+  std::deque<Flight> flights_;
+  std::uint64_t completed_ = 0;
+  std::uint64_t direct_bytes_ = 0;
+  std::uint32_t reads_in_flight_ = 0;
+  QueueStats stats_;
+  bool stopping_ = false;
+  bool dispatcher_done_ = false;
+
+  std::mutex decoders_mutex_;
+  std::vector<std::shared_ptr<PooledDecoder>> idle_decoders_;
+
+  std::thread dispatcher_, finisher_, completer_;
+};
+
+Queue::Queue(QueueOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Queue::~Queue() noexcept = default;
+FileId Queue::add_file(const std::string& path) { return impl_->add_file(path); }
+RequestId Queue::enqueue(Request request) { return impl_->enqueue(std::move(request)); }
+FenceId Queue::enqueue_signal() { return impl_->enqueue_signal(); }
+void Queue::submit() { impl_->submit(); }
+bool Queue::cancel(RequestId id) { return impl_->cancel(id); }
+std::size_t Queue::cancel_tag(std::uint64_t tag) { return impl_->cancel_tag(tag); }
+RequestStatus Queue::status(RequestId id) const { return impl_->status(id); }
+bool Queue::is_signaled(FenceId fence) const { return impl_->is_signaled(fence); }
+void Queue::wait(FenceId fence) const { impl_->wait(fence); }
+std::uintptr_t Queue::fence_event(FenceId fence) const { return impl_->fence_event(fence); }
+void Queue::wait_on_stream(FenceId fence, std::uintptr_t stream) const { impl_->wait_on_stream(fence, stream); }
+void Queue::drain() const { impl_->drain(); }
+QueueStats Queue::stats() const { return impl_->stats(); }
+bool Queue::has_gpu() const noexcept { return impl_->has_gpu(); }
+std::uintptr_t Queue::copy_stream() const noexcept { return impl_->copy_stream(); }
+std::string Queue::describe() const { return impl_->describe(); }
+
+}  // namespace headrace::queue

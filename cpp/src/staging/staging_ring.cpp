@@ -1,0 +1,93 @@
+#include "headrace/staging/staging_ring.hpp"
+
+#include "headrace/error.hpp"
+#include "headrace/format/layout.hpp"
+
+namespace headrace::staging {
+
+StagingRing::StagingRing(std::uint64_t capacity_bytes, bool pinned)
+    : capacity_(format::layout::align_up(capacity_bytes)), pinned_(pinned) {
+  HEADRACE_EXPECT(capacity_bytes > 0, UsageError, "staging capacity must be positive");
+  if (pinned_) {
+    pinned_memory_ = gpu::PinnedBuffer(capacity_);
+    base_ = pinned_memory_.data();
+  } else {
+    host_memory_ = detail::AlignedBuffer(capacity_);
+    base_ = host_memory_.data();
+  }
+}
+
+std::optional<Region> StagingRing::allocate_locked(std::uint64_t size) {
+  // The free space is [head_, oldest offset) circularly; a region never wraps, so a tail too short
+  // for it is skipped (counted with the region, returned with it).
+  const std::uint64_t free_bytes = capacity_ - used_;
+  std::uint64_t skip = 0;
+  if (head_ + size > capacity_) skip = capacity_ - head_;
+  if (skip + size > free_bytes) return std::nullopt;
+  const std::uint64_t offset = skip ? 0 : head_;
+  allocations_.push_back({offset, size + skip, false});
+  used_ += size + skip;
+  head_ = (offset + size) % capacity_;
+  return Region{offset, size, base_ + offset};
+}
+
+std::optional<Region> StagingRing::try_acquire(std::uint64_t size_bytes) {
+  const std::uint64_t size = format::layout::align_up(std::max<std::uint64_t>(size_bytes, 1));
+  HEADRACE_EXPECT(size <= capacity_, UsageError,
+                  "a staging region of " + std::to_string(size) + " bytes does not fit the staging ring of " +
+                      std::to_string(capacity_) + " bytes (HEADRACE_STAGING_BYTES)");
+  std::lock_guard lock(mutex_);
+  return allocate_locked(size);
+}
+
+std::optional<Region> StagingRing::acquire(std::uint64_t size_bytes) {
+  const std::uint64_t size = format::layout::align_up(std::max<std::uint64_t>(size_bytes, 1));
+  HEADRACE_EXPECT(size <= capacity_, UsageError,
+                  "a staging region of " + std::to_string(size) + " bytes does not fit the staging ring of " +
+                      std::to_string(capacity_) + " bytes (HEADRACE_STAGING_BYTES)");
+  std::unique_lock lock(mutex_);
+  auto region = allocate_locked(size);
+  if (!region && !closed_) {
+    ++waits_;
+    space_.wait(lock, [&] { return closed_ || (region = allocate_locked(size)).has_value(); });
+  }
+  return region;
+}
+
+void StagingRing::release(const Region& region) {
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& allocation : allocations_) {
+      if (!allocation.released && allocation.offset == region.offset) {  // live regions never share an offset
+        allocation.released = true;
+        break;
+      }
+    }
+    while (!allocations_.empty() && allocations_.front().released) {
+      used_ -= allocations_.front().size;
+      allocations_.pop_front();
+    }
+    if (allocations_.empty()) head_ = 0;  // an empty ring starts over: no tail to skip
+  }
+  space_.notify_all();
+}
+
+void StagingRing::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  space_.notify_all();
+}
+
+std::uint64_t StagingRing::in_use_bytes() const {
+  std::lock_guard lock(mutex_);
+  return used_;
+}
+
+std::uint64_t StagingRing::waits() const {
+  std::lock_guard lock(mutex_);
+  return waits_;
+}
+
+}  // namespace headrace::staging

@@ -1,0 +1,70 @@
+// gpu layer: whether a GPU is usable, device memory that Python frameworks take without a copy.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.hpp"
+#include "headrace/error.hpp"
+#include "headrace/gpu/cuda_driver.hpp"
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace headrace::python {
+
+void bind_gpu(nb::module_& m) {
+  m.def("gpu_count", &gpu::device_count, "GPUs the CUDA driver sees (0 without a driver).");
+  m.def("gpu_unavailable_reason", []() -> std::string { return gpu::driver() ? "" : gpu::why_no_driver(); });
+
+  m.def("stream_wait_stream", [](int device, std::uintptr_t waiter, std::uintptr_t producer) {
+         gpu::Device(device).make_current();
+         gpu::Event event;
+         event.record(reinterpret_cast<gpu::CUstream>(producer));
+         gpu::check(gpu::driver()->cuStreamWaitEvent(reinterpret_cast<gpu::CUstream>(waiter), event.handle(), 0),
+                    "cuStreamWaitEvent");
+       }, "device"_a, "waiter"_a, "producer"_a,
+       "Makes stream waiter wait for the work queued on stream producer so far (0: the legacy default stream).");
+
+  nb::class_<gpu::DeviceBuffer>(m, "DeviceBuffer", "GPU memory owned by headrace (freed with the object).")
+      .def("__init__", [](gpu::DeviceBuffer* self, int device, std::size_t size_bytes) {
+             gpu::Device(device).make_current();
+             new (self) gpu::DeviceBuffer(size_bytes);
+           }, "device"_a, "size_bytes"_a)
+      .def_prop_ro("pointer", &gpu::DeviceBuffer::pointer)
+      .def_prop_ro("size_bytes", &gpu::DeviceBuffer::size_bytes)
+      .def("to_host", [](const gpu::DeviceBuffer& b, std::size_t offset, std::size_t size) {
+             HEADRACE_EXPECT(offset <= b.size_bytes() && size <= b.size_bytes() - offset, UsageError,
+                             "to_host: range outside the buffer");
+             std::string bytes(size, '\0');
+             gpu::copy_to_host(bytes.data(), b.pointer() + offset, size);
+             return nb::bytes(bytes.data(), bytes.size());
+           }, "offset"_a = 0, "size"_a, "Copies bytes back to the host (synchronously; for checks).")
+      .def("view", [](nb::handle self, const std::string& dtype, std::vector<std::size_t> shape, int device,
+                      std::size_t offset) {
+             const auto& b = nb::cast<const gpu::DeviceBuffer&>(self);
+             nb::dlpack::dtype type;
+             if (dtype == "float32") type = nb::dtype<float>();
+             else if (dtype == "float64") type = nb::dtype<double>();
+             else if (dtype == "int64") type = nb::dtype<std::int64_t>();
+             else if (dtype == "int32") type = nb::dtype<std::int32_t>();
+             else if (dtype == "uint32") type = nb::dtype<std::uint32_t>();
+             else if (dtype == "uint64") type = nb::dtype<std::uint64_t>();
+             else if (dtype == "int16") type = nb::dtype<std::int16_t>();
+             else if (dtype == "uint16") type = nb::dtype<std::uint16_t>();
+             else if (dtype == "int8") type = nb::dtype<std::int8_t>();
+             else if (dtype == "uint8") type = nb::dtype<std::uint8_t>();
+             else throw UsageError("view: unknown dtype " + dtype);
+             std::size_t bytes = type.bits / 8;
+             for (auto extent : shape) bytes *= extent;
+             HEADRACE_EXPECT(offset + bytes <= b.size_bytes(), UsageError, "view: shape larger than the buffer");
+             // The view keeps the buffer object alive: DLPack consumers hold the memory, not a copy.
+             return nb::ndarray<>(reinterpret_cast<void*>(b.pointer() + offset), shape.size(), shape.data(), self, nullptr,
+                                  type, nb::device::cuda::value, device);
+           }, "dtype"_a, "shape"_a, "device"_a, "offset"_a = 0,
+           "A DLPack-capable array over the buffer (no copy).");
+}
+
+}  // namespace headrace::python

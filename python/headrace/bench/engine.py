@@ -1,0 +1,295 @@
+"""The engine's measurement (issue 4), on the GPU machine, every ratio against a ceiling or a peer of
+the same call:
+
+- cold read of a multi-GB container into GPU memory: headrace's configurations over the probe
+  ceiling, over KvikIO (its best thread count and task size) and over numpy.fromfile + cupy.asarray;
+- hot (page cache): over the pinned H2D ceiling measured here;
+- compressed: delivered bytes per second over the cold ceiling, against ceiling / stored fraction;
+- overlap: a consumer kernel as long as a frame's I/O; frame time over max(I/O alone, compute alone).
+
+    python3 -m headrace.bench.engine --plain P.hrc --compressed C.hrc --probe ceiling.json --out DIR
+
+Peers run in subprocesses (``--peer kvikio|naive``) so that each starts with its own settings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import headrace
+from headrace.bench.harness import Measurement, measure, write_csv
+
+__all__ = ["main"]
+
+MiB = 1 << 20
+
+
+def data_region(path: str) -> tuple[int, int]:
+    """(offset, size) of the chunks of a container: what every reader is asked to move."""
+    ds = headrace.open(path)
+    return 4096, ds.container.index_offset - 4096
+
+
+def headrace_case(path: str, cache: str, repeats: int, backend: str, **knobs: Any) -> Measurement:
+    """Every chunk of every frame into one GPU buffer through the queue; bytes = raw bytes delivered."""
+    import cupy
+
+    ds = headrace.open(path)
+    fields = ds.fields
+    total = ds.raw_bytes
+    buffer = cupy.empty(total, dtype=cupy.uint8)
+    queue_holder: list[headrace.Queue] = []
+    files: list[int] = []
+
+    def setup() -> None:  # untimed: pinned staging, the file opened (ram: preloaded)
+        queue_holder.clear()
+        queue_holder.append(headrace.Queue(backend=backend, device=0, **knobs))
+        files[:] = [queue_holder[0].add_file(path)]
+
+    def body() -> int:
+        q, f = queue_holder[0], files[0]
+        offset = 0
+        for frame in ds.frames:
+            for field in fields:
+                size = ds.element_count(frame.index, field.name) * field.components * np.dtype(field.dtype).itemsize
+                q.enqueue_chunks(f, ds, frame.index, field.name, buffer[offset:offset + size])
+                offset += size
+        fence = q.enqueue_signal()
+        q.submit()
+        fence.wait()
+        cupy.cuda.runtime.deviceSynchronize()
+        stats = q.stats()
+        if stats["requests_failed"]:
+            raise headrace.Error(f"{stats['requests_failed']} requests failed")
+        return stats["raw_bytes"]
+
+    knob_text = " ".join(f"{k}={v}" for k, v in knobs.items())
+    result = measure(f"headrace/{backend}", body, files=[path], cache=cache, repeats=repeats, setup=setup,
+                     parameters={"reader": "headrace", "backend": backend, "knobs": knob_text})
+    # The check: the last repeat's bytes equal the CPU reference (ds.read through posix).
+    first = ds.read(0, fields[0].name)
+    got = cupy.asnumpy(buffer[: first.nbytes]).view(first.dtype).reshape(first.shape)
+    if not np.array_equal(got, first):
+        raise headrace.BadDataError(f"{path}: frame 0 on the GPU differs from the CPU reference ({backend} {knob_text})")
+    result.parameters["describe"] = queue_holder[0].describe()
+    queue_holder.clear()
+    return result
+
+
+def peer_case(path: str, peer: str, cache: str, repeats: int, env: dict[str, str]) -> Measurement:
+    """Runs ``--peer`` in a subprocess per repeat (the cache is prepared here, the clock runs there)."""
+    command = [sys.executable, "-m", "headrace.bench.engine", "--peer", peer, "--plain", path]
+    results: list[dict] = []
+
+    def body() -> int:
+        done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, check=True)
+        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
+        return results[-1]["bytes"]
+
+    measured = measure(f"{peer}", body, files=[path], cache=cache, repeats=repeats,
+                       parameters={"reader": peer, "backend": peer, "knobs": " ".join(f"{k}={v}" for k, v in env.items())})
+    measured.seconds = [r["seconds"] for r in results]  # the peer's own read time, without interpreter start-up
+    measured.parameters["describe"] = results[-1].get("describe", "")
+    return measured
+
+
+def run_peer(peer: str, path: str) -> None:
+    """Inside the subprocess: read the data region into GPU memory, print {"bytes", "seconds"}."""
+    import cupy
+
+    offset, size = data_region(path)
+    buffer = cupy.empty(size, dtype=cupy.uint8)
+    cupy.cuda.runtime.deviceSynchronize()
+    if peer == "kvikio":
+        import kvikio
+        import kvikio.defaults
+
+        start = time.perf_counter()
+        with kvikio.CuFile(path, "r") as f:
+            read = f.pread(buffer, size, offset).get()
+        cupy.cuda.runtime.deviceSynchronize()
+        seconds = time.perf_counter() - start
+        describe = f"kvikio {kvikio.__version__} compat_mode={kvikio.defaults.is_compat_mode_preferred()}"
+    else:
+        start = time.perf_counter()
+        host = np.fromfile(path, dtype=np.uint8, count=size, offset=offset)
+        buffer.set(host)
+        cupy.cuda.runtime.deviceSynchronize()
+        seconds = time.perf_counter() - start
+        read, describe = host.size, "numpy.fromfile + cupy set"
+    print(json.dumps({"bytes": int(read), "seconds": seconds, "describe": describe}))
+
+
+def h2d_ceiling(repeats: int) -> Measurement:
+    """Pinned host -> device copy bandwidth (1 GiB), the hot yardstick."""
+    import cupy
+
+    size = 1 << 30
+    pinned = cupy.cuda.alloc_pinned_memory(size)
+    host = np.frombuffer(pinned, dtype=np.uint8, count=size)
+    host[:] = 1
+    device = cupy.empty(size, dtype=cupy.uint8)
+    stream = cupy.cuda.Stream(non_blocking=True)
+
+    def body() -> int:
+        device.set(host, stream=stream)
+        stream.synchronize()
+        return size
+
+    body()
+    return measure("h2d/pinned", body, files=[], cache="hot", repeats=repeats,
+                   parameters={"reader": "cupy", "backend": "pinned H2D", "knobs": "1 GiB"})
+
+
+def overlap_case(path: str, repeats: int) -> dict[str, float]:
+    """Frame time with a consumer kernel about as long as the frame's I/O, against each alone (hot cache)."""
+    import cupy
+
+    ds = headrace.open(path)
+    name = ds.fields[0].name
+    kernel = cupy.ElementwiseKernel("float32 x, int32 n", "float32 y",
+                                    "float v = x; for (int i = 0; i < n; ++i) v = v * 0.9999f + 0.0001f; y = v;",
+                                    "headrace_consumer")
+    frame_bytes = ds.element_count(0, name) * ds.field(name).components * 4
+    resident = cupy.ones(frame_bytes // 4, dtype=cupy.float32)
+    out = cupy.empty_like(resident)
+
+    def stream_frames(iterations: int) -> float:
+        consumer = cupy.cuda.Stream(non_blocking=True)
+        start = time.perf_counter()
+        with ds.stream([name], device=0, prefetch=3, backend="posix", threads=16) as s:
+            for frame in s:
+                with consumer:
+                    x = cupy.from_dlpack(frame[name]).reshape(-1)
+                    if iterations:
+                        kernel(x, iterations, out)
+                frame.release(stream=consumer.ptr)
+        consumer.synchronize()
+        return (time.perf_counter() - start) / len(ds.frames)
+
+    def compute_alone(iterations: int) -> float:
+        cupy.cuda.runtime.deviceSynchronize()
+        start = time.perf_counter()
+        for _ in ds.frames:
+            kernel(resident, iterations, out)
+        cupy.cuda.runtime.deviceSynchronize()
+        return (time.perf_counter() - start) / len(ds.frames)
+
+    from headrace.bench.harness import warm_page_cache
+
+    warm_page_cache([path])
+    io_alone = min(stream_frames(0) for _ in range(repeats))
+    # Calibrate the kernel to the I/O time of one frame.
+    iterations = 64
+    while compute_alone(iterations) < io_alone and iterations < (1 << 20):
+        iterations *= 2
+    compute = min(compute_alone(iterations) for _ in range(repeats))
+    both = min(stream_frames(iterations) for _ in range(repeats))
+    return {"io_alone_s": io_alone, "compute_alone_s": compute, "both_s": both, "iterations": iterations,
+            "ratio": both / max(io_alone, compute)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -m headrace.bench.engine", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--plain", required=True, help="a multi-GB uncompressed container")
+    parser.add_argument("--compressed", help="a compressible container written with a codec")
+    parser.add_argument("--probe", help="`headrace probe --json` of the same call (the cold ceiling)")
+    parser.add_argument("--out", help="directory for engine.csv and engine.json")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--peer", choices=("kvikio", "naive"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.peer:
+        run_peer(args.peer, args.plain)
+        return 0
+
+    ceiling = json.loads(Path(args.probe).read_text())["ceiling"]["gigabytes_per_second"]
+    results: list[Measurement] = []
+
+    def record(m: Measurement, **extra: Any) -> Measurement:
+        m.parameters.update(extra)
+        results.append(m)
+        print(f"{m.cache:4s} {m.parameters['reader']:8s} {m.parameters['backend']:8s} {m.parameters['knobs']:48s} "
+              f"{m.best_gbps:7.3f} GB/s (spread {m.spread:.0%})", flush=True)
+        return m
+
+    h2d = record(h2d_ceiling(args.repeats))
+    cold_configs = [
+        ("uring", {"queue_depth": 32}),
+        ("uring", {"queue_depth": 64, "task_size_bytes": 1 * MiB}),
+        ("direct", {"threads": 16}),
+        ("posix", {"threads": 16}),
+        ("posix", {"threads": 32}),
+        ("cufile", {"threads": 16}),
+    ]
+    cold = [record(headrace_case(args.plain, "cold", args.repeats, b, **k)) for b, k in cold_configs]
+    kvikio = [record(peer_case(args.plain, "kvikio", "cold", args.repeats,
+                               {"KVIKIO_NTHREADS": str(n), "KVIKIO_TASK_SIZE": str(t), "KVIKIO_COMPAT_MODE": mode}))
+              for n in (8, 16, 32) for t in (4 * MiB, 16 * MiB) for mode in ("ON", "AUTO")]
+    naive = record(peer_case(args.plain, "naive", "cold", args.repeats, {}))
+    hot = [record(headrace_case(args.plain, "hot", args.repeats, b, **k))
+           for b, k in [("posix", {"threads": 16}), ("posix", {"threads": 32}), ("mmap", {"threads": 16}),
+                        ("ram", {"threads": 16})]]
+    compressed = []
+    if args.compressed:
+        for decode_on in ("gpu", "cpu"):
+            compressed.append(record(headrace_case(args.compressed, "cold", args.repeats, "posix", threads=32,
+                                                   decode_on=decode_on)))
+    overlap = overlap_case(args.plain, args.repeats)
+    print(f"overlap: {overlap}", flush=True)
+
+    best = max(cold, key=lambda m: m.best_gbps)
+    best_kvikio = max(kvikio, key=lambda m: m.best_gbps)
+    best_hot = max(hot, key=lambda m: m.best_gbps)
+    summary: dict[str, Any] = {
+        "ceiling_gbps": ceiling,
+        "h2d_pinned_gbps": h2d.best_gbps,
+        "best_cold": {"backend": best.parameters["backend"], "knobs": best.parameters["knobs"], "gbps": best.best_gbps,
+                      "x_ceiling": best.best_gbps / ceiling, "x_kvikio": best.best_gbps / best_kvikio.best_gbps,
+                      "x_naive": best.best_gbps / naive.best_gbps},
+        "best_kvikio": {"knobs": best_kvikio.parameters["knobs"], "gbps": best_kvikio.best_gbps,
+                        "describe": best_kvikio.parameters.get("describe")},
+        "naive_gbps": naive.best_gbps,
+        "best_hot": {"backend": best_hot.parameters["backend"], "knobs": best_hot.parameters["knobs"],
+                     "gbps": best_hot.best_gbps, "x_h2d": best_hot.best_gbps / h2d.best_gbps},
+        "overlap": overlap,
+    }
+    if compressed:
+        ds = headrace.open(args.compressed)
+        stored_fraction = ds.stored_bytes / ds.raw_bytes
+        best_c = max(compressed, key=lambda m: m.best_gbps)
+        summary["compressed"] = {
+            "decode_on": best_c.parameters["knobs"], "delivered_gbps": best_c.best_gbps,
+            "disk_gbps": best_c.best_gbps * stored_fraction, "stored_fraction": stored_fraction,
+            "x_ceiling": best_c.best_gbps / ceiling, "target_x_ceiling": 0.9 / stored_fraction,
+        }
+    summary["targets"] = {
+        "cold_x_ceiling_ge_0.95": summary["best_cold"]["x_ceiling"] >= 0.95,
+        "cold_x_kvikio_ge_1": summary["best_cold"]["x_kvikio"] >= 1.0,
+        "cold_x_naive_ge_3": summary["best_cold"]["x_naive"] >= 3.0,
+        "hot_x_h2d_ge_0.8": summary["best_hot"]["x_h2d"] >= 0.8,
+        "overlap_le_1.1": overlap["ratio"] <= 1.1,
+    }
+    if compressed:
+        summary["targets"]["compressed_ge_target"] = (
+            summary["compressed"]["x_ceiling"] >= summary["compressed"]["target_x_ceiling"])
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_csv(str(out / "engine.csv"), results)
+        (out / "engine.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(json.dumps(summary, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

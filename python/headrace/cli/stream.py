@@ -1,0 +1,112 @@
+"""``headrace stream FILE``: plays every frame through the request queue into GPU (or host) memory and
+reports throughput (disk rate, delivered rate, compression ratio) and where the time went."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import time
+
+import headrace
+from headrace.cli._backend_options import add_backend_arguments, backend_options
+from headrace.cli._output import console, human_bytes, print_json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("stream", help="stream every frame into GPU or host memory", description=__doc__)
+    parser.add_argument("file")
+    parser.add_argument("--fields", help="comma-separated fields (default: all)")
+    parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
+    parser.add_argument("--backend", default="uring", choices=("posix", "direct", "mmap", "uring", "ram", "cufile"),
+                        help="host backend into pinned staging, or cufile: straight into GPU memory")
+    parser.add_argument("--codec-on", choices=("gpu", "cpu"), default="gpu", help="where compressed chunks are decoded")
+    parser.add_argument("--prefetch", type=int, default=3, help="frames in flight (2: double buffering, 3: triple)")
+    parser.add_argument("--loop", type=int, default=1, help="play the frames this many times")
+    parser.add_argument("--staging-bytes", type=int, default=256 << 20, help="pinned staging (default 256 MiB)")
+    parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
+    parser.add_argument("--csv", metavar="OUT.csv", help="write per-frame statistics as CSV")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    add_backend_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def choose_device(text: str | None) -> int | str:
+    if text is None:
+        return 0 if headrace._ext.gpu_count() > 0 else "cpu"
+    return "cpu" if text == "cpu" else int(text)
+
+
+def summarize(history: list[dict], seconds: float, queue_stats: dict) -> dict:
+    stored = sum(f["stored_bytes"] for f in history)
+    raw = sum(f["raw_bytes"] for f in history)
+    depth = [d for _, d in queue_stats["depth_samples"]] or [0]
+
+    def spread(key: str) -> dict:
+        values = [f[key] for f in history] or [0.0]
+        return {"mean": statistics.fmean(values), "max": max(values)}
+
+    return {
+        "frames": len(history),
+        "seconds": seconds,
+        "stored_bytes": stored,
+        "raw_bytes": raw,
+        "compression_ratio": raw / stored if stored else 1.0,
+        "disk_gbps": stored / seconds / 1e9 if seconds else 0.0,
+        "delivered_gbps": raw / seconds / 1e9 if seconds else 0.0,
+        "consumer_wait_s": spread("consumer_wait_s"),
+        "ready_s": spread("ready_s"),
+        "io_s_per_frame": spread("io_s"),
+        "queue_wait_s_per_frame": spread("queue_wait_s"),
+        "transfer_s_per_frame": spread("transfer_s"),
+        "staging_waits": queue_stats["staging_waits"],
+        "backend_submits": queue_stats["backend_submits"],
+        "reads_in_flight": {"mean": statistics.fmean(depth), "max": max(depth)},
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    ds = headrace.open(args.file)
+    device = choose_device(args.device)
+    fields = args.fields.split(",") if args.fields else None
+    stream = ds.stream(fields, device=device, prefetch=args.prefetch, backend=args.backend, decode_on=args.codec_on,
+                       loop=args.loop, staging_bytes=args.staging_bytes, **backend_options(args))
+    started = time.perf_counter()
+    for frame in stream:
+        if device == "cpu":
+            frame.release()
+        else:
+            frame.wait()  # a consumer that only needs the bytes in place
+            frame.release()
+    seconds = time.perf_counter() - started
+    stats = stream.stats()
+    described = stream.describe()
+    stream.close()
+    summary = summarize(stats["frames"], seconds, stats["queue"])
+    summary.update(file=ds.path, device=str(device), configuration=described)
+    if args.csv:
+        partial = f"{args.csv}.partial"
+        with open(partial, "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=list(stats["frames"][0]) if stats["frames"] else ["frame"])
+            writer.writeheader()
+            writer.writerows(stats["frames"])
+        os.replace(partial, args.csv)
+    if args.json:
+        print_json({**summary, "per_frame": stats["frames"] if args.stats else None})
+        return 0
+    console.print(f"{ds.path}: {summary['frames']} frames to {'GPU ' + str(device) if device != 'cpu' else 'host memory'} "
+                  f"in {seconds:.3f} s ({described})")
+    console.print(f"  disk {human_bytes(summary['stored_bytes'])} at [bold]{summary['disk_gbps']:.3f} GB/s[/], delivered "
+                  f"{human_bytes(summary['raw_bytes'])} at [bold]{summary['delivered_gbps']:.3f} GB/s[/] "
+                  f"(compression ratio {summary['compression_ratio']:.2f})")
+    if args.stats:
+        console.print(f"  consumer wait per frame: mean {summary['consumer_wait_s']['mean'] * 1e3:.2f} ms, "
+                      f"max {summary['consumer_wait_s']['max'] * 1e3:.2f} ms; ready after submit: mean "
+                      f"{summary['ready_s']['mean'] * 1e3:.2f} ms")
+        console.print(f"  per frame, summed over its reads: queue wait {summary['queue_wait_s_per_frame']['mean'] * 1e3:.2f} ms, "
+                      f"I/O {summary['io_s_per_frame']['mean'] * 1e3:.2f} ms, H2D+decode "
+                      f"{summary['transfer_s_per_frame']['mean'] * 1e3:.2f} ms")
+        console.print(f"  staging full {summary['staging_waits']} times; {summary['backend_submits']} backend submits; "
+                      f"reads in flight mean {summary['reads_in_flight']['mean']:.1f}, max {summary['reads_in_flight']['max']}")
+    return 0

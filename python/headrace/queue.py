@@ -1,0 +1,180 @@
+"""The request queue: DirectStorage's model on Linux and CUDA (seed ``000_…`` algorithm 2, seed ``001_…``).
+
+Enqueue reads (a file range or a container chunk, into a NumPy array or GPU memory, optionally
+compressed), enqueue fences, submit them in one batch, cancel by request or tag, and read each
+request's status::
+
+    q = headrace.Queue(backend="uring", device=0)
+    f = q.add_file("p.hrc")
+    ids = q.enqueue_chunks(f, ds, frame=0, field="particles", destination=gpu_array)
+    fence = q.enqueue_signal()
+    q.submit()
+    fence.wait_on_stream(consumer_stream)   # fire and forget: the GPU waits, the host does not
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from headrace import _ext
+
+__all__ = ["Fence", "Queue", "RequestStatus", "destination_of"]
+
+
+@dataclass(frozen=True)
+class RequestStatus:
+    """What became of one request; times in seconds (queue wait, I/O, H2D and decode)."""
+
+    state: str
+    message: str
+    completion_index: int
+    queue_wait_s: float
+    io_s: float
+    transfer_s: float
+
+    @property
+    def finished(self) -> bool:
+        return self.state in ("done", "failed", "cancelled")
+
+
+def destination_of(array: Any) -> tuple[int, int, str]:
+    """(address, bytes, "host"|"device") of a writable C-contiguous NumPy array or a CUDA array."""
+    if isinstance(array, np.ndarray):
+        if not (array.flags.c_contiguous and array.flags.writeable):
+            raise _ext.UsageError("a host destination must be a writable C-contiguous NumPy array")
+        return array.ctypes.data, array.nbytes, "host"
+    interface = getattr(array, "__cuda_array_interface__", None)
+    if interface is None:
+        raise _ext.UsageError(f"destination must be a NumPy array or expose __cuda_array_interface__, got {type(array)}")
+    if interface.get("strides") not in (None, ()):
+        expected = np.lib.stride_tricks.as_strided(np.empty(0, interface["typestr"]), interface["shape"]).strides
+        if tuple(interface["strides"]) != tuple(expected):
+            raise _ext.UsageError("a device destination must be C-contiguous")
+    size = int(np.prod(interface["shape"])) * np.dtype(interface["typestr"]).itemsize
+    return int(interface["data"][0]), size, "device"
+
+
+class Fence:
+    """Signalled once every request enqueued before it has finished (done, failed or cancelled)."""
+
+    def __init__(self, queue: Queue, fence_id: int) -> None:
+        self._queue, self.id = queue, fence_id
+
+    def is_signaled(self) -> bool:
+        return self._queue._native.is_signaled(self.id)
+
+    def wait(self) -> None:
+        """Blocks the host until the fence is signalled."""
+        self._queue._native.wait(self.id)
+
+    @property
+    def event(self) -> int:
+        """The CUevent (as an int) a consumer stream can wait on with cudaStreamWaitEvent; blocks until
+        every earlier request is issued to the GPU (its reads are done)."""
+        return self._queue._native.fence_event(self.id)
+
+    def wait_on_stream(self, stream: int) -> None:
+        """Makes a CUDA stream wait for the fence, without blocking the host, even before it is reached."""
+        self._queue._native.wait_on_stream(self.id, int(stream))
+
+
+class Queue:
+    """A request queue on one set of files; see the module docstring.
+
+    ``backend`` is a host backend (posix, direct, mmap, uring, ram) or ``cufile``: GPU destinations are
+    then read by cuFile straight into GPU memory (GDS where nvidia-fs serves it, else its compatibility
+    mode; :meth:`describe` says which).
+    """
+
+    def __init__(self, *, backend: str = "uring", device: int | None = None, staging_bytes: int = 256 << 20,
+                 max_batch: int = 64, decode_on: str = "gpu", decode_threads: int = 0, **knobs: Any) -> None:
+        if decode_on not in ("gpu", "cpu"):
+            raise _ext.UsageError(f"decode_on must be 'gpu' or 'cpu', got {decode_on!r}")
+        self.device = device
+        if backend == "cufile":  # GPU destinations through cuFile; host ones (if any) through posix
+            backend, knobs["cufile"] = "posix", True
+        self._native = _ext.Queue(backend=backend, device=-1 if device is None else int(device),
+                                  staging_bytes=int(staging_bytes), max_batch=int(max_batch),
+                                  decode_on_gpu=decode_on == "gpu", decode_threads=int(decode_threads), **knobs)
+        self._keep: dict[int, Any] = {}  # destinations of requests not known to be finished
+
+    def add_file(self, path: str | os.PathLike[str]) -> int:
+        return self._native.add_file(os.fspath(path))
+
+    def enqueue(self, file: int, offset: int, stored_size: int, destination: Any, *, codec: str = "none",
+                checksum: int | None = None, priority: int = 0, tag: int = 0, label: str = "") -> int:
+        """Reads ``stored_size`` bytes at ``offset`` of ``file``, decodes them with ``codec`` into
+        ``destination`` (whose size is the raw size)."""
+        address, size, kind = destination_of(destination)
+        request = self._native.enqueue(file, offset, stored_size, size, address, kind=kind, codec=codec,
+                                       checksum=checksum, priority=priority, tag=tag, label=label)
+        self._keep[request] = destination
+        return request
+
+    def enqueue_chunks(self, file: int, dataset: Any, frame: int, field: str, destination: Any, *,
+                       priority: int = 0, tag: int = 0) -> list[int]:
+        """Every chunk of ``field`` in ``frame`` of an open :class:`headrace.Dataset`, checksums verified."""
+        address, size, kind = destination_of(destination)
+        index = dataset.container.field_index(field)
+        needed = dataset.element_count(frame, field) * dataset.container.fields[index].element_bytes
+        if size < needed:
+            raise _ext.UsageError(f"destination of {size} bytes for frame {frame} field {field!r} of {needed} bytes")
+        requests = self._native.enqueue_chunks(file, dataset.container, frame, index, address, kind=kind,
+                                               priority=priority, tag=tag)
+        for request in requests:
+            self._keep[request] = destination
+        return requests
+
+    def enqueue_signal(self) -> Fence:
+        return Fence(self, self._native.enqueue_signal())
+
+    def submit(self) -> None:
+        self._native.submit()
+
+    def cancel(self, request: int) -> bool:
+        """True when the request will never write its destination."""
+        return self._native.cancel(request)
+
+    def cancel_tag(self, tag: int) -> int:
+        return self._native.cancel_tag(tag)
+
+    def status(self, request: int) -> RequestStatus:
+        status = RequestStatus(**self._native.status(request))
+        if status.finished:
+            self._keep.pop(request, None)
+        return status
+
+    def drain(self) -> None:
+        """Waits until every submitted request has finished."""
+        self._native.drain()
+        finished = [r for r, state in zip(self._keep, self._native.states(list(self._keep)))
+                    if state in ("done", "failed", "cancelled")]
+        for request in finished:
+            del self._keep[request]
+
+    def stats(self) -> dict[str, Any]:
+        return self._native.stats()
+
+    @property
+    def copy_stream(self) -> int:
+        """The CUstream (as an int) the queue's H2D copies and GPU decoding run on; 0 without a GPU."""
+        return self._native.copy_stream
+
+    def describe(self) -> str:
+        return self._native.describe()
+
+    def close(self) -> None:
+        """Cancels what was not read yet, waits for the rest; the queue is unusable afterwards."""
+        if self._native is not None:
+            self._native = None  # the last reference: the C++ destructor cancels and waits
+            self._keep.clear()
+
+    def __enter__(self) -> Queue:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

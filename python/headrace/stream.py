@@ -1,0 +1,327 @@
+"""The frame streamer: play a container's frames into GPU (or host) memory through the request queue.
+
+``prefetch`` frames are in flight at once (2: double buffering, 3: triple; seed ``003_…``): each owns a
+slot of buffers, and a frame's slot is refilled with the frame ``prefetch`` ahead once it is released.
+Jumping (:meth:`FrameStream.seek`) cancels what is in flight and starts over at the new frame, so its
+cost is one frame's read plus the prefetch, whatever the frame::
+
+    for frame in ds.stream(fields=["particles"], device=0, prefetch=3):
+        particles = cupy.from_dlpack(frame["particles"])   # no copy; waits on the frame's fence
+        render(particles)
+        frame.release(stream=cupy.cuda.get_current_stream().ptr)
+
+The previous frame is released when the loop asks for the next one, unless released before.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from headrace import _ext
+from headrace.queue import Queue
+
+__all__ = ["FieldArray", "Frame", "FrameStats", "FrameStream"]
+
+_DLPACK_CUDA = 2
+
+
+class FieldArray:
+    """One field of a delivered frame, shape (elements, components): device memory that CuPy, PyTorch
+    and Numba take without a copy (``__dlpack__``, ``__cuda_array_interface__``), or a NumPy array."""
+
+    def __init__(self, frame: Frame, array: Any, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        self._frame, self._array, self.dtype, self.shape = frame, array, dtype, shape
+
+    @property
+    def on_gpu(self) -> bool:
+        return not isinstance(self._array, np.ndarray)
+
+    def numpy(self) -> np.ndarray:
+        """The values on the host (a copy for GPU data, after the frame's fence)."""
+        if not self.on_gpu:
+            return self._array
+        self._frame.wait()
+        raw = self._frame._slot_buffer(self).to_host(self._frame._slot_offset(self), int(np.prod(self.shape)) * self.dtype.itemsize)
+        return np.frombuffer(raw, dtype=self.dtype).reshape(self.shape)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        if not self.on_gpu:
+            raise AttributeError("host data: use __array__ or __dlpack__")
+        stream = self._frame._stream._queue.copy_stream
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self._frame._slot_address(self), False),
+                "version": 3, "strides": None, "stream": stream or None}
+
+    def __dlpack__(self, stream: int | None = None, **kwargs: Any) -> Any:
+        if self.on_gpu:
+            # DLPack's contract: the data must be ready on the consumer's stream (None: the legacy
+            # default stream, CU_STREAM_LEGACY = 1; -1: the consumer will not sync, so the host waits).
+            if stream == -1:
+                self._frame.wait()
+            else:
+                self._frame.wait_on_stream(1 if stream is None else stream)
+            return self._array.__dlpack__(**kwargs)
+        return self._array.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self.on_gpu:
+            return (_DLPACK_CUDA, int(self._frame._stream.device))
+        return self._array.__dlpack_device__()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        values = self.numpy()
+        return values.astype(dtype) if dtype is not None else values
+
+    def __repr__(self) -> str:
+        where = f"cuda:{self._frame._stream.device}" if self.on_gpu else "host"
+        return f"FieldArray({self.dtype.name}{list(self.shape)}, {where}, frame {self._frame.index})"
+
+
+@dataclass
+class FrameStats:
+    """One delivered frame: bytes and where its time went (seconds)."""
+
+    frame: int
+    stored_bytes: int
+    raw_bytes: int
+    requests: int
+    ready_s: float  # from its requests' submit to the frame being handed out
+    consumer_wait_s: float  # how long the caller blocked for it in next()
+    queue_wait_s: float  # summed over its requests: submit -> read issued
+    io_s: float  # summed: read issued -> read done
+    transfer_s: float  # summed: read done -> bytes in place (H2D, decode)
+    staging_waits: int  # dispatches of the stream so far that found staging full
+
+
+@dataclass
+class _Slot:
+    buffers: dict[str, Any]  # field -> DeviceBuffer or NumPy array, sized for the largest frame
+    frame: int = -1
+    requests: list[int] = field(default_factory=list)
+    fence: Any = None
+    submitted_at: float = 0.0
+
+
+class Frame:
+    """A delivered frame: ``frame[field]`` is a :class:`FieldArray`; :meth:`release` returns its buffers."""
+
+    def __init__(self, stream: FrameStream, slot: _Slot, stats: FrameStats) -> None:
+        self._stream, self._slot, self.stats = stream, slot, stats
+        self.index = slot.frame
+        self.time = stream._dataset.frames[slot.frame].time
+        self._arrays: dict[str, FieldArray] = {}
+        self.released = False
+
+    def __getitem__(self, name: str) -> FieldArray:
+        if self.released:
+            raise _ext.UsageError(f"frame {self.index} was released; its buffers hold another frame now")
+        if name not in self._arrays:
+            if name not in self._slot.buffers:
+                raise _ext.UsageError(f"field {name!r} is not streamed (fields: {', '.join(self._slot.buffers)})")
+            info = self._stream._dataset.field(name)
+            shape = (self._stream._dataset.element_count(self.index, name), info.components)
+            buffer = self._slot.buffers[name]
+            if isinstance(buffer, np.ndarray):
+                count = shape[0] * shape[1]
+                array = buffer[:count].reshape(shape)
+            else:
+                array = buffer.view(info.dtype, list(shape), int(self._stream.device))
+            self._arrays[name] = FieldArray(self, array, np.dtype(info.dtype), shape)
+        return self._arrays[name]
+
+    @property
+    def fields(self) -> list[str]:
+        return list(self._slot.buffers)
+
+    @property
+    def event(self) -> int:
+        """The CUevent that fires when every field of the frame is in place (GPU streams)."""
+        return self._slot.fence.event
+
+    @property
+    def stream(self) -> int:
+        """The CUstream the frame's copies and decoding run on."""
+        return self._stream._queue.copy_stream
+
+    def wait(self) -> None:
+        """Blocks the host until the frame's bytes are in place."""
+        self._slot.fence.wait()
+
+    def wait_on_stream(self, stream: int) -> None:
+        """Makes a CUDA stream wait for the frame without blocking the host."""
+        self._slot.fence.wait_on_stream(stream)
+
+    def release(self, stream: int | None = None) -> None:
+        """Gives the frame's buffers back for the next frame. ``stream``: the CUDA stream whose queued
+        work still reads them (the queue waits for it before overwriting); None: nothing reads them any more."""
+        if not self.released:
+            self.released = True
+            self._stream._release(self._slot, stream)
+
+    def __enter__(self) -> Frame:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class FrameStream:
+    """Plays frames of a dataset through a :class:`headrace.Queue`; see the module docstring."""
+
+    def __init__(self, dataset: Any, *, fields: Sequence[str] | None = None, device: int | str | None = None,
+                 prefetch: int = 2, backend: str = "uring", decode_on: str = "gpu", loop: int = 1,
+                 start: int = 0, staging_bytes: int = 256 << 20, **knobs: Any) -> None:
+        if prefetch < 1:
+            raise _ext.UsageError(f"prefetch must be at least 1, got {prefetch}")
+        if loop < 1:
+            raise _ext.UsageError(f"loop must be at least 1, got {loop}")
+        self._dataset = dataset
+        self.fields = list(fields) if fields else [f.name for f in dataset.fields]
+        for name in self.fields:
+            dataset.field(name)  # UsageError naming the fields there are
+        self.device = None if device in (None, "cpu") else int(device)
+        if self.device is not None and _ext.gpu_count() <= self.device:
+            why = _ext.gpu_unavailable_reason() or f"{_ext.gpu_count()} GPUs"
+            raise _ext.UnavailableError(f"GPU {self.device} unavailable: {why}; use device='cpu' for host memory")
+        self.prefetch, self.loop = int(prefetch), int(loop)
+        self._queue = Queue(backend=backend, device=self.device, staging_bytes=staging_bytes, decode_on=decode_on, **knobs)
+        self._file = self._queue.add_file(dataset.path)
+        self._slots = [_Slot(self._allocate()) for _ in range(self.prefetch)]
+        self._free: deque[_Slot] = deque(self._slots)
+        self._in_flight: deque[_Slot] = deque()
+        self._order: list[int] = []
+        self._next = 0  # position in _order of the next frame to schedule
+        self._generation = 0  # tags the requests of one seek, so a seek cancels exactly those
+        self._current: Frame | None = None
+        self.history: list[FrameStats] = []
+        self.seek(start)
+
+    def _allocate(self) -> dict[str, Any]:
+        buffers = {}
+        for name in self.fields:
+            info = self._dataset.field(name)
+            largest = max(self._dataset.element_count(t, name) for t in range(len(self._dataset.frames)))
+            size = largest * info.components * np.dtype(info.dtype).itemsize
+            if self.device is None:
+                buffers[name] = np.empty(largest * info.components, dtype=info.dtype)
+            else:
+                buffers[name] = _ext.DeviceBuffer(self.device, size)
+        return buffers
+
+    def describe(self) -> str:
+        return f"{self._queue.describe()} prefetch={self.prefetch}"
+
+    # ---- scheduling ----
+    def seek(self, frame: int) -> None:
+        """Restarts playback at ``frame``: cancels what is in flight, then prefetches from there."""
+        frames = len(self._dataset.frames)
+        if not 0 <= frame < frames:
+            raise _ext.UsageError(f"frame {frame} out of range ({frames} frames)")
+        if self._current is not None:
+            self._current.release()
+        self._queue.cancel_tag(self._generation)
+        for slot in self._in_flight:
+            slot.fence.wait()  # cancelled or finished: nothing writes the slot after this
+            self._free.append(slot)
+        self._in_flight.clear()
+        self._generation += 1
+        self._order = list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)]
+        self._next = 0
+        self._fill()
+
+    def _fill(self) -> None:
+        scheduled = False
+        while self._free and self._next < len(self._order):
+            slot = self._free.popleft()
+            slot.frame = self._order[self._next]
+            self._next += 1
+            slot.requests = []
+            for name in self.fields:
+                slot.requests += self._queue.enqueue_chunks(self._file, self._dataset, slot.frame, name, slot.buffers[name],
+                                                            tag=self._generation)
+            slot.fence = self._queue.enqueue_signal()
+            slot.submitted_at = time.perf_counter()
+            self._in_flight.append(slot)
+            scheduled = True
+        if scheduled:
+            self._queue.submit()  # one batch for everything scheduled now
+
+    def _release(self, slot: _Slot, stream: int | None) -> None:
+        if self.device is not None and stream is not None:
+            _ext.stream_wait_stream(self.device, self._queue.copy_stream, int(stream))
+        self._free.append(slot)
+        self._fill()
+
+    # ---- delivery ----
+    def __iter__(self) -> Iterator[Frame]:
+        return self
+
+    def __next__(self) -> Frame:
+        if self._current is not None and not self._current.released:
+            self._current.release()
+        if not self._in_flight:
+            raise StopIteration
+        slot = self._in_flight.popleft()
+        waited = time.perf_counter()
+        if self.device is None:
+            slot.fence.wait()
+        else:
+            _ = slot.fence.event  # every read done and its GPU work issued; the event covers the rest
+        now = time.perf_counter()
+        statuses = [self._queue.status(r) for r in slot.requests]
+        failed = [s for s in statuses if s.state == "failed"]
+        if failed:
+            self._free.append(slot)
+            self._fill()
+            raise _ext.Error(f"frame {slot.frame}: {len(failed)} of {len(statuses)} reads failed; "
+                             f"the first: {failed[0].message}")
+        info = self._frame_bytes(slot.frame)
+        stats = FrameStats(
+            frame=slot.frame, stored_bytes=info[0], raw_bytes=info[1], requests=len(slot.requests),
+            ready_s=now - slot.submitted_at, consumer_wait_s=now - waited,
+            queue_wait_s=sum(s.queue_wait_s for s in statuses), io_s=sum(s.io_s for s in statuses),
+            transfer_s=sum(s.transfer_s for s in statuses), staging_waits=self._queue.stats()["staging_waits"],
+        )
+        self.history.append(stats)
+        self._current = Frame(self, slot, stats)
+        return self._current
+
+    def _frame_bytes(self, frame: int) -> tuple[int, int]:
+        table = self._chunk_table()
+        stored = raw = 0
+        for name in self.fields:
+            index = self._dataset.container.field_index(name)
+            mask = (table["frame"] == frame) & (table["field"] == index)
+            stored += int(table["stored_size"][mask].sum())
+            raw += int(table["raw_size"][mask].sum())
+        return stored, raw
+
+    def _chunk_table(self) -> dict[str, Any]:
+        if not hasattr(self, "_table"):
+            self._table = self._dataset.container.chunk_table()
+        return self._table
+
+    def stats(self) -> dict[str, Any]:
+        """The queue's counters and the per-frame history."""
+        return {"queue": self._queue.stats(), "frames": [asdict(s) for s in self.history]}
+
+    def close(self) -> None:
+        """Cancels what is in flight and frees the buffers."""
+        if self._current is not None:
+            self._current.release()
+        self._queue.close()
+        self._slots.clear()
+        self._free.clear()
+        self._in_flight.clear()
+
+    def __enter__(self) -> FrameStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
