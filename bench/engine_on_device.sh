@@ -23,9 +23,12 @@ build() {
 }
 
 tests() {
-  ctest --test-dir build/device -j 16 --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
-  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|Timeout|Skipped" build/device-ctest.log | head -20
-  python3 -m pytest -q -p no:cacheprovider -rs tests/python 2>&1 | tail -25
+  # The C++ GPU tests find nvCOMP through the loader (Python registers the wheel's folder itself).
+  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 ctest --test-dir build/device -j 16 --timeout 120 \
+    --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
+  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Skipped" build/device-ctest.log | head -30
+  grep -B2 -A12 "Failure\|FAILED" build/device-ctest.log | head -60
+  timeout 300 python3 -m pytest -q -p no:cacheprovider -rs --timeout 60 tests/python 2>&1 | tail -40
 }
 
 measure() {

@@ -127,7 +127,10 @@ def test_cufile_reads_straight_into_gpu_memory(codec_files, codec):
     ds = headrace.open(paths[codec])
     with headrace.Queue(backend="cufile", device=0, staging_bytes=4 << 20) as q:
         assert "cufile=" in q.describe()
-        f = q.add_file(paths[codec])
+        try:
+            f = q.add_file(paths[codec])
+        except errors.UnavailableError as why:  # e.g. a container without /run/udev: cuFile refuses files
+            pytest.skip(f"cuFile cannot read this file here: {why}")
         out = cupy.zeros((30000, 8), cupy.float32)
         ids = q.enqueue_chunks(f, ds, 2, "particles", out)
         q.enqueue_signal()

@@ -177,10 +177,13 @@ CufileReader::CufileReader(const std::string& path, CUcontext context)
   if (const shim::CufileError error = shim::cufile()->cuFileHandleRegister(&handle_, &description);
       error.err != shim::cufile_success) {
     handle_ = nullptr;
-    throw SystemError(detail::located(path + ": cuFileHandleRegister failed (" + open_note_ + "): " +
-                                          shim::cufile_error_text(error),
-                                      __FILE__, __LINE__),
-                      EIO);
+    // cuFile could not take the file (in compatibility mode too): it identifies the file system of the
+    // file's block device through udev, which a container without /run/udev cannot answer.
+    throw UnavailableError(detail::located(path + ": cuFile cannot read this file: cuFileHandleRegister failed (" +
+                                               open_note_ + "): " + shim::cufile_error_text(error) +
+                                               " (cufile.log says why; a container needs /run/udev for cuFile "
+                                               "to identify the file system)",
+                                           __FILE__, __LINE__));
   }
 }
 

@@ -25,9 +25,4 @@ Device::Device(Device&& other) noexcept
 
 void Device::make_current() const { check(driver()->cuCtxSetCurrent(context_), "cuCtxSetCurrent"); }
 
-bool Device::supports_stream_memory_operations() const {
-  int value = 0;
-  return driver()->cuDeviceGetAttribute(&value, attribute_can_use_stream_mem_ops, device_) == cuda_success && value != 0;
-}
-
 }  // namespace headrace::gpu

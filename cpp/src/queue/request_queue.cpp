@@ -1,6 +1,7 @@
 #include "headrace/queue/request_queue.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -107,7 +108,9 @@ class Queue::Impl {
       gpu::check(gpu::driver()->cuMemsetD8Async(fence_memory_->pointer(), 0, fence_memory_->size_bytes(), stream_->handle()),
                  "cuMemsetD8Async");
       stream_->synchronize();
-      memory_operations_ = device_->supports_stream_memory_operations();
+      // CUDA 12+ drivers serve the v2 stream memory operations on every GPU (the v1 attribute that
+      // used to say so is deprecated and reads 0); a refusal at run time falls back to events.
+      memory_operations_ = true;
       device_scratch_.emplace(align_up(options_.staging_bytes));
     }
     if (options_.cufile) {
@@ -279,10 +282,20 @@ class Queue::Impl {
         std::lock_guard lock(mutex_);
         fence_at(fence);
       }
-      gpu::check(gpu::driver()->cuStreamWaitValue32(consumer, fence_word(fence), fence_generation(fence),
-                                                    gpu::stream_wait_value_geq),
-                 "cuStreamWaitValue32");
-      return;
+      const gpu::CUresult result = gpu::driver()->cuStreamWaitValue32(consumer, fence_word(fence), fence_generation(fence),
+                                                                      gpu::stream_wait_value_geq);
+      if (result == gpu::cuda_success) return;
+      memory_operations_ = false;  // refused here: wait for the event from now on
+    }
+    {
+      std::lock_guard lock(mutex_);
+      const Fence& f = fence_at(fence);
+      // Without memory operations the host must wait for the event's record: never before a submit.
+      const bool unsubmitted = std::any_of(unsubmitted_.begin(), unsubmitted_.end(), [&](RequestId id) {
+        return id < f.limit && entries_[id].status.state == RequestState::enqueued;
+      });
+      HEADRACE_EXPECT(f.recorded || !unsubmitted, UsageError,
+                      "wait_on_stream before submit() needs stream memory operations, which this GPU refused: submit first");
     }
     gpu::check(gpu::driver()->cuStreamWaitEvent(consumer, reinterpret_cast<gpu::CUevent>(fence_event(fence)), 0),
                "cuStreamWaitEvent");
@@ -768,9 +781,10 @@ class Queue::Impl {
         return decoder;
       }
     }
-    // Sized for a full batch of the largest chunks seen, so that few are ever made.
+    // Room for a full batch of chunks and 64 MiB of output (zstd's temp memory is about 3x that), so
+    // that few are made; a larger batch makes a larger one.
     const std::size_t chunks = std::max<std::size_t>(options_.max_batch, items.size());
-    return std::make_shared<PooledDecoder>(codec, chunks, largest, std::max<std::uint64_t>(total, largest * chunks));
+    return std::make_shared<PooledDecoder>(codec, chunks, largest, std::max<std::uint64_t>(total, std::uint64_t{64} << 20));
   }
 
   void return_decoder(std::shared_ptr<PooledDecoder> decoder) {
@@ -790,7 +804,7 @@ class Queue::Impl {
   std::optional<gpu::Stream> stream_;
   std::optional<gpu::DeviceBuffer> fence_memory_;
   std::optional<gpu::DeviceBuffer> device_scratch_;  // the staging ring's twin on the GPU, same offsets
-  bool memory_operations_ = false;
+  mutable std::atomic<bool> memory_operations_{false};
   std::optional<staging::StagingRing> ring_;
 
   mutable std::mutex mutex_;

@@ -231,7 +231,14 @@ def main(argv: list[str] | None = None) -> int:
         ("posix", {"threads": 32}),
         ("cufile", {"threads": 16}),
     ]
-    cold = [record(headrace_case(args.plain, "cold", args.repeats, b, **k)) for b, k in cold_configs]
+    cold = []
+    unavailable: dict[str, str] = {}
+    for b, k in cold_configs:
+        try:
+            cold.append(record(headrace_case(args.plain, "cold", args.repeats, b, **k)))
+        except headrace.errors.UnavailableError as why:  # said in the summary, never dropped silently
+            unavailable[b] = str(why)
+            print(f"cold headrace {b}: unavailable: {why}", flush=True)
     kvikio = [record(peer_case(args.plain, "kvikio", "cold", args.repeats,
                                {"KVIKIO_NTHREADS": str(n), "KVIKIO_TASK_SIZE": str(t), "KVIKIO_COMPAT_MODE": mode}))
               for n in (8, 16, 32) for t in (4 * MiB, 16 * MiB) for mode in ("ON", "AUTO")]
@@ -262,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         "best_hot": {"backend": best_hot.parameters["backend"], "knobs": best_hot.parameters["knobs"],
                      "gbps": best_hot.best_gbps, "x_h2d": best_hot.best_gbps / h2d.best_gbps},
         "overlap": overlap,
+        "unavailable": unavailable,
     }
     if compressed:
         ds = headrace.open(args.compressed)

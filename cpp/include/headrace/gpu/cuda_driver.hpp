@@ -25,7 +25,6 @@ inline constexpr unsigned event_disable_timing = 0x2;
 inline constexpr unsigned memhostalloc_portable = 0x1;
 inline constexpr unsigned stream_wait_value_geq = 0x0;
 inline constexpr unsigned stream_write_value_default = 0x0;
-inline constexpr int attribute_can_use_stream_mem_ops = 92;  // CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1
 
 // Entry points, as cuda.h declares them (the versioned symbols the macros there resolve to).
 struct CudaDriver {

@@ -88,8 +88,8 @@ class CufileReader {
   // Opens path with O_DIRECT, or buffered where the file system refuses O_DIRECT (open_note() says so;
   // cuFile then reads in compatibility mode), and registers it with cuFile. context, when given, is
   // made current on each thread that calls read() (the queue's workers need not know it); without it
-  // the caller's current context is used. Throws UnavailableError (cufile_unavailable_reason()),
-  // FileNotFoundError, SystemError naming cuFileHandleRegister and the cuFile error.
+  // the caller's current context is used. Throws UnavailableError (cufile_unavailable_reason(), or
+  // cuFileHandleRegister refusing this file: then read it another way and say so), FileNotFoundError.
   explicit CufileReader(const std::string& path, CUcontext context = nullptr);
   ~CufileReader() noexcept;
   CufileReader(CufileReader&& other) noexcept;

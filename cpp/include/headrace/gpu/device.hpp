@@ -20,8 +20,6 @@ class Device {
   [[nodiscard]] CUcontext context() const noexcept { return context_; }
   // Makes the primary context current on the calling thread.
   void make_current() const;
-  // Stream memory operations (cuStreamWaitValue32): fire-and-forget fences need them.
-  [[nodiscard]] bool supports_stream_memory_operations() const;
 
  private:
   int ordinal_;

@@ -164,18 +164,18 @@ void BatchedDecoder::decode_async(std::span<const DecodeItem> items, cuda::CUstr
   std::size_t total_raw_bytes = 0;
   for (std::size_t i = 0; i < items.size(); ++i) {
     const DecodeItem& item = items[i];
-    const std::string which = std::string("BatchedDecoder (") + codec_name + "): item " + std::to_string(i) + ": ";
+    auto which = [&] { return std::string("BatchedDecoder (") + codec_name + "): item " + std::to_string(i) + ": "; };
     HEADRACE_EXPECT(item.stored != 0 && item.raw != 0 && item.stored_size > 0 && item.raw_size > 0, UsageError,
-                    which + "null address or empty chunk (stored " + size_text(item.stored_size) + ", raw " +
+                    which() + "null address or empty chunk (stored " + size_text(item.stored_size) + ", raw " +
                         size_text(item.raw_size) + ")");
     HEADRACE_EXPECT(item.raw_size <= limits_.max_raw_chunk_bytes, UsageError,
-                    which + "raw size " + size_text(item.raw_size) + " over the decoder's limit of " +
+                    which() + "raw size " + size_text(item.raw_size) + " over the decoder's limit of " +
                         size_text(limits_.max_raw_chunk_bytes));
     HEADRACE_EXPECT(item.stored_size <= api_->max_chunk_bytes, UsageError,
-                    which + "stored size " + size_text(item.stored_size) + " over nvCOMP's limit of " +
+                    which() + "stored size " + size_text(item.stored_size) + " over nvCOMP's limit of " +
                         size_text(api_->max_chunk_bytes));
     HEADRACE_EXPECT(aligned(item.stored, alignments_.input) && aligned(item.raw, alignments_.output), UsageError,
-                    which + "nvCOMP needs stored bytes aligned to " + std::to_string(alignments_.input) +
+                    which() + "nvCOMP needs stored bytes aligned to " + std::to_string(alignments_.input) +
                         " and raw bytes to " + std::to_string(alignments_.output) + " bytes");
     total_raw_bytes += item.raw_size;
   }
@@ -203,9 +203,9 @@ void BatchedDecoder::decode_async(std::span<const DecodeItem> items, cuda::CUstr
 
   const cuda::CudaDriver& driver = *cuda::driver();
   const cuda::CUdeviceptr device = arrays_.pointer();
-  cuda::check(driver.cuMemcpyHtoDAsync(device, host, layout.upload_bytes(), stream), "cuMemcpyHtoDAsync",
-              "chunk arrays of a " + std::string(codec_name) + " batch");
   try {
+    cuda::check(driver.cuMemcpyHtoDAsync(device, host, layout.upload_bytes(), stream), "cuMemcpyHtoDAsync",
+                "chunk arrays of a " + std::string(codec_name) + " batch");
     auto device_address = [&](std::size_t offset) { return reinterpret_cast<void*>(device + offset); };
     check_nvcomp(api_->decompress_async(static_cast<const void* const*>(device_address(layout.stored_pointers())),
                                         static_cast<const std::size_t*>(device_address(layout.stored_sizes())),
@@ -222,7 +222,7 @@ void BatchedDecoder::decode_async(std::span<const DecodeItem> items, cuda::CUstr
                 "cuMemcpyDtoHAsync", "statuses of a " + std::string(codec_name) + " batch");
     done_.record(stream);
   } catch (...) {
-    // The upload may still read the mirror: wait for the stream before the mirror can be reused.
+    // An upload may still read the mirror: wait for the stream before the mirror can be reused.
     (void)driver.cuStreamSynchronize(stream);
     pending_ = false;
     pending_items_ = 0;
