@@ -22,13 +22,17 @@ build() {
   python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
 }
 
+gputests() {
+  timeout 240 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 | tail -70
+}
+
 tests() {
   # The C++ GPU tests find nvCOMP through the loader (Python registers the wheel's folder itself).
   LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 ctest --test-dir build/device -j 16 --timeout 120 \
     --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
   grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Skipped" build/device-ctest.log | head -30
   grep -B2 -A12 "Failure\|FAILED" build/device-ctest.log | head -60
-  timeout 300 python3 -m pytest -q -p no:cacheprovider -rs --timeout 60 tests/python 2>&1 | tail -40
+  timeout 240 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 | tail -60
 }
 
 measure() {
@@ -41,8 +45,8 @@ measure() {
   [[ -f $work/volume-zstd.hrc ]] || python3 -m headrace generate volume "$work/volume-zstd.hrc" --dims 384 384 384 \
     --frames 8 --codec zstd > /dev/null
   python3 -m headrace inspect "$work/volume-zstd.hrc" | head -2
-  python3 -m headrace stream "$work/volume-zstd.hrc" --device 0 --stats --backend posix --threads 16
-  python3 -m headrace.bench.engine --plain "$work/particles.hrc" --compressed "$work/volume-zstd.hrc" \
+  timeout 60 python3 -m headrace stream "$work/volume-zstd.hrc" --device 0 --stats --backend posix --threads 16
+  timeout 420 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --compressed "$work/volume-zstd.hrc" \
     --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2
 }
 

@@ -138,3 +138,26 @@ def test_cufile_reads_straight_into_gpu_memory(codec_files, codec):
         q.drain()
         assert all(q.status(r).state == "done" for r in ids), [q.status(r).message for r in ids]
         np.testing.assert_array_equal(cupy.asnumpy(out), frames[2])
+
+
+@pytest.mark.gpu
+def test_gpu_path_fails_a_corrupt_zstd_chunk_by_its_checksum(codec_files, tmp_path):
+    import cupy
+
+    paths, _ = codec_files
+    ds = headrace.open(paths["zstd"])
+    table = ds.container.chunk_table()
+    victim = int(np.flatnonzero(table["frame"] == 1)[0])
+    damaged = tmp_path / "damaged.hrc"
+    raw = bytearray(paths["zstd"].read_bytes())
+    raw[int(table["offset"][victim]) + 8] ^= 0xFF
+    damaged.write_bytes(bytes(raw))
+    with headrace.Queue(backend="posix", device=0, staging_bytes=4 << 20) as q:
+        f = q.add_file(damaged)
+        out = cupy.zeros((30000, 8), cupy.float32)
+        ids = q.enqueue_chunks(f, ds, 1, "particles", out)
+        q.submit()
+        q.drain()
+        states = [q.status(r) for r in ids]
+        assert states[0].state == "failed" and "checksum" in states[0].message
+        assert all(s.state == "done" for s in states[1:])
