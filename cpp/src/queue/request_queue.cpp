@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <queue>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -45,7 +46,8 @@ using Clock = std::chrono::steady_clock;
 using format::CodecId;
 using format::layout::align_up;
 
-constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
+constexpr std::uint32_t fence_words = 1u << 16;
+constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit  // device words for value fences, reused by generation
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -71,14 +73,12 @@ struct Entry {
   Clock::time_point submitted_at, dispatched_at, read_at;
 };
 
-// A GPU decoder with the limits it was made for; one batch uses it at a time.
+// A GPU decoder of one codec; one batch uses it at a time.
 struct PooledDecoder {
   CodecId codec;
-  std::size_t chunks;
-  std::uint64_t largest_raw, total_raw;
   codec::gpu::BatchedDecoder decoder;
-  PooledDecoder(CodecId c, std::size_t n, std::uint64_t largest, std::uint64_t total)
-      : codec(c), chunks(n), largest_raw(largest), total_raw(total), decoder(c, {n, largest, total}) {}
+  PooledDecoder(CodecId c, std::size_t chunks, std::uint64_t largest, std::uint64_t total)
+      : codec(c), decoder(c, {chunks, largest, total}) {}
 };
 
 struct Fence {
@@ -120,6 +120,7 @@ class Queue::Impl {
       cufile_pool_.emplace(options_.io.threads);
     }
     ring_.emplace(options_.staging_bytes, device_.has_value());
+    if (device_ && options_.decode_on_gpu) make_decoders();
     dispatcher_ = std::thread([this] { dispatch_loop(); });
     finisher_ = std::thread([this] {
       use_context();
@@ -157,6 +158,23 @@ class Queue::Impl {
     }
   }
 
+  // Decoders are made here, never on the data path (see finish_on_device): two per codec, each for a
+  // batch of max_batch chunks of up to max_decode_chunk_bytes and 256 MiB in all.
+  void make_decoders() {
+    decoder_chunks_ = options_.max_batch;
+    decoder_total_bytes_ = std::uint64_t{256} << 20;
+    for (CodecId codec : {CodecId::lz4, CodecId::zstd}) {
+      std::string why;
+      if (!codec::gpu::gpu_decoder_available(codec, &why)) {
+        gpu_decode_unavailable_[codec] = why;
+        continue;
+      }
+      for (int k = 0; k < 2; ++k)
+        idle_decoders_.push_back(std::make_shared<PooledDecoder>(codec, decoder_chunks_, max_decode_chunk_bytes,
+                                                                 decoder_total_bytes_));
+    }
+  }
+
   // CUDA driver calls need the GPU's context current on the calling thread (any thread may call in).
   void use_context() const {
     if (device_) device_->make_current();
@@ -189,6 +207,16 @@ class Queue::Impl {
                     name + ": a GPU destination needs a queue made for a GPU (device >= 0)");
     Entry entry;
     entry.route = route_of(request);
+    if (entry.route == Route::device_decode || entry.route == Route::cufile_decode) {
+      const auto missing = gpu_decode_unavailable_.find(request.codec);
+      HEADRACE_EXPECT(missing == gpu_decode_unavailable_.end(), UnavailableError,
+                      name + ": no GPU decoder for " + format::to_string(request.codec) + ": " +
+                          (missing == gpu_decode_unavailable_.end() ? "" : missing->second) +
+                          " (decode_on='cpu' decodes on the CPU)");
+      HEADRACE_EXPECT(request.raw_size <= max_decode_chunk_bytes, UsageError,
+                      name + ": a GPU-decoded chunk holds at most " + std::to_string(max_decode_chunk_bytes) +
+                          " raw bytes, got " + std::to_string(request.raw_size));
+    }
     HEADRACE_EXPECT(!uses_staging(entry.route) || region_bytes(request, entry.route) <= ring_->capacity_bytes(), UsageError,
                     name + ": needs " + std::to_string(region_bytes(request, entry.route)) +
                         " bytes of staging, more than the " + std::to_string(ring_->capacity_bytes()) + " there are");
@@ -656,13 +684,13 @@ class Queue::Impl {
     if (ids.empty()) return;
     const std::vector<std::string> errors = check_and_decode(ids);
     std::vector<RequestId> issued;
-    std::vector<codec::gpu::DecodeItem> decode_items;
-    std::vector<std::string> decode_labels;
     auto completion = std::make_unique<Completion>();
+    // Compressed chunks by codec: (indices into completion->ids, items, labels).
+    std::map<CodecId, DecodeGroup> groups;
+    const auto driver = gpu::driver();
+    const auto stream = stream_->handle();
     {
       std::lock_guard lock(mutex_);
-      const auto driver = gpu::driver();
-      const auto stream = stream_->handle();
       for (std::size_t i = 0; i < ids.size(); ++i) {
         Entry& entry = entries_[ids[i]];
         if (!errors[i].empty()) {
@@ -682,8 +710,10 @@ class Queue::Impl {
             const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.region->offset;
             if (entry.route == Route::device_decode)
               gpu::check(driver->cuMemcpyHtoDAsync(scratch, entry.region->data, r.stored_size, stream), "cuMemcpyHtoDAsync");
-            decode_items.push_back({scratch, r.stored_size, destination, r.raw_size});
-            decode_labels.push_back(r.label);
+            DecodeGroup& group = groups[r.codec];
+            group.indices.push_back(completion->ids.size());
+            group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
+            group.labels.push_back(r.label);
           }
         } catch (const std::exception& error) {
           release_region_locked(entry);
@@ -693,38 +723,63 @@ class Queue::Impl {
         entry.status.state = RequestState::copying;
         issued.push_back(ids[i]);
         completion->ids.push_back(ids[i]);
-        if (entry.route == Route::device_decode || entry.route == Route::cufile_decode)
-          completion->decoded.push_back(completion->ids.size() - 1);
       }
-      if (issued.empty()) return;
-      try {
-        if (!decode_items.empty()) {
-          completion->decoder = decoder_for(entries_[issued[completion->decoded.front()]].request.codec, decode_items);
-          completion->labels = std::move(decode_labels);
-          completion->decoder->decoder.decode_async(decode_items, stream);
-        }
-        completion->event.record(stream);
-      } catch (const std::exception& error) {
-        // Nothing of this batch reached its callback: wait for what was issued, then fail the batch.
-        stream_->synchronize();
-        for (RequestId id : issued) {
-          release_region_locked(entries_[id]);
-          finish_locked(id, RequestState::failed, error.what());
-        }
-        return;
-      }
-      for (RequestId id : issued) mark_issued_locked(id);
-      completions_.push_back(std::move(completion));
     }
+    if (issued.empty()) return;
+    std::string failure;
+    try {
+      // Decoders were made with the queue: waiting for an idle one allocates nothing (an allocation
+      // here could wait for a GPU that waits, through a fence, for this very batch).
+      for (auto& [codec, group] : groups) {
+        for (std::size_t first = 0; first < group.items.size();) {
+          DecodeGroup part;
+          std::uint64_t total = 0;
+          while (first < group.items.size() && part.items.size() < decoder_chunks_ &&
+                 total + group.items[first].raw_size <= decoder_total_bytes_) {
+            total += group.items[first].raw_size;
+            part.indices.push_back(group.indices[first]);
+            part.items.push_back(group.items[first]);
+            part.labels.push_back(group.labels[first]);
+            ++first;
+          }
+          part.decoder = take_decoder(codec);
+          part.decoder->decoder.decode_async(part.items, stream);
+          completion->groups.push_back(std::move(part));
+        }
+      }
+      completion->event.record(stream);
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    std::lock_guard lock(mutex_);
+    if (!failure.empty()) {
+      // The batch never reaches the completer: wait for what was issued, then fail it.
+      stream_->synchronize();
+      for (auto& group : completion->groups)
+        if (group.decoder) return_decoder(std::move(group.decoder));
+      for (RequestId id : issued) {
+        release_region_locked(entries_[id]);
+        finish_locked(id, RequestState::failed, failure);
+      }
+      return;
+    }
+    for (RequestId id : issued) mark_issued_locked(id);
+    completions_.push_back(std::move(completion));
     completions_changed_.notify_all();
   }
+
+  // Chunks of one codec decoded by one decoder call.
+  struct DecodeGroup {
+    std::vector<std::size_t> indices;  // into Completion::ids
+    std::vector<codec::gpu::DecodeItem> items;
+    std::vector<std::string> labels;
+    std::shared_ptr<PooledDecoder> decoder;
+  };
 
   // A batch of GPU work: its requests are done once its event is.
   struct Completion {
     std::vector<RequestId> ids;
-    std::vector<std::size_t> decoded;  // indices into ids that went through the GPU decoder
-    std::vector<std::string> labels;
-    std::shared_ptr<PooledDecoder> decoder;
+    std::vector<DecodeGroup> groups;
     gpu::Event event;
   };
 
@@ -739,57 +794,54 @@ class Queue::Impl {
         completion = std::move(completions_.front());
         completions_.pop_front();
       }
-      std::string gpu_failure, decode_failure;  // the batch's GPU work, or one chunk's decoding
+      std::string gpu_failure;  // the batch's GPU work failed: all of it fails
       try {
         completion->event.synchronize();
       } catch (const std::exception& error) {
         gpu_failure = error.what();
       }
-      if (gpu_failure.empty() && completion->decoder) {
+      // Per request, why decoding failed. check() names the first bad chunk of a group; when it
+      // reports others too, the whole group fails rather than report unknown chunks as done.
+      std::vector<std::string> decode_failures(completion->ids.size());
+      for (auto& group : completion->groups) {
         try {
-          completion->decoder->decoder.check(completion->labels);
+          group.decoder->decoder.check(group.labels);
         } catch (const std::exception& error) {
-          decode_failure = error.what();
+          const std::string message = error.what();
+          const bool others = message.find("more of the") != std::string::npos;
+          for (std::size_t k = 0; k < group.indices.size(); ++k)
+            if (others || message.rfind(group.labels[k] + ":", 0) == 0) decode_failures[group.indices[k]] = message;
         }
+        return_decoder(std::move(group.decoder));
       }
-      if (completion->decoder) return_decoder(std::move(completion->decoder));
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < completion->ids.size(); ++i) {
-        Entry& entry = entries_[completion->ids[i]];
-        release_region_locked(entry);
-        const bool decoded = std::find(completion->decoded.begin(), completion->decoded.end(), i) != completion->decoded.end();
-        const bool bad_chunk = decoded && !decode_failure.empty() && decode_failure.find(entry.request.label) != std::string::npos;
+        release_region_locked(entries_[completion->ids[i]]);
         if (!gpu_failure.empty()) finish_locked(completion->ids[i], RequestState::failed, gpu_failure);
-        else if (bad_chunk) finish_locked(completion->ids[i], RequestState::failed, decode_failure);
+        else if (!decode_failures[i].empty()) finish_locked(completion->ids[i], RequestState::failed, decode_failures[i]);
         else finish_locked(completion->ids[i], RequestState::done, "");
       }
     }
   }
 
-  // A decoder for this codec not used by work still in flight (returned by the batch's callback).
-  std::shared_ptr<PooledDecoder> decoder_for(CodecId codec, const std::vector<codec::gpu::DecodeItem>& items) {
-    std::lock_guard lock(decoders_mutex_);
-    std::uint64_t largest = 0, total = 0;
-    for (const auto& item : items) {
-      largest = std::max<std::uint64_t>(largest, item.raw_size);
-      total += item.raw_size;
-    }
-    for (auto it = idle_decoders_.begin(); it != idle_decoders_.end(); ++it) {
-      if ((*it)->codec == codec && (*it)->chunks >= items.size() && (*it)->largest_raw >= largest && (*it)->total_raw >= total) {
-        auto decoder = *it;
-        idle_decoders_.erase(it);
-        return decoder;
-      }
-    }
-    // Room for a full batch of chunks and 64 MiB of output (zstd's temp memory is about 3x that), so
-    // that few are made; a larger batch makes a larger one.
-    const std::size_t chunks = std::max<std::size_t>(options_.max_batch, items.size());
-    return std::make_shared<PooledDecoder>(codec, chunks, largest, std::max<std::uint64_t>(total, std::uint64_t{64} << 20));
+  // An idle decoder for codec, waiting for one the completer returns.
+  std::shared_ptr<PooledDecoder> take_decoder(CodecId codec) {
+    std::unique_lock lock(decoders_mutex_);
+    decoders_returned_.wait(lock, [&] {
+      return std::any_of(idle_decoders_.begin(), idle_decoders_.end(), [&](const auto& d) { return d->codec == codec; });
+    });
+    const auto it = std::find_if(idle_decoders_.begin(), idle_decoders_.end(), [&](const auto& d) { return d->codec == codec; });
+    auto decoder = *it;
+    idle_decoders_.erase(it);
+    return decoder;
   }
 
   void return_decoder(std::shared_ptr<PooledDecoder> decoder) {
-    std::lock_guard lock(decoders_mutex_);
-    idle_decoders_.push_back(std::move(decoder));
+    {
+      std::lock_guard lock(decoders_mutex_);
+      idle_decoders_.push_back(std::move(decoder));
+    }
+    decoders_returned_.notify_all();
   }
 
   void release_region_locked(Entry& entry) {
@@ -829,6 +881,10 @@ class Queue::Impl {
   bool dispatcher_done_ = false;
 
   std::mutex decoders_mutex_;
+  std::condition_variable decoders_returned_;
+  std::map<CodecId, std::string> gpu_decode_unavailable_;  // codecs nvCOMP cannot decode here, and why
+  std::size_t decoder_chunks_ = 0;
+  std::uint64_t decoder_total_bytes_ = 0;
   std::vector<std::shared_ptr<PooledDecoder>> idle_decoders_;
 
   std::thread dispatcher_, finisher_, completer_;
