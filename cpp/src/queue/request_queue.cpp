@@ -169,10 +169,32 @@ class Queue::Impl {
         gpu_decode_unavailable_[codec] = why;
         continue;
       }
-      for (int k = 0; k < 2; ++k)
-        idle_decoders_.push_back(std::make_shared<PooledDecoder>(codec, decoder_chunks_, max_decode_chunk_bytes,
-                                                                 decoder_total_bytes_));
+      for (int k = 0; k < 2; ++k) {
+        auto decoder = std::make_shared<PooledDecoder>(codec, decoder_chunks_, max_decode_chunk_bytes, decoder_total_bytes_);
+        warm_up(*decoder);
+        idle_decoders_.push_back(std::move(decoder));
+      }
     }
+  }
+
+  // Decodes one small chunk now, so that nvCOMP's kernels are loaded here: CUDA loads modules lazily,
+  // and loading one while a consumer stream waits on a fence (cuStreamWaitValue32) for this very
+  // decode deadlocks the GPU.
+  void warm_up(PooledDecoder& pooled) {
+    std::vector<std::byte> raw(4096);
+    for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = std::byte(i % 7);
+    const auto stored = codec::cpu::encode(pooled.codec, 0, raw);
+    const gpu::CUdeviceptr input = device_scratch_->pointer();
+    const gpu::CUdeviceptr output = input + align_up(stored.size());
+    const auto stream = stream_->handle();
+    gpu::check(gpu::driver()->cuMemcpyHtoDAsync(input, stored.data(), stored.size(), stream), "cuMemcpyHtoDAsync");
+    const codec::gpu::DecodeItem item{input, stored.size(), output, raw.size()};
+    pooled.decoder.decode_async({&item, 1}, stream);
+    const std::string label = std::string("warm-up ") + format::to_string(pooled.codec) + " chunk";
+    pooled.decoder.check({&label, 1});
+    std::vector<std::byte> back(raw.size());
+    gpu::copy_to_host(back.data(), output, back.size());
+    HEADRACE_EXPECT(back == raw, CodecError, label + ": the GPU decoded other bytes than the CPU encoded");
   }
 
   // CUDA driver calls need the GPU's context current on the calling thread (any thread may call in).
