@@ -22,9 +22,17 @@ build() {
   python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
 }
 
-gputests() {
-  timeout 120 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 \
-    | grep -E "PASSED|FAILED|SKIPPED|ERROR|Timeout|line [0-9]+ in (test_|__|_)|passed|failed|Error" | head -40
+gpuoverlap() {
+  timeout 120 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --overlap-only --repeats 2
+}
+
+tests() {
+  timeout 150 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 \
+    | grep -E "PASSED|FAILED|SKIPPED|ERROR|Timeout|line [0-9]+ in (test_|__|_)|passed|failed|Error" | head -40 || true
+}
+
+overlap() {
+  timeout 120 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --overlap-only --repeats 2
 }
 
 tests() {

@@ -42,11 +42,14 @@ class RequestStatus:
 
 
 def destination_of(array: Any) -> tuple[int, int, str]:
-    """(address, bytes, "host"|"device") of a writable C-contiguous NumPy array or a CUDA array."""
+    """(address, bytes, "host"|"device") of a writable C-contiguous NumPy array, a CUDA array or a
+    headrace DeviceBuffer."""
     if isinstance(array, np.ndarray):
         if not (array.flags.c_contiguous and array.flags.writeable):
             raise _ext.UsageError("a host destination must be a writable C-contiguous NumPy array")
         return array.ctypes.data, array.nbytes, "host"
+    if isinstance(array, _ext.DeviceBuffer):
+        return array.pointer, array.size_bytes, "device"
     interface = getattr(array, "__cuda_array_interface__", None)
     if interface is None:
         raise _ext.UsageError(f"destination must be a NumPy array or expose __cuda_array_interface__, got {type(array)}")

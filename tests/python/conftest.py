@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
+# Tests make consumer streams wait on fences before the queue has launched its decode kernels. With
+# CUDA's lazy module loading, loading those kernels then waits for the blocked consumer: a deadlock
+# (docs/engine.md). Eager loading, set before CUDA starts in this process, avoids it.
+os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
+
 import numpy as np
 import pytest
 

@@ -206,10 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--probe", help="`headrace probe --json` of the same call (the cold ceiling)")
     parser.add_argument("--out", help="directory for engine.csv and engine.json")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--overlap-only", action="store_true", help="measure only the overlap case")
     parser.add_argument("--peer", choices=("kvikio", "naive"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.peer:
         run_peer(args.peer, args.plain)
+        return 0
+    if args.overlap_only:
+        print(json.dumps({"overlap": overlap_case(args.plain, args.repeats)}, indent=2), flush=True)
         return 0
 
     ceiling = json.loads(Path(args.probe).read_text())["ceiling"]["gigabytes_per_second"]
