@@ -23,6 +23,9 @@ build() {
 }
 
 gpuoverlap() {
+  mkdir -p "$work"
+  [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
+    --particles 50000000 --frames 2 --seed 0 > /dev/null
   timeout 120 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --overlap-only --repeats 2
 }
 
@@ -32,6 +35,9 @@ tests() {
 }
 
 overlap() {
+  mkdir -p "$work"
+  [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
+    --particles 50000000 --frames 2 --seed 0 > /dev/null
   timeout 120 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --overlap-only --repeats 2
 }
 
