@@ -35,19 +35,24 @@ class FieldArray:
     """One field of a delivered frame, shape (elements, components): device memory that CuPy, PyTorch
     and Numba take without a copy (``__dlpack__``, ``__cuda_array_interface__``), or a NumPy array."""
 
-    def __init__(self, frame: Frame, array: Any, dtype: np.dtype, shape: tuple[int, ...]) -> None:
-        self._frame, self._array, self.dtype, self.shape = frame, array, dtype, shape
+    def __init__(self, frame: Frame, storage: Any, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        # storage: a NumPy view (host) or the slot's DeviceBuffer (GPU), whose first bytes hold the field.
+        self._frame, self._storage, self.dtype, self.shape = frame, storage, dtype, shape
 
     @property
     def on_gpu(self) -> bool:
-        return not isinstance(self._array, np.ndarray)
+        return not isinstance(self._storage, np.ndarray)
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape)) * self.dtype.itemsize
 
     def numpy(self) -> np.ndarray:
-        """The values on the host (a copy for GPU data, after the frame's fence)."""
+        """The values on the host (a copy for GPU data, made after the frame's fence)."""
         if not self.on_gpu:
-            return self._array
+            return self._storage
         self._frame.wait()
-        raw = self._frame._slot_buffer(self).to_host(self._frame._slot_offset(self), int(np.prod(self.shape)) * self.dtype.itemsize)
+        raw = self._storage.to_host(0, self.nbytes)
         return np.frombuffer(raw, dtype=self.dtype).reshape(self.shape)
 
     @property
@@ -55,24 +60,25 @@ class FieldArray:
         if not self.on_gpu:
             raise AttributeError("host data: use __array__ or __dlpack__")
         stream = self._frame._stream._queue.copy_stream
-        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self._frame._slot_address(self), False),
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self._storage.pointer, False),
                 "version": 3, "strides": None, "stream": stream or None}
 
     def __dlpack__(self, stream: int | None = None, **kwargs: Any) -> Any:
-        if self.on_gpu:
-            # DLPack's contract: the data must be ready on the consumer's stream (None: the legacy
-            # default stream, CU_STREAM_LEGACY = 1; -1: the consumer will not sync, so the host waits).
-            if stream == -1:
-                self._frame.wait()
-            else:
-                self._frame.wait_on_stream(1 if stream is None else stream)
-            return self._array.__dlpack__(**kwargs)
-        return self._array.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+        if not self.on_gpu:
+            return self._storage.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+        # DLPack's contract: the data must be ready on the consumer's stream (None: the legacy default
+        # stream, CU_STREAM_LEGACY = 1; -1: the consumer will not sync, so the host waits).
+        if stream == -1:
+            self._frame.wait()
+        else:
+            self._frame.wait_on_stream(1 if stream is None else stream)
+        # A fresh capsule each time: a DLPack capsule is consumed once.
+        return self._storage.view(self.dtype.name, list(self.shape), int(self._frame._stream.device))
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self.on_gpu:
             return (_DLPACK_CUDA, int(self._frame._stream.device))
-        return self._array.__dlpack_device__()
+        return self._storage.__dlpack_device__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         values = self.numpy()
@@ -127,12 +133,8 @@ class Frame:
             info = self._stream._dataset.field(name)
             shape = (self._stream._dataset.element_count(self.index, name), info.components)
             buffer = self._slot.buffers[name]
-            if isinstance(buffer, np.ndarray):
-                count = shape[0] * shape[1]
-                array = buffer[:count].reshape(shape)
-            else:
-                array = buffer.view(info.dtype, list(shape), int(self._stream.device))
-            self._arrays[name] = FieldArray(self, array, np.dtype(info.dtype), shape)
+            storage = buffer[: shape[0] * shape[1]].reshape(shape) if isinstance(buffer, np.ndarray) else buffer
+            self._arrays[name] = FieldArray(self, storage, np.dtype(info.dtype), shape)
         return self._arrays[name]
 
     @property
