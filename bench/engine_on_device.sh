@@ -22,7 +22,12 @@ build() {
   python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
 }
 
-gpuoverlap() {
+gputests() {
+  timeout 150 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 \
+    | grep -E "PASSED|FAILED|SKIPPED|ERROR|Timeout|line [0-9]+ in (test_|__|_)|passed|failed|Error" | head -40 || true
+}
+
+overlap() {
   mkdir -p "$work"
   [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
     --particles 50000000 --frames 2 --seed 0 > /dev/null

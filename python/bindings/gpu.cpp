@@ -19,14 +19,14 @@ void bind_gpu(nb::module_& m) {
   m.def("gpu_count", &gpu::device_count, "GPUs the CUDA driver sees (0 without a driver).");
   m.def("gpu_unavailable_reason", []() -> std::string { return gpu::driver() ? "" : gpu::why_no_driver(); });
 
-  m.def("stream_wait_stream", [](int device, std::uintptr_t waiter, std::uintptr_t producer) {
-         gpu::Device(device).make_current();
-         gpu::Event event;
-         event.record(reinterpret_cast<gpu::CUstream>(producer));
-         gpu::check(gpu::driver()->cuStreamWaitEvent(reinterpret_cast<gpu::CUstream>(waiter), event.handle(), 0),
-                    "cuStreamWaitEvent");
-       }, "device"_a, "waiter"_a, "producer"_a,
-       "Makes stream waiter wait for the work queued on stream producer so far (0: the legacy default stream).");
+  nb::class_<gpu::Event>(m, "Event", "A CUDA event recorded on a stream (query or wait for it).")
+      .def("__init__", [](gpu::Event* self, int device, std::uintptr_t stream) {
+             gpu::Device(device).make_current();
+             new (self) gpu::Event();
+             self->record(reinterpret_cast<gpu::CUstream>(stream));
+           }, "device"_a, "stream"_a, "Records a new event on stream now.")
+      .def("query", &gpu::Event::query, "True once the work before it has completed.")
+      .def("synchronize", &gpu::Event::synchronize, nb::call_guard<nb::gil_scoped_release>());
 
   nb::class_<gpu::DeviceBuffer>(m, "DeviceBuffer", "GPU memory owned by headrace (freed with the object).")
       .def("__init__", [](gpu::DeviceBuffer* self, int device, std::size_t size_bytes) {

@@ -197,6 +197,7 @@ class FrameStream:
         self._slots = [_Slot(self._allocate()) for _ in range(self.prefetch)]
         self._free: deque[_Slot] = deque(self._slots)
         self._in_flight: deque[_Slot] = deque()
+        self._releasing: deque[tuple[_Slot, Any]] = deque()  # released with a consumer stream still reading
         self._order: list[int] = []
         self._next = 0  # position in _order of the next frame to schedule
         self._generation = 0  # tags the requests of one seek, so a seek cancels exactly those
@@ -228,6 +229,8 @@ class FrameStream:
         if self._current is not None:
             self._current.release()
         self._queue.cancel_tag(self._generation)
+        while self._releasing:
+            self._reclaim(block=True)
         for slot in self._in_flight:
             slot.fence.wait()  # cancelled or finished: nothing writes the slot after this
             self._free.append(slot)
@@ -256,9 +259,22 @@ class FrameStream:
 
     def _release(self, slot: _Slot, stream: int | None) -> None:
         if self.device is not None and stream is not None:
-            _ext.stream_wait_stream(self.device, self._queue.copy_stream, int(stream))
-        self._free.append(slot)
+            # The slot is refilled once the consumer's work on it is done. Waiting for it on the host
+            # (in _reclaim) rather than on the queue's copy stream keeps the other slots' copies
+            # running meanwhile: a stream wait would hold every later copy behind this consumer.
+            self._releasing.append((slot, _ext.Event(self.device, int(stream))))
+        else:
+            self._free.append(slot)
+        self._reclaim(block=False)
         self._fill()
+
+    def _reclaim(self, block: bool) -> None:
+        """Frees released slots whose consumer work is done (waiting for the oldest if ``block``)."""
+        while self._releasing and (self._releasing[0][1].query() or block):
+            slot, event = self._releasing.popleft()
+            event.synchronize()
+            self._free.append(slot)
+            block = False
 
     # ---- delivery ----
     def __iter__(self) -> Iterator[Frame]:
@@ -267,6 +283,8 @@ class FrameStream:
     def __next__(self) -> Frame:
         if self._current is not None and not self._current.released:
             self._current.release()
+        self._reclaim(block=not self._in_flight and bool(self._releasing))
+        self._fill()
         if not self._in_flight:
             raise StopIteration
         slot = self._in_flight.popleft()
@@ -318,6 +336,8 @@ class FrameStream:
         if self._current is not None:
             self._current.release()
         self._queue.close()
+        while self._releasing:
+            self._reclaim(block=True)
         self._slots.clear()
         self._free.clear()
         self._in_flight.clear()
