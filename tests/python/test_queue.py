@@ -90,8 +90,14 @@ def test_chunks_land_in_gpu_memory(codec_files, codec, decode_on):
             q.enqueue_chunks(f, ds, t, "particles", out[t])
         fence = q.enqueue_signal()
         stream = cupy.cuda.Stream(non_blocking=True)
-        fence.wait_on_stream(stream.ptr)  # before submit: the GPU waits, the host does not
-        q.submit()
+        if codec == "none" or decode_on == "cpu":
+            fence.wait_on_stream(stream.ptr)  # before submit: the GPU waits, the host does not
+            q.submit()
+        else:
+            with pytest.raises(errors.UsageError, match="submit first"):
+                fence.wait_on_stream(stream.ptr)  # GPU decoding: the event path, after submit
+            q.submit()
+            fence.wait_on_stream(stream.ptr)
         with stream:
             sums = [float(o.sum()) for o in out]  # queued behind the fence on the consumer stream
         for t, expected in enumerate(frames):

@@ -197,6 +197,11 @@ class Queue::Impl {
     HEADRACE_EXPECT(back == raw, CodecError, label + ": the GPU decoded other bytes than the CPU encoded");
   }
 
+  bool gpu_decoding() const {
+    std::lock_guard lock(decoders_mutex_);
+    return decoder_chunks_ != 0;
+  }
+
   // CUDA driver calls need the GPU's context current on the calling thread (any thread may call in).
   void use_context() const {
     if (device_) device_->make_current();
@@ -327,7 +332,10 @@ class Queue::Impl {
     HEADRACE_EXPECT(device_.has_value(), UsageError, "waiting on a stream needs a queue made for a GPU");
     const auto consumer = reinterpret_cast<gpu::CUstream>(stream);
     use_context();
-    if (memory_operations_) {
+    // With GPU decoding, a consumer stream blocked on the fence value before the queue has launched
+    // its nvCOMP kernels hung the H100 (tests/python/test_queue.py, open in issue 4's notes): such a
+    // queue waits for the fence's event instead, which is recorded once those kernels are launched.
+    if (memory_operations_ && !gpu_decoding()) {
       {
         std::lock_guard lock(mutex_);
         fence_at(fence);
@@ -345,7 +353,8 @@ class Queue::Impl {
         return id < f.limit && entries_[id].status.state == RequestState::enqueued;
       });
       HEADRACE_EXPECT(f.recorded || !unsubmitted, UsageError,
-                      "wait_on_stream before submit() needs stream memory operations, which this GPU refused: submit first");
+                      "wait_on_stream before submit() needs a queue that decodes on the CPU (or reads uncompressed "
+                      "data) on a GPU with stream memory operations: submit first");
     }
     gpu::check(gpu::driver()->cuStreamWaitEvent(consumer, reinterpret_cast<gpu::CUevent>(fence_event(fence)), 0),
                "cuStreamWaitEvent");
@@ -902,7 +911,7 @@ class Queue::Impl {
   bool stopping_ = false;
   bool dispatcher_done_ = false;
 
-  std::mutex decoders_mutex_;
+  mutable std::mutex decoders_mutex_;
   std::condition_variable decoders_returned_;
   std::map<CodecId, std::string> gpu_decode_unavailable_;  // codecs nvCOMP cannot decode here, and why
   std::size_t decoder_chunks_ = 0;

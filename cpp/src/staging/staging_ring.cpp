@@ -35,7 +35,7 @@ std::optional<Region> StagingRing::try_acquire(std::uint64_t size_bytes) {
   const std::uint64_t size = format::layout::align_up(std::max<std::uint64_t>(size_bytes, 1));
   HEADRACE_EXPECT(size <= capacity_, UsageError,
                   "a staging region of " + std::to_string(size) + " bytes does not fit the staging ring of " +
-                      std::to_string(capacity_) + " bytes (HEADRACE_STAGING_BYTES)");
+                      std::to_string(capacity_) + " bytes (raise the queue's staging_bytes)");
   std::lock_guard lock(mutex_);
   return allocate_locked(size);
 }
@@ -44,7 +44,7 @@ std::optional<Region> StagingRing::acquire(std::uint64_t size_bytes) {
   const std::uint64_t size = format::layout::align_up(std::max<std::uint64_t>(size_bytes, 1));
   HEADRACE_EXPECT(size <= capacity_, UsageError,
                   "a staging region of " + std::to_string(size) + " bytes does not fit the staging ring of " +
-                      std::to_string(capacity_) + " bytes (HEADRACE_STAGING_BYTES)");
+                      std::to_string(capacity_) + " bytes (raise the queue's staging_bytes)");
   std::unique_lock lock(mutex_);
   auto region = allocate_locked(size);
   if (!region && !closed_) {
