@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 4's run on the GPU machine (device tool), from the repo root, results under $OUT:
-#   bash bench/engine_on_device.sh setup build tests measure
+#   bash bench/engine_on_device.sh setup build tests measure      (phases: setup build tests gputests overlap measure)
 # carry [".carry", ".whl"]: the -dev packages for the build (see docs/results.md) and the wheels the
 # image lacks (nvCOMP, KvikIO 26.x and its rapids-logger), installed into /tmp/site.
 set -uo pipefail
@@ -22,37 +22,25 @@ build() {
   python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
 }
 
-gputests() {
-  timeout 150 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 \
-    | grep -E "PASSED|FAILED|SKIPPED|ERROR|Timeout|line [0-9]+ in (test_|__|_)|passed|failed|Error" | head -40 || true
-}
-
-overlap() {
-  mkdir -p "$work"
-  [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
-    --particles 50000000 --frames 2 --seed 0 > /dev/null
-  timeout 120 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --overlap-only --repeats 2
-}
-
-tests() {
-  timeout 150 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 \
-    | grep -E "PASSED|FAILED|SKIPPED|ERROR|Timeout|line [0-9]+ in (test_|__|_)|passed|failed|Error" | head -40 || true
-}
-
-overlap() {
-  mkdir -p "$work"
-  [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
-    --particles 50000000 --frames 2 --seed 0 > /dev/null
-  timeout 120 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --overlap-only --repeats 2
-}
-
 tests() {
   # The C++ GPU tests find nvCOMP through the loader (Python registers the wheel's folder itself).
   LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 ctest --test-dir build/device -j 16 --timeout 120 \
     --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
-  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Skipped" build/device-ctest.log | head -30
-  grep -B2 -A12 "Failure\|FAILED" build/device-ctest.log | head -60
-  timeout 240 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 | tail -60
+  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)" build/device-ctest.log | head -30
+  gputests
+}
+
+gputests() {
+  # faulthandler names a hanging test and where; timeout ends the phase without ending the script.
+  timeout 150 python3 -m pytest -v -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 \
+    | grep -E "PASSED|FAILED|SKIPPED|ERROR|Timeout|line [0-9]+ in (test_|__|_)|passed|failed|Error" | head -40 || true
+}
+
+overlap() {
+  mkdir -p "$work"
+  [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
+    --particles 50000000 --frames 2 --seed 0 > /dev/null
+  timeout 120 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --overlap-only --repeats 2
 }
 
 measure() {

@@ -3,7 +3,15 @@
 
 #include <nanobind/nanobind.h>
 
+#include <optional>
+
 namespace headrace::python {
+// Keyword arguments left as None keep the setting's default.
+template <typename T>
+void assign_if_given(T& target, const std::optional<T>& value) {
+  if (value) target = *value;
+}
+
 void bind_errors(nanobind::module_& m);
 void bind_format(nanobind::module_& m);
 void bind_codec(nanobind::module_& m);

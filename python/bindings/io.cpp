@@ -35,11 +35,6 @@ using headrace::io::ReadStatus;
 using ByteArray = nb::ndarray<std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using StatusTuple = std::tuple<std::uint64_t, int, std::string>;
 
-template <typename T>
-void override_with(const std::optional<T>& value, T& setting) {
-  if (value) setting = *value;
-}
-
 std::unique_ptr<Backend> open_with_options(const std::string& kind, const std::string& path, std::optional<unsigned> threads,
                               std::optional<unsigned> queue_depth, std::optional<std::uint64_t> task_size_bytes,
                               std::optional<unsigned> submit_batch, std::optional<bool> o_direct,
@@ -48,16 +43,16 @@ std::unique_ptr<Backend> open_with_options(const std::string& kind, const std::s
                               std::optional<std::uint64_t> mmap_dontneed_bytes) {
   headrace::io::BackendOptions options;
   headrace::Settings& s = options.settings;
-  override_with(threads, s.threads);
-  override_with(queue_depth, s.queue_depth);
-  override_with(task_size_bytes, s.task_size_bytes);
-  override_with(submit_batch, s.submit_batch);
-  override_with(o_direct, s.uring_o_direct);
-  override_with(register_buffers, s.uring_register_buffers);
-  override_with(register_files, s.uring_register_files);
+  headrace::python::assign_if_given(s.threads, threads);
+  headrace::python::assign_if_given(s.queue_depth, queue_depth);
+  headrace::python::assign_if_given(s.task_size_bytes, task_size_bytes);
+  headrace::python::assign_if_given(s.submit_batch, submit_batch);
+  headrace::python::assign_if_given(s.uring_o_direct, o_direct);
+  headrace::python::assign_if_given(s.uring_register_buffers, register_buffers);
+  headrace::python::assign_if_given(s.uring_register_files, register_files);
   if (mmap_mode) s.mmap_mode = headrace::parse_mmap_mode(*mmap_mode);
-  override_with(mmap_window_segments, s.mmap_window_segments);
-  override_with(mmap_dontneed_bytes, s.mmap_dontneed_bytes);
+  headrace::python::assign_if_given(s.mmap_window_segments, mmap_window_segments);
+  headrace::python::assign_if_given(s.mmap_dontneed_bytes, mmap_dontneed_bytes);
   const BackendKind parsed = headrace::io::parse_backend_kind(kind);
   nb::gil_scoped_release release;  // ram reads the whole file here
   return headrace::io::open_backend(parsed, path, options);

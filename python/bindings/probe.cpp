@@ -60,11 +60,6 @@ nb::dict config_dict(const ProbeConfig& config) {
   return d;
 }
 
-template <typename T>
-void override_with(T& field, const std::optional<T>& value) {
-  if (value) field = *value;
-}
-
 }  // namespace
 
 void bind_probe(nb::module_& m) {
@@ -103,20 +98,20 @@ void bind_probe(nb::module_& m) {
          std::optional<std::uint64_t> buffer_limit_bytes, std::optional<std::uint64_t> seed, bool strict,
          nb::object progress) {
         ProbeConfig config = quick ? headrace::probe::quick_config(path) : headrace::probe::default_config(path);
-        override_with(config.file_size_bytes, file_size_bytes);
+        headrace::python::assign_if_given(config.file_size_bytes, file_size_bytes);
         if (patterns) {
           config.patterns.clear();
           for (const auto& name : *patterns) config.patterns.push_back(headrace::probe::parse_pattern(name));
         }
-        override_with(config.block_sizes_bytes, block_sizes_bytes);
-        override_with(config.queue_depths, queue_depths);
-        override_with(config.thread_counts, thread_counts);
-        override_with(config.seconds_per_point, seconds_per_point);
-        override_with(config.min_bytes_per_point, min_bytes_per_point);
-        override_with(config.max_seconds_per_point, max_seconds_per_point);
-        override_with(config.bytes_per_point, bytes_per_point);
-        override_with(config.buffer_limit_bytes, buffer_limit_bytes);
-        override_with(config.seed, seed);
+        headrace::python::assign_if_given(config.block_sizes_bytes, block_sizes_bytes);
+        headrace::python::assign_if_given(config.queue_depths, queue_depths);
+        headrace::python::assign_if_given(config.thread_counts, thread_counts);
+        headrace::python::assign_if_given(config.seconds_per_point, seconds_per_point);
+        headrace::python::assign_if_given(config.min_bytes_per_point, min_bytes_per_point);
+        headrace::python::assign_if_given(config.max_seconds_per_point, max_seconds_per_point);
+        headrace::python::assign_if_given(config.bytes_per_point, bytes_per_point);
+        headrace::python::assign_if_given(config.buffer_limit_bytes, buffer_limit_bytes);
+        headrace::python::assign_if_given(config.seed, seed);
         config.strict = strict;
 
         // Runs between points on this thread: the GIL is taken only here, and Ctrl-C stops the probe.

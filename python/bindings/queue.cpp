@@ -36,11 +36,6 @@ nb::dict status_dict(const queue::RequestStatus& s) {
   return d;
 }
 
-template <typename T>
-void set_if(const std::optional<T>& value, T& target) {
-  if (value) target = *value;
-}
-
 }  // namespace
 
 void bind_queue(nb::module_& m) {
@@ -58,10 +53,10 @@ void bind_queue(nb::module_& m) {
              options.decode_on_gpu = decode_on_gpu;
              options.decode_threads = decode_threads;
              options.cufile = cufile;
-             set_if(threads, options.io.threads);
-             set_if(queue_depth, options.io.queue_depth);
-             set_if(task_size_bytes, options.io.task_size_bytes);
-             set_if(o_direct, options.io.uring_o_direct);
+             assign_if_given(options.io.threads, threads);
+             assign_if_given(options.io.queue_depth, queue_depth);
+             assign_if_given(options.io.task_size_bytes, task_size_bytes);
+             assign_if_given(options.io.uring_o_direct, o_direct);
              options.io.validate();
              nb::gil_scoped_release release;
              new (self) Queue(std::move(options));
