@@ -831,17 +831,14 @@ class Queue::Impl {
       } catch (const std::exception& error) {
         gpu_failure = error.what();
       }
-      // Per request, why decoding failed. check() names the first bad chunk of a group; when it
-      // reports others too, the whole group fails rather than report unknown chunks as done.
+      // Per request, why decoding failed (empty: it decoded).
       std::vector<std::string> decode_failures(completion->ids.size());
       for (auto& group : completion->groups) {
         try {
-          group.decoder->decoder.check(group.labels);
-        } catch (const std::exception& error) {
-          const std::string message = error.what();
-          const bool others = message.find("more of the") != std::string::npos;
-          for (std::size_t k = 0; k < group.indices.size(); ++k)
-            if (others || message.rfind(group.labels[k] + ":", 0) == 0) decode_failures[group.indices[k]] = message;
+          const auto failed = group.decoder->decoder.failures(group.labels);
+          for (std::size_t k = 0; k < group.indices.size(); ++k) decode_failures[group.indices[k]] = failed[k];
+        } catch (const std::exception& error) {  // the results could not be read: the group fails
+          for (std::size_t index : group.indices) decode_failures[index] = error.what();
         }
         return_decoder(std::move(group.decoder));
       }

@@ -230,15 +230,16 @@ void BatchedDecoder::decode_async(std::span<const DecodeItem> items, cuda::CUstr
   }
 }
 
-void BatchedDecoder::check(std::span<const std::string> labels) {
-  HEADRACE_EXPECT(pending_, UsageError, "BatchedDecoder::check(): no batch was decoded since the last check");
+std::vector<std::string> BatchedDecoder::failures(std::span<const std::string> labels) {
+  HEADRACE_EXPECT(pending_, UsageError, "BatchedDecoder::failures(): no batch was decoded since the last check");
   HEADRACE_EXPECT(labels.size() == pending_items_, UsageError,
-                  "BatchedDecoder::check(): " + std::to_string(labels.size()) + " labels for a batch of " +
+                  "BatchedDecoder::failures(): " + std::to_string(labels.size()) + " labels for a batch of " +
                       std::to_string(pending_items_) + " chunks");
   const std::size_t count = pending_items_;
   pending_ = false;
   pending_items_ = 0;
-  if (count == 0) return;
+  std::vector<std::string> result(count);
+  if (count == 0) return result;
   done_.synchronize();
 
   const ArrayLayout layout{count};
@@ -247,24 +248,30 @@ void BatchedDecoder::check(std::span<const std::string> labels) {
   const auto* raw_sizes = reinterpret_cast<const std::size_t*>(host + layout.raw_sizes());
   const auto* decoded_sizes = reinterpret_cast<const std::size_t*>(host + layout.decoded_sizes());
   const auto* statuses = reinterpret_cast<const shim::NvcompStatus*>(host + layout.statuses());
-  std::size_t failed = 0;
-  std::size_t first = count;
-  for (std::size_t i = 0; i < count; ++i) {
-    if (statuses[i] != shim::nvcomp_success || decoded_sizes[i] != raw_sizes[i]) {
-      ++failed;
-      if (first == count) first = i;
-    }
-  }
-  if (failed == 0) return;
   const std::string codec_name = format::to_string(codec_);
-  std::string found = statuses[first] != shim::nvcomp_success
-                          ? "nvCOMP status " + nvcomp_->status_text(statuses[first])
-                          : std::to_string(decoded_sizes[first]) + " decoded bytes";
-  if (failed > 1) found += " (and " + std::to_string(failed - 1) + " more of the " + std::to_string(count) + " chunks failed)";
-  throw CodecError(headrace::detail::located(labels[first] + ": expected " + codec_name + " data of " +
-                                       size_text(raw_sizes[first]) + " in " + size_text(stored_sizes[first]) +
-                                       " stored, found " + found + " (GPU decode)",
-                                   __FILE__, __LINE__));
+  for (std::size_t i = 0; i < count; ++i) {
+    if (statuses[i] == shim::nvcomp_success && decoded_sizes[i] == raw_sizes[i]) continue;
+    const std::string found = statuses[i] != shim::nvcomp_success ? "nvCOMP status " + nvcomp_->status_text(statuses[i])
+                                                                  : std::to_string(decoded_sizes[i]) + " decoded bytes";
+    result[i] = headrace::detail::located(labels[i] + ": expected " + codec_name + " data of " + size_text(raw_sizes[i]) +
+                                              " in " + size_text(stored_sizes[i]) + " stored, found " + found + " (GPU decode)",
+                                          __FILE__, __LINE__);
+  }
+  return result;
+}
+
+void BatchedDecoder::check(std::span<const std::string> labels) {
+  const auto failed = failures(labels);
+  std::size_t first = failed.size(), count = 0;
+  for (std::size_t i = 0; i < failed.size(); ++i) {
+    if (failed[i].empty()) continue;
+    ++count;
+    if (first == failed.size()) first = i;
+  }
+  if (count == 0) return;
+  std::string message = failed[first];
+  if (count > 1) message += " (and " + std::to_string(count - 1) + " more of the " + std::to_string(failed.size()) + " chunks failed)";
+  throw CodecError(message);
 }
 
 }  // namespace headrace::codec::gpu

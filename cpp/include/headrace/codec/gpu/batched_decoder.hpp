@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "headrace/format/codec_id.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
@@ -71,6 +72,9 @@ class BatchedDecoder {
   // many others failed). labels has one entry per item of the batch, e.g.
   // "data.hrc: offset 8192: frame 3 field 'particles' chunk 12".
   void check(std::span<const std::string> labels);
+  // Like check(), but one message per chunk (empty when it decoded), so a caller can fail exactly the
+  // chunks that failed.
+  [[nodiscard]] std::vector<std::string> failures(std::span<const std::string> labels);
 
   [[nodiscard]] format::CodecId codec() const noexcept { return codec_; }
   [[nodiscard]] const BatchedDecoderLimits& limits() const noexcept { return limits_; }
