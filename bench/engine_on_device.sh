@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4's run on the GPU machine (device tool), from the repo root, results under $OUT:
-#   bash bench/engine_on_device.sh setup build tests measure      (phases: setup build tests gputests overlap measure)
+#   bash bench/engine_on_device.sh setup build tests sanitize measure
+#   (phases: setup build tests gputests sanitize overlap measure)
 # carry [".carry", ".whl"]: the -dev packages for the build (see docs/results.md) and the wheels the
 # image lacks (nvCOMP, KvikIO 26.x and its rapids-logger), installed into /tmp/site.
 set -uo pipefail
@@ -36,6 +37,18 @@ gputests() {
     | grep -E "PASSED|FAILED|SKIPPED|ERROR|Timeout|line [0-9]+ in (test_|__|_)|passed|failed|Error" | head -40 || true
 }
 
+sanitize() {
+  # Teardown with copies and kernels in flight, cancellation, corrupt chunks: no access to freed or
+  # foreign memory (memcheck), no races on the queue's device buffers (racecheck needs kernels of ours).
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  [[ -n $sanitizer ]] || { echo "compute-sanitizer: not found"; return 0; }
+  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 timeout 300 "$sanitizer" --tool memcheck --leak-check full \
+    --error-exitcode 3 build/device/headrace_tests --gtest_filter='QueueGpu*' > build/device-sanitizer.log 2>&1
+  echo "compute-sanitizer memcheck exit $?"
+  grep -E "ERROR SUMMARY|LEAK SUMMARY|tests? (passed|failed)|FAILED|SKIPPED \[" build/device-sanitizer.log | head -20
+}
+
 overlap() {
   mkdir -p "$work"
   [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
@@ -50,11 +63,14 @@ measure() {
   python3 -c "import json; print(json.load(open('$OUT/ceiling.json'))['ceiling_line'])"
   [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
     --particles 50000000 --frames 2 --seed 0 > /dev/null
-  [[ -f $work/volume-zstd.hrc ]] || python3 -m headrace generate volume "$work/volume-zstd.hrc" --dims 256 256 256 \
-    --frames 8 --codec zstd > /dev/null
-  python3 -m headrace inspect "$work/volume-zstd.hrc" | head -2
-  timeout 330 python3 -m headrace.bench.engine --plain "$work/particles.hrc" --compressed "$work/volume-zstd.hrc" \
-    --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2
+  # Sparse volumes (values under 0.05 written as 0): 3 GiB raw each, about 0.3 of it stored.
+  for codec in zstd lz4; do
+    [[ -f $work/sparse-$codec.hrc ]] || python3 -m headrace generate volume "$work/sparse-$codec.hrc" \
+      --dims 512 512 512 --frames 6 --cutoff 0.05 --codec $codec --chunk-size 1M > /dev/null
+    python3 -m headrace inspect "$work/sparse-$codec.hrc" | head -3
+  done
+  timeout 420 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
+    --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2
 }
 
 for phase in "$@"; do

@@ -43,7 +43,8 @@ void bind_queue(nb::module_& m) {
       .def("__init__", [](Queue* self, const std::string& backend, int device, std::uint64_t staging_bytes, unsigned max_batch,
                           std::uint64_t max_direct_bytes, bool decode_on_gpu, unsigned decode_threads,
                           std::optional<unsigned> threads, std::optional<unsigned> queue_depth,
-                          std::optional<std::uint64_t> task_size_bytes, std::optional<bool> o_direct, bool cufile) {
+                          std::optional<std::uint64_t> task_size_bytes, std::optional<bool> o_direct, bool cufile,
+                          bool pin_files, bool verify_checksums) {
              queue::QueueOptions options;
              options.backend = io::parse_backend_kind(backend);
              options.device = device;
@@ -53,6 +54,8 @@ void bind_queue(nb::module_& m) {
              options.decode_on_gpu = decode_on_gpu;
              options.decode_threads = decode_threads;
              options.cufile = cufile;
+             options.pin_files = pin_files;
+             options.verify_checksums = verify_checksums;
              assign_if_given(options.io.threads, threads);
              assign_if_given(options.io.queue_depth, queue_depth);
              assign_if_given(options.io.task_size_bytes, task_size_bytes);
@@ -63,7 +66,7 @@ void bind_queue(nb::module_& m) {
            }, "backend"_a = "uring", "device"_a = -1, "staging_bytes"_a = std::uint64_t{256} << 20, "max_batch"_a = 64u,
            "max_direct_bytes"_a = std::uint64_t{256} << 20, "decode_on_gpu"_a = true, "decode_threads"_a = 0u,
            "threads"_a = nb::none(), "queue_depth"_a = nb::none(), "task_size_bytes"_a = nb::none(), "o_direct"_a = nb::none(),
-           "cufile"_a = false)
+           "cufile"_a = false, "pin_files"_a = false, "verify_checksums"_a = true)
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,
                          std::uintptr_t destination, const std::string& kind, const std::string& codec,
@@ -90,14 +93,8 @@ void bind_queue(nb::module_& m) {
              std::vector<queue::RequestId> ids;
              std::uint64_t k = container.frame_field(frame, field).first_chunk;
              for (const auto& chunk : container.chunks_of(frame, field)) {
-               queue::Request r;
-               r.file = file;
-               r.offset = chunk.offset;
-               r.stored_size = chunk.stored_size;
-               r.raw_size = chunk.raw_size;
-               r.codec = chunk.codec;
-               r.checksum = chunk.checksum;
-               r.destination = {memory, destination + chunk.first_element * info.element_bytes(), chunk.raw_size};
+               queue::Request r = queue::chunk_request(
+                   file, chunk, {memory, destination + chunk.first_element * info.element_bytes(), chunk.raw_size});
                r.priority = priority;
                r.tag = tag;
                r.label = container.path() + ": offset " + std::to_string(chunk.offset) + ": frame " + std::to_string(frame) +

@@ -91,6 +91,11 @@ class Queue:
     ``backend`` is a host backend (posix, direct, mmap, uring, ram) or ``cufile``: GPU destinations are
     then read by cuFile straight into GPU memory (GDS where nvidia-fs serves it, else its compatibility
     mode; :meth:`describe` says which).
+
+    Knobs beyond the backend's own (``threads``, ``queue_depth``, ``task_size_bytes``, ``o_direct``):
+    ``pin_files=True`` page-locks each added file's mapping so GPU destinations are copied by DMA from
+    the page cache with no read and no CPU copy (the hot path; adding a file then reads it whole and
+    keeps it in RAM), and ``verify_checksums=False`` skips the per-chunk checksum check.
     """
 
     def __init__(self, *, backend: str = "uring", device: int | None = None, staging_bytes: int = 256 << 20,

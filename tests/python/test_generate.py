@@ -108,6 +108,23 @@ def test_volume_in_several_slabs_and_deterministic(tmp_path, monkeypatch):
     np.testing.assert_array_equal(whole, slabs)
 
 
+def test_volume_cutoff_writes_empty_space_as_zero_and_compresses(tmp_path):
+    dims = (32, 32, 32)
+    plain = headrace.open(generate_volume(tmp_path / "a.hrc", dims=dims, frames=1, seed=3, codec="zstd"))
+    sparse = headrace.open(generate_volume(tmp_path / "b.hrc", dims=dims, frames=1, seed=3, codec="zstd", cutoff=0.05))
+
+    full, cut = plain.read(0, "scalar"), sparse.read(0, "scalar")
+    below = full < np.float32(0.05)
+    assert 0 < below.mean() < 1
+    assert np.all(cut[below] == 0)
+    np.testing.assert_array_equal(cut[~below], full[~below])
+    assert list(sparse.attributes["cutoff"]) == [0.05]
+    assert sparse.stored_bytes < 0.6 * plain.stored_bytes
+    with pytest.raises(headrace.errors.UsageError, match="--cutoff"):
+        generate_volume(tmp_path / "c.hrc", dims=dims, frames=1, cutoff=-1)
+    assert not (tmp_path / "c.hrc").exists()
+
+
 def test_flow_is_stored_in_blocks(tmp_path):
     dims, block = (8, 12, 16), (4, 4, 8)
     ds = headrace.open(generate_flow(tmp_path / "f.hrc", dims=dims, block=block, frames=2, seed=9))

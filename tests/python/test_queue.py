@@ -78,12 +78,14 @@ def test_errors_are_per_request_and_named(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
 @pytest.mark.parametrize("decode_on", ["gpu", "cpu"])
-def test_chunks_land_in_gpu_memory(codec_files, codec, decode_on):
+@pytest.mark.parametrize("pin_files", [False, True])
+def test_chunks_land_in_gpu_memory(codec_files, codec, decode_on, pin_files):
     import cupy
 
     paths, frames = codec_files
     ds = headrace.open(paths[codec])
-    with headrace.Queue(backend="uring", device=0, staging_bytes=4 << 20, decode_on=decode_on) as q:
+    with headrace.Queue(backend="uring", device=0, staging_bytes=4 << 20, decode_on=decode_on,
+                        pin_files=pin_files) as q:
         f = q.add_file(paths[codec])
         out = [cupy.full((30000, 8), -1, cupy.float32) for _ in frames]
         for t in range(len(frames)):

@@ -28,13 +28,14 @@ MemoryMapping& MemoryMapping::operator=(MemoryMapping&& other) noexcept {
 }
 
 MemoryMapping MemoryMapping::map_read(int fd, std::uint64_t file_offset, std::size_t size_bytes,
-                                      const std::string& what) {
+                                      const std::string& what, Sharing sharing) {
   static const std::uint64_t page_bytes = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   const std::uint64_t map_offset = file_offset - file_offset % page_bytes;
   const std::size_t lead_bytes = static_cast<std::size_t>(file_offset - map_offset);
   MemoryMapping mapping;
   mapping.mapped_bytes_ = lead_bytes + size_bytes;
-  void* base = ::mmap(nullptr, mapping.mapped_bytes_, PROT_READ, MAP_PRIVATE, fd, static_cast<off_t>(map_offset));
+  void* base = ::mmap(nullptr, mapping.mapped_bytes_, PROT_READ,
+                      sharing == Sharing::shared_pages ? MAP_SHARED : MAP_PRIVATE, fd, static_cast<off_t>(map_offset));
   if (base == MAP_FAILED) HEADRACE_THROW_SYSTEM("mmap", what);
   mapping.base_ = base;
   mapping.data_ = static_cast<const std::byte*>(base) + lead_bytes;

@@ -45,6 +45,8 @@ Loaded& loaded() {
     all &= bind(s.library, a.cuMemFree, "cuMemFree_v2", s.why);
     all &= bind(s.library, a.cuMemHostAlloc, "cuMemHostAlloc", s.why);
     all &= bind(s.library, a.cuMemFreeHost, "cuMemFreeHost", s.why);
+    all &= bind(s.library, a.cuMemHostRegister, "cuMemHostRegister_v2", s.why);
+    all &= bind(s.library, a.cuMemHostUnregister, "cuMemHostUnregister", s.why);
     all &= bind(s.library, a.cuMemGetInfo, "cuMemGetInfo_v2", s.why);
     all &= bind(s.library, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", s.why);
     all &= bind(s.library, a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", s.why);

@@ -22,6 +22,7 @@
 #include "headrace/gpu/cufile_reader.hpp"
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/pinned_file.hpp"
 #include "headrace/gpu/stream.hpp"
 #include "headrace/staging/staging_ring.hpp"
 
@@ -68,6 +69,7 @@ struct Entry {
   Request request;
   RequestStatus status;
   Route route = Route::direct;
+  bool pinned = false;  // a device route whose stored bytes are DMA'd from the file's pinned pages
   bool cancel_requested = false;
   std::optional<staging::Region> region;
   Clock::time_point submitted_at, dispatched_at, read_at;
@@ -94,6 +96,7 @@ struct Fence {
 struct Flight {
   std::vector<RequestId> ids;
   std::vector<std::shared_ptr<io::ReadBatch>> batches;  // one per file touched, then cuFile's
+  std::size_t pinned = 0;  // the last ids of the flight read nothing: their files are pinned
 };
 
 }  // namespace
@@ -119,6 +122,8 @@ class Queue::Impl {
       HEADRACE_EXPECT(why.empty(), UnavailableError, "cuFile unavailable: " + why);
       cufile_pool_.emplace(options_.io.threads);
     }
+    HEADRACE_EXPECT(!options_.pin_files || device_.has_value(), UsageError,
+                    "pin_files page-locks files for GPU copies: it needs a queue made for a GPU (device >= 0)");
     ring_.emplace(options_.staging_bytes, device_.has_value());
     if (device_ && options_.decode_on_gpu) make_decoders();
     dispatcher_ = std::thread([this] { dispatch_loop(); });
@@ -211,9 +216,15 @@ class Queue::Impl {
     auto backend = io::open_backend(options_.backend, path, io::BackendOptions{options_.io});
     std::unique_ptr<gpu::CufileReader> reader;
     if (options_.cufile) reader = std::make_unique<gpu::CufileReader>(path, device_->context());
+    std::unique_ptr<gpu::PinnedFile> pinned;
+    if (options_.pin_files && device_) {
+      use_context();
+      pinned = std::make_unique<gpu::PinnedFile>(path);
+    }
     std::lock_guard lock(mutex_);
     files_.push_back(std::move(backend));
     cufile_readers_.push_back(std::move(reader));
+    pinned_files_.push_back(std::move(pinned));
     return static_cast<FileId>(files_.size() - 1);
   }
 
@@ -234,6 +245,7 @@ class Queue::Impl {
                     name + ": a GPU destination needs a queue made for a GPU (device >= 0)");
     Entry entry;
     entry.route = route_of(request);
+    entry.pinned = pinned_files_[request.file] != nullptr && request.destination.kind == MemoryKind::device;
     if (entry.route == Route::device_decode || entry.route == Route::cufile_decode) {
       const auto missing = gpu_decode_unavailable_.find(request.codec);
       HEADRACE_EXPECT(missing == gpu_decode_unavailable_.end(), UnavailableError,
@@ -244,7 +256,7 @@ class Queue::Impl {
                       name + ": a GPU-decoded chunk holds at most " + std::to_string(max_decode_chunk_bytes) +
                           " raw bytes, got " + std::to_string(request.raw_size));
     }
-    HEADRACE_EXPECT(!uses_staging(entry.route) || region_bytes(request, entry.route) <= ring_->capacity_bytes(), UsageError,
+    HEADRACE_EXPECT(!needs_region(entry.route, entry.pinned) || region_bytes(request, entry.route) <= ring_->capacity_bytes(), UsageError,
                     name + ": needs " + std::to_string(region_bytes(request, entry.route)) +
                         " bytes of staging, more than the " + std::to_string(ring_->capacity_bytes()) + " there are");
     if (request.label.empty()) request.label = name;
@@ -389,6 +401,12 @@ class Queue::Impl {
       const auto driver = gpu::CufileDriver::shared();
       text += std::string(" cufile=") + shim::to_string(driver->mode()) + " (" + driver->mode_reason() + ")";
     }
+    if (options_.pin_files) {
+      double seconds = 0;
+      for (const auto& pinned : pinned_files_) seconds += pinned ? pinned->register_seconds() : 0;
+      text += " pinned-files (page-locked in " + std::to_string(seconds) + " s)";
+    }
+    if (!options_.verify_checksums) text += " checksums=off";
     text += std::string(" fences=") + (memory_operations_ ? "stream-value" : "event");
     return text + " decode=" + (options_.decode_on_gpu ? "gpu (nvCOMP)" : "cpu");
   }
@@ -412,6 +430,17 @@ class Queue::Impl {
   }
 
   static bool is_cufile(Route route) { return route == Route::cufile_copy || route == Route::cufile_decode; }
+
+  // A pinned copy needs no staging; a pinned decode still takes a region for its scratch twin.
+  static bool needs_region(Route route, bool pinned) { return uses_staging(route) && !(pinned && route == Route::device_copy); }
+
+  // Where a request's stored bytes are once read (or, pinned, where they always were).
+  const std::byte* stored_bytes(const Entry& entry) const {
+    const Request& r = entry.request;
+    if (entry.pinned) return pinned_files_[r.file]->data() + r.offset;
+    if (entry.route == Route::direct) return reinterpret_cast<const std::byte*>(r.destination.address);
+    return entry.region->data;
+  }
 
   struct CufileRead {
     FileId file;
@@ -543,7 +572,7 @@ class Queue::Impl {
       std::vector<std::vector<io::ReadRequest>> reads(files_.size());
       std::vector<std::vector<RequestId>> read_ids(files_.size());
       std::vector<CufileRead> cufile_reads;
-      std::vector<RequestId> cufile_ids;
+      std::vector<RequestId> cufile_ids, pinned_ids;
       while (!pending_.empty() && flight.ids.size() < options_.max_batch) {
         const RequestId id = pending_.top();
         Entry& entry = entries_[id];
@@ -553,7 +582,9 @@ class Queue::Impl {
           continue;
         }
         void* target = nullptr;
-        if (!uses_staging(entry.route)) {
+        if (entry.pinned && !needs_region(entry.route, true)) {
+          // nothing to reserve: the DMA reads the file's pages
+        } else if (!uses_staging(entry.route)) {
           if (direct_bytes_ + entry.request.stored_size > options_.max_direct_bytes && direct_bytes_ > 0) {
             if (!flight.ids.empty()) break;  // send what we have; the finisher frees room
             flights_changed_.wait(lock, [&] { return stopping_ || direct_bytes_ == 0; });
@@ -578,7 +609,9 @@ class Queue::Impl {
         entry.status.state = RequestState::reading;
         entry.dispatched_at = Clock::now();
         entry.status.queue_wait_s = seconds_between(entry.submitted_at, entry.dispatched_at);
-        if (is_cufile(entry.route)) {
+        if (entry.pinned) {
+          pinned_ids.push_back(id);
+        } else if (is_cufile(entry.route)) {
           const gpu::CUdeviceptr device_target = entry.route == Route::cufile_copy
                                                      ? static_cast<gpu::CUdeviceptr>(entry.request.destination.address)
                                                      : device_scratch_->pointer() + entry.region->offset;
@@ -602,6 +635,8 @@ class Queue::Impl {
       for (auto& [file, requests] : batches)
         flight.ids.insert(flight.ids.end(), read_ids[file].begin(), read_ids[file].end());
       flight.ids.insert(flight.ids.end(), cufile_ids.begin(), cufile_ids.end());
+      flight.ids.insert(flight.ids.end(), pinned_ids.begin(), pinned_ids.end());
+      flight.pinned = pinned_ids.size();
       lock.unlock();
       for (auto& [file, requests] : batches) flight.batches.push_back(files_[file]->submit(std::move(requests)));
       if (!cufile_reads.empty()) flight.batches.push_back(submit_cufile(std::move(cufile_reads)));
@@ -632,6 +667,16 @@ class Queue::Impl {
     for (auto& batch : flight.batches) {
       const auto& statuses = batch->statuses();  // waits: no read into our memory outlives this
       reads.insert(reads.end(), statuses.begin(), statuses.end());
+    }
+    {
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = flight.ids.size() - flight.pinned; i < flight.ids.size(); ++i) {
+        const Request& r = entries_[flight.ids[i]].request;
+        io::ReadStatus status;
+        const std::uint64_t size = pinned_files_[r.file]->size_bytes();
+        status.bytes_read = r.offset < size ? std::min(r.stored_size, size - r.offset) : 0;  // a short "read" fails below
+        reads.push_back(std::move(status));
+      }
     }
     const auto read_at = Clock::now();
     std::vector<RequestId> host_work, device_work;
@@ -676,10 +721,9 @@ class Queue::Impl {
       const Entry& entry = entries_[ids[i]];
       const Request& r = entry.request;
       if (is_cufile(entry.route)) return;  // the stored bytes are on the GPU: nvCOMP checks them
-      const std::byte* stored = entry.route == Route::direct ? reinterpret_cast<const std::byte*>(r.destination.address)
-                                                             : entry.region->data;
+      const std::byte* stored = stored_bytes(entry);
       try {
-        if (r.checksum) {
+        if (r.checksum && options_.verify_checksums) {
           const std::uint64_t sum = format::xxh3_64({stored, r.stored_size});
           HEADRACE_EXPECT(sum == *r.checksum, ChecksumMismatchError,
                           r.label + ": expected checksum " + std::to_string(*r.checksum) + ", found " + std::to_string(sum));
@@ -733,14 +777,14 @@ class Queue::Impl {
         const auto destination = static_cast<gpu::CUdeviceptr>(r.destination.address);
         try {
           if (entry.route == Route::device_copy) {
-            gpu::check(driver->cuMemcpyHtoDAsync(destination, entry.region->data, r.raw_size, stream), "cuMemcpyHtoDAsync");
+            gpu::check(driver->cuMemcpyHtoDAsync(destination, stored_bytes(entry), r.raw_size, stream), "cuMemcpyHtoDAsync");
           } else if (entry.route == Route::device_cpu_decode) {
             gpu::check(driver->cuMemcpyHtoDAsync(destination, entry.region->data + align_up(r.stored_size), r.raw_size, stream),
                        "cuMemcpyHtoDAsync");
           } else {
             const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.region->offset;
             if (entry.route == Route::device_decode)
-              gpu::check(driver->cuMemcpyHtoDAsync(scratch, entry.region->data, r.stored_size, stream), "cuMemcpyHtoDAsync");
+              gpu::check(driver->cuMemcpyHtoDAsync(scratch, stored_bytes(entry), r.stored_size, stream), "cuMemcpyHtoDAsync");
             DecodeGroup& group = groups[r.codec];
             group.indices.push_back(completion->ids.size());
             group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
@@ -894,6 +938,7 @@ class Queue::Impl {
   bool finisher_done_ = false;
   std::vector<std::unique_ptr<io::Backend>> files_;
   std::vector<std::unique_ptr<gpu::CufileReader>> cufile_readers_;  // per file, when options_.cufile
+  std::vector<std::unique_ptr<gpu::PinnedFile>> pinned_files_;       // per file, when options_.pin_files
   std::optional<detail::ThreadPool> cufile_pool_;
   std::deque<Entry> entries_;
   std::vector<RequestId> unsubmitted_;

@@ -30,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     volume.add_argument("output", metavar="OUT.hrc")
     volume.add_argument("--dims", type=int, nargs=3, required=True, metavar=("X", "Y", "Z"), help="grid points")
     volume.add_argument("--frames", type=int, required=True, metavar="F", help="time steps")
+    volume.add_argument("--cutoff", type=float, default=0.0, metavar="C",
+                        help="write values below C as 0: empty space, which compresses (default: 0, off)")
 
     flow = kinds.add_parser("flow", help="ABC velocity field stored in blocks (seed 002)")
     flow.add_argument("output", metavar="OUT.hrc")
@@ -53,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         generate, sizes = generate_particles, dict(particles=args.particles, frames=args.frames)
         total = args.particles * 32 * args.frames
     elif args.kind == "volume":
-        generate, sizes = generate_volume, dict(dims=args.dims, frames=args.frames)
+        generate, sizes = generate_volume, dict(dims=args.dims, frames=args.frames, cutoff=args.cutoff)
         total = args.dims[0] * args.dims[1] * args.dims[2] * 4 * args.frames
     else:
         generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames)

@@ -6,6 +6,9 @@
 Point (i, j, k) sits at ``(i, j, k) * spacing`` with ``spacing = 1 / (dims - 1)``; frame ``f`` is time
 ``f``. Values are float32, one component, field ``scalar``, stored x fastest, then y, then z
 (``layout = "linear"``), a slab of z planes at a time.
+
+With ``cutoff > 0`` every value below it is written as 0: empty space, as in sparse simulation output
+(a density far from its structures), which makes the field compress; ``cutoff = 0`` keeps the tails.
 """
 
 from __future__ import annotations
@@ -68,15 +71,16 @@ def scalar_field(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float, *, se
 
 
 class _VolumeSource:
-    def __init__(self, dims: tuple[int, int, int], frames: int, seed: int) -> None:
+    def __init__(self, dims: tuple[int, int, int], frames: int, seed: int, cutoff: float) -> None:
         self.path = Path("<generate volume>")
-        self.dims, self.frame_count, self.seed = dims, frames, seed
+        self.dims, self.frame_count, self.seed, self.cutoff = dims, frames, seed, cutoff
         self.spacing = tuple(1.0 / (d - 1) for d in dims)
         self.fields = [FieldInfo("scalar", np.dtype("float32"), 1)]
         self.attributes: dict[str, AttributeValue] = {
             "source_format": "generated",
             "generator": "volume",
             "seed": seed,
+            "cutoff": cutoff,
             "grid_dims": list(dims),
             "grid_origin": [0.0, 0.0, 0.0],
             "grid_spacing": list(self.spacing),
@@ -105,6 +109,8 @@ class _VolumeSource:
             slab = np.zeros((z1 - z0, ny, nx))
             for k in range(BLOBS):
                 slab += factors[k][2][z0:z1, None, None] * planes[k][None, :, :]
+            if self.cutoff > 0:
+                slab[slab < self.cutoff] = 0.0
             values = slab.astype(np.float32).reshape(-1, 1)
             yield Piece("scalar", values, values.nbytes)
 
@@ -115,12 +121,14 @@ def generate_volume(
     dims: Sequence[int],
     frames: int,
     seed: int = 0,
+    cutoff: float = 0.0,
     chunk_size_bytes: int | None = None,
     codec: str = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Path:
-    """Write the moving-blobs field on an X x Y x Z grid (``dims``) for ``frames`` frames; return the path."""
+    """Write the moving-blobs field on an X x Y x Z grid (``dims``) for ``frames`` frames; return the path.
+    Values below ``cutoff`` are written as 0 (see the module docstring)."""
     from headrace import errors
 
     dims = tuple(int(d) for d in dims)
@@ -128,7 +136,9 @@ def generate_volume(
         raise errors.UsageError(f"--dims needs three sizes of at least 2 (a nodal grid), got {list(dims)}")
     if frames < 1:
         raise errors.UsageError(f"--frames must be at least 1, got {frames}")
+    if not cutoff >= 0:
+        raise errors.UsageError(f"--cutoff must be 0 or more, got {cutoff}")
     return write_source(
-        _VolumeSource(dims, frames, seed), path, chunk_size_bytes=chunk_size_bytes,  # type: ignore[arg-type]
+        _VolumeSource(dims, frames, seed, float(cutoff)), path, chunk_size_bytes=chunk_size_bytes,  # type: ignore[arg-type]
         codec=codec, codec_level=codec_level, progress=progress,
     )

@@ -31,14 +31,7 @@ QueueOptions small_options(io::BackendKind backend = io::BackendKind::posix) {
 
 Request chunk_request(FileId file, const format::ChunkInfo& chunk, std::byte* destination, int priority = 0,
                       std::uint64_t tag = 0) {
-  Request r;
-  r.file = file;
-  r.offset = chunk.offset;
-  r.stored_size = chunk.stored_size;
-  r.raw_size = chunk.raw_size;
-  r.codec = chunk.codec;
-  r.checksum = chunk.checksum;
-  r.destination = {MemoryKind::host, reinterpret_cast<std::uintptr_t>(destination), chunk.raw_size};
+  Request r = queue::chunk_request(file, chunk, {MemoryKind::host, reinterpret_cast<std::uintptr_t>(destination), chunk.raw_size});
   r.priority = priority;
   r.tag = tag;
   r.label = "chunk " + std::to_string(chunk.first_element);
@@ -94,11 +87,7 @@ struct RawFile {
 
 Request range(FileId file, std::uint64_t offset, std::uint64_t size, std::byte* destination, int priority = 0,
               std::uint64_t tag = 0) {
-  Request r;
-  r.file = file;
-  r.offset = offset;
-  r.stored_size = r.raw_size = size;
-  r.destination = {MemoryKind::host, reinterpret_cast<std::uintptr_t>(destination), size};
+  Request r = range_request(file, offset, size, MemoryKind::host, reinterpret_cast<std::uintptr_t>(destination));
   r.priority = priority;
   r.tag = tag;
   return r;
@@ -229,6 +218,17 @@ TEST(Queue, RejectsRequestsItCannotServe) {
   auto wrong_size = range(file, 0, 4096, out.data());
   wrong_size.destination.size_bytes = 100;
   EXPECT_THROW(queue.enqueue(wrong_size), UsageError);
+}
+
+TEST(Queue, GpuOnlyOptionsOnAHostQueueAreRefusedByName) {
+  auto options = small_options();
+  options.pin_files = true;
+  try {
+    Queue queue(options);
+    FAIL() << "pin_files accepted without a GPU";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("pin_files"), std::string::npos) << error.what();
+  }
 }
 
 TEST(Queue, SmallStagingMakesSubmissionsWaitAndStillDeliversEverything) {

@@ -1,4 +1,4 @@
-// A read-only private mapping of part of a file: move-only, unmapped exactly once.
+// A read-only mapping of part of a file: move-only, unmapped exactly once.
 #pragma once
 
 #include <cstddef>
@@ -17,11 +17,19 @@ class MemoryMapping {
   MemoryMapping(const MemoryMapping&) = delete;
   MemoryMapping& operator=(const MemoryMapping&) = delete;
 
-  // Maps the bytes [file_offset, file_offset + size_bytes) with PROT_READ and MAP_PRIVATE.
+  enum class Sharing {
+    private_pages,  // MAP_PRIVATE
+    // MAP_SHARED of a descriptor opened read-only: the mapping can never be written, so a long-term
+    // pin (cuMemHostRegister) takes the page-cache pages themselves, where MAP_PRIVATE would make the
+    // kernel copy every page first (it breaks copy-on-write early for such pins).
+    shared_pages,
+  };
+
+  // Maps the bytes [file_offset, file_offset + size_bytes) with PROT_READ.
   // mmap(2) wants a page-aligned offset, so the covering page range is mapped and data() points at
   // file_offset inside it. Throws SystemError naming mmap() and what (the path and offset).
   [[nodiscard]] static MemoryMapping map_read(int fd, std::uint64_t file_offset, std::size_t size_bytes,
-                                              const std::string& what);
+                                              const std::string& what, Sharing sharing = Sharing::private_pages);
 
   // The byte at the file_offset given to map_read.
   [[nodiscard]] const std::byte* data() const noexcept { return data_; }

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "headrace/format/codec_id.hpp"
+#include "headrace/format/container.hpp"
 
 namespace headrace::queue {
 
@@ -34,6 +35,30 @@ struct Request {
   std::uint64_t tag = 0;  // cancel_tag() cancels every request with this tag
   std::string label;      // names it in errors: "data.hrc: offset 8192: frame 3 field 'particles' chunk 12"
 };
+
+// A request for one container chunk: offset, sizes, codec and checksum from the index.
+[[nodiscard]] inline Request chunk_request(FileId file, const format::ChunkInfo& chunk, Destination destination) {
+  Request r;
+  r.file = file;
+  r.offset = chunk.offset;
+  r.stored_size = chunk.stored_size;
+  r.raw_size = chunk.raw_size;
+  r.codec = chunk.codec;
+  r.checksum = chunk.checksum;
+  r.destination = destination;
+  return r;
+}
+
+// A request for size bytes at offset of a file, uncompressed.
+[[nodiscard]] inline Request range_request(FileId file, std::uint64_t offset, std::uint64_t size, MemoryKind kind,
+                                           std::uintptr_t address) {
+  Request r;
+  r.file = file;
+  r.offset = offset;
+  r.stored_size = r.raw_size = size;
+  r.destination = {kind, address, size};
+  return r;
+}
 
 enum class RequestState : std::uint8_t {
   enqueued,   // not yet submitted

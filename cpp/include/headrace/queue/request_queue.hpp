@@ -37,6 +37,12 @@ struct QueueOptions {
   // Device destinations are read by cuFile straight into GPU memory (GDS, or its compatibility mode),
   // by io.threads workers; host destinations still use `backend`.
   bool cufile = false;
+  // Device destinations are copied by DMA straight from each file's page-cache pages, mapped and
+  // page-locked when the file is added (gpu/pinned_file.hpp): no read, no CPU copy into staging.
+  // Adding a file then reads it whole and keeps it in RAM: for hot data sets read again and again.
+  bool pin_files = false;
+  // Checks each request's checksum, when it has one, before its bytes reach the destination.
+  bool verify_checksums = true;
 };
 
 struct QueueStats {
@@ -57,7 +63,8 @@ class Queue {
   Queue(const Queue&) = delete;
   Queue& operator=(const Queue&) = delete;
 
-  // Opens path with the queue's backend; throws UnavailableError or FileNotFoundError.
+  // Opens path with the queue's backend (and page-locks it with pin_files); throws UnavailableError,
+  // FileNotFoundError, or CudaError when the driver refuses to page-lock the file.
   FileId add_file(const std::string& path);
   // Throws UsageError for a request that cannot be served (bad file id, sizes, a device destination
   // without a GPU, a stored size larger than staging).

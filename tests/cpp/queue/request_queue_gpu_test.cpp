@@ -1,0 +1,258 @@
+// The queue with GPU destinations, against the CPU reference: every codec and route (nvCOMP, CPU
+// decode, pinned files), fences that consumer streams wait on, cancellation and teardown with work in
+// flight. Skipped without a GPU; the device script runs this file under compute-sanitizer too.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <tuple>
+
+#include "headrace/error.hpp"
+#include "headrace/format/container.hpp"
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+#include "headrace/queue/request_queue.hpp"
+#include "support/container_fixture.hpp"
+#include "support/random_bytes.hpp"
+#include "support/temp_directory.hpp"
+
+namespace headrace::queue {
+namespace {
+
+using format::CodecId;
+
+#define SKIP_WITHOUT_GPU()                                                              \
+  do {                                                                                  \
+    if (gpu::device_count() == 0)                                                       \
+      GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver()); \
+  } while (false)
+
+QueueOptions gpu_options(bool decode_on_gpu = true, bool pin_files = false) {
+  QueueOptions options;
+  options.backend = io::BackendKind::posix;
+  options.device = 0;
+  options.io.threads = 4;
+  options.io.task_size_bytes = 64 << 10;
+  options.staging_bytes = 1 << 20;
+  options.max_batch = 8;
+  options.decode_on_gpu = decode_on_gpu;
+  options.pin_files = pin_files;
+  return options;
+}
+
+Request device_chunk(FileId file, const format::ChunkInfo& chunk, gpu::CUdeviceptr destination) {
+  Request r = queue::chunk_request(file, chunk, {MemoryKind::device, static_cast<std::uintptr_t>(destination), chunk.raw_size});
+  r.label = "chunk " + std::to_string(chunk.first_element);
+  return r;
+}
+
+// size bytes at offset of the file, uncompressed, into device memory at destination.
+Request device_range(FileId file, std::uint64_t offset, std::uint64_t size, gpu::CUdeviceptr destination, std::uint64_t tag = 0) {
+  Request r = range_request(file, offset, size, MemoryKind::device, static_cast<std::uintptr_t>(destination));
+  r.tag = tag;
+  return r;
+}
+
+std::vector<std::byte> to_host(const gpu::DeviceBuffer& buffer) {
+  std::vector<std::byte> bytes(buffer.size_bytes());
+  gpu::copy_to_host(bytes.data(), buffer.pointer(), bytes.size());
+  return bytes;
+}
+
+void fill(const gpu::DeviceBuffer& buffer, unsigned char value) {
+  gpu::check(gpu::driver()->cuMemsetD8Async(buffer.pointer(), value, buffer.size_bytes(), nullptr), "cuMemsetD8Async");
+  gpu::check(gpu::driver()->cuStreamSynchronize(nullptr), "cuStreamSynchronize");
+}
+
+// A one-field particle container of count elements per frame, written in 64 KiB chunks.
+struct Particles {
+  testing::TempDirectory dir;
+  std::string path = dir.file("data.hrc");
+  format::Container container;
+  Particles(std::uint32_t frames, std::uint64_t count, CodecId codec)
+      : container((testing::write_particles(path, frames, count, codec, 64 << 10), format::Container::open(path))) {}
+};
+
+// (codec, decode on the GPU, pinned file)
+class QueueGpuTest : public ::testing::TestWithParam<std::tuple<CodecId, bool, bool>> {};
+
+TEST_P(QueueGpuTest, DeliversEveryChunkIntoDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  const auto [codec, decode_on_gpu, pinned] = GetParam();
+  const Particles data(2, 20000, codec);
+  const auto& container = data.container;
+  const auto expected = testing::particle_values(20000, 1.0f);
+  gpu::Device device(0);
+  Queue queue(gpu_options(decode_on_gpu, pinned));
+  const FileId file = queue.add_file(data.path);
+  gpu::DeviceBuffer out(expected.size() * sizeof(float));
+  fill(out, 0xEE);
+  std::vector<RequestId> ids;
+  for (const auto& chunk : container.chunks_of(1, 0))
+    ids.push_back(queue.enqueue(device_chunk(file, chunk, out.pointer() + chunk.first_element * 32)));
+  const FenceId fence = queue.enqueue_signal();
+  queue.submit();
+  queue.wait(fence);
+  for (RequestId id : ids) EXPECT_EQ(queue.status(id).state, RequestState::done) << queue.status(id).message;
+  const auto got = to_host(out);
+  EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0) << queue.describe();
+  EXPECT_EQ(queue.stats().raw_bytes, got.size());
+  if (pinned) EXPECT_NE(queue.describe().find("pinned-files"), std::string::npos) << queue.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    CodecsAndRoutes, QueueGpuTest,
+    ::testing::Combine(::testing::Values(CodecId::none, CodecId::lz4, CodecId::zstd), ::testing::Bool(), ::testing::Bool()),
+    [](const auto& info) {
+      return std::string(format::to_string(std::get<0>(info.param))) + (std::get<1>(info.param) ? "_gpu" : "_cpu") +
+             "_decode" + (std::get<2>(info.param) ? "_pinned" : "_read");
+    });
+
+// Fire and forget (seed 000, algorithm 2): the consumer stream is told to wait before the data is
+// even submitted; its copy of the destination must still see the data.
+TEST(QueueGpu, ConsumerStreamWaitsOnAFenceEnqueuedBeforeSubmit) {
+  SKIP_WITHOUT_GPU();
+  testing::TempDirectory dir;
+  const auto bytes = testing::pseudo_random_bytes(1 << 20, 5);
+  const auto path = dir.write("raw.bin", bytes);
+  gpu::Device device(0);
+  for (const bool pinned : {false, true}) {
+    Queue queue(gpu_options(false, pinned));
+    const FileId file = queue.add_file(path);
+    gpu::DeviceBuffer out(bytes.size());
+    fill(out, 0);
+    for (std::uint64_t offset = 0; offset < bytes.size(); offset += 64 << 10)
+      queue.enqueue(device_range(file, offset, 64 << 10, out.pointer() + offset));
+    const FenceId fence = queue.enqueue_signal();
+    gpu::Stream consumer;
+    gpu::PinnedBuffer host(bytes.size());
+    queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(consumer.handle()));
+    gpu::check(gpu::driver()->cuMemcpyDtoHAsync(host.data(), out.pointer(), bytes.size(), consumer.handle()), "cuMemcpyDtoHAsync");
+    queue.submit();
+    consumer.synchronize();
+    EXPECT_TRUE(queue.is_signaled(fence));
+    EXPECT_EQ(std::memcmp(host.data(), bytes.data(), bytes.size()), 0) << queue.describe();
+  }
+}
+
+TEST(QueueGpu, GpuDecodingQueueAsksForSubmitBeforeAStreamWaitsThenWaitsOnTheEvent) {
+  SKIP_WITHOUT_GPU();
+  const Particles data(1, 20000, CodecId::lz4);
+  const auto& path = data.path;
+  const auto& container = data.container;
+  gpu::Device device(0);
+  Queue queue(gpu_options(true));
+  const FileId file = queue.add_file(path);
+  gpu::DeviceBuffer out(20000 * 32);
+  for (const auto& chunk : container.chunks_of(0, 0)) queue.enqueue(device_chunk(file, chunk, out.pointer() + chunk.first_element * 32));
+  const FenceId fence = queue.enqueue_signal();
+  gpu::Stream consumer;
+  EXPECT_THROW(queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(consumer.handle())), UsageError);
+  queue.submit();
+  queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(consumer.handle()));
+  gpu::PinnedBuffer host(out.size_bytes());
+  gpu::check(gpu::driver()->cuMemcpyDtoHAsync(host.data(), out.pointer(), out.size_bytes(), consumer.handle()), "cuMemcpyDtoHAsync");
+  consumer.synchronize();
+  const auto expected = testing::particle_values(20000, 0.0f);
+  EXPECT_EQ(std::memcmp(host.data(), expected.data(), out.size_bytes()), 0);
+}
+
+TEST(QueueGpu, CancelledRequestsNeverWriteAndNeighboursStayIntact) {
+  SKIP_WITHOUT_GPU();
+  testing::TempDirectory dir;
+  const auto bytes = testing::pseudo_random_bytes(1 << 20, 9);
+  const auto path = dir.write("raw.bin", bytes);
+  gpu::Device device(0);
+  Queue queue(gpu_options());
+  const FileId file = queue.add_file(path);
+  constexpr std::uint64_t piece = 16 << 10;
+  gpu::DeviceBuffer out(bytes.size());
+  fill(out, 0xAB);
+  std::vector<RequestId> ids;
+  for (std::uint64_t offset = 0; offset < bytes.size(); offset += piece)
+    ids.push_back(queue.enqueue(device_range(file, offset, piece, out.pointer() + offset, (offset / piece) % 2)));  // odd: tag 1
+  EXPECT_EQ(queue.cancel_tag(1), ids.size() / 2);
+  queue.submit();
+  queue.drain();
+  const auto got = to_host(out);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::byte* slot = got.data() + i * piece;
+    if (i % 2 == 0) {
+      EXPECT_EQ(queue.status(ids[i]).state, RequestState::done) << i;
+      EXPECT_EQ(std::memcmp(slot, bytes.data() + i * piece, piece), 0) << i;
+    } else {
+      EXPECT_EQ(queue.status(ids[i]).state, RequestState::cancelled) << i;
+      EXPECT_TRUE(std::all_of(slot, slot + piece, [](std::byte b) { return b == std::byte{0xAB}; })) << i;
+    }
+  }
+}
+
+TEST(QueueGpu, CorruptChunkFailsByItsLabelOnTheGpuDecoder) {
+  SKIP_WITHOUT_GPU();
+  const Particles data(1, 20000, CodecId::zstd);
+  const auto& path = data.path;
+  const auto chunks = data.container.chunks_of(0, 0);
+  ASSERT_GE(chunks.size(), 3u);
+  gpu::Device device(0);
+  Queue queue(gpu_options(true));
+  const FileId file = queue.add_file(path);
+  gpu::DeviceBuffer out(20000 * 32);
+  std::vector<RequestId> ids;
+  for (const auto& chunk : chunks) {
+    Request r = device_chunk(file, chunk, out.pointer() + chunk.first_element * 32);
+    r.checksum.reset();  // let the corrupt bytes reach nvCOMP
+    if (&chunk == &chunks[1]) r.stored_size /= 2;  // a truncated zstd frame
+    ids.push_back(queue.enqueue(r));
+  }
+  queue.submit();
+  queue.drain();
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto status = queue.status(ids[i]);
+    if (i == 1) {
+      EXPECT_EQ(status.state, RequestState::failed);
+      EXPECT_NE(status.message.find("chunk " + std::to_string(chunks[1].first_element)), std::string::npos) << status.message;
+    } else {
+      EXPECT_EQ(status.state, RequestState::done) << i << ": " << status.message;
+    }
+  }
+}
+
+// Under compute-sanitizer (bench/engine_on_device.sh): no copy or kernel touches the destination or
+// staging after the queue is gone and the destination freed.
+TEST(QueueGpu, DestroyingAQueueWithDeviceWorkInFlightIsSafe) {
+  SKIP_WITHOUT_GPU();
+  const Particles data(1, 200000, CodecId::lz4);
+  const auto& path = data.path;
+  const auto& container = data.container;
+  gpu::Device device(0);
+  for (const bool decode_on_gpu : {true, false}) {
+    gpu::DeviceBuffer out(200000 * 32);
+    {
+      Queue queue(gpu_options(decode_on_gpu));
+      const FileId file = queue.add_file(path);
+      for (const auto& chunk : container.chunks_of(0, 0))
+        queue.enqueue(device_chunk(file, chunk, out.pointer() + chunk.first_element * 32));
+      queue.submit();
+    }  // cancels what is not dispatched, waits for reads, copies and kernels in flight
+  }    // then the destination is freed
+  SUCCEED();
+}
+
+TEST(QueueGpu, PinnedFileRequestBeyondTheEndFailsAsAShortRead) {
+  SKIP_WITHOUT_GPU();
+  testing::TempDirectory dir;
+  const auto bytes = testing::pseudo_random_bytes(64 << 10, 3);
+  const auto path = dir.write("raw.bin", bytes);
+  gpu::Device device(0);
+  Queue queue(gpu_options(false, true));
+  const FileId file = queue.add_file(path);
+  gpu::DeviceBuffer out(64 << 10);
+  const RequestId id = queue.enqueue(device_range(file, 32 << 10, 64 << 10, out.pointer()));
+  queue.submit();
+  queue.drain();
+  EXPECT_EQ(queue.status(id).state, RequestState::failed);
+  EXPECT_NE(queue.status(id).message.find("expected 65536 bytes, read 32768"), std::string::npos) << queue.status(id).message;
+}
+
+}  // namespace
+}  // namespace headrace::queue
