@@ -44,7 +44,7 @@ void bind_queue(nb::module_& m) {
                           std::uint64_t max_direct_bytes, bool decode_on_gpu, unsigned decode_threads,
                           std::optional<unsigned> threads, std::optional<unsigned> queue_depth,
                           std::optional<std::uint64_t> task_size_bytes, std::optional<bool> o_direct, bool cufile,
-                          bool pin_files, bool verify_checksums) {
+                          bool pin_files, bool verify_checksums, bool stream_value_fences) {
              queue::QueueOptions options;
              options.backend = io::parse_backend_kind(backend);
              options.device = device;
@@ -56,6 +56,7 @@ void bind_queue(nb::module_& m) {
              options.cufile = cufile;
              options.pin_files = pin_files;
              options.verify_checksums = verify_checksums;
+             options.stream_value_fences = stream_value_fences;
              assign_if_given(options.io.threads, threads);
              assign_if_given(options.io.queue_depth, queue_depth);
              assign_if_given(options.io.task_size_bytes, task_size_bytes);
@@ -66,7 +67,8 @@ void bind_queue(nb::module_& m) {
            }, "backend"_a = "uring", "device"_a = -1, "staging_bytes"_a = std::uint64_t{256} << 20, "max_batch"_a = 64u,
            "max_direct_bytes"_a = std::uint64_t{256} << 20, "decode_on_gpu"_a = true, "decode_threads"_a = 0u,
            "threads"_a = nb::none(), "queue_depth"_a = nb::none(), "task_size_bytes"_a = nb::none(), "o_direct"_a = nb::none(),
-           "cufile"_a = false, "pin_files"_a = false, "verify_checksums"_a = true)
+           "cufile"_a = false, "pin_files"_a = false, "verify_checksums"_a = true,
+           "stream_value_fences"_a = false)
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,
                          std::uintptr_t destination, const std::string& kind, const std::string& codec,

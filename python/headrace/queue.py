@@ -9,7 +9,7 @@ request's status::
     ids = q.enqueue_chunks(f, ds, frame=0, field="particles", destination=gpu_array)
     fence = q.enqueue_signal()
     q.submit()
-    fence.wait_on_stream(consumer_stream)   # fire and forget: the GPU waits, the host does not
+    fence.wait_on_stream(consumer_stream)   # the consumer stream waits for the bytes
 """
 
 from __future__ import annotations
@@ -81,7 +81,8 @@ class Fence:
         return self._queue._native.fence_event(self.id)
 
     def wait_on_stream(self, stream: int) -> None:
-        """Makes a CUDA stream wait for the fence, without blocking the host, even before it is reached."""
+        """Makes a CUDA stream wait for the fence. Blocks the host until the fence's GPU work is issued
+        (after :meth:`Queue.submit`); with ``stream_value_fences`` it returns at once, even before submit."""
         self._queue._native.wait_on_stream(self.id, int(stream))
 
 
@@ -95,7 +96,10 @@ class Queue:
     Knobs beyond the backend's own (``threads``, ``queue_depth``, ``task_size_bytes``, ``o_direct``):
     ``pin_files=True`` page-locks each added file's mapping so GPU destinations are copied by DMA from
     the page cache with no read and no CPU copy (the hot path; adding a file then reads it whole and
-    keeps it in RAM), and ``verify_checksums=False`` skips the per-chunk checksum check.
+    keeps it in RAM), ``verify_checksums=False`` skips the per-chunk checksum check (except for chunks
+    nvCOMP decodes: it trusts its input), and ``stream_value_fences=True`` lets
+    :meth:`Fence.wait_on_stream` return at once, even before :meth:`submit` (with ``decode_on="cpu"``
+    only; see docs/engine.md for the rule it imposes on the rest of the process).
     """
 
     def __init__(self, *, backend: str = "uring", device: int | None = None, staging_bytes: int = 256 << 20,

@@ -92,19 +92,43 @@ def test_chunks_land_in_gpu_memory(codec_files, codec, decode_on, pin_files):
             q.enqueue_chunks(f, ds, t, "particles", out[t])
         fence = q.enqueue_signal()
         stream = cupy.cuda.Stream(non_blocking=True)
-        if codec == "none" or decode_on == "cpu":
-            fence.wait_on_stream(stream.ptr)  # before submit: the GPU waits, the host does not
-            q.submit()
-        else:
-            with pytest.raises(errors.UsageError, match="submit first"):
-                fence.wait_on_stream(stream.ptr)  # GPU decoding: the event path, after submit
-            q.submit()
-            fence.wait_on_stream(stream.ptr)
+        with pytest.raises(errors.UsageError, match="submit first"):
+            fence.wait_on_stream(stream.ptr)  # event fences: recorded only once submitted
+        q.submit()
+        fence.wait_on_stream(stream.ptr)
         with stream:
             sums = [float(o.sum()) for o in out]  # queued behind the fence on the consumer stream
         for t, expected in enumerate(frames):
             np.testing.assert_array_equal(cupy.asnumpy(out[t]), expected)  # the CPU reference
             assert sums[t] == pytest.approx(float(expected.astype(np.float64).sum()), rel=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_value_fences_let_a_stream_wait_before_submit(codec_files, codec):
+    import cupy
+
+    paths, frames = codec_files
+    ds = headrace.open(paths[codec])
+    out = [cupy.full((30000, 8), -1, cupy.float32) for _ in frames]
+    for o in out:
+        o.sum()  # the reduction kernel loaded now: no module load while a stream waits on a fence
+    with pytest.raises(errors.UsageError, match="stream_value_fences needs decode_on_gpu = false"):
+        headrace.Queue(backend="posix", device=0, stream_value_fences=True)
+    with headrace.Queue(backend="posix", device=0, decode_on="cpu", stream_value_fences=True) as q:
+        f = q.add_file(paths[codec])
+        for t in range(len(frames)):
+            q.enqueue_chunks(f, ds, t, "particles", out[t])
+        fence = q.enqueue_signal()
+        stream = cupy.cuda.Stream(non_blocking=True)
+        fence.wait_on_stream(stream.ptr)  # fire and forget: before submit, the host does not wait
+        with stream:
+            sums = [o.sum() for o in out]  # queued behind the fence on the consumer stream
+        q.submit()
+        stream.synchronize()
+        assert "fences=stream-value" in q.describe()
+        for t, expected in enumerate(frames):
+            assert float(sums[t]) == pytest.approx(float(expected.astype(np.float64).sum()), rel=1e-4)
 
 
 @pytest.mark.gpu

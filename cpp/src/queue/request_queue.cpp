@@ -61,8 +61,8 @@ enum class Route : std::uint8_t {
   device_copy,    // staging -> H2D -> device destination
   device_decode,  // staging -> H2D into device scratch -> nvCOMP -> device destination
   device_cpu_decode,  // staging -> CPU decode into staging -> H2D -> device destination
-  cufile_copy,    // cuFile reads straight into the device destination
-  cufile_decode,  // cuFile reads into device scratch -> nvCOMP -> device destination
+  cufile_copy,    // cuFile reads straight into the device destination (compressed chunks take
+                  // device_decode: their checksums must be checked on the host before nvCOMP)
 };
 
 struct Entry {
@@ -113,7 +113,10 @@ class Queue::Impl {
       stream_->synchronize();
       // CUDA 12+ drivers serve the v2 stream memory operations on every GPU (the v1 attribute that
       // used to say so is deprecated and reads 0); a refusal at run time falls back to events.
-      memory_operations_ = true;
+      HEADRACE_EXPECT(!options_.stream_value_fences || !options_.decode_on_gpu, UsageError,
+                      "stream_value_fences needs decode_on_gpu = false: nvCOMP may load kernels while a consumer "
+                      "stream waits on a fence, which deadlocks");
+      memory_operations_ = options_.stream_value_fences;
       device_scratch_.emplace(align_up(options_.staging_bytes));
     }
     if (options_.cufile) {
@@ -246,7 +249,10 @@ class Queue::Impl {
     Entry entry;
     entry.route = route_of(request);
     entry.pinned = pinned_files_[request.file] != nullptr && request.destination.kind == MemoryKind::device;
-    if (entry.route == Route::device_decode || entry.route == Route::cufile_decode) {
+    if (entry.route == Route::device_decode) {
+      HEADRACE_EXPECT(request.checksum.has_value(), UsageError,
+                      name + ": GPU decoding needs the chunk's checksum, checked on the host first (nvCOMP trusts its "
+                             "input: a corrupt frame can fault the GPU); give a checksum or decode_on='cpu'");
       const auto missing = gpu_decode_unavailable_.find(request.codec);
       HEADRACE_EXPECT(missing == gpu_decode_unavailable_.end(), UnavailableError,
                       name + ": no GPU decoder for " + format::to_string(request.codec) + ": " +
@@ -344,10 +350,7 @@ class Queue::Impl {
     HEADRACE_EXPECT(device_.has_value(), UsageError, "waiting on a stream needs a queue made for a GPU");
     const auto consumer = reinterpret_cast<gpu::CUstream>(stream);
     use_context();
-    // With GPU decoding, a consumer stream blocked on the fence value before the queue has launched
-    // its nvCOMP kernels hung the H100 (tests/python/test_queue.py, open in issue 4's notes): such a
-    // queue waits for the fence's event instead, which is recorded once those kernels are launched.
-    if (memory_operations_ && !gpu_decoding()) {
+    if (memory_operations_) {
       {
         std::lock_guard lock(mutex_);
         fence_at(fence);
@@ -365,8 +368,7 @@ class Queue::Impl {
         return id < f.limit && entries_[id].status.state == RequestState::enqueued;
       });
       HEADRACE_EXPECT(f.recorded || !unsubmitted, UsageError,
-                      "wait_on_stream before submit() needs a queue that decodes on the CPU (or reads uncompressed "
-                      "data) on a GPU with stream memory operations: submit first");
+                      "wait_on_stream before submit() needs a queue made with stream_value_fences: submit first");
     }
     gpu::check(gpu::driver()->cuStreamWaitEvent(consumer, reinterpret_cast<gpu::CUevent>(fence_event(fence)), 0),
                "cuStreamWaitEvent");
@@ -415,13 +417,13 @@ class Queue::Impl {
   Route route_of(const Request& r) const {
     const bool compressed = r.codec != CodecId::none;
     if (r.destination.kind == MemoryKind::host) return compressed ? Route::host_decode : Route::direct;
-    if (options_.cufile) return compressed ? Route::cufile_decode : Route::cufile_copy;
+    if (options_.cufile && !compressed) return Route::cufile_copy;
     if (!compressed) return Route::device_copy;
     return options_.decode_on_gpu ? Route::device_decode : Route::device_cpu_decode;
   }
 
   // Direct and cuFile copies read straight into their destination; the rest go through a region of the
-  // ring (cuFile decoding uses the region's twin in device scratch).
+  // ring (GPU decoding also uses the region's twin in device scratch).
   static bool uses_staging(Route route) { return route != Route::direct && route != Route::cufile_copy; }
 
   static std::uint64_t region_bytes(const Request& r, Route route) {
@@ -429,7 +431,7 @@ class Queue::Impl {
     return align_up(r.stored_size) + (route == Route::device_cpu_decode ? r.raw_size : 0);
   }
 
-  static bool is_cufile(Route route) { return route == Route::cufile_copy || route == Route::cufile_decode; }
+  static bool is_cufile(Route route) { return route == Route::cufile_copy; }
 
   // A pinned copy needs no staging; a pinned decode still takes a region for its scratch twin.
   static bool needs_region(Route route, bool pinned) { return uses_staging(route) && !(pinned && route == Route::device_copy); }
@@ -612,10 +614,8 @@ class Queue::Impl {
         if (entry.pinned) {
           pinned_ids.push_back(id);
         } else if (is_cufile(entry.route)) {
-          const gpu::CUdeviceptr device_target = entry.route == Route::cufile_copy
-                                                     ? static_cast<gpu::CUdeviceptr>(entry.request.destination.address)
-                                                     : device_scratch_->pointer() + entry.region->offset;
-          cufile_reads.push_back({entry.request.file, entry.request.offset, entry.request.stored_size, device_target});
+          cufile_reads.push_back({entry.request.file, entry.request.offset, entry.request.stored_size,
+                                  static_cast<gpu::CUdeviceptr>(entry.request.destination.address)});
           cufile_ids.push_back(id);
         } else {
           reads[entry.request.file].push_back({entry.request.offset, entry.request.stored_size, target});
@@ -720,10 +720,10 @@ class Queue::Impl {
     detail::parallel_for(ids.size(), options_.decode_threads, [&](std::uint64_t i) {
       const Entry& entry = entries_[ids[i]];
       const Request& r = entry.request;
-      if (is_cufile(entry.route)) return;  // the stored bytes are on the GPU: nvCOMP checks them
+      if (is_cufile(entry.route)) return;  // uncompressed bytes cuFile put on the GPU: not checked
       const std::byte* stored = stored_bytes(entry);
       try {
-        if (r.checksum && options_.verify_checksums) {
+        if (r.checksum && (options_.verify_checksums || entry.route == Route::device_decode)) {
           const std::uint64_t sum = format::xxh3_64({stored, r.stored_size});
           HEADRACE_EXPECT(sum == *r.checksum, ChecksumMismatchError,
                           r.label + ": expected checksum " + std::to_string(*r.checksum) + ", found " + std::to_string(sum));
@@ -783,8 +783,7 @@ class Queue::Impl {
                        "cuMemcpyHtoDAsync");
           } else {
             const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.region->offset;
-            if (entry.route == Route::device_decode)
-              gpu::check(driver->cuMemcpyHtoDAsync(scratch, stored_bytes(entry), r.stored_size, stream), "cuMemcpyHtoDAsync");
+            gpu::check(driver->cuMemcpyHtoDAsync(scratch, stored_bytes(entry), r.stored_size, stream), "cuMemcpyHtoDAsync");
             DecodeGroup& group = groups[r.codec];
             group.indices.push_back(completion->ids.size());
             group.items.push_back({scratch, r.stored_size, destination, r.raw_size});

@@ -41,8 +41,18 @@ struct QueueOptions {
   // page-locked when the file is added (gpu/pinned_file.hpp): no read, no CPU copy into staging.
   // Adding a file then reads it whole and keeps it in RAM: for hot data sets read again and again.
   bool pin_files = false;
-  // Checks each request's checksum, when it has one, before its bytes reach the destination.
+  // Checks each request's checksum, when it has one, before its bytes reach the destination. Chunks
+  // that nvCOMP decodes are always checked: it trusts its input, and a corrupt frame can read wild
+  // addresses and kill the GPU context (compute-sanitizer shows it for a truncated zstd frame).
   bool verify_checksums = true;
+  // wait_on_stream before the fence is reached, even before submit: the consumer stream waits for a
+  // value the copy stream writes (cuStreamWaitValue32), "fire and forget" (seed 000, algorithm 2).
+  // The price: until the fence is reached, no thread of the process may make a CUDA call that waits
+  // for the device (a module load, as a first kernel launch may do, cuMemFree, a synchronous copy):
+  // it would hold the driver while the GPU waits for the queue, which needs the driver to go on.
+  // Off (the default), wait_on_stream waits on the host until the fence's event is recorded.
+  // Needs decode_on_gpu = false (nvCOMP loads and launches kernels on the queue's own threads).
+  bool stream_value_fences = false;
 };
 
 struct QueueStats {
@@ -80,8 +90,9 @@ class Queue {
   void wait(FenceId fence) const;
   // The fence's CUevent, waiting until it is recorded (every earlier request issued to the GPU).
   [[nodiscard]] std::uintptr_t fence_event(FenceId fence) const;
-  // Makes consumer stream wait for the fence without blocking the caller, even before the fence is
-  // reached (stream memory operations; where the GPU lacks them, waits for the event instead).
+  // Makes consumer stream wait for the fence. By default the caller waits until the fence's event is
+  // recorded (its requests submitted and their GPU work issued), then the stream waits on the event;
+  // with stream_value_fences it returns at once, even before submit (see QueueOptions).
   void wait_on_stream(FenceId fence, std::uintptr_t stream) const;
   // Waits until every submitted request has finished.
   void drain() const;
