@@ -176,8 +176,11 @@ def h2d_ceiling(repeats: int) -> Measurement:
                    parameters={"reader": "cupy", "backend": "pinned H2D", "knobs": "1 GiB"})
 
 
-def overlap_case(path: str, repeats: int) -> dict[str, float]:
-    """Frame time with a consumer kernel about as long as the frame's I/O, against each alone (hot cache)."""
+def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[str, Any]:
+    """Frame time with a consumer kernel about as long as the frame's I/O, against each alone (hot cache).
+
+    The frames play ``loop`` times so that the times are the steady state (seed 003's question), not
+    the first frame's read and the last frame's kernel, which no pipeline can overlap."""
     import cupy
 
     ds = headrace.open(path)
@@ -189,26 +192,31 @@ def overlap_case(path: str, repeats: int) -> dict[str, float]:
     resident = cupy.ones(frame_bytes // 4, dtype=cupy.float32)
     out = cupy.empty_like(resident)
 
+    frames = len(ds.frames) * loop
+
     def stream_frames(iterations: int) -> float:
+        """Seconds a frame in the steady state: from the first frame in hand to the last one consumed, over
+        the frame count (opening the stream and the first read are start-up: no pipeline hides them)."""
         consumer = cupy.cuda.Stream(non_blocking=True)
-        start = time.perf_counter()
-        with ds.stream([name], device=0, prefetch=3, backend="posix", threads=16) as s:
+        first = None
+        with ds.stream([name], device=0, prefetch=3, loop=loop, **knobs) as s:
             for frame in s:
                 with consumer:
                     x = cupy.from_dlpack(frame[name]).reshape(-1)
+                    first = first or time.perf_counter()
                     if iterations:
                         kernel(x, iterations, out)
                 frame.release(stream=consumer.ptr)
-        consumer.synchronize()
-        return (time.perf_counter() - start) / len(ds.frames)
+            consumer.synchronize()
+            return (time.perf_counter() - first) / frames
 
     def compute_alone(iterations: int) -> float:
         cupy.cuda.runtime.deviceSynchronize()
         start = time.perf_counter()
-        for _ in ds.frames:
+        for _ in range(frames):
             kernel(resident, iterations, out)
         cupy.cuda.runtime.deviceSynchronize()
-        return (time.perf_counter() - start) / len(ds.frames)
+        return (time.perf_counter() - start) / frames
 
     from headrace.bench.harness import warm_page_cache
 
@@ -220,8 +228,11 @@ def overlap_case(path: str, repeats: int) -> dict[str, float]:
         iterations *= 2
     compute = min(compute_alone(iterations) for _ in range(repeats))
     both = min(stream_frames(iterations) for _ in range(repeats))
-    return {"io_alone_s": io_alone, "compute_alone_s": compute, "both_s": both, "iterations": iterations,
-            "ratio": both / max(io_alone, compute)}
+    return {"knobs": " ".join(f"{k}={v}" for k, v in knobs.items()), "frames": frames, "io_alone_s": io_alone,
+            "compute_alone_s": compute, "both_s": both, "iterations": iterations, "ratio": both / max(io_alone, compute)}
+
+
+OVERLAP_CONFIGS = [{"backend": "posix", "threads": 16}, {"backend": "mmap", "threads": 16, "pin_files": True}]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -240,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         run_peer(args.peer, args.plain)
         return 0
     if args.overlap_only:
-        print(json.dumps({"overlap": overlap_case(args.plain, args.repeats)}, indent=2), flush=True)
+        print(json.dumps({"overlap": [overlap_case(args.plain, args.repeats, **k) for k in OVERLAP_CONFIGS]}, indent=2),
+              flush=True)
         return 0
 
     ceiling = json.loads(Path(args.probe).read_text())["ceiling"]["gigabytes_per_second"]
@@ -342,8 +354,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary, indent=2, default=str), flush=True)
 
     save()
-    summary["overlap"] = overlap_case(args.plain, args.repeats)
-    summary["targets"]["overlap_le_1.1"] = summary["overlap"]["ratio"] <= 1.1
+    summary["overlap"] = [overlap_case(args.plain, args.repeats, **k) for k in OVERLAP_CONFIGS]
+    summary["targets"]["overlap_le_1.1 (best configuration)"] = min(o["ratio"] for o in summary["overlap"]) <= 1.1
     save()
     return 0
 
