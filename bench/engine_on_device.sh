@@ -69,7 +69,7 @@ measure() {
       --dims 512 512 512 --frames 6 --cutoff 0.05 --codec $codec --chunk-size 1M > /dev/null
     python3 -m headrace inspect "$work/sparse-$codec.hrc" | head -3
   done
-  timeout 420 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
+  timeout 460 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
     --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2
 }
 
