@@ -575,6 +575,10 @@ class Queue::Impl {
       std::vector<std::vector<RequestId>> read_ids(files_.size());
       std::vector<CufileRead> cufile_reads;
       std::vector<RequestId> cufile_ids, pinned_ids;
+      // A flight is finished as a whole (its reads, then their checks and copies), so one flight
+      // must not hold all of staging, or the disk would idle while it is checked: at most a quarter.
+      const std::uint64_t flight_limit = std::max<std::uint64_t>(ring_->capacity_bytes() / 4, 1);
+      std::uint64_t flight_bytes = 0;
       while (!pending_.empty() && flight.ids.size() < options_.max_batch) {
         const RequestId id = pending_.top();
         Entry& entry = entries_[id];
@@ -583,6 +587,8 @@ class Queue::Impl {
           finish_locked(id, RequestState::cancelled, "cancelled: the queue was destroyed");
           continue;
         }
+        const std::uint64_t entry_bytes = entry.request.stored_size;
+        if (!flight.ids.empty() && flight_bytes + entry_bytes > flight_limit) break;
         void* target = nullptr;
         if (entry.pinned && !needs_region(entry.route, true)) {
           // nothing to reserve: the DMA reads the file's pages
@@ -608,6 +614,7 @@ class Queue::Impl {
           target = entry.region->data;
         }
         pending_.pop();
+        flight_bytes += entry_bytes;
         entry.status.state = RequestState::reading;
         entry.dispatched_at = Clock::now();
         entry.status.queue_wait_s = seconds_between(entry.submitted_at, entry.dispatched_at);
