@@ -73,6 +73,12 @@ def test_stream_command_reports_rates(codec_files, capsys, tmp_path):
     assert csv_path.read_text().count("\n") == 9
 
 
+def test_stream_command_refuses_pinned_files_without_a_gpu(codec_files, capsys):
+    paths, _ = codec_files
+    assert main(["stream", str(paths["none"]), "--device", "cpu", "--pin-files"]) == 2
+    assert "pin_files" in capsys.readouterr().err
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
 def test_gpu_frames_are_zero_copy_and_match_the_cpu_reference(codec_files, codec):
@@ -80,7 +86,7 @@ def test_gpu_frames_are_zero_copy_and_match_the_cpu_reference(codec_files, codec
 
     paths, frames = codec_files
     ds = headrace.open(paths[codec])
-    with ds.stream(device=0, prefetch=3, backend="uring", loop=2) as stream:
+    with ds.stream(device=0, prefetch=3, backend="uring", loop=2, pin_files=codec == "none") as stream:
         for frame in stream:
             field = frame["particles"]
             values = cupy.from_dlpack(field)  # waits on the frame's fence on CuPy's stream

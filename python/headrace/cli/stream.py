@@ -25,6 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--prefetch", type=int, default=3, help="frames in flight (2: double buffering, 3: triple)")
     parser.add_argument("--loop", type=int, default=1, help="play the frames this many times")
     parser.add_argument("--staging-bytes", type=int, default=256 << 20, help="pinned staging (default 256 MiB)")
+    parser.add_argument("--pin-files", action="store_true",
+                        help="page-lock the file and copy frames by DMA from the page cache (hot data sets that fit in RAM)")
     parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
     parser.add_argument("--csv", metavar="OUT.csv", help="write per-frame statistics as CSV")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -71,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
     device = choose_device(args.device)
     fields = args.fields.split(",") if args.fields else None
     stream = ds.stream(fields, device=device, prefetch=args.prefetch, backend=args.backend, decode_on=args.codec_on,
-                       loop=args.loop, staging_bytes=args.staging_bytes, **backend_options(args))
+                       loop=args.loop, staging_bytes=args.staging_bytes, **backend_options(args),
+                       **({"pin_files": True} if args.pin_files else {}))
     started = time.perf_counter()
     for frame in stream:
         if device == "cpu":
