@@ -131,6 +131,7 @@ void bind_queue(nb::module_& m) {
              d["raw_bytes"] = s.raw_bytes;
              d["backend_submits"] = s.backend_submits;
              d["staging_waits"] = s.staging_waits;
+             d["checksums_checked"] = s.checksums_checked;
              d["depth_samples"] = s.depth_samples;
              return d;
            })

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "headrace/codec/cpu/chunk_codec.hpp"
 #include "headrace/codec/gpu/batched_decoder.hpp"
@@ -128,6 +129,10 @@ class Queue::Impl {
     HEADRACE_EXPECT(!options_.pin_files || device_.has_value(), UsageError,
                     "pin_files page-locks files for GPU copies: it needs a queue made for a GPU (device >= 0)");
     ring_.emplace(options_.staging_bytes, device_.has_value());
+    // The finisher's helpers for checksums and CPU decoding (the finisher itself is one more).
+    const unsigned check_threads = options_.decode_threads != 0 ? options_.decode_threads
+                                                                : std::max(1u, std::thread::hardware_concurrency());
+    if (check_threads > 1) check_pool_.emplace(check_threads - 1);
     if (device_ && options_.decode_on_gpu) make_decoders();
     dispatcher_ = std::thread([this] { dispatch_loop(); });
     finisher_ = std::thread([this] {
@@ -387,6 +392,7 @@ class Queue::Impl {
     std::lock_guard lock(mutex_);
     QueueStats result = stats_;
     result.staging_waits = ring_->waits();
+    result.checksums_checked = checksums_checked_;
     return result;
   }
 
@@ -724,16 +730,18 @@ class Queue::Impl {
   // Returns per request an error message (empty when fine).
   std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids) {
     std::vector<std::string> errors(ids.size());
-    detail::parallel_for(ids.size(), options_.decode_threads, [&](std::uint64_t i) {
+    auto check_one = [&](std::uint64_t i) {
       const Entry& entry = entries_[ids[i]];
       const Request& r = entry.request;
       if (is_cufile(entry.route)) return;  // uncompressed bytes cuFile put on the GPU: not checked
       const std::byte* stored = stored_bytes(entry);
       try {
-        if (r.checksum && (options_.verify_checksums || entry.route == Route::device_decode)) {
+        if (r.checksum && (options_.verify_checksums || entry.route == Route::device_decode) && !verified_before(entry)) {
           const std::uint64_t sum = format::xxh3_64({stored, r.stored_size});
           HEADRACE_EXPECT(sum == *r.checksum, ChecksumMismatchError,
                           r.label + ": expected checksum " + std::to_string(*r.checksum) + ", found " + std::to_string(sum));
+          ++checksums_checked_;
+          if (entry.pinned) remember_verified(entry);
         }
         if (entry.route == Route::host_decode) {
           codec::cpu::decode(r.codec, {stored, r.stored_size},
@@ -745,8 +753,31 @@ class Queue::Impl {
       } catch (const std::exception& error) {
         errors[i] = error.what();
       }
-    });
+    };
+    if (check_pool_) {
+      detail::parallel_for(*check_pool_, ids.size(), check_one);
+    } else {
+      for (std::uint64_t i = 0; i < ids.size(); ++i) check_one(i);
+    }
     return errors;
+  }
+
+  // A pinned file's pages stay in RAM and are never read from disk again, so a range checked once
+  // cannot rot; only a writer changing the file in place could change it, and headrace's writers
+  // never do (they write a new file and rename it). Checked once per queue, then DMA alone.
+  using VerifiedRange = std::tuple<FileId, std::uint64_t, std::uint64_t, std::uint64_t>;  // file, offset, size, sum
+  static VerifiedRange range_of(const Entry& entry) {
+    const Request& r = entry.request;
+    return {r.file, r.offset, r.stored_size, *r.checksum};
+  }
+  bool verified_before(const Entry& entry) const {
+    if (!entry.pinned) return false;
+    std::lock_guard lock(verified_mutex_);
+    return verified_.count(range_of(entry)) != 0;
+  }
+  void remember_verified(const Entry& entry) {
+    std::lock_guard lock(verified_mutex_);
+    verified_.insert(range_of(entry));
   }
 
   void finish_on_host(const std::vector<RequestId>& ids) {
@@ -946,6 +977,10 @@ class Queue::Impl {
   std::vector<std::unique_ptr<gpu::CufileReader>> cufile_readers_;  // per file, when options_.cufile
   std::vector<std::unique_ptr<gpu::PinnedFile>> pinned_files_;       // per file, when options_.pin_files
   std::optional<detail::ThreadPool> cufile_pool_;
+  std::optional<detail::ThreadPool> check_pool_;  // empty with one decode thread: the finisher alone
+  mutable std::mutex verified_mutex_;
+  std::set<VerifiedRange> verified_;  // ranges of pinned files whose checksums passed
+  std::atomic<std::uint64_t> checksums_checked_{0};
   std::deque<Entry> entries_;
   std::vector<RequestId> unsubmitted_;
   std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder> pending_{PendingOrder{&entries_}};

@@ -250,6 +250,30 @@ TEST(QueueGpu, DestroyingAQueueWithDeviceWorkInFlightIsSafe) {
   SUCCEED();
 }
 
+// A pinned file's pages cannot be re-read from disk: each chunk's checksum is computed once.
+TEST(QueueGpu, PinnedFilesCheckEachChunkOnceAndReadFilesEveryTime) {
+  SKIP_WITHOUT_GPU();
+  const Particles data(1, 20000, CodecId::none);
+  const auto chunks = data.container.chunks_of(0, 0);
+  gpu::Device device(0);
+  for (const bool pinned : {false, true}) {
+    Queue queue(gpu_options(false, pinned));
+    const FileId file = queue.add_file(data.path);
+    gpu::DeviceBuffer out(20000 * 32);
+    for (int pass = 0; pass < 3; ++pass) {
+      for (const auto& chunk : chunks) queue.enqueue(device_chunk(file, chunk, out.pointer() + chunk.first_element * 32));
+      queue.submit();
+      queue.drain();
+    }
+    const auto stats = queue.stats();
+    EXPECT_EQ(stats.requests_done, 3 * chunks.size());
+    EXPECT_EQ(stats.checksums_checked, (pinned ? 1 : 3) * chunks.size()) << queue.describe();
+    const auto got = to_host(out);
+    const auto expected = testing::particle_values(20000, 0.0f);
+    EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0);
+  }
+}
+
 TEST(QueueGpu, PinnedFileRequestBeyondTheEndFailsAsAShortRead) {
   SKIP_WITHOUT_GPU();
   testing::TempDirectory dir;

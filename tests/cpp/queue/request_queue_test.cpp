@@ -66,6 +66,7 @@ TEST_P(QueueTest, DeliversEveryChunkOfAContainer) {
   const auto stats = queue.stats();
   EXPECT_EQ(stats.requests_done, ids.size());
   EXPECT_EQ(stats.raw_bytes, out.size());
+  EXPECT_EQ(stats.checksums_checked, ids.size());
   EXPECT_FALSE(stats.depth_samples.empty());
 }
 

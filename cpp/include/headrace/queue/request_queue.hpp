@@ -61,6 +61,7 @@ struct QueueStats {
   std::uint64_t raw_bytes = 0;     // delivered to destinations
   std::uint64_t backend_submits = 0;
   std::uint64_t staging_waits = 0;  // dispatches that waited because all staging was in use
+  std::uint64_t checksums_checked = 0;  // chunks whose checksum was computed (pinned files: once each)
   // (seconds since the queue was made, reads in flight) after every change: queue depth over time.
   std::vector<std::pair<double, std::uint32_t>> depth_samples;
 };
