@@ -70,7 +70,7 @@ measure() {
     python3 -m headrace inspect "$work/sparse-$codec.hrc" | head -3
   done
   timeout 460 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
-    --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2
+    --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2 --rounds 5
 }
 
 for phase in "$@"; do
