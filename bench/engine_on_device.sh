@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/engine_on_device.sh setup build tests sanitize measure
-#   (phases: setup build tests gputests sanitize overlap measure)
+#   (phases: setup build tests gputests sanitize overlap measure rounds)
 # carry [".carry", ".whl"]: the -dev packages for the build (see docs/results.md) and the wheels the
 # image lacks (nvCOMP, KvikIO 26.x and its rapids-logger), installed into /tmp/site.
 set -uo pipefail
@@ -71,6 +71,12 @@ measure() {
   done
   timeout 460 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
     --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2 --rounds 5
+}
+
+rounds() {
+  # The head-to-head alone, many rounds (after measure made the files): python3 -m headrace.bench.engine --rounds-only
+  timeout 400 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
+    --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --rounds-only --rounds ${ROUNDS:-8} --out "$OUT"
 }
 
 for phase in "$@"; do

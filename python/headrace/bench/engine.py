@@ -163,6 +163,38 @@ def alternate(path: str, best: Measurement, best_kvikio: Measurement, rounds: in
             "rounds_ahead": sum(r > 1 for r in paired)}
 
 
+# The best of each side in the sweeps of four calls (docs/results.md): fixed so that every round
+# spends its time on the comparison, not on a search.
+ROUND_CONFIGS = {"headrace": ("uring", {"queue_depth": 64, "staging_bytes": 1024 * MiB}),
+                 "kvikio": {"KVIKIO_NTHREADS": "16", "KVIKIO_TASK_SIZE": str(16 * MiB), "KVIKIO_COMPAT_MODE": "ON"}}
+
+
+def rounds_only(plain: str, compressed: list[str], rounds: int) -> dict[str, Any]:
+    """Cold, in turn, ``rounds`` times: headrace on plain, KvikIO on plain, headrace on each compressed
+    container (GPU decoding). Each round's ratios compare reads made moments apart on the same disk."""
+    backend, knobs = ROUND_CONFIGS["headrace"]
+    rows: list[dict[str, float]] = []
+    for r in range(rounds):
+        row = {"headrace": headrace_case(plain, "cold", 1, backend, **knobs).best_gbps,
+               "kvikio": peer_case(plain, "kvikio", "cold", 1, ROUND_CONFIGS["kvikio"]).best_gbps}
+        for container in compressed:
+            ds = headrace.open(container)
+            delivered = headrace_case(container, "cold", 1, backend, decode_on="gpu", **knobs).best_gbps
+            row[Path(container).name] = delivered
+            # compression into speed: the disk rate of the compressed read over the plain read's rate
+            row[Path(container).name + " stored rate / plain rate"] = delivered * ds.stored_bytes / ds.raw_bytes / row["headrace"]
+        print(f"round {r}: " + " ".join(f"{k}={v:.3f}" for k, v in row.items()), flush=True)
+        rows.append(row)
+    ratios = [row["headrace"] / row["kvikio"] for row in rows]
+    summary: dict[str, Any] = {"headrace": f"{backend} {knobs}", "kvikio": ROUND_CONFIGS["kvikio"], "rounds": rows,
+                               "x_kvikio_per_round": ratios, "x_kvikio_median": float(np.median(ratios)),
+                               "rounds_ahead": sum(r > 1 for r in ratios)}
+    for container in compressed:
+        key = Path(container).name + " stored rate / plain rate"
+        summary[key + " (median)"] = float(np.median([row[key] for row in rows]))
+    return summary
+
+
 def h2d_ceiling(repeats: int) -> Measurement:
     """Pinned host -> device copy bandwidth (1 GiB), the hot yardstick."""
     import cupy
@@ -253,10 +285,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds of the best headrace and KvikIO")
     parser.add_argument("--overlap-only", action="store_true", help="measure only the overlap case")
+    parser.add_argument("--rounds-only", action="store_true",
+                        help="only alternate, --rounds times: headrace and KvikIO on --plain (the configurations of "
+                             "ROUND_CONFIGS), then headrace on each --compressed container")
     parser.add_argument("--peer", choices=("kvikio", "naive"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.peer:
         run_peer(args.peer, args.plain)
+        return 0
+    if args.rounds_only:
+        summary = rounds_only(args.plain, args.compressed or [], args.rounds)
+        if args.out:
+            Path(args.out).mkdir(parents=True, exist_ok=True)
+            (Path(args.out) / "rounds.json").write_text(json.dumps(summary, indent=2))
+        print(json.dumps(summary, indent=2), flush=True)
         return 0
     if args.overlap_only:
         print(json.dumps({"overlap": [overlap_case(args.plain, args.repeats, **k) for k in OVERLAP_CONFIGS]}, indent=2),
