@@ -61,6 +61,13 @@ measure() {
   python3 -m headrace probe "$work" --size 8G --patterns sequential --block-sizes 1M,4M --queue-depths 16,32,64 \
     --threads 1,4,8 --seconds 2 --json > "$OUT/ceiling.json" 2> build/device-probe.log || { tail build/device-probe.log; return 1; }
   python3 -c "import json; print(json.load(open('$OUT/ceiling.json'))['ceiling_line'])"
+  data
+  timeout 460 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
+    --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2 --rounds 5
+}
+
+data() {
+  mkdir -p "$work"
   [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
     --particles 50000000 --frames 2 --seed 0 > /dev/null
   # Sparse volumes (values under 0.05 written as 0): 3 GiB raw each, about 0.3 of it stored.
@@ -69,11 +76,10 @@ measure() {
       --dims 512 512 512 --frames 6 --cutoff 0.05 --codec $codec --chunk-size 1M > /dev/null
     python3 -m headrace inspect "$work/sparse-$codec.hrc" | head -3
   done
-  timeout 460 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
-    --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2 --rounds 5
 }
 
 rounds() {
+  data
   # The head-to-head alone, many rounds (after measure made the files): python3 -m headrace.bench.engine --rounds-only
   timeout 400 python3 -m headrace.bench.engine --plain "$work/particles.hrc" \
     --compressed "$work/sparse-zstd.hrc" "$work/sparse-lz4.hrc" --rounds-only --rounds ${ROUNDS:-8} --out "$OUT"
