@@ -130,6 +130,7 @@ void bind_queue(nb::module_& m) {
              d["stored_bytes"] = s.stored_bytes;
              d["raw_bytes"] = s.raw_bytes;
              d["backend_submits"] = s.backend_submits;
+             d["backend_reads"] = s.backend_reads;
              d["staging_waits"] = s.staging_waits;
              d["checksums_checked"] = s.checksums_checked;
              d["depth_samples"] = s.depth_samples;

@@ -25,6 +25,7 @@
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/pinned_file.hpp"
 #include "headrace/gpu/stream.hpp"
+#include "headrace/io/read_coalescing.hpp"
 #include "headrace/staging/staging_ring.hpp"
 
 namespace headrace::queue {
@@ -97,6 +98,9 @@ struct Fence {
 struct Flight {
   std::vector<RequestId> ids;
   std::vector<std::shared_ptr<io::ReadBatch>> batches;  // one per file touched, then cuFile's
+  // Per id read by a backend: which read of the flight (over all batches, in order) carried it, and
+  // where its bytes start in that read (adjacent staged chunks travel as one read).
+  std::vector<std::pair<std::size_t, std::uint64_t>> carried_by;
   std::size_t pinned = 0;  // the last ids of the flight read nothing: their files are pinned
 };
 
@@ -578,6 +582,7 @@ class Queue::Impl {
       if (pending_.empty()) return;  // stopping, and nothing left
       Flight flight;
       std::vector<std::vector<io::ReadRequest>> reads(files_.size());
+      std::vector<std::vector<bool>> staged(files_.size());  // its memory gap is staging padding
       std::vector<std::vector<RequestId>> read_ids(files_.size());
       std::vector<CufileRead> cufile_reads;
       std::vector<RequestId> cufile_ids, pinned_ids;
@@ -632,6 +637,7 @@ class Queue::Impl {
           cufile_ids.push_back(id);
         } else {
           reads[entry.request.file].push_back({entry.request.offset, entry.request.stored_size, target});
+          staged[entry.request.file].push_back(entry.region.has_value());
           read_ids[entry.request.file].push_back(id);
         }
         flight.ids.push_back(id);
@@ -641,12 +647,20 @@ class Queue::Impl {
       sample_depth_locked();
       ++stats_.backend_submits;
       std::vector<std::pair<FileId, std::vector<io::ReadRequest>>> batches;
-      for (FileId f = 0; f < reads.size(); ++f)
-        if (!reads[f].empty()) batches.emplace_back(f, std::move(reads[f]));
-      // Order of ids in the flight = order of the statuses the finisher reads: batch by batch.
+      // Order of ids in the flight = order of the reads the finisher gets back: batch by batch.
       flight.ids.clear();
-      for (auto& [file, requests] : batches)
-        flight.ids.insert(flight.ids.end(), read_ids[file].begin(), read_ids[file].end());
+      std::size_t reads_before = 0;
+      for (FileId f = 0; f < reads.size(); ++f) {
+        if (reads[f].empty()) continue;
+        auto joined = io::coalesce_reads(reads[f], staged[f], {.file_size = files_[f]->file_size()});
+        for (auto [read, offset] : joined.carried_by) flight.carried_by.emplace_back(reads_before + read, offset);
+        reads_before += joined.reads.size();
+        stats_.backend_reads += joined.reads.size();
+        flight.ids.insert(flight.ids.end(), read_ids[f].begin(), read_ids[f].end());
+        batches.emplace_back(f, std::move(joined.reads));
+      }
+      for (std::size_t i = 0; i < cufile_ids.size(); ++i) flight.carried_by.emplace_back(reads_before + i, 0);
+      stats_.backend_reads += cufile_ids.size();
       flight.ids.insert(flight.ids.end(), cufile_ids.begin(), cufile_ids.end());
       flight.ids.insert(flight.ids.end(), pinned_ids.begin(), pinned_ids.end());
       flight.pinned = pinned_ids.size();
@@ -675,11 +689,23 @@ class Queue::Impl {
   }
 
   void finish_flight(Flight& flight) {
-    // Gather each request's read status in flight order.
-    std::vector<io::ReadStatus> reads;
+    // Each request's read status in flight order: a joined read's outcome is each member's.
+    std::vector<io::ReadStatus> carried;
     for (auto& batch : flight.batches) {
       const auto& statuses = batch->statuses();  // waits: no read into our memory outlives this
-      reads.insert(reads.end(), statuses.begin(), statuses.end());
+      carried.insert(carried.end(), statuses.begin(), statuses.end());
+    }
+    std::vector<io::ReadStatus> reads;
+    reads.reserve(flight.ids.size());
+    {
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < flight.carried_by.size(); ++i) {
+        const auto [read, offset] = flight.carried_by[i];
+        io::ReadStatus status = carried[read];
+        if (status.ok())
+          status.bytes_read = std::min(entries_[flight.ids[i]].request.stored_size, status.bytes_read > offset ? status.bytes_read - offset : 0);
+        reads.push_back(std::move(status));
+      }
     }
     {
       std::lock_guard lock(mutex_);

@@ -60,6 +60,7 @@ struct QueueStats {
   std::uint64_t stored_bytes = 0;  // read from disk for done requests
   std::uint64_t raw_bytes = 0;     // delivered to destinations
   std::uint64_t backend_submits = 0;
+  std::uint64_t backend_reads = 0;  // reads handed to backends: adjacent staged chunks travel as one
   std::uint64_t staging_waits = 0;  // dispatches that waited because all staging was in use
   std::uint64_t checksums_checked = 0;  // chunks whose checksum was computed (pinned files: once each)
   // (seconds since the queue was made, reads in flight) after every change: queue depth over time.
