@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-ctest --test-dir build/python --output-on-failure -j "$(nproc)"
+# The C++ tests find nvCOMP's libraries through the loader (Python registers the wheel's folder itself).
+nvcomp_lib=$(python3 -c "import nvidia.libnvcomp, os; print(os.path.join(os.path.dirname(nvidia.libnvcomp.__file__), 'lib64'))")
+LD_LIBRARY_PATH="$nvcomp_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ctest --test-dir build/python --output-on-failure -j "$(nproc)"
 python3 -m pytest -q tests/python
 bash scripts/sanitize.sh

@@ -13,7 +13,9 @@ from headrace import _ext
 
 __all__ = ["FieldSpec", "Writer", "Codec"]
 
-Codec = Literal["none", "lz4", "zstd"]
+Codec = Literal["none", "lz4", "zstd", "gdeflate"]
+# gdeflate chunks hold at most 64 KiB raw (nvCOMP's CPU encoder; docs/codecs/gdeflate.md).
+GDEFLATE_MAX_CHUNK_BYTES = 1 << 16
 BBox = tuple[Sequence[float], Sequence[float]]
 
 
@@ -42,7 +44,7 @@ class Writer:
         path: str | os.PathLike[str],
         fields: Sequence[FieldSpec],
         *,
-        chunk_size_bytes: int = 4 << 20,
+        chunk_size_bytes: int | None = None,
         codec: Codec = "none",
         codec_level: int | None = None,
         encode_threads: int = 0,
@@ -54,7 +56,7 @@ class Writer:
         self._native = _ext.ContainerWriter(
             self.path,
             [(f.name, np.dtype(f.dtype).name, int(f.components)) for f in self.fields],
-            chunk_size_bytes=int(chunk_size_bytes),
+            chunk_size_bytes=int(chunk_size_bytes or (GDEFLATE_MAX_CHUNK_BYTES if codec == "gdeflate" else 4 << 20)),
             codec=codec,
             codec_level=int(codec_level or 0),
             encode_threads=int(encode_threads),

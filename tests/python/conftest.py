@@ -58,7 +58,7 @@ def codec_files(tmp_path):
     frames = [particles(30000, t) for t in range(4)]
     frames = [np.round(f, 2) for f in frames]  # compressible
     paths = {}
-    for codec in ("none", "lz4", "zstd"):
+    for codec in ("none", "lz4", "zstd", "gdeflate"):
         path = tmp_path / f"{codec}.hrc"
         with headrace.Writer(path, [FieldSpec("particles", "float32", 8)], chunk_size_bytes=64 << 10, codec=codec) as w:
             for t, data in enumerate(frames):

@@ -125,6 +125,22 @@ def test_volume_cutoff_writes_empty_space_as_zero_and_compresses(tmp_path):
     assert not (tmp_path / "c.hrc").exists()
 
 
+def test_gdeflate_writes_format_1_1_in_64_kib_chunks_and_reads_back(tmp_path):
+    plain = headrace.open(generate_volume(tmp_path / "a.hrc", dims=(40, 40, 40), frames=2, seed=4))
+    packed = headrace.open(generate_volume(tmp_path / "g.hrc", dims=(40, 40, 40), frames=2, seed=4, codec="gdeflate",
+                                           cutoff=0.05))
+    assert plain.container.version == (1, 0) and packed.container.version == (1, 1)
+    table = packed.container.chunk_table()
+    assert set(table["codec"]) == {"gdeflate"} and max(table["raw_size"]) <= 1 << 16
+    cut = plain.read(1, "scalar").copy()
+    cut[cut < np.float32(0.05)] = 0
+    np.testing.assert_array_equal(packed.read(1, "scalar"), cut)
+    assert packed.stored_bytes < 0.6 * packed.raw_bytes
+    with pytest.raises(headrace.errors.UsageError, match="gdeflate chunks hold at most 65536 raw bytes"):
+        generate_volume(tmp_path / "big.hrc", dims=(40, 40, 40), frames=1, codec="gdeflate", chunk_size_bytes=1 << 20)
+    assert not (tmp_path / "big.hrc").exists()
+
+
 def test_flow_is_stored_in_blocks(tmp_path):
     dims, block = (8, 12, 16), (4, 4, 8)
     ds = headrace.open(generate_flow(tmp_path / "f.hrc", dims=dims, block=block, frames=2, seed=9))

@@ -9,7 +9,7 @@ import headrace
 from headrace import errors
 
 
-@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd", "gdeflate"])
 def test_chunks_land_in_host_arrays(codec_files, codec):
     paths, frames = codec_files
     ds = headrace.open(paths[codec])
@@ -76,7 +76,7 @@ def test_errors_are_per_request_and_named(tmp_path):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd", "gdeflate"])
 @pytest.mark.parametrize("decode_on", ["gpu", "cpu"])
 @pytest.mark.parametrize("pin_files", [False, True])
 def test_chunks_land_in_gpu_memory(codec_files, codec, decode_on, pin_files):

@@ -80,7 +80,7 @@ def test_stream_command_refuses_pinned_files_without_a_gpu(codec_files, capsys):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd", "gdeflate"])
 def test_gpu_frames_are_zero_copy_and_match_the_cpu_reference(codec_files, codec):
     import cupy
 

@@ -19,7 +19,7 @@ CodecId parse_codec(const std::string& name) {
   if (name == "lz4") return CodecId::lz4;
   if (name == "zstd") return CodecId::zstd;
   if (name == "gdeflate") return CodecId::gdeflate;
-  throw UsageError("codec '" + name + "': expected none|lz4|zstd (gdeflate is reserved)");
+  throw UsageError("codec '" + name + "': expected none|lz4|zstd|gdeflate");
 }
 
 }  // namespace headrace::format

@@ -245,10 +245,13 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
                              chunk_name + " aligned inside the data region [4096, " +
                                  std::to_string(block.index_offset) + ")",
                              "offset " + std::to_string(raw.offset) + " size " + std::to_string(raw.stored_size));
-        HEADRACE_EXPECT_DATA(raw.codec <= static_cast<std::uint8_t>(CodecId::zstd), CorruptIndexError, path,
-                             base + chunk_at + 56, chunk_name + " codec none|lz4|zstd",
-                             raw.codec == static_cast<std::uint8_t>(CodecId::gdeflate) ? std::string("gdeflate (reserved)")
-                                                                                        : "code " + std::to_string(raw.codec));
+        const bool gdeflate_allowed = block.version_minor >= 1;  // 1.0 reserved code 3
+        HEADRACE_EXPECT_DATA(raw.codec <= static_cast<std::uint8_t>(gdeflate_allowed ? CodecId::gdeflate : CodecId::zstd),
+                             CorruptIndexError, path, base + chunk_at + 56,
+                             chunk_name + (gdeflate_allowed ? " codec none|lz4|zstd|gdeflate" : " codec none|lz4|zstd"),
+                             raw.codec == static_cast<std::uint8_t>(CodecId::gdeflate)
+                                 ? std::string("gdeflate, which needs format 1.1 (the file says 1.0)")
+                                 : "code " + std::to_string(raw.codec));
         HEADRACE_EXPECT_DATA(raw.checksum_kind == static_cast<std::uint8_t>(ChecksumKind::xxh3_64), CorruptIndexError,
                              path, base + chunk_at + 57, chunk_name + " checksum kind 1 (xxh3-64)",
                              std::to_string(raw.checksum_kind));

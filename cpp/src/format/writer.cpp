@@ -85,8 +85,9 @@ ContainerWriter::ContainerWriter(std::string path, std::vector<FieldInfo> fields
       HEADRACE_EXPECT(fields_[j].name != field.name, UsageError, path_ + ": field '" + field.name + "' given twice");
   }
   HEADRACE_EXPECT(options_.chunk_size_bytes >= 1, UsageError, "chunk_size_bytes must be >= 1");
-  HEADRACE_EXPECT(options_.codec == CodecId::none || options_.codec == CodecId::lz4 || options_.codec == CodecId::zstd,
-                  UsageError, std::string("codec ") + to_string(options_.codec) + " cannot be written by this version");
+  HEADRACE_EXPECT(options_.codec != CodecId::gdeflate || options_.chunk_size_bytes <= gdeflate_max_chunk_bytes, UsageError,
+                  "gdeflate chunks hold at most " + std::to_string(gdeflate_max_chunk_bytes) +
+                      " raw bytes (nvCOMP's CPU encoder), chunk_size_bytes is " + std::to_string(options_.chunk_size_bytes));
   HEADRACE_EXPECT(options_.codec == CodecId::none || options_.encoder, UsageError,
                   std::string("codec ") + to_string(options_.codec) + " needs an encoder");
   fd_ = ::open(partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -284,7 +285,8 @@ void ContainerWriter::close() {
     layout::Superblock block{};
     std::memcpy(block.magic, layout::superblock_magic, 8);
     block.version_major = layout::version_major;
-    block.version_minor = layout::version_minor;
+    const bool gdeflate = std::any_of(chunks_.begin(), chunks_.end(), [](const auto& c) { return c.codec == CodecId::gdeflate; });
+    block.version_minor = gdeflate ? layout::version_minor : layout::version_minor_without_gdeflate;
     block.index_offset = index_offset;
     block.index_size = index.size();
     block.index_checksum = xxh3_64(index);

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/codec/cpu/gdeflate.hpp"
 #include "headrace/codec/gpu/batched_decoder.hpp"
 #include "headrace/detail/parallel_for.hpp"
 #include "headrace/detail/thread_pool.hpp"
@@ -180,7 +181,7 @@ class Queue::Impl {
   void make_decoders() {
     decoder_chunks_ = options_.max_batch;
     decoder_total_bytes_ = std::uint64_t{256} << 20;
-    for (CodecId codec : {CodecId::lz4, CodecId::zstd}) {
+    for (CodecId codec : {CodecId::lz4, CodecId::zstd, CodecId::gdeflate}) {
       std::string why;
       if (!codec::gpu::gpu_decoder_available(codec, &why)) {
         gpu_decode_unavailable_[codec] = why;
@@ -198,6 +199,7 @@ class Queue::Impl {
   // and loading one while a consumer stream waits on a fence (cuStreamWaitValue32) for this very
   // decode deadlocks the GPU.
   void warm_up(PooledDecoder& pooled) {
+    if (pooled.codec == CodecId::gdeflate && !codec::cpu::gdeflate_available(nullptr)) return;  // no sample to encode
     std::vector<std::byte> raw(4096);
     for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = std::byte(i % 7);
     const auto stored = codec::cpu::encode(pooled.codec, 0, raw);

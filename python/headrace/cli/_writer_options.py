@@ -17,8 +17,10 @@ def add_writer_arguments(parser: argparse.ArgumentParser) -> None:
     """The container-writing options shared by ``convert`` and ``generate``, and ``--json``."""
     group = parser.add_argument_group("container")
     group.add_argument("--chunk-size", type=parse_size, metavar="BYTES",
-                       help="chunk size: bytes, or with K/M/G (binary) as in 4M (default: the writer's, 4 MiB)")
-    group.add_argument("--codec", choices=("none", "lz4", "zstd"), default="none", help="chunk codec (default: none)")
+                       help="chunk size: bytes, or with K/M/G (binary) as in 4M (default: the writer's, 4 MiB; "
+                            "64 KiB, the most it takes, for gdeflate)")
+    group.add_argument("--codec", choices=("none", "lz4", "zstd", "gdeflate"), default="none",
+                       help="chunk codec (default: none); gdeflate writes format 1.1 and needs nvCOMP's CPU library")
     group.add_argument("--codec-level", type=int, help="codec level (default: the codec's)")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
 

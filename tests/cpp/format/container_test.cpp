@@ -170,14 +170,27 @@ TEST_F(ContainerTest, ZeroLengthFieldIsRejected) {
   expect_open_fails<EmptyFieldError>(path, "components");
 }
 
-TEST_F(ContainerTest, GdeflateIsReservedNotReadable) {
+// Format 1.0 reserved code 3: a 1.0 file that uses it is corrupt; 1.1 admits it (docs/format.md 5.7).
+TEST_F(ContainerTest, GdeflateNeedsFormat1Point1) {
   testing::write_particles(path, 1, 10);
   auto file = testing::read_file(path);
+  EXPECT_EQ(format::Container::open(path).version_minor(), 0u);  // no gdeflate: still written as 1.0
   const auto block = testing::superblock_of(file);
   file[block.index_offset + 64 + 32 + 64 + 24 + 56] = std::byte{3};
   testing::reseal(file);
   testing::write_file(path, file);
-  expect_open_fails<CorruptIndexError>(path, "gdeflate");
+  expect_open_fails<CorruptIndexError>(path, "gdeflate, which needs format 1.1");
+  const std::uint16_t minor = 1;
+  std::memcpy(file.data() + 10, &minor, sizeof minor);
+  testing::reseal(file);
+  testing::write_file(path, file);
+  const auto opened = format::Container::open(path);
+  EXPECT_EQ(opened.version_minor(), 1u);
+  EXPECT_EQ(opened.chunks_of(0, 0)[0].codec, CodecId::gdeflate);
+  file[block.index_offset + 64 + 32 + 64 + 24 + 56] = std::byte{4};
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<CorruptIndexError>(path, "code 4");
 }
 
 TEST_F(ContainerTest, TrailingBytesAreCorruption) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <tuple>
 
+#include "headrace/codec/cpu/gdeflate.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/container.hpp"
 #include "headrace/gpu/device.hpp"
@@ -80,6 +81,8 @@ class QueueGpuTest : public ::testing::TestWithParam<std::tuple<CodecId, bool, b
 TEST_P(QueueGpuTest, DeliversEveryChunkIntoDeviceMemory) {
   SKIP_WITHOUT_GPU();
   const auto [codec, decode_on_gpu, pinned] = GetParam();
+  std::string no_gdeflate;
+  if (codec == CodecId::gdeflate && !codec::cpu::gdeflate_available(&no_gdeflate)) GTEST_SKIP() << no_gdeflate;
   const Particles data(2, 20000, codec);
   const auto& container = data.container;
   const auto expected = testing::particle_values(20000, 1.0f);
@@ -103,7 +106,8 @@ TEST_P(QueueGpuTest, DeliversEveryChunkIntoDeviceMemory) {
 
 INSTANTIATE_TEST_SUITE_P(
     CodecsAndRoutes, QueueGpuTest,
-    ::testing::Combine(::testing::Values(CodecId::none, CodecId::lz4, CodecId::zstd), ::testing::Bool(), ::testing::Bool()),
+    ::testing::Combine(::testing::Values(CodecId::none, CodecId::lz4, CodecId::zstd, CodecId::gdeflate), ::testing::Bool(),
+                       ::testing::Bool()),
     [](const auto& info) {
       return std::string(format::to_string(std::get<0>(info.param))) + (std::get<1>(info.param) ? "_gpu" : "_cpu") +
              "_decode" + (std::get<2>(info.param) ? "_pinned" : "_read");

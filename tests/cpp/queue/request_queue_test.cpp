@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "headrace/codec/cpu/gdeflate.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/container.hpp"
 #include "support/container_fixture.hpp"
@@ -46,6 +47,8 @@ class QueueTest : public ::testing::TestWithParam<std::tuple<io::BackendKind, Co
 TEST_P(QueueTest, DeliversEveryChunkOfAContainer) {
   const auto [backend, codec] = GetParam();
   if (auto why = io::unavailable_reason(backend, dir.file("probe"))) GTEST_SKIP() << *why;
+  std::string no_gdeflate;
+  if (codec == CodecId::gdeflate && !codec::cpu::gdeflate_available(&no_gdeflate)) GTEST_SKIP() << no_gdeflate;
   const auto path = dir.file("data.hrc");
   testing::write_particles(path, 2, 5000, codec, 16384);
   const auto container = format::Container::open(path);
@@ -78,7 +81,7 @@ INSTANTIATE_TEST_SUITE_P(
     BackendsAndCodecs, QueueTest,
     ::testing::Combine(::testing::Values(io::BackendKind::posix, io::BackendKind::direct, io::BackendKind::mmap,
                                          io::BackendKind::uring, io::BackendKind::ram),
-                       ::testing::Values(CodecId::none, CodecId::lz4, CodecId::zstd)),
+                       ::testing::Values(CodecId::none, CodecId::lz4, CodecId::zstd, CodecId::gdeflate)),
     [](const auto& info) {
       return std::string(io::to_string(std::get<0>(info.param))) + "_" + format::to_string(std::get<1>(info.param));
     });

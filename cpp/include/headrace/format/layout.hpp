@@ -15,7 +15,9 @@ inline constexpr std::uint64_t superblock_bytes = 4096;
 inline constexpr char superblock_magic[8] = {'H', 'E', 'A', 'D', 'R', 'A', 'C', 'E'};
 inline constexpr char index_magic[8] = {'H', 'R', 'C', 'I', 'N', 'D', 'E', 'X'};
 inline constexpr std::uint16_t version_major = 1;
-inline constexpr std::uint16_t version_minor = 0;
+// 1.1 admits codec 3 (gdeflate), which 1.0 readers reject by name; files without it stay 1.0.
+inline constexpr std::uint16_t version_minor = 1;
+inline constexpr std::uint16_t version_minor_without_gdeflate = 0;
 inline constexpr std::uint32_t max_name_bytes = 255;
 
 enum class AttributeKind : std::uint8_t { int64 = 1, float64 = 2, string = 3 };

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "headrace/codec/cpu/gdeflate.hpp"
 #include "headrace/error.hpp"
 
 namespace headrace::codec::cpu {
@@ -37,8 +38,8 @@ std::vector<std::byte> encode(CodecId codec, int level, std::span<const std::byt
       stored.resize(written);
       return stored;
     }
-    case CodecId::none:
-    case CodecId::gdeflate: break;
+    case CodecId::gdeflate: return gdeflate_encode(level, raw);
+    case CodecId::none: break;
   }
   throw UsageError(std::string("no CPU encoder for codec ") + format::to_string(codec));
 }
@@ -69,10 +70,10 @@ void decode(CodecId codec, std::span<const std::byte> stored, std::span<std::byt
                                              : std::to_string(got) + " bytes");
       return;
     }
-    case CodecId::gdeflate: break;
+    case CodecId::gdeflate: gdeflate_decode(stored, raw, path, offset); return;
   }
-  throw UnavailableError(path + ": offset " + std::to_string(offset) + ": codec " + format::to_string(codec) +
-                         " has no CPU decoder in this build");
+  throw UnavailableError(path + ": offset " + std::to_string(offset) + ": codec code " +
+                         std::to_string(static_cast<int>(codec)) + " has no CPU decoder");
 }
 
 }  // namespace headrace::codec::cpu

@@ -9,10 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "headrace/format/codec_id.hpp"
+
 namespace headrace::codec::cpu {
 
 // The largest raw chunk gdeflate_encode() takes (nvcompGdeflateCPUCompressionMaxAllowedChunkSize).
-inline constexpr std::size_t gdeflate_max_raw_chunk_bytes = std::size_t{1} << 16;
+inline constexpr std::size_t gdeflate_max_raw_chunk_bytes = format::gdeflate_max_chunk_bytes;
 // The level that level 0 selects (libdeflate's default: 1 is fastest, 12 smallest).
 inline constexpr int gdeflate_default_level = 6;
 
