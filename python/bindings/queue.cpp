@@ -33,6 +33,8 @@ nb::dict status_dict(const queue::RequestStatus& s) {
   d["queue_wait_s"] = s.queue_wait_s;
   d["io_s"] = s.io_s;
   d["transfer_s"] = s.transfer_s;
+  d["h2d_s"] = s.h2d_s;
+  d["decode_s"] = s.decode_s;
   return d;
 }
 

@@ -27,7 +27,9 @@ __all__ = ["Fence", "Queue", "RequestStatus", "destination_of"]
 
 @dataclass(frozen=True)
 class RequestStatus:
-    """What became of one request; times in seconds (queue wait, I/O, H2D and decode)."""
+    """What became of one request; times in seconds: submit -> read issued (queue wait), read issued ->
+    read done (I/O), read done -> bytes in place (transfer), and within transfer its copy to the GPU and
+    its decoding (GPU times are its share, by bytes, of its batch's, from CUDA events)."""
 
     state: str
     message: str
@@ -35,6 +37,8 @@ class RequestStatus:
     queue_wait_s: float
     io_s: float
     transfer_s: float
+    h2d_s: float
+    decode_s: float
 
     @property
     def finished(self) -> bool:

@@ -101,7 +101,9 @@ class FrameStats:
     consumer_wait_s: float  # how long the caller blocked for it in next()
     queue_wait_s: float  # summed over its requests: submit -> read issued
     io_s: float  # summed: read issued -> read done
-    transfer_s: float  # summed: read done -> bytes in place (H2D, decode)
+    transfer_s: float  # summed: read done -> bytes in place (H2D, decode, waiting between them)
+    h2d_s: float  # summed: copies to the GPU (CUDA events)
+    decode_s: float  # summed: decoding (CPU, or nvCOMP by CUDA events)
     staging_waits: int  # dispatches of the stream so far that found staging full
 
 
@@ -306,7 +308,8 @@ class FrameStream:
             frame=slot.frame, stored_bytes=info[0], raw_bytes=info[1], requests=len(slot.requests),
             ready_s=now - slot.submitted_at, consumer_wait_s=now - waited,
             queue_wait_s=sum(s.queue_wait_s for s in statuses), io_s=sum(s.io_s for s in statuses),
-            transfer_s=sum(s.transfer_s for s in statuses), staging_waits=self._queue.stats()["staging_waits"],
+            transfer_s=sum(s.transfer_s for s in statuses), h2d_s=sum(s.h2d_s for s in statuses),
+            decode_s=sum(s.decode_s for s in statuses), staging_waits=self._queue.stats()["staging_waits"],
         )
         self.history.append(stats)
         self._current = Frame(self, slot, stats)

@@ -70,6 +70,7 @@ def test_stream_command_reports_rates(codec_files, capsys, tmp_path):
     assert summary["frames"] == 8 and summary["raw_bytes"] == 8 * 30000 * 32
     assert summary["compression_ratio"] > 1.0 and summary["delivered_gbps"] > summary["disk_gbps"]
     assert len(summary["per_frame"]) == 8
+    assert summary["decode_s_per_frame"]["mean"] > 0 and summary["h2d_s_per_frame"]["max"] == 0  # CPU: no copies
     assert csv_path.read_text().count("\n") == 9
 
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <queue>
 #include <map>
+#include <numeric>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -756,8 +757,9 @@ class Queue::Impl {
 
   // Checksums and CPU decoding of requests whose bytes end on the host (all of them verify here).
   // Returns per request an error message (empty when fine).
-  std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids) {
+  std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds) {
     std::vector<std::string> errors(ids.size());
+    decode_seconds.assign(ids.size(), 0.0);
     auto check_one = [&](std::uint64_t i) {
       const Entry& entry = entries_[ids[i]];
       const Request& r = entry.request;
@@ -771,6 +773,7 @@ class Queue::Impl {
           ++checksums_checked_;
           if (entry.pinned) remember_verified(entry);
         }
+        const auto decode_start = Clock::now();
         if (entry.route == Route::host_decode) {
           codec::cpu::decode(r.codec, {stored, r.stored_size},
                              {reinterpret_cast<std::byte*>(r.destination.address), r.raw_size}, r.label, r.offset);
@@ -778,6 +781,8 @@ class Queue::Impl {
           codec::cpu::decode(r.codec, {stored, r.stored_size}, {entry.region->data + align_up(r.stored_size), r.raw_size},
                              r.label, r.offset);
         }
+        if (r.codec != CodecId::none && entry.route != Route::device_decode)
+          decode_seconds[i] = seconds_between(decode_start, Clock::now());
       } catch (const std::exception& error) {
         errors[i] = error.what();
       }
@@ -811,10 +816,12 @@ class Queue::Impl {
   void finish_on_host(const std::vector<RequestId>& ids) {
     if (ids.empty()) return;
     // entries_ is a deque: elements stay put while enqueue appends, and nobody else writes these.
-    const std::vector<std::string> errors = check_and_decode(ids);
+    std::vector<double> decode_seconds;
+    const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
     {
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < ids.size(); ++i) {
+        entries_[ids[i]].status.decode_s = decode_seconds[i];
         release_region_locked(entries_[ids[i]]);
         finish_locked(ids[i], errors[i].empty() ? RequestState::done : RequestState::failed, errors[i]);
       }
@@ -823,7 +830,8 @@ class Queue::Impl {
 
   void finish_on_device(const std::vector<RequestId>& ids) {
     if (ids.empty()) return;
-    const std::vector<std::string> errors = check_and_decode(ids);
+    std::vector<double> decode_seconds;
+    const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
     std::vector<RequestId> issued;
     auto completion = std::make_unique<Completion>();
     // Compressed chunks by codec: (indices into completion->ids, items, labels).
@@ -832,8 +840,10 @@ class Queue::Impl {
     const auto stream = stream_->handle();
     {
       std::lock_guard lock(mutex_);
+      completion->started.record(stream);
       for (std::size_t i = 0; i < ids.size(); ++i) {
         Entry& entry = entries_[ids[i]];
+        entry.status.decode_s = decode_seconds[i];
         if (!errors[i].empty()) {
           release_region_locked(entry);
           finish_locked(ids[i], RequestState::failed, errors[i]);
@@ -863,11 +873,14 @@ class Queue::Impl {
         entry.status.state = RequestState::copying;
         issued.push_back(ids[i]);
         completion->ids.push_back(ids[i]);
+        completion->copied_bytes.push_back(entry.route == Route::device_decode ? r.stored_size : r.raw_size);
+        completion->decoded_bytes.push_back(entry.route == Route::device_decode ? r.raw_size : 0);
       }
     }
     if (issued.empty()) return;
     std::string failure;
     try {
+      completion->copied.record(stream);
       // Decoders were made with the queue: waiting for an idle one allocates nothing (an allocation
       // here could wait for a GPU that waits, through a fence, for this very batch).
       for (auto& [codec, group] : groups) {
@@ -919,8 +932,10 @@ class Queue::Impl {
   // A batch of GPU work: its requests are done once its event is.
   struct Completion {
     std::vector<RequestId> ids;
+    std::vector<std::uint64_t> copied_bytes, decoded_bytes;  // per id: its share of the batch's times
     std::vector<DecodeGroup> groups;
-    gpu::Event event;
+    gpu::Event started{true}, copied{true};  // around the batch's copies (timing events)
+    gpu::Event event{true};                  // after its decoding: the batch is done
   };
 
   // Completes batches in issue order (the copy stream runs them in that order).
@@ -935,11 +950,18 @@ class Queue::Impl {
         completions_.pop_front();
       }
       std::string gpu_failure;  // the batch's GPU work failed: all of it fails
+      double copy_s = 0, decode_s = 0;
       try {
         completion->event.synchronize();
+        copy_s = completion->copied.elapsed_ms_since(completion->started) / 1e3;
+        decode_s = completion->event.elapsed_ms_since(completion->copied) / 1e3;
       } catch (const std::exception& error) {
         gpu_failure = error.what();
       }
+      const auto share = [](const std::vector<std::uint64_t>& bytes, std::size_t i, double seconds) {
+        const std::uint64_t total = std::accumulate(bytes.begin(), bytes.end(), std::uint64_t{0});
+        return total == 0 ? 0.0 : seconds * static_cast<double>(bytes[i]) / static_cast<double>(total);
+      };
       // Per request, why decoding failed (empty: it decoded).
       std::vector<std::string> decode_failures(completion->ids.size());
       for (auto& group : completion->groups) {
@@ -953,7 +975,10 @@ class Queue::Impl {
       }
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < completion->ids.size(); ++i) {
-        release_region_locked(entries_[completion->ids[i]]);
+        Entry& entry = entries_[completion->ids[i]];
+        entry.status.h2d_s = share(completion->copied_bytes, i, copy_s);
+        if (completion->decoded_bytes[i] != 0) entry.status.decode_s = share(completion->decoded_bytes, i, decode_s);
+        release_region_locked(entry);
         if (!gpu_failure.empty()) finish_locked(completion->ids[i], RequestState::failed, gpu_failure);
         else if (!decode_failures[i].empty()) finish_locked(completion->ids[i], RequestState::failed, decode_failures[i]);
         else finish_locked(completion->ids[i], RequestState::done, "");

@@ -64,7 +64,13 @@ TEST_P(QueueTest, DeliversEveryChunkOfAContainer) {
   EXPECT_FALSE(queue.is_signaled(fence));
   queue.submit();
   queue.wait(fence);
-  for (RequestId id : ids) EXPECT_EQ(queue.status(id).state, RequestState::done) << queue.status(id).message;
+  double decode_s = 0;
+  for (RequestId id : ids) {
+    EXPECT_EQ(queue.status(id).state, RequestState::done) << queue.status(id).message;
+    EXPECT_EQ(queue.status(id).h2d_s, 0.0);  // host destinations: no copies to a GPU
+    decode_s += queue.status(id).decode_s;
+  }
+  EXPECT_EQ(decode_s > 0, codec != CodecId::none);
   EXPECT_EQ(std::memcmp(out.data(), expected.data(), out.size()), 0);
   const auto stats = queue.stats();
   EXPECT_EQ(stats.requests_done, ids.size());

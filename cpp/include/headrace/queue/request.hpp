@@ -79,6 +79,9 @@ struct RequestStatus {
   // Seconds: submit -> read issued (queue wait), read issued -> read done (I/O), read done -> bytes
   // in place (H2D and decode, or CPU decode).
   double queue_wait_s = 0, io_s = 0, transfer_s = 0;
+  // Within transfer: its copy to the GPU (its share, by bytes, of its batch's copies, timed by CUDA
+  // events) and its decoding (on the CPU, or its share by raw bytes of its batch's nvCOMP time).
+  double h2d_s = 0, decode_s = 0;
   [[nodiscard]] bool finished() const noexcept {
     return state == RequestState::done || state == RequestState::failed || state == RequestState::cancelled;
   }
