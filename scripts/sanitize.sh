@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The concurrent layers (io backends, staging, request queue) and the format parser under AddressSanitizer
+# The concurrent layers (io backends, staging, request queue, block cache) and the format parser under AddressSanitizer
 # + UBSan and under ThreadSanitizer: cancelling or destroying a queue with reads in flight must leave no
 # DMA into freed memory and no data race. Run by scripts/test.sh; build trees are cached in build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter='*Queue*:*Staging*:*Backend*:*Io*:Container*:ContainerWriter*:ChunkCodec*'
+filter='*Queue*:*Staging*:*Backend*:*Io*:Container*:ContainerWriter*:ChunkCodec*:BlockCache*:StreamlineTracer*'
 cmake -S . -B build/asan -G Ninja -DHEADRACE_BUILD_TESTS=ON -DHEADRACE_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug > /dev/null
 cmake --build build/asan --target headrace_tests > /dev/null
 ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 ./build/asan/headrace_tests --gtest_filter="$filter" --gtest_brief=1
