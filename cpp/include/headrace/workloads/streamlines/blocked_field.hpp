@@ -1,0 +1,61 @@
+// A velocity field stored in native blocks (seed 002, 3.1.1; `headrace generate flow`, layout
+// "blocks"): the grid is cut into blocks of bx x by x bz points, block (bi, bj, bk) is unit
+// bi + NBX (bj + NBY bk), and inside a block points run x fastest. CachedBlockField samples it through
+// the user-managed BlockCache (units = blocks); container_block_loader reads a block of a container.
+#pragma once
+
+#include <memory>
+
+#include "headrace/format/container.hpp"
+#include "headrace/io/backend.hpp"
+#include "headrace/workloads/streamlines/block_cache.hpp"
+#include "headrace/workloads/streamlines/streamline_math.hpp"
+
+namespace headrace::workloads::streamlines {
+
+struct BlockLayout {
+  GridGeometry grid;
+  std::int32_t block[3] = {1, 1, 1};
+
+  // The unit holding point (i, j, k), and the point's element within it.
+  HEADRACE_HD std::uint64_t unit_of(std::int32_t i, std::int32_t j, std::int32_t k, std::uint64_t& element) const {
+    const std::uint64_t nbx = static_cast<std::uint64_t>(grid.dims[0] / block[0]);
+    const std::uint64_t nby = static_cast<std::uint64_t>(grid.dims[1] / block[1]);
+    element = static_cast<std::uint64_t>(i % block[0]) +
+              static_cast<std::uint64_t>(block[0]) * (static_cast<std::uint64_t>(j % block[1]) +
+                                                      static_cast<std::uint64_t>(block[1]) * static_cast<std::uint64_t>(k % block[2]));
+    return static_cast<std::uint64_t>(i / block[0]) + nbx * (static_cast<std::uint64_t>(j / block[1]) +
+                                                             nby * static_cast<std::uint64_t>(k / block[2]));
+  }
+  [[nodiscard]] std::uint64_t block_points() const noexcept {
+    return static_cast<std::uint64_t>(block[0]) * block[1] * block[2];
+  }
+  [[nodiscard]] std::uint64_t block_count() const noexcept {
+    return static_cast<std::uint64_t>(grid.dims[0] / block[0]) * (grid.dims[1] / block[1]) * (grid.dims[2] / block[2]);
+  }
+  // Throws UsageError unless the dims are whole multiples of the block.
+  void check() const;
+};
+
+// Reads the layout of a container written in blocks: attributes grid_dims, grid_origin, grid_spacing,
+// block_dims and layout "blocks"; throws UsageError naming what is missing.
+[[nodiscard]] BlockLayout block_layout_of(const format::Container& container);
+
+// A sampler: each cell's corners come from the cache, one pinned unit at a time.
+class CachedBlockField {
+ public:
+  CachedBlockField(BlockLayout layout, BlockCache& cache) : layout_(layout), cache_(&cache) {}
+  bool operator()(const Vec3& p, Vec3& v) const;
+
+ private:
+  BlockLayout layout_;
+  BlockCache* cache_;
+};
+
+// Loads block `unit` of (frame, field) of an uncompressed blocks-layout container through backend
+// (standard or direct I/O, any kind); a failed or short read throws naming the file and offset.
+[[nodiscard]] BlockCache::Loader container_block_loader(std::shared_ptr<io::Backend> backend,
+                                                        const format::Container& container, std::uint32_t frame,
+                                                        std::uint32_t field, const BlockLayout& layout);
+
+}  // namespace headrace::workloads::streamlines

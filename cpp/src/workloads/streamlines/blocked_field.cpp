@@ -1,0 +1,107 @@
+#include "headrace/workloads/streamlines/blocked_field.hpp"
+
+#include <cstring>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "headrace/error.hpp"
+
+namespace headrace::workloads::streamlines {
+namespace {
+
+template <typename T>
+std::vector<T> numbers(const format::Container& container, const std::string& name) {
+  const auto found = container.attributes().find(name);
+  HEADRACE_EXPECT(found != container.attributes().end(), UsageError,
+                  container.path() + ": no attribute '" + name + "': not a grid written in blocks");
+  if (const auto* values = std::get_if<std::vector<T>>(&found->second)) return *values;
+  if constexpr (std::is_same_v<T, double>) {
+    if (const auto* ints = std::get_if<std::vector<std::int64_t>>(&found->second)) return {ints->begin(), ints->end()};
+  }
+  throw UsageError(container.path() + ": attribute '" + name + "' is not a list of numbers");
+}
+
+}  // namespace
+
+void BlockLayout::check() const {
+  for (int axis = 0; axis < 3; ++axis)
+    HEADRACE_EXPECT(block[axis] >= 1 && grid.dims[axis] >= 2 && grid.dims[axis] % block[axis] == 0, UsageError,
+                    "grid dims " + std::to_string(grid.dims[0]) + "x" + std::to_string(grid.dims[1]) + "x" +
+                        std::to_string(grid.dims[2]) + " are not whole multiples of blocks " + std::to_string(block[0]) +
+                        "x" + std::to_string(block[1]) + "x" + std::to_string(block[2]));
+}
+
+BlockLayout block_layout_of(const format::Container& container) {
+  const auto layout = container.attributes().find("layout");
+  HEADRACE_EXPECT(layout != container.attributes().end() && std::holds_alternative<std::string>(layout->second) &&
+                      std::get<std::string>(layout->second) == "blocks",
+                  UsageError, container.path() + ": expected attribute layout = \"blocks\"");
+  const auto dims = numbers<std::int64_t>(container, "grid_dims");
+  const auto block = numbers<std::int64_t>(container, "block_dims");
+  const auto origin = numbers<double>(container, "grid_origin");
+  const auto spacing = numbers<double>(container, "grid_spacing");
+  HEADRACE_EXPECT(dims.size() == 3 && block.size() == 3 && origin.size() == 3 && spacing.size() == 3, UsageError,
+                  container.path() + ": grid_dims, block_dims, grid_origin and grid_spacing need 3 values each");
+  BlockLayout result;
+  for (int axis = 0; axis < 3; ++axis) {
+    result.grid.dims[axis] = static_cast<std::int32_t>(dims[axis]);
+    result.block[axis] = static_cast<std::int32_t>(block[axis]);
+    result.grid.origin[axis] = static_cast<float>(origin[axis]);
+    result.grid.spacing[axis] = static_cast<float>(spacing[axis]);
+  }
+  result.check();
+  return result;
+}
+
+bool CachedBlockField::operator()(const Vec3& p, Vec3& v) const {
+  std::int32_t c[3];
+  float f[3];
+  if (!layout_.grid.locate(p, c, f)) return false;
+  Vec3 corner[8];
+  BlockCache::Handle held;  // one pinned unit at a time: most cells lie inside one block
+  for (int n = 0; n < 8; ++n) {
+    std::uint64_t element = 0;
+    const std::uint64_t unit = layout_.unit_of(c[0] + (n & 1), c[1] + ((n >> 1) & 1), c[2] + ((n >> 2) & 1), element);
+    if (!held.valid() || held.unit() != unit) {
+      held.release();
+      held = cache_->acquire(unit);
+    }
+    float xyz[3];
+    std::memcpy(xyz, held.data() + element * sizeof xyz, sizeof xyz);
+    corner[n] = {xyz[0], xyz[1], xyz[2]};
+  }
+  v = trilinear(corner, f);
+  return true;
+}
+
+BlockCache::Loader container_block_loader(std::shared_ptr<io::Backend> backend, const format::Container& container,
+                                          std::uint32_t frame, std::uint32_t field, const BlockLayout& layout) {
+  const std::uint64_t element_bytes = container.fields().at(field).element_bytes();
+  HEADRACE_EXPECT(element_bytes == 12, UsageError,
+                  container.path() + ": a velocity field is float32 x 3 (12 bytes a point), this one has " +
+                      std::to_string(element_bytes));
+  const std::uint64_t block_points = layout.block_points();
+  std::vector<std::uint64_t> offsets(layout.block_count(), 0);  // file offset of each block
+  for (const auto& chunk : container.chunks_of(frame, field)) {
+    HEADRACE_EXPECT(chunk.codec == format::CodecId::none && chunk.first_element % block_points == 0 &&
+                        chunk.element_count % block_points == 0,
+                    UsageError,
+                    container.path() + ": offset " + std::to_string(chunk.offset) +
+                        ": the block cache reads whole blocks of uncompressed chunks");
+    for (std::uint64_t b = 0; b < chunk.element_count / block_points; ++b) {
+      const std::uint64_t unit = chunk.first_element / block_points + b;
+      HEADRACE_EXPECT(unit < offsets.size(), UsageError, container.path() + ": more points than the grid has");
+      offsets[unit] = chunk.offset + b * block_points * element_bytes;
+    }
+  }
+  const std::uint64_t block_bytes = block_points * element_bytes;
+  return [backend = std::move(backend), offsets = std::move(offsets), block_bytes](std::uint64_t unit,
+                                                                                   std::span<std::byte> into) {
+    HEADRACE_EXPECT(unit < offsets.size() && into.size() >= block_bytes, UsageError,
+                    "block " + std::to_string(unit) + " is not in the grid");
+    backend->submit({{offsets[unit], block_bytes, into.data()}})->check();
+  };
+}
+
+}  // namespace headrace::workloads::streamlines
