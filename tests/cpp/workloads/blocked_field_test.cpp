@@ -5,63 +5,19 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <random>
 #include <vector>
 
-#include "headrace/codec/cpu/chunk_codec.hpp"
 #include "headrace/error.hpp"
-#include "headrace/format/writer.hpp"
 #include "headrace/workloads/streamlines/in_memory_field.hpp"
 #include "headrace/workloads/streamlines/tracer.hpp"
-#include "support/temp_directory.hpp"
+#include "workloads/flow_fixture.hpp"
 
 namespace headrace::workloads::streamlines {
 namespace {
 
-// A swirling field on a 16 x 12 x 8 grid in blocks of 4 x 4 x 4, written as a container.
-struct BlockedFlow {
-  testing::TempDirectory dir;
-  std::string path = dir.file("flow.hrc");
-  BlockLayout layout;
-  std::vector<float> linear;  // x fastest over the whole grid: the in-core reference
-
-  BlockedFlow() {
-    layout.grid.dims[0] = 16, layout.grid.dims[1] = 12, layout.grid.dims[2] = 8;
-    layout.grid.spacing[0] = layout.grid.spacing[1] = layout.grid.spacing[2] = 0.25f;
-    layout.block[0] = layout.block[1] = layout.block[2] = 4;
-    const auto& d = layout.grid.dims;
-    linear.resize(3 * std::size_t(d[0]) * d[1] * d[2]);
-    std::vector<float> blocked(linear.size());
-    for (int k = 0; k < d[2]; ++k)
-      for (int j = 0; j < d[1]; ++j)
-        for (int i = 0; i < d[0]; ++i) {
-          const float x = 0.25f * i - 2, y = 0.25f * j - 1.5f, z = 0.25f * k;
-          const float v[3] = {-y + 0.1f * std::sin(z), x, 0.2f * std::cos(x * y)};
-          const std::size_t n = i + std::size_t(d[0]) * (j + std::size_t(d[1]) * k);
-          std::uint64_t element = 0;
-          const std::uint64_t unit = layout.unit_of(i, j, k, element);
-          for (int c = 0; c < 3; ++c) {
-            linear[3 * n + c] = v[c];
-            blocked[3 * (unit * layout.block_points() + element) + c] = v[c];
-          }
-        }
-    format::WriterOptions options;
-    options.chunk_size_bytes = 2 * layout.block_points() * 12;  // two blocks a chunk
-    format::ContainerWriter writer(path, {{"velocity", format::DType::float32, 3}}, options);
-    writer.set_attribute("layout", std::string("blocks"));
-    writer.set_attribute("grid_dims", std::vector<std::int64_t>{16, 12, 8});
-    writer.set_attribute("block_dims", std::vector<std::int64_t>{4, 4, 4});
-    writer.set_attribute("grid_origin", std::vector<double>{0, 0, 0});
-    writer.set_attribute("grid_spacing", std::vector<double>{0.25, 0.25, 0.25});
-    const auto frame = writer.add_frame(0.0, format::BoundingBox{{0, 0, 0}, {3.75, 2.75, 1.75}});
-    writer.write_field(frame, 0, std::as_bytes(std::span<const float>(blocked)));
-    writer.close();
-  }
-};
-
 TEST(BlockedField, ReadsTheLayoutFromTheContainer) {
-  BlockedFlow flow;
+  testing::BlockedFlow flow;
   const auto container = format::Container::open(flow.path);
   const auto layout = block_layout_of(container);
   EXPECT_EQ(layout.grid.dims[0], 16);
@@ -76,7 +32,7 @@ TEST(BlockedField, ReadsTheLayoutFromTheContainer) {
 class BlockedFieldOnBackends : public ::testing::TestWithParam<io::BackendKind> {};
 
 TEST_P(BlockedFieldOnBackends, GivesTheInCoreStreamlinesWithATinyCache) {
-  BlockedFlow flow;
+  testing::BlockedFlow flow;
   if (auto why = io::unavailable_reason(GetParam(), flow.path)) GTEST_SKIP() << *why;
   const auto container = format::Container::open(flow.path);
   const auto layout = block_layout_of(container);
@@ -121,7 +77,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, BlockedFieldOnBackends,
                          [](const auto& info) { return std::string(io::to_string(info.param)); });
 
 TEST(BlockedField, ABlockThatCannotBeReadStopsTheTrace) {
-  BlockedFlow flow;
+  testing::BlockedFlow flow;
   const auto container = format::Container::open(flow.path);
   const auto layout = block_layout_of(container);
   const std::uint64_t block_bytes = layout.block_points() * 12;

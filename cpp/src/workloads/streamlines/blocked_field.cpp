@@ -32,24 +32,31 @@ void BlockLayout::check() const {
                         "x" + std::to_string(block[1]) + "x" + std::to_string(block[2]));
 }
 
+GridGeometry grid_geometry_of(const format::Container& container) {
+  const auto dims = numbers<std::int64_t>(container, "grid_dims");
+  const auto origin = numbers<double>(container, "grid_origin");
+  const auto spacing = numbers<double>(container, "grid_spacing");
+  HEADRACE_EXPECT(dims.size() == 3 && origin.size() == 3 && spacing.size() == 3, UsageError,
+                  container.path() + ": grid_dims, grid_origin and grid_spacing need 3 values each");
+  GridGeometry grid;
+  for (int axis = 0; axis < 3; ++axis) {
+    grid.dims[axis] = static_cast<std::int32_t>(dims[axis]);
+    grid.origin[axis] = static_cast<float>(origin[axis]);
+    grid.spacing[axis] = static_cast<float>(spacing[axis]);
+  }
+  return grid;
+}
+
 BlockLayout block_layout_of(const format::Container& container) {
   const auto layout = container.attributes().find("layout");
   HEADRACE_EXPECT(layout != container.attributes().end() && std::holds_alternative<std::string>(layout->second) &&
                       std::get<std::string>(layout->second) == "blocks",
                   UsageError, container.path() + ": expected attribute layout = \"blocks\"");
-  const auto dims = numbers<std::int64_t>(container, "grid_dims");
   const auto block = numbers<std::int64_t>(container, "block_dims");
-  const auto origin = numbers<double>(container, "grid_origin");
-  const auto spacing = numbers<double>(container, "grid_spacing");
-  HEADRACE_EXPECT(dims.size() == 3 && block.size() == 3 && origin.size() == 3 && spacing.size() == 3, UsageError,
-                  container.path() + ": grid_dims, block_dims, grid_origin and grid_spacing need 3 values each");
+  HEADRACE_EXPECT(block.size() == 3, UsageError, container.path() + ": block_dims needs 3 values");
   BlockLayout result;
-  for (int axis = 0; axis < 3; ++axis) {
-    result.grid.dims[axis] = static_cast<std::int32_t>(dims[axis]);
-    result.block[axis] = static_cast<std::int32_t>(block[axis]);
-    result.grid.origin[axis] = static_cast<float>(origin[axis]);
-    result.grid.spacing[axis] = static_cast<float>(spacing[axis]);
-  }
+  result.grid = grid_geometry_of(container);
+  for (int axis = 0; axis < 3; ++axis) result.block[axis] = static_cast<std::int32_t>(block[axis]);
   result.check();
   return result;
 }

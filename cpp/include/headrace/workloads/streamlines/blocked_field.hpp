@@ -37,8 +37,12 @@ struct BlockLayout {
   void check() const;
 };
 
-// Reads the layout of a container written in blocks: attributes grid_dims, grid_origin, grid_spacing,
-// block_dims and layout "blocks"; throws UsageError naming what is missing.
+// The grid of a container's attributes grid_dims, grid_origin and grid_spacing; throws UsageError
+// naming what is missing.
+[[nodiscard]] GridGeometry grid_geometry_of(const format::Container& container);
+
+// Reads the layout of a container written in blocks: its grid, block_dims and layout "blocks"; throws
+// UsageError naming what is missing.
 [[nodiscard]] BlockLayout block_layout_of(const format::Container& container);
 
 // A sampler: each cell's corners come from the cache, one pinned unit at a time.

@@ -1,0 +1,74 @@
+// A velocity field in the Hilbert layout (seed 002, 3.1.2): the grid is cut into cubic partitions of
+// P = 2^bits points a side (x fastest, as the paper's 3 x 3 x 3 partitions of 1024^3), and each
+// partition's points are stored along the Hilbert curve. Uncompressed and in whole pages, the field is
+// one contiguous run of the file, so the cache's unit (the "chunk" of the paper, a number of pages) is
+// chosen when the file is read, not when it is written.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "headrace/format/container.hpp"
+#include "headrace/io/backend.hpp"
+#include "headrace/workloads/streamlines/block_cache.hpp"
+#include "headrace/workloads/streamlines/hilbert.hpp"
+#include "headrace/workloads/streamlines/streamline_math.hpp"
+
+namespace headrace::workloads::streamlines {
+
+inline constexpr std::uint64_t point_bytes = 12;  // float32 x 3
+inline constexpr std::uint64_t page_bytes = 4096;
+
+struct HilbertLayout {
+  GridGeometry grid;
+  std::uint32_t bits = 1;  // partitions of 2^bits points a side
+
+  [[nodiscard]] HEADRACE_HD std::uint32_t partition() const { return 1u << bits; }
+  // Where point (i, j, k) is stored, counted in points from the field's start.
+  HEADRACE_HD std::uint64_t position_of(std::int32_t i, std::int32_t j, std::int32_t k) const {
+    const std::uint32_t p = partition();
+    const std::uint64_t npx = static_cast<std::uint64_t>(grid.dims[0]) / p;
+    const std::uint64_t npy = static_cast<std::uint64_t>(grid.dims[1]) / p;
+    const std::uint64_t part = static_cast<std::uint64_t>(i) / p + npx * (static_cast<std::uint64_t>(j) / p +
+                                                                           npy * (static_cast<std::uint64_t>(k) / p));
+    const std::uint64_t cube = static_cast<std::uint64_t>(p) * p * p;
+    return part * cube + hilbert_index(static_cast<std::uint32_t>(i) % p, static_cast<std::uint32_t>(j) % p,
+                                       static_cast<std::uint32_t>(k) % p, bits);
+  }
+  [[nodiscard]] std::uint64_t point_count() const noexcept {
+    return static_cast<std::uint64_t>(grid.dims[0]) * grid.dims[1] * grid.dims[2];
+  }
+  void check() const;  // UsageError unless the dims are whole multiples of the partition
+};
+
+// From the attributes layout = "hilbert", hilbert_bits, grid_dims, grid_origin, grid_spacing.
+[[nodiscard]] HilbertLayout hilbert_layout_of(const format::Container& container);
+
+// A sampler reading each cell's corners through the cache, whose units are runs of unit_bytes (a whole
+// number of points) of the field.
+class CachedHilbertField {
+ public:
+  CachedHilbertField(HilbertLayout layout, BlockCache& cache);
+  bool operator()(const Vec3& p, Vec3& v) const;
+
+ private:
+  HilbertLayout layout_;
+  BlockCache* cache_;
+};
+
+// Loads unit u = bytes [u * unit_bytes, (u + 1) * unit_bytes) of (frame, field), which must be stored
+// uncompressed and contiguous (chunks of whole pages, one after another); the last unit may be short
+// (its tail is left as it was).
+[[nodiscard]] BlockCache::Loader contiguous_field_loader(std::shared_ptr<io::Backend> backend,
+                                                         const format::Container& container, std::uint32_t frame,
+                                                         std::uint32_t field, std::uint64_t unit_bytes);
+
+// Rewrites frame after frame of a blocks-layout container in the Hilbert layout (partitions of
+// 2^bits points, chunks of chunk_pages pages, a multiple of 3 so that chunks hold whole points),
+// through `<output>.partial` and rename; returns the seconds it took (seed 002's table 1).
+double convert_blocks_to_hilbert(const std::string& input, const std::string& output, std::uint32_t bits,
+                                 std::uint32_t chunk_pages,
+                                 const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {});
+
+}  // namespace headrace::workloads::streamlines

@@ -1,0 +1,172 @@
+#include "headrace/workloads/streamlines/hilbert_field.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <variant>
+#include <vector>
+
+#include "headrace/error.hpp"
+#include "headrace/format/writer.hpp"
+#include "headrace/workloads/streamlines/blocked_field.hpp"
+
+namespace headrace::workloads::streamlines {
+namespace {
+
+std::int64_t integer_attribute(const format::Container& container, const std::string& name) {
+  const auto found = container.attributes().find(name);
+  const auto* values = found == container.attributes().end() ? nullptr : std::get_if<std::vector<std::int64_t>>(&found->second);
+  HEADRACE_EXPECT(values != nullptr && values->size() == 1, UsageError,
+                  container.path() + ": expected one integer in attribute '" + name + "'");
+  return values->front();
+}
+
+}  // namespace
+
+void HilbertLayout::check() const {
+  HEADRACE_EXPECT(bits >= 1 && bits <= 20, UsageError, "Hilbert partitions of 2^1 to 2^20 points a side, got 2^" + std::to_string(bits));
+  for (int axis = 0; axis < 3; ++axis)
+    HEADRACE_EXPECT(grid.dims[axis] >= 2 && grid.dims[axis] % partition() == 0, UsageError,
+                    "grid dims " + std::to_string(grid.dims[0]) + "x" + std::to_string(grid.dims[1]) + "x" +
+                        std::to_string(grid.dims[2]) + " are not whole multiples of Hilbert partitions of " +
+                        std::to_string(partition()));
+}
+
+HilbertLayout hilbert_layout_of(const format::Container& container) {
+  const auto layout = container.attributes().find("layout");
+  HEADRACE_EXPECT(layout != container.attributes().end() && std::holds_alternative<std::string>(layout->second) &&
+                      std::get<std::string>(layout->second) == "hilbert",
+                  UsageError, container.path() + ": expected attribute layout = \"hilbert\"");
+  HilbertLayout result;
+  result.grid = grid_geometry_of(container);
+  result.bits = static_cast<std::uint32_t>(integer_attribute(container, "hilbert_bits"));
+  result.check();
+  return result;
+}
+
+CachedHilbertField::CachedHilbertField(HilbertLayout layout, BlockCache& cache) : layout_(layout), cache_(&cache) {
+  HEADRACE_EXPECT(cache.unit_bytes() % point_bytes == 0, UsageError,
+                  "Hilbert cache units hold whole points: " + std::to_string(cache.unit_bytes()) +
+                      " bytes is not a multiple of 12 (use a multiple of 3 pages)");
+}
+
+bool CachedHilbertField::operator()(const Vec3& p, Vec3& v) const {
+  std::int32_t c[3];
+  float f[3];
+  if (!layout_.grid.locate(p, c, f)) return false;
+  const std::uint64_t unit_points = cache_->unit_bytes() / point_bytes;
+  Vec3 corner[8];
+  BlockCache::Handle held;
+  for (int n = 0; n < 8; ++n) {
+    const std::uint64_t position = layout_.position_of(c[0] + (n & 1), c[1] + ((n >> 1) & 1), c[2] + ((n >> 2) & 1));
+    const std::uint64_t unit = position / unit_points;
+    if (!held.valid() || held.unit() != unit) {
+      held.release();
+      held = cache_->acquire(unit);
+    }
+    float xyz[3];
+    std::memcpy(xyz, held.data() + (position % unit_points) * point_bytes, sizeof xyz);
+    corner[n] = {xyz[0], xyz[1], xyz[2]};
+  }
+  v = trilinear(corner, f);
+  return true;
+}
+
+BlockCache::Loader contiguous_field_loader(std::shared_ptr<io::Backend> backend, const format::Container& container,
+                                           std::uint32_t frame, std::uint32_t field, std::uint64_t unit_bytes) {
+  const auto chunks = container.chunks_of(frame, field);
+  HEADRACE_EXPECT(!chunks.empty(), UsageError, container.path() + ": no chunks");
+  const std::uint64_t start = chunks.front().offset;
+  std::uint64_t end = start;
+  for (const auto& chunk : chunks) {
+    HEADRACE_EXPECT(chunk.codec == format::CodecId::none && chunk.offset == end, UsageError,
+                    container.path() + ": offset " + std::to_string(chunk.offset) +
+                        ": expected uncompressed chunks of whole pages one after another (a Hilbert layout), "
+                        "found a gap or a codec");
+    end += chunk.raw_size;
+  }
+  return [backend = std::move(backend), start, end, unit_bytes](std::uint64_t unit, std::span<std::byte> into) {
+    const std::uint64_t offset = start + unit * unit_bytes;
+    HEADRACE_EXPECT(offset < end, UsageError, "unit " + std::to_string(unit) + " is past the field's end");
+    backend->submit({{offset, std::min(unit_bytes, end - offset), into.data()}})->check();
+  };
+}
+
+double convert_blocks_to_hilbert(const std::string& input, const std::string& output, std::uint32_t bits,
+                                 std::uint32_t chunk_pages,
+                                 const std::function<void(std::uint64_t, std::uint64_t)>& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  HEADRACE_EXPECT(chunk_pages >= 3 && chunk_pages % 3 == 0, UsageError,
+                  "Hilbert chunks are a multiple of 3 pages (12 KiB holds 1024 whole points), got " +
+                      std::to_string(chunk_pages));
+  const auto source = format::Container::open(input);
+  const BlockLayout blocks = block_layout_of(source);
+  const std::uint32_t field = source.field_index("velocity");
+  HilbertLayout layout{blocks.grid, bits};
+  layout.check();
+
+  format::WriterOptions options;
+  options.chunk_size_bytes = std::uint64_t{chunk_pages} * page_bytes;
+  format::ContainerWriter writer(output, {{"velocity", format::DType::float32, 3}}, options);
+  for (const auto& [name, value] : source.attributes())
+    if (name != "layout" && name != "block_dims") writer.set_attribute(name, value);
+  writer.set_attribute("layout", std::string("hilbert"));
+  writer.set_attribute("hilbert_bits", std::vector<std::int64_t>{bits});
+
+  // order[h]: the partition-local point (x fastest) at Hilbert index h.
+  const std::uint32_t p = layout.partition();
+  const std::uint64_t cube = std::uint64_t{p} * p * p;
+  std::vector<std::uint32_t> order(cube);
+  for (std::uint64_t h = 0; h < cube; ++h) {
+    std::uint32_t q[3];
+    hilbert_point(h, bits, q);
+    order[h] = q[0] + p * (q[1] + p * q[2]);
+  }
+  const std::uint64_t block_bytes = blocks.block_points() * point_bytes;
+  std::shared_ptr<io::Backend> backend = io::open_backend(io::BackendKind::posix, input);
+  std::vector<float> dense(3 * cube), serial(3 * cube);
+  // The writer cuts each write into chunks: writes of whole chunks keep every chunk whole pages.
+  const std::size_t chunk_floats = options.chunk_size_bytes / sizeof(float);
+  std::vector<float> pending;
+  const std::int32_t parts[3] = {blocks.grid.dims[0] / static_cast<std::int32_t>(p),
+                                 blocks.grid.dims[1] / static_cast<std::int32_t>(p),
+                                 blocks.grid.dims[2] / static_cast<std::int32_t>(p)};
+  const std::uint64_t total = source.frames().size() * static_cast<std::uint64_t>(parts[0]) * parts[1] * parts[2];
+  std::uint64_t done = 0;
+  for (std::uint32_t t = 0; t < source.frames().size(); ++t) {
+    // A partition layer's worth of blocks stays cached while its partitions are gathered.
+    BlockCache cache(block_bytes, std::max<std::uint64_t>(block_bytes * 64, 256ull << 20) / block_bytes * block_bytes, 1,
+                     container_block_loader(backend, source, t, field, blocks));
+    const auto frame = writer.add_frame(source.frames()[t].time, source.frames()[t].bbox);
+    for (std::int32_t pk = 0; pk < parts[2]; ++pk)
+      for (std::int32_t pj = 0; pj < parts[1]; ++pj)
+        for (std::int32_t pi = 0; pi < parts[0]; ++pi) {
+          BlockCache::Handle held;
+          for (std::uint32_t z = 0; z < p; ++z)
+            for (std::uint32_t y = 0; y < p; ++y)
+              for (std::uint32_t x = 0; x < p; ++x) {
+                std::uint64_t element = 0;
+                const std::uint64_t unit = blocks.unit_of(pi * p + x, pj * p + y, pk * p + z, element);
+                if (!held.valid() || held.unit() != unit) {
+                  held.release();
+                  held = cache.acquire(unit);
+                }
+                std::memcpy(&dense[3 * (x + p * (y + std::uint64_t{p} * z))], held.data() + element * point_bytes, point_bytes);
+              }
+          held.release();
+          for (std::uint64_t h = 0; h < cube; ++h)
+            std::memcpy(&serial[3 * h], &dense[3 * std::uint64_t{order[h]}], point_bytes);
+          pending.insert(pending.end(), serial.begin(), serial.end());
+          if (const std::size_t whole = pending.size() / chunk_floats * chunk_floats; whole > 0) {
+            writer.write_field(frame, 0, std::as_bytes(std::span<const float>(pending.data(), whole)));
+            pending.erase(pending.begin(), pending.begin() + static_cast<std::ptrdiff_t>(whole));
+          }
+          if (progress) progress(++done, total);
+        }
+    if (!pending.empty()) writer.write_field(frame, 0, std::as_bytes(std::span<const float>(pending)));
+    pending.clear();
+  }
+  writer.close();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+}  // namespace headrace::workloads::streamlines
