@@ -61,29 +61,8 @@ BlockLayout block_layout_of(const format::Container& container) {
   return result;
 }
 
-bool CachedBlockField::operator()(const Vec3& p, Vec3& v) const {
-  std::int32_t c[3];
-  float f[3];
-  if (!layout_.grid.locate(p, c, f)) return false;
-  Vec3 corner[8];
-  BlockCache::Handle held;  // one pinned unit at a time: most cells lie inside one block
-  for (int n = 0; n < 8; ++n) {
-    std::uint64_t element = 0;
-    const std::uint64_t unit = layout_.unit_of(c[0] + (n & 1), c[1] + ((n >> 1) & 1), c[2] + ((n >> 2) & 1), element);
-    if (!held.valid() || held.unit() != unit) {
-      held.release();
-      held = cache_->acquire(unit);
-    }
-    float xyz[3];
-    std::memcpy(xyz, held.data() + element * sizeof xyz, sizeof xyz);
-    corner[n] = {xyz[0], xyz[1], xyz[2]};
-  }
-  v = trilinear(corner, f);
-  return true;
-}
-
-BlockCache::Loader container_block_loader(std::shared_ptr<io::Backend> backend, const format::Container& container,
-                                          std::uint32_t frame, std::uint32_t field, const BlockLayout& layout) {
+std::vector<std::uint64_t> block_offsets(const format::Container& container, std::uint32_t frame, std::uint32_t field,
+                                         const BlockLayout& layout) {
   const std::uint64_t element_bytes = container.fields().at(field).element_bytes();
   HEADRACE_EXPECT(element_bytes == 12, UsageError,
                   container.path() + ": a velocity field is float32 x 3 (12 bytes a point), this one has " +
@@ -102,7 +81,13 @@ BlockCache::Loader container_block_loader(std::shared_ptr<io::Backend> backend, 
       offsets[unit] = chunk.offset + b * block_points * element_bytes;
     }
   }
-  const std::uint64_t block_bytes = block_points * element_bytes;
+  return offsets;
+}
+
+BlockCache::Loader container_block_loader(std::shared_ptr<io::Backend> backend, const format::Container& container,
+                                          std::uint32_t frame, std::uint32_t field, const BlockLayout& layout) {
+  auto offsets = block_offsets(container, frame, field, layout);
+  const std::uint64_t block_bytes = layout.block_points() * container.fields().at(field).element_bytes();
   return [backend = std::move(backend), offsets = std::move(offsets), block_bytes](std::uint64_t unit,
                                                                                    std::span<std::byte> into) {
     HEADRACE_EXPECT(unit < offsets.size() && into.size() >= block_bytes, UsageError,

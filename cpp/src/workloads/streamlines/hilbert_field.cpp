@@ -43,32 +43,10 @@ HilbertLayout hilbert_layout_of(const format::Container& container) {
   return result;
 }
 
-CachedHilbertField::CachedHilbertField(HilbertLayout layout, BlockCache& cache) : layout_(layout), cache_(&cache) {
-  HEADRACE_EXPECT(cache.unit_bytes() % point_bytes == 0, UsageError,
-                  "Hilbert cache units hold whole points: " + std::to_string(cache.unit_bytes()) +
+void check_unit_bytes(std::uint64_t unit_bytes) {
+  HEADRACE_EXPECT(unit_bytes > 0 && unit_bytes % point_bytes == 0, UsageError,
+                  "Hilbert units hold whole points: " + std::to_string(unit_bytes) +
                       " bytes is not a multiple of 12 (use a multiple of 3 pages)");
-}
-
-bool CachedHilbertField::operator()(const Vec3& p, Vec3& v) const {
-  std::int32_t c[3];
-  float f[3];
-  if (!layout_.grid.locate(p, c, f)) return false;
-  const std::uint64_t unit_points = cache_->unit_bytes() / point_bytes;
-  Vec3 corner[8];
-  BlockCache::Handle held;
-  for (int n = 0; n < 8; ++n) {
-    const std::uint64_t position = layout_.position_of(c[0] + (n & 1), c[1] + ((n >> 1) & 1), c[2] + ((n >> 2) & 1));
-    const std::uint64_t unit = position / unit_points;
-    if (!held.valid() || held.unit() != unit) {
-      held.release();
-      held = cache_->acquire(unit);
-    }
-    float xyz[3];
-    std::memcpy(xyz, held.data() + (position % unit_points) * point_bytes, sizeof xyz);
-    corner[n] = {xyz[0], xyz[1], xyz[2]};
-  }
-  v = trilinear(corner, f);
-  return true;
 }
 
 BlockCache::Loader contiguous_field_loader(std::shared_ptr<io::Backend> backend, const format::Container& container,

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "headrace/format/container.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/workloads/streamlines/block_cache.hpp"
 #include "headrace/workloads/streamlines/streamline_math.hpp"
+#include "headrace/workloads/streamlines/unit_sampler.hpp"
 
 namespace headrace::workloads::streamlines {
 
@@ -45,16 +47,27 @@ struct BlockLayout {
 // UsageError naming what is missing.
 [[nodiscard]] BlockLayout block_layout_of(const format::Container& container);
 
-// A sampler: each cell's corners come from the cache, one pinned unit at a time.
-class CachedBlockField {
+// A sampler over native blocks handed out by a unit source (unit_sampler.hpp).
+template <typename Units>
+class BlockField {
  public:
-  CachedBlockField(BlockLayout layout, BlockCache& cache) : layout_(layout), cache_(&cache) {}
-  bool operator()(const Vec3& p, Vec3& v) const;
+  BlockField(BlockLayout layout, Units& units) : layout_(layout), units_(&units) {}
+  bool operator()(const Vec3& p, Vec3& v) const {
+    return sample_units(layout_.grid, *units_, [this](std::int32_t i, std::int32_t j, std::int32_t k, std::uint64_t& element) {
+      return layout_.unit_of(i, j, k, element);
+    }, p, v);
+  }
 
  private:
   BlockLayout layout_;
-  BlockCache* cache_;
+  Units* units_;
 };
+using CachedBlockField = BlockField<BlockCache>;
+
+// File offset of every block of (frame, field) of an uncompressed blocks-layout container; throws
+// UsageError for compressed chunks or chunks that cut a block.
+[[nodiscard]] std::vector<std::uint64_t> block_offsets(const format::Container& container, std::uint32_t frame,
+                                                       std::uint32_t field, const BlockLayout& layout);
 
 // Loads block `unit` of (frame, field) of an uncompressed blocks-layout container through backend
 // (standard or direct I/O, any kind); a failed or short read throws naming the file and offset.

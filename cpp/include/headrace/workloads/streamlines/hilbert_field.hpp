@@ -14,6 +14,7 @@
 #include "headrace/workloads/streamlines/block_cache.hpp"
 #include "headrace/workloads/streamlines/hilbert.hpp"
 #include "headrace/workloads/streamlines/streamline_math.hpp"
+#include "headrace/workloads/streamlines/unit_sampler.hpp"
 
 namespace headrace::workloads::streamlines {
 
@@ -45,17 +46,29 @@ struct HilbertLayout {
 // From the attributes layout = "hilbert", hilbert_bits, grid_dims, grid_origin, grid_spacing.
 [[nodiscard]] HilbertLayout hilbert_layout_of(const format::Container& container);
 
-// A sampler reading each cell's corners through the cache, whose units are runs of unit_bytes (a whole
-// number of points) of the field.
-class CachedHilbertField {
+// Throws UsageError unless a unit of unit_bytes holds whole points.
+void check_unit_bytes(std::uint64_t unit_bytes);
+
+// A sampler over a unit source (unit_sampler.hpp) whose units are runs of unit_bytes (a whole number
+// of points) of the field; throws UsageError for units that cut a point.
+template <typename Units>
+class HilbertField {
  public:
-  CachedHilbertField(HilbertLayout layout, BlockCache& cache);
-  bool operator()(const Vec3& p, Vec3& v) const;
+  HilbertField(HilbertLayout layout, Units& units) : layout_(layout), units_(&units) { check_unit_bytes(units.unit_bytes()); }
+  bool operator()(const Vec3& p, Vec3& v) const {
+    const std::uint64_t unit_points = units_->unit_bytes() / point_bytes;
+    return sample_units(layout_.grid, *units_, [&](std::int32_t i, std::int32_t j, std::int32_t k, std::uint64_t& element) {
+      const std::uint64_t position = layout_.position_of(i, j, k);
+      element = position % unit_points;
+      return position / unit_points;
+    }, p, v);
+  }
 
  private:
   HilbertLayout layout_;
-  BlockCache* cache_;
+  Units* units_;
 };
+using CachedHilbertField = HilbertField<BlockCache>;
 
 // Loads unit u = bytes [u * unit_bytes, (u + 1) * unit_bytes) of (frame, field), which must be stored
 // uncompressed and contiguous (chunks of whole pages, one after another); the last unit may be short
