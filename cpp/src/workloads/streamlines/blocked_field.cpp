@@ -1,6 +1,5 @@
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 
-#include <cstring>
 #include <string>
 #include <variant>
 #include <vector>
