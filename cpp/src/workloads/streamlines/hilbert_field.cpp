@@ -49,8 +49,7 @@ void check_unit_bytes(std::uint64_t unit_bytes) {
                       " bytes is not a multiple of 12 (use a multiple of 3 pages)");
 }
 
-BlockCache::Loader contiguous_field_loader(std::shared_ptr<io::Backend> backend, const format::Container& container,
-                                           std::uint32_t frame, std::uint32_t field, std::uint64_t unit_bytes) {
+FieldRange contiguous_field_range(const format::Container& container, std::uint32_t frame, std::uint32_t field) {
   const auto chunks = container.chunks_of(frame, field);
   HEADRACE_EXPECT(!chunks.empty(), UsageError, container.path() + ": no chunks");
   const std::uint64_t start = chunks.front().offset;
@@ -62,6 +61,12 @@ BlockCache::Loader contiguous_field_loader(std::shared_ptr<io::Backend> backend,
                         "found a gap or a codec");
     end += chunk.raw_size;
   }
+  return {start, end};
+}
+
+BlockCache::Loader contiguous_field_loader(std::shared_ptr<io::Backend> backend, const format::Container& container,
+                                           std::uint32_t frame, std::uint32_t field, std::uint64_t unit_bytes) {
+  const auto [start, end] = contiguous_field_range(container, frame, field);
   return [backend = std::move(backend), start, end, unit_bytes](std::uint64_t unit, std::span<std::byte> into) {
     const std::uint64_t offset = start + unit * unit_bytes;
     HEADRACE_EXPECT(offset < end, UsageError, "unit " + std::to_string(unit) + " is past the field's end");

@@ -70,6 +70,14 @@ class HilbertField {
 };
 using CachedHilbertField = HilbertField<BlockCache>;
 
+// The file range [start, end) of (frame, field) when it is stored uncompressed and contiguous (chunks of
+// whole pages one after another); throws UsageError naming the offset where it is not.
+struct FieldRange {
+  std::uint64_t start = 0, end = 0;
+};
+[[nodiscard]] FieldRange contiguous_field_range(const format::Container& container, std::uint32_t frame,
+                                                std::uint32_t field);
+
 // Loads unit u = bytes [u * unit_bytes, (u + 1) * unit_bytes) of (frame, field), which must be stored
 // uncompressed and contiguous (chunks of whole pages, one after another); the last unit may be short
 // (its tail is left as it was).
