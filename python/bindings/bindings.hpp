@@ -18,6 +18,7 @@ void bind_codec(nanobind::module_& m);
 void bind_environment(nanobind::module_& m);
 void bind_gpu(nanobind::module_& m);
 void bind_queue(nanobind::module_& m);
+void bind_workloads(nanobind::module_& m);
 }  // namespace headrace::python
 
 void bind_io(nanobind::module_& m);

@@ -11,5 +11,6 @@ NB_MODULE(_ext, m) {
   headrace::python::bind_codec(m);
   headrace::python::bind_gpu(m);
   headrace::python::bind_queue(m);
+  headrace::python::bind_workloads(m);
   bind_probe(m);
 }

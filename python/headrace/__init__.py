@@ -11,6 +11,7 @@ from headrace.dataset import Dataset, Field, Frame, open
 from headrace.errors import BadDataError, Error, UsageError
 from headrace.queue import Fence, Queue
 from headrace.stream import FrameStream
+from headrace.streamlines import trace
 from headrace.writer import FieldSpec, Writer
 
 __version__: str = _ext.__version__
@@ -31,4 +32,5 @@ __all__ = [
     "Writer",
     "__version__",
     "open",
+    "trace",
 ]

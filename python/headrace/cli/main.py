@@ -13,7 +13,7 @@ from headrace import errors
 
 __all__ = ["main", "SUBCOMMANDS"]
 
-SUBCOMMANDS = ("info", "generate", "convert", "inspect", "verify", "read", "stream", "probe", "demo")
+SUBCOMMANDS = ("info", "generate", "convert", "inspect", "verify", "read", "stream", "trace", "probe", "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,128 @@
+// workloads layer: streamline tracing of flow containers (seed 002) and the Hilbert layout converter.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/string.h>
+
+#include <cstring>
+
+#include "bindings.hpp"
+#include "headrace/error.hpp"
+#include "headrace/workloads/streamlines/hilbert_field.hpp"
+#include "headrace/workloads/streamlines/trace_container.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+namespace sl = headrace::workloads::streamlines;
+
+namespace headrace::python {
+namespace {
+
+template <typename T>
+nb::ndarray<nb::numpy, T> owned_array(std::vector<T>&& values, std::initializer_list<std::size_t> shape) {
+  auto* heap = new std::vector<T>(std::move(values));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.begin(), owner);
+}
+
+sl::Integrator parse_integrator(const std::string& name) {
+  if (name == "rk4") return sl::Integrator::rk4;
+  if (name == "rk45") return sl::Integrator::rk45;
+  throw UsageError("integrator '" + name + "': expected rk4|rk45");
+}
+
+sl::Direction parse_direction(const std::string& name) {
+  if (name == "forward") return sl::Direction::forward;
+  if (name == "backward") return sl::Direction::backward;
+  if (name == "both") return sl::Direction::both;
+  throw UsageError("direction '" + name + "': expected forward|backward|both");
+}
+
+sl::DataManager parse_manager(const std::string& name) {
+  if (name == "user") return sl::DataManager::user;
+  if (name == "mmap") return sl::DataManager::mmap;
+  throw UsageError("manager '" + name + "': expected user|mmap");
+}
+
+}  // namespace
+
+void bind_workloads(nb::module_& m) {
+  m.def("trace_container",
+        [](const std::string& path, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds,
+           std::uint32_t frame, const std::string& integrator, const std::string& direction, float step_size,
+           std::uint32_t max_steps, float stagnant_speed, float tolerance, float min_step, float max_step,
+           const std::string& manager, unsigned threads, std::uint64_t cache_bytes, unsigned banks, bool direct,
+           std::uint32_t unit_pages, double madvise_interval_s, std::uint64_t memory_budget_bytes) {
+          sl::ContainerTraceOptions options;
+          options.trace.integrator = parse_integrator(integrator);
+          options.trace.direction = parse_direction(direction);
+          options.trace.step_size = step_size;
+          options.trace.max_steps = max_steps;
+          options.trace.stagnant_speed = stagnant_speed;
+          options.trace.tolerance = tolerance;
+          options.trace.min_step = min_step;
+          options.trace.max_step = max_step;
+          options.manager = parse_manager(manager);
+          options.frame = frame;
+          options.threads = threads;
+          options.cache_bytes = cache_bytes;
+          options.banks = banks;
+          options.direct_io = direct;
+          options.unit_pages = unit_pages;
+          options.mapped = {madvise_interval_s, memory_budget_bytes};
+          std::vector<sl::Vec3> points(seeds.shape(0));
+          std::memcpy(points.data(), seeds.data(), points.size() * sizeof(sl::Vec3));
+          sl::ContainerTraceRun run;
+          {
+            nb::gil_scoped_release release;
+            run = sl::trace_container(path, points, options);
+          }
+          static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
+          const std::size_t count = run.lines.points.size();
+          std::vector<float> flat(3 * count);
+          std::memcpy(flat.data(), run.lines.points.data(), flat.size() * sizeof(float));
+          std::vector<std::string> ends;
+          for (const auto& line : run.lines.lines)
+            ends.emplace_back(std::string(sl::to_string(line.backward_end)) + "/" + sl::to_string(line.forward_end));
+          nb::dict result;
+          result["points"] = owned_array(std::move(flat), {count, 3});
+          const std::size_t lines = run.lines.offsets.size();
+          result["offsets"] = owned_array(std::move(run.lines.offsets), {lines});
+          nb::list end_list;
+          for (const auto& e : ends) end_list.append(e);
+          result["ends"] = end_list;
+          result["seconds"] = run.seconds;
+          result["layout"] = run.layout;
+          result["unit_bytes"] = run.unit_bytes;
+          result["cache_hits"] = run.cache.hits;
+          result["cache_misses"] = run.cache.misses;
+          result["cache_evictions"] = run.cache.evictions;
+          result["cache_waits"] = run.cache.waits;
+          result["bytes_read"] = run.cache.bytes_read;
+          result["madvise_calls"] = run.mapped.madvise_calls;
+          result["budget_drops"] = run.mapped.budget_drops;
+          result["max_resident_bytes"] = run.mapped.max_resident_bytes;
+          return result;
+        },
+        "path"_a, "seeds"_a, "frame"_a = 0, "integrator"_a = "rk4", "direction"_a = "forward", "step_size"_a = 0.01f,
+        "max_steps"_a = 1000u, "stagnant_speed"_a = 1e-6f, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
+        "manager"_a = "user", "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "banks"_a = 1u, "direct"_a = false,
+        "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0},
+        "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics.");
+
+  m.def("convert_blocks_to_hilbert",
+        [](const std::string& input, const std::string& output, std::uint32_t bits, std::uint32_t chunk_pages,
+           std::function<void(std::uint64_t, std::uint64_t)> progress) {
+          std::function<void(std::uint64_t, std::uint64_t)> report;
+          if (progress)
+            report = [&progress](std::uint64_t done, std::uint64_t total) {
+              nb::gil_scoped_acquire acquire;
+              progress(done, total);
+            };
+          nb::gil_scoped_release release;
+          return sl::convert_blocks_to_hilbert(input, output, bits, chunk_pages, report);
+        },
+        "input"_a, "output"_a, "bits"_a, "chunk_pages"_a, "progress"_a = nb::none(),
+        "Rewrites a blocks-layout flow container in the Hilbert layout; returns the seconds it took.");
+}
+
+}  // namespace headrace::python

@@ -1,0 +1,167 @@
+"""Streamlines of flow-field containers (seed ``002_…``): seeds, tracing, and writing the lines.
+
+    points, offsets = headrace.trace("flow.hrc", headrace.streamlines.uniform_seeds("flow.hrc", 512),
+                                     steps=1000, step_size=0.01, manager="mmap", threads=32)
+
+Line ``i`` is ``points[offsets[i]:offsets[i + 1]]`` (world coordinates, float32), one line per seed in
+seed order. The container holds a ``velocity`` field (float32 x 3) in the native-block layout
+(``headrace generate flow``) or the Hilbert layout (``convert_to_hilbert``). ``manager="user"`` reads
+through the block cache (``cache_bytes``, ``banks``, ``direct``; Hilbert units of ``unit_pages``
+pages); ``manager="mmap"`` maps the file (``madvise_interval_s``, ``memory_budget_bytes``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from headrace import _ext
+from headrace.errors import UsageError
+
+__all__ = ["TraceResult", "trace", "trace_run", "uniform_seeds", "rake_seeds", "load_seeds", "write_lines",
+           "convert_to_hilbert"]
+
+
+@dataclass
+class TraceResult:
+    """The lines and what the run did: seconds tracing, cache or mapping counters, how each line ended."""
+
+    points: np.ndarray
+    offsets: np.ndarray
+    ends: list[str]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _path(source: Any) -> str:
+    return os.fspath(getattr(source, "path", source))
+
+
+def _as_seeds(seeds: Any) -> np.ndarray:
+    array = np.ascontiguousarray(seeds, dtype=np.float32)
+    if array.ndim != 2 or array.shape[1] != 3 or array.shape[0] == 0:
+        raise UsageError(f"seeds must be an (N, 3) array of world coordinates with N >= 1, got shape {array.shape}")
+    return array
+
+
+def trace_run(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 0.01, integrator: str = "rk4",
+              direction: str = "forward", manager: str = "user", threads: int = 0, frame: int = 0,
+              cache_bytes: int = 1 << 30, banks: int = 1, direct: bool = False, unit_pages: int = 96,
+              madvise_interval_s: float = 4.0, memory_budget_bytes: int = 0, **tuning: float) -> TraceResult:
+    """Traces every seed; see the module docstring. ``tuning``: stagnant_speed, tolerance, min_step, max_step."""
+    run = _ext.trace_container(_path(source), _as_seeds(seeds), frame=int(frame), integrator=integrator,
+                               direction=direction, step_size=float(step_size), max_steps=int(steps), manager=manager,
+                               threads=int(threads), cache_bytes=int(cache_bytes), banks=int(banks), direct=bool(direct),
+                               unit_pages=int(unit_pages), madvise_interval_s=float(madvise_interval_s),
+                               memory_budget_bytes=int(memory_budget_bytes), **tuning)
+    stats = {k: v for k, v in run.items() if k not in ("points", "offsets", "ends")}
+    stats.update(manager=manager, threads=threads, seeds=len(run["ends"]), points=len(run["points"]))
+    return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats)
+
+
+def trace(source: Any, seeds: Any, **options: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(points, offsets)`` of the streamlines from ``seeds``; :func:`trace_run` keeps the statistics too."""
+    result = trace_run(source, seeds, **options)
+    return result.points, result.offsets
+
+
+def _grid(source: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    import headrace
+
+    ds = headrace.open(_path(source)) if not hasattr(source, "attributes") else source
+    attributes = ds.attributes
+    try:
+        return (np.asarray(attributes["grid_dims"], dtype=np.int64), np.asarray(attributes["grid_origin"], dtype=np.float64),
+                np.asarray(attributes["grid_spacing"], dtype=np.float64))
+    except KeyError as missing:
+        raise UsageError(f"{_path(source)}: not a grid (no attribute {missing})") from None
+
+
+def uniform_seeds(source: Any, count: int) -> np.ndarray:
+    """About ``count`` seeds on a lattice over the grid, the same spacing along every axis, each at the
+    centre of its lattice cell (seed 002's uniform seeding, by count)."""
+    if count < 1:
+        raise UsageError(f"uniform seeding needs a count of at least 1, got {count}")
+    dims, origin, spacing = _grid(source)
+    extent = (dims - 1) * spacing
+    step = float(np.cbrt(np.prod(extent) / count))
+    per_axis = np.maximum(1, np.round(extent / step)).astype(int)
+    axes = [origin[a] + (np.arange(per_axis[a]) + 0.5) * extent[a] / per_axis[a] for a in range(3)]
+    z, y, x = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
+    return np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1).astype(np.float32)
+
+
+def rake_seeds(start: Any, end: Any, count: int) -> np.ndarray:
+    """``count`` seeds evenly spaced on the segment from ``start`` to ``end`` (both included)."""
+    if count < 1:
+        raise UsageError(f"a rake needs at least one seed, got {count}")
+    t = np.linspace(0.0, 1.0, count) if count > 1 else np.zeros(1)
+    a, b = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
+    return (a[None, :] + t[:, None] * (b - a)[None, :]).astype(np.float32)
+
+
+def load_seeds(path: os.PathLike | str) -> np.ndarray:
+    """An (N, 3) float array of world coordinates saved with ``numpy.save``."""
+    return _as_seeds(np.load(path))
+
+
+def _vtp(points: np.ndarray, offsets: np.ndarray) -> bytes:
+    """VTK XML PolyData with the lines, appended raw (UInt64 headers): ParaView opens it."""
+    connectivity = np.arange(len(points), dtype=np.int64)
+    ends = offsets[1:].astype(np.int64)
+    arrays = [np.ascontiguousarray(points, dtype=np.float32), connectivity, ends]
+    head, body, at = [], b"", 0
+    for array in arrays:
+        raw = array.tobytes()
+        head.append(at)
+        body += np.uint64(len(raw)).tobytes() + raw
+        at += 8 + len(raw)
+    xml = (
+        '<?xml version="1.0"?>\n'
+        '<VTKFile type="PolyData" version="1.0" byte_order="LittleEndian" header_type="UInt64">\n'
+        "<PolyData>\n"
+        f'<Piece NumberOfPoints="{len(points)}" NumberOfLines="{len(ends)}">\n'
+        f'<Points><DataArray type="Float32" NumberOfComponents="3" format="appended" offset="{head[0]}"/></Points>\n'
+        "<Lines>\n"
+        f'<DataArray type="Int64" Name="connectivity" format="appended" offset="{head[1]}"/>\n'
+        f'<DataArray type="Int64" Name="offsets" format="appended" offset="{head[2]}"/>\n'
+        "</Lines>\n</Piece>\n</PolyData>\n"
+        '<AppendedData encoding="raw">\n_'
+    )
+    return xml.encode() + body + b"\n</AppendedData>\n</VTKFile>\n"
+
+
+def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray, **extra: Any) -> Path:
+    """Writes ``.npz`` (``points``, ``offsets``, and ``extra`` arrays) or ``.vtp`` through a temporary
+    file and rename, so a failure leaves nothing."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".npz", ".vtp"):
+        raise UsageError(f"{path}: streamlines are written as .npz or .vtp, not {suffix or 'no extension'}")
+    partial = path.with_name(path.name + ".partial")
+    try:
+        with open(partial, "wb") as out:
+            if suffix == ".npz":
+                np.savez(out, points=np.asarray(points, dtype=np.float32), offsets=np.asarray(offsets, dtype=np.int64),
+                         **extra)
+            else:
+                out.write(_vtp(np.asarray(points), np.asarray(offsets)))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def convert_to_hilbert(source: os.PathLike | str, output: os.PathLike | str, *, bits: int = 6, chunk_pages: int = 96,
+                       progress: Any = None) -> float:
+    """Rewrites a native-block flow container in the Hilbert layout (partitions of 2**bits points a side,
+    chunks of ``chunk_pages`` pages, a multiple of 3); returns the seconds it took."""
+    return _ext.convert_blocks_to_hilbert(os.fspath(source), os.fspath(output), int(bits), int(chunk_pages), progress)
+
+

@@ -1,0 +1,110 @@
+"""Streamlines from Python and the command line: the four data-manager x layout combinations agree,
+seeds, .npz and .vtp outputs, statistics, and bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import numpy as np
+import pytest
+
+import headrace
+from headrace import streamlines
+from headrace.cli.main import main
+from headrace.generate import generate_flow
+
+
+@pytest.fixture(scope="module")
+def flows(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("flow")
+    blocks = generate_flow(folder / "blocks.hrc", dims=(32, 32, 32), block=(8, 8, 8), frames=1, seed=1)
+    hilbert = folder / "hilbert.hrc"
+    seconds = streamlines.convert_to_hilbert(blocks, hilbert, bits=3, chunk_pages=3)
+    assert seconds > 0
+    return blocks, hilbert
+
+
+def test_every_layout_and_manager_trace_the_same_lines(flows):
+    blocks, hilbert = flows
+    seeds = streamlines.uniform_seeds(blocks, 27)
+    assert seeds.shape == (27, 3) and seeds.dtype == np.float32
+    runs = [streamlines.trace_run(path, seeds, steps=200, step_size=0.05, manager=manager, threads=8,
+                                  cache_bytes=64 << 10, banks=2, unit_pages=3)
+            for path in (blocks, hilbert) for manager in ("user", "mmap")]
+    for run in runs[1:]:
+        np.testing.assert_array_equal(run.offsets, runs[0].offsets)
+        np.testing.assert_array_equal(run.points, runs[0].points)
+    assert runs[0].offsets[0] == 0 and len(runs[0].offsets) == 28
+    np.testing.assert_array_equal(runs[0].points[runs[0].offsets[:-1]], seeds)  # each line starts at its seed
+    assert runs[0].stats["layout"] == "blocks" and runs[2].stats["layout"] == "hilbert"
+    assert runs[0].stats["cache_evictions"] > 0  # 64 KiB of cache for 384 KiB of field
+    assert all(end.endswith(("max_steps", "left_domain", "stagnant")) for end in runs[0].ends)
+    centre = streamlines.rake_seeds((2.5, 2.5, 2.5), (3.5, 3.5, 3.5), 3)  # far from the domain's faces
+    points, offsets = headrace.trace(blocks, centre, steps=10, step_size=0.05)
+    assert points.shape == (33, 3) and list(offsets) == [0, 11, 22, 33]
+
+
+def test_seeds_and_directions(flows):
+    blocks, _ = flows
+    rake = streamlines.rake_seeds((3, 3, 3), (2, 3, 4), 5)
+    np.testing.assert_allclose(rake[[0, -1]], [[3, 3, 3], [2, 3, 4]])
+    both = streamlines.trace_run(blocks, rake[:1], steps=10, step_size=0.05, direction="both")
+    assert len(both.points) == 21
+    np.testing.assert_array_equal(both.points[10], rake[0])  # the seed sits between the two halves
+    with pytest.raises(headrace.UsageError, match=r"\(N, 3\)"):
+        streamlines.trace(blocks, np.zeros((4, 2)))
+    with pytest.raises(headrace.UsageError, match="rk4"):
+        streamlines.trace(blocks, rake, integrator="euler")
+
+
+def test_trace_command_writes_lines_and_statistics(flows, tmp_path, capsys):
+    blocks, hilbert = flows
+    out, stats = tmp_path / "lines.npz", tmp_path / "stats.csv"
+    assert main(["trace", str(hilbert), "--seeds", "uniform:8", "--steps", "50", "--step-size", "0.05",
+                 "--manager", "user", "--unit-pages", "3", "--banks", "2", "--direct", "--out", str(out),
+                 "--stats", str(stats), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["seeds"] == 8 and summary["layout"] == "hilbert" and summary["cache_misses"] > 0
+    saved = np.load(out)
+    assert saved["points"].dtype == np.float32 and saved["offsets"].dtype == np.int64
+    assert saved["offsets"][-1] == len(saved["points"]) == summary["points"]
+    row = next(csv.DictReader(open(stats)))
+    assert float(row["seconds"]) > 0 and row["direct"] == "True"
+
+    seeds = tmp_path / "seeds.npy"
+    np.save(seeds, streamlines.rake_seeds((1, 1, 1), (5, 5, 5), 4))
+    vtp = tmp_path / "lines.vtp"
+    assert main(["trace", str(blocks), "--seeds", str(seeds), "--steps", "20", "--step-size", "0.05",
+                 "--manager", "mmap", "--out", str(vtp)]) == 0
+    data = vtp.read_bytes()
+    marker = b'<AppendedData encoding="raw">\n_'
+    header = data[: data.index(marker)].decode()
+    assert 'type="PolyData"' in header and 'NumberOfLines="4"' in header
+    points = int(re.search(r'NumberOfPoints="(\d+)"', header).group(1))
+    body = data[data.index(marker) + len(marker):]
+    assert int(np.frombuffer(body[:8], np.uint64)[0]) == 12 * points  # the appended points block
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_trace_command_refuses_bad_input(flows, tmp_path, capsys):
+    blocks, _ = flows
+    assert main(["trace", str(blocks), "--seeds", "everywhere", "--out", str(tmp_path / "a.npz")]) == 2
+    assert "expected uniform:N" in capsys.readouterr().err
+    assert main(["trace", str(blocks), "--seeds", "uniform:8", "--out", str(tmp_path / "a.txt")]) == 2
+    assert main(["trace", str(blocks), "--seeds", "rake:1,2:3,4,5:2", "--out", str(tmp_path / "a.npz")]) == 2
+    assert not list(tmp_path.iterdir())
+
+
+def test_convert_command_builds_the_hilbert_layout(flows, tmp_path, capsys):
+    blocks, _ = flows
+    out = tmp_path / "h.hrc"
+    assert main(["convert", str(blocks), str(out), "--layout", "hilbert", "--hilbert-bits", "4", "--chunk-pages", "6",
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["layout"] == "hilbert" and summary["seconds"] > 0
+    ds = headrace.open(out)
+    assert ds.attributes["layout"] == "hilbert" and list(ds.attributes["hilbert_bits"]) == [4]
+    assert main(["convert", str(blocks), str(tmp_path / "bad.hrc"), "--layout", "hilbert", "--hilbert-bits", "6"]) == 2
+    assert not (tmp_path / "bad.hrc").exists()
