@@ -141,6 +141,37 @@ def test_gdeflate_writes_format_1_1_in_64_kib_chunks_and_reads_back(tmp_path):
     assert not (tmp_path / "big.hrc").exists()
 
 
+def test_turbulence_is_divergence_free_at_several_scales_and_stored_as_computed(tmp_path):
+    from headrace.generate.flow import from_blocks, turbulence_modes, turbulence_velocity
+
+    h = 1e-3
+    axis = np.linspace(0.5, 5.5, 12)
+    x, y, z = axis[:, None, None], axis[None, :, None], axis[None, None, :]
+
+    def at(dx, dy, dz):
+        return turbulence_velocity(x + dx, y + dy, z + dz, 0.0, seed=3)
+
+    divergence = sum(at(*d)[..., c] - at(*(-v for v in d))[..., c]
+                     for c, d in enumerate([(h, 0, 0), (0, h, 0), (0, 0, h)])) / (2 * h)
+    gradient = (at(h, 0, 0)[..., 1] - at(-h, 0, 0)[..., 1]) / (2 * h)
+    assert np.abs(divergence).max() < 1e-3 * np.abs(gradient).max()
+    waves = turbulence_modes(3)[0]
+    assert np.linalg.norm(waves, axis=1).max() / np.linalg.norm(waves, axis=1).min() == pytest.approx(32)
+    speed = np.sqrt((at(0, 0, 0) ** 2).sum(-1).mean())
+    assert 0.7 < speed < 1.3
+
+    dims, block = (16, 16, 8), (8, 8, 4)
+    ds = headrace.open(generate_flow(tmp_path / "t.hrc", dims=dims, block=block, seed=3, kind="turbulence"))
+    assert ds.attributes["flow"] == "turbulence"
+    grid = from_blocks(ds.read(0, "velocity"), dims, block)
+    h3 = 2 * np.pi / (np.array(dims) - 1)
+    expected = turbulence_velocity(np.arange(16)[None, None, :] * h3[0], np.arange(16)[None, :, None] * h3[1],
+                                   np.arange(8)[:, None, None] * h3[2], 0.0, seed=3)
+    np.testing.assert_allclose(grid, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(headrace.errors.UsageError, match="--kind"):
+        generate_flow(tmp_path / "x.hrc", dims=dims, block=block, kind="lamb")
+
+
 def test_flow_is_stored_in_blocks(tmp_path):
     dims, block = (8, 12, 16), (4, 4, 8)
     ds = headrace.open(generate_flow(tmp_path / "f.hrc", dims=dims, block=block, frames=2, seed=9))

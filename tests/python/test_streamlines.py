@@ -46,6 +46,16 @@ def test_every_layout_and_manager_trace_the_same_lines(flows):
     assert points.shape == (33, 3) and list(offsets) == [0, 11, 22, 33]
 
 
+def test_turbulent_streamlines_wander_across_many_blocks(tmp_path):
+    path = generate_flow(tmp_path / "t.hrc", dims=(32, 32, 32), block=(8, 8, 8), seed=5, kind="turbulence")
+    seeds = streamlines.rake_seeds((2.0, 3.0, 3.0), (4.0, 3.0, 3.0), 8)
+    points, offsets = headrace.trace(path, seeds, steps=1500, step_size=0.02, manager="mmap")
+    spacing = 2 * np.pi / 31
+    blocks_visited = [len({tuple(b) for b in (points[a:e] / (8 * spacing)).astype(int)})
+                      for a, e in zip(offsets[:-1], offsets[1:])]
+    assert np.mean(blocks_visited) >= 4  # of 64 blocks; each line crosses several
+
+
 def test_seeds_and_directions(flows):
     blocks, _ = flows
     rake = streamlines.rake_seeds((3, 3, 3), (2, 3, 4), 5)

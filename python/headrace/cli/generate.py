@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     flow.add_argument("--block", type=int, nargs=3, required=True, metavar=("BX", "BY", "BZ"),
                       help="block size in points; the dims must be multiples of it")
     flow.add_argument("--frames", type=int, default=1, metavar="F", help="time steps (default: 1, a steady flow)")
+    flow.add_argument("--kind", choices=("abc", "turbulence"), default="abc",
+                      help="the analytic ABC flow, or synthetic turbulence at several scales (default: abc)")
 
     for sub in (particles, volume, flow):
         sub.add_argument("--seed", type=int, default=0, help="seed of numpy.random.default_rng (default: 0)")
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         generate, sizes = generate_volume, dict(dims=args.dims, frames=args.frames, cutoff=args.cutoff)
         total = args.dims[0] * args.dims[1] * args.dims[2] * 4 * args.frames
     else:
-        generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames)
+        generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames, kind=args.kind)
         total = args.dims[0] * args.dims[1] * args.dims[2] * 12 * args.frames
     started = time.perf_counter()
     try:

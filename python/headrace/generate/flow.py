@@ -1,10 +1,19 @@
-"""An analytic velocity field (ABC flow) on a nodal grid, stored in native blocks as seed ``002_…`` does.
+"""A velocity field on a nodal grid, stored in native blocks as seed ``002_…`` does: the analytic ABC
+flow, or synthetic turbulence (``kind="turbulence"``).
 
 ``u = A sin(z + pz) + C cos(y + py)``, ``v = B sin(x + px) + A cos(z + pz)``,
 ``w = C sin(y + py) + B cos(x + px)`` on ``[0, 2 pi]^3`` with ``B = sqrt(2)``, ``C = 1`` and
 ``A(t) = sqrt(3) * (1 + 0.1 sin(2 pi t / 16))`` (steady when there is one frame: ``A(0) = sqrt(3)``);
 the phases ``px, py, pz`` come from ``numpy.random.default_rng(seed)``. Point (i, j, k) sits at
 ``(i, j, k) * 2 pi / (dims - 1)``. Values are float32 x 3 in the field ``velocity``.
+
+Turbulence is a kinematic simulation (Fung et al., J. Fluid Mech. 236, 1992): ``TURBULENCE_MODES``
+Fourier modes ``u = sum_n A_n a_n cos(k_n . x + phi_n + omega_n t)`` with wavenumbers ``|k_n|``
+log-spaced over ``[1, 32]`` (scales from the box to a few cells of a 256^3 grid), random directions,
+amplitudes from a Kolmogorov spectrum ``E(k) ~ k^(-5/3)`` (``A_n ~ sqrt(E(k_n) dk_n)``), each ``a_n``
+a unit vector perpendicular to ``k_n`` (so the field is divergence-free), phases uniform and eddy
+frequencies ``omega_n ~ k_n^(2/3)``; scaled to an rms speed of 1. Streamlines in it wander across the
+whole grid, through many blocks, as the paper's turbulent mixing layer makes them do.
 
 Block layout (``layout = "blocks"``, ``block_dims = [BX, BY, BZ]``): the grid is cut into blocks of
 BX x BY x BZ points (the dims must be multiples of the block); blocks are stored one after another, x
@@ -33,6 +42,9 @@ __all__ = [
     "from_blocks",
     "TARGET_CHUNK_BYTES",
     "PERIOD_FRAMES",
+    "TURBULENCE_MODES",
+    "turbulence_modes",
+    "turbulence_velocity",
 ]
 
 # Chunk size aimed at when none is given (the writer's default), rounded down to whole blocks.
@@ -64,6 +76,37 @@ def abc_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float, *, se
     return out
 
 
+TURBULENCE_MODES = 48
+
+
+def turbulence_modes(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(wave vectors (M, 3), amplitude vectors (M, 3), phases (M,), frequencies (M,)) drawn by ``seed``."""
+    rng = np.random.default_rng(seed)
+    k = np.geomspace(1.0, 32.0, TURBULENCE_MODES)
+    directions = rng.normal(size=(TURBULENCE_MODES, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    waves = k[:, None] * directions
+    across = rng.normal(size=(TURBULENCE_MODES, 3))
+    across -= np.sum(across * directions, axis=1, keepdims=True) * directions  # perpendicular: divergence-free
+    across /= np.linalg.norm(across, axis=1, keepdims=True)
+    dk = k * (np.log(32.0) / (TURBULENCE_MODES - 1))  # the log spacing's width at k
+    amplitude = np.sqrt(k ** (-5.0 / 3.0) * dk)
+    amplitude /= np.sqrt(0.5 * np.sum(amplitude**2))  # rms speed 1 (each cosine carries half its square)
+    phases = rng.uniform(0.0, 2.0 * math.pi, TURBULENCE_MODES)
+    return waves, amplitude[:, None] * across, phases, k ** (2.0 / 3.0)
+
+
+def turbulence_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float, *, seed: int) -> np.ndarray:
+    """The synthetic turbulence at points ``(x, y, z)`` (broadcastable) and ``time``, shape ``(..., 3)``."""
+    waves, amplitudes, phases, frequencies = turbulence_modes(seed)
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(z))
+    out = np.zeros(shape + (3,))
+    for wave, amplitude, phase, omega in zip(waves, amplitudes, phases, frequencies):
+        c = np.cos(wave[0] * x + wave[1] * y + wave[2] * z + (phase + omega * time))
+        out += np.broadcast_to(c, shape)[..., None] * amplitude
+    return out
+
+
 def to_blocks(grid: np.ndarray, block: Sequence[int]) -> np.ndarray:
     """``(Z, Y, X, c)`` grid -> ``(elements, c)`` in block order (see the module docstring)."""
     nz, ny, nx, c = grid.shape
@@ -82,14 +125,17 @@ def from_blocks(values: np.ndarray, dims: Sequence[int], block: Sequence[int]) -
 
 
 class _FlowSource:
-    def __init__(self, dims: tuple[int, int, int], block: tuple[int, int, int], frames: int, seed: int) -> None:
+    def __init__(self, dims: tuple[int, int, int], block: tuple[int, int, int], frames: int, seed: int,
+                 kind: str) -> None:
         self.path = Path("<generate flow>")
         self.dims, self.block, self.frame_count, self.seed = dims, block, frames, seed
+        self.velocity = turbulence_velocity if kind == "turbulence" else abc_velocity
         self.spacing = tuple(2.0 * math.pi / (d - 1) for d in dims)
         self.fields = [FieldInfo("velocity", np.dtype("float32"), 3)]
         self.attributes: dict[str, AttributeValue] = {
             "source_format": "generated",
             "generator": "flow",
+            "flow": kind,
             "seed": seed,
             "grid_dims": list(dims),
             "grid_origin": [0.0, 0.0, 0.0],
@@ -118,7 +164,7 @@ class _FlowSource:
             z = ((k0 + np.arange(bz)) * hz).reshape(1, bz, 1, 1)
             for j0 in range(0, ny, by):
                 y = ((j0 + np.arange(by)) * hy).reshape(1, 1, by, 1)
-                row = abc_velocity(x, y, z, time, seed=self.seed).astype(np.float32).reshape(-1, 3)
+                row = self.velocity(x, y, z, time, seed=self.seed).astype(np.float32).reshape(-1, 3)
                 yield Piece("velocity", row, row.nbytes)
 
 
@@ -129,12 +175,14 @@ def generate_flow(
     block: Sequence[int],
     frames: int = 1,
     seed: int = 0,
+    kind: str = "abc",
     chunk_size_bytes: int | None = None,
     codec: str = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Path:
-    """Write the ABC flow on an X x Y x Z grid in BX x BY x BZ blocks (``frames`` frames); return the path."""
+    """Write the ABC flow or synthetic turbulence (``kind``) on an X x Y x Z grid in BX x BY x BZ blocks
+    (``frames`` frames); return the path."""
     from headrace import errors
 
     dims = tuple(int(d) for d in dims)
@@ -147,7 +195,9 @@ def generate_flow(
         raise errors.UsageError(f"--dims {list(dims)} must be multiples of --block {list(block)}")
     if frames < 1:
         raise errors.UsageError(f"--frames must be at least 1, got {frames}")
-    source = _FlowSource(dims, block, frames, seed)  # type: ignore[arg-type]
+    if kind not in ("abc", "turbulence"):
+        raise errors.UsageError(f"--kind must be abc or turbulence, got {kind!r}")
+    source = _FlowSource(dims, block, frames, seed, kind)  # type: ignore[arg-type]
     target = TARGET_CHUNK_BYTES if chunk_size_bytes is None else chunk_size_bytes
     chunk_bytes = max(1, target // source.block_bytes) * source.block_bytes
     return write_source(
