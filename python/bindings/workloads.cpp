@@ -109,6 +109,20 @@ void bind_workloads(nb::module_& m) {
         "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0},
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics.");
 
+  m.def("feature_seeds",
+        [](const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame, unsigned threads) {
+          std::vector<sl::Vec3> seeds;
+          {
+            nb::gil_scoped_release release;
+            seeds = sl::feature_seeds(path, low, high, stride, frame, threads);
+          }
+          std::vector<float> flat(3 * seeds.size());
+          std::memcpy(flat.data(), seeds.data(), flat.size() * sizeof(float));
+          return owned_array(std::move(flat), {seeds.size(), 3});
+        },
+        "path"_a, "low"_a, "high"_a, "stride"_a = 1u, "frame"_a = 0u, "threads"_a = 0u,
+        "Interior grid points (every stride-th) whose vorticity magnitude lies in [low, high), as (N, 3) float32.");
+
   m.def("convert_blocks_to_hilbert",
         [](const std::string& input, const std::string& output, std::uint32_t bits, std::uint32_t chunk_pages,
            std::function<void(std::uint64_t, std::uint64_t)> progress) {

@@ -22,8 +22,8 @@ import numpy as np
 from headrace import _ext
 from headrace.errors import UsageError
 
-__all__ = ["TraceResult", "trace", "trace_run", "uniform_seeds", "rake_seeds", "load_seeds", "write_lines",
-           "convert_to_hilbert"]
+__all__ = ["TraceResult", "trace", "trace_run", "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds",
+           "write_lines", "convert_to_hilbert"]
 
 
 @dataclass
@@ -101,6 +101,13 @@ def rake_seeds(start: Any, end: Any, count: int) -> np.ndarray:
     t = np.linspace(0.0, 1.0, count) if count > 1 else np.zeros(1)
     a, b = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
     return (a[None, :] + t[:, None] * (b - a)[None, :]).astype(np.float32)
+
+
+def feature_seeds(source: Any, low: float, high: float = float("inf"), *, stride: int = 1, frame: int = 0,
+                  threads: int = 0) -> np.ndarray:
+    """Seed 002's feature-based seeding: the interior grid points (every ``stride``-th along each axis)
+    whose vorticity magnitude lies in ``[low, high)``, x fastest."""
+    return _ext.feature_seeds(_path(source), float(low), float(high), int(stride), int(frame), int(threads))
 
 
 def load_seeds(path: os.PathLike | str) -> np.ndarray:

@@ -98,6 +98,21 @@ def test_trace_command_writes_lines_and_statistics(flows, tmp_path, capsys):
     assert not list(tmp_path.glob("*.partial"))
 
 
+def test_feature_seeds_follow_the_vorticity(flows, tmp_path, capsys):
+    blocks, hilbert = flows
+    strong = streamlines.feature_seeds(blocks, 2.0)
+    band = streamlines.feature_seeds(hilbert, 1.0, 2.0, stride=2)
+    assert len(strong) > 0 and len(band) > 0 and strong.dtype == np.float32
+    assert len(streamlines.feature_seeds(blocks, 1.0, 2.0, stride=2)) == len(band)  # either layout
+    assert len(streamlines.feature_seeds(blocks, 0.0)) == 30**3  # every interior point
+    out = tmp_path / "f.npz"
+    assert main(["trace", str(blocks), "--seeds", "feature:2.5", "--seed-stride", "3", "--steps", "20",
+                 "--step-size", "0.05", "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["seeds"] == len(streamlines.feature_seeds(blocks, 2.5, stride=3))
+    assert main(["trace", str(blocks), "--seeds", "feature:1000", "--out", str(tmp_path / "g.npz")]) == 2
+    assert "no grid point" in capsys.readouterr().err
+
+
 def test_trace_command_refuses_bad_input(flows, tmp_path, capsys):
     blocks, _ = flows
     assert main(["trace", str(blocks), "--seeds", "everywhere", "--out", str(tmp_path / "a.npz")]) == 2

@@ -1,7 +1,8 @@
 """``headrace trace FILE --seeds ... --out LINES.vtp|LINES.npz``: streamlines of a flow container.
 
-Seeds: ``uniform:N`` (about N on a lattice over the grid), ``rake:X0,Y0,Z0:X1,Y1,Z1:N`` (N on a
-segment), or an ``.npy`` file of (N, 3) world coordinates. The data manager is seed 002's: ``user`` (a
+Seeds: ``uniform:N`` (about N on a lattice over the grid), ``feature:LOW[:HIGH]`` (grid points whose
+vorticity magnitude is at least LOW, and below HIGH; every ``--seed-stride``-th point along each axis),
+``rake:X0,Y0,Z0:X1,Y1,Z1:N`` (N on a segment), or an ``.npy`` file of (N, 3) world coordinates. The data manager is seed 002's: ``user`` (a
 block cache of ``--cache-bytes`` in ``--banks`` banks, read with standard or ``--direct`` I/O) or
 ``mmap`` (the mapped file, ``madvise`` every ``--madvise-interval`` seconds, an optional
 ``--memory-budget``). The output is written through a temporary file and renamed; ``--stats`` writes one
@@ -25,7 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("trace", help="streamlines of a flow container (CPU, out of core)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE")
-    parser.add_argument("--seeds", required=True, help="uniform:N | rake:X0,Y0,Z0:X1,Y1,Z1:N | SEEDS.npy")
+    parser.add_argument("--seeds", required=True,
+                        help="uniform:N | feature:LOW[:HIGH] | rake:X0,Y0,Z0:X1,Y1,Z1:N | SEEDS.npy")
+    parser.add_argument("--seed-stride", type=int, default=1, help="feature seeds: every S-th grid point (default 1)")
     parser.add_argument("--steps", type=int, default=1000, help="steps per direction (default 1000)")
     parser.add_argument("--step-size", type=float, default=0.01, help="in the field's time units (default 0.01)")
     parser.add_argument("--integrator", choices=("rk4", "rk45"), default="rk4")
@@ -45,11 +48,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_seeds(text: str, file: str):
+def parse_seeds(text: str, file: str, stride: int = 1):
     from headrace import streamlines
 
     if text.startswith("uniform:"):
         return streamlines.uniform_seeds(file, int(text.split(":", 1)[1]))
+    if text.startswith("feature:"):
+        bounds = [float(v) for v in text.split(":")[1:]]
+        if len(bounds) not in (1, 2):
+            raise UsageError(f"--seeds {text!r}: expected feature:LOW or feature:LOW:HIGH")
+        seeds = streamlines.feature_seeds(file, *bounds, stride=stride)
+        if len(seeds) == 0:
+            raise UsageError(f"--seeds {text!r}: no grid point has a vorticity magnitude in that range")
+        return seeds
     if text.startswith("rake:"):
         parts = text.split(":")
         if len(parts) != 4:
@@ -72,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
     suffix = Path(args.out).suffix.lower()
     if suffix not in (".npz", ".vtp"):
         raise UsageError(f"--out {args.out}: expected a .npz or .vtp file")
-    seeds = parse_seeds(args.seeds, args.file)
+    seeds = parse_seeds(args.seeds, args.file, args.seed_stride)
     result = streamlines.trace_run(args.file, seeds, steps=args.steps, step_size=args.step_size,
                                    integrator=args.integrator, direction=args.direction, manager=args.manager,
                                    threads=args.threads, frame=args.frame, cache_bytes=args.cache_bytes,

@@ -28,7 +28,63 @@ Polylines timed_trace(const Sampler& sampler, const std::vector<Vec3>& seeds, co
   return lines;
 }
 
+// The vorticity magnitude at interior grid point (i, j, k), by central differences of node values.
+template <typename Sampler>
+float vorticity_at(const Sampler& sample, const GridGeometry& g, std::int32_t i, std::int32_t j, std::int32_t k) {
+  auto node = [&](std::int32_t a, std::int32_t b, std::int32_t c) {
+    Vec3 v;
+    const Vec3 p{g.origin[0] + g.spacing[0] * static_cast<float>(a), g.origin[1] + g.spacing[1] * static_cast<float>(b),
+                 g.origin[2] + g.spacing[2] * static_cast<float>(c)};
+    (void)sample(p, v);  // interior nodes are inside the grid
+    return v;
+  };
+  const Vec3 dx = (0.5f / g.spacing[0]) * (node(i + 1, j, k) - node(i - 1, j, k));
+  const Vec3 dy = (0.5f / g.spacing[1]) * (node(i, j + 1, k) - node(i, j - 1, k));
+  const Vec3 dz = (0.5f / g.spacing[2]) * (node(i, j, k + 1) - node(i, j, k - 1));
+  return length(Vec3{dy.z - dz.y, dz.x - dx.z, dx.y - dy.x});
+}
+
+template <typename Sampler>
+std::vector<Vec3> scan_vorticity(const Sampler& sample, const GridGeometry& g, float low, float high,
+                                 std::uint32_t stride, unsigned threads) {
+  std::vector<std::int32_t> planes;
+  for (std::int32_t k = 1; k < g.dims[2] - 1; k += static_cast<std::int32_t>(stride)) planes.push_back(k);
+  std::vector<std::vector<Vec3>> found(planes.size());
+  headrace::detail::parallel_for(planes.size(), threads, [&](std::uint64_t n) {
+    const std::int32_t k = planes[n];
+    for (std::int32_t j = 1; j < g.dims[1] - 1; j += static_cast<std::int32_t>(stride))
+      for (std::int32_t i = 1; i < g.dims[0] - 1; i += static_cast<std::int32_t>(stride)) {
+        const float w = vorticity_at(sample, g, i, j, k);
+        if (w >= low && w < high)
+          found[n].push_back({g.origin[0] + g.spacing[0] * static_cast<float>(i), g.origin[1] + g.spacing[1] * static_cast<float>(j),
+                              g.origin[2] + g.spacing[2] * static_cast<float>(k)});
+      }
+  });
+  std::vector<Vec3> seeds;
+  for (auto& plane : found) seeds.insert(seeds.end(), plane.begin(), plane.end());
+  return seeds;
+}
+
 }  // namespace
+
+std::vector<Vec3> feature_seeds(const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame,
+                                unsigned threads) {
+  HEADRACE_EXPECT(stride >= 1 && low < high, UsageError,
+                  "feature seeding needs a stride of at least 1 and a range low < high, got stride " +
+                      std::to_string(stride) + " and [" + std::to_string(low) + ", " + std::to_string(high) + ")");
+  const auto container = format::Container::open(path);
+  HEADRACE_EXPECT(frame < container.frames().size(), UsageError, path + ": no frame " + std::to_string(frame));
+  const std::uint32_t field = container.field_index("velocity");
+  const MappedUnitsOptions quiet{.madvise_interval_s = 0, .memory_budget_bytes = 0};
+  if (layout_name(container) == "blocks") {
+    const BlockLayout layout = block_layout_of(container);
+    MappedUnits units(path, layout.block_points() * point_bytes, block_offsets(container, frame, field, layout), 0, quiet);
+    return scan_vorticity(BlockField<MappedUnits>(layout, units), layout.grid, low, high, stride, threads);
+  }
+  const HilbertLayout layout = hilbert_layout_of(container);
+  MappedUnits units(path, point_bytes, {}, contiguous_field_range(container, frame, field).start, quiet);
+  return scan_vorticity(HilbertField<MappedUnits>(layout, units), layout.grid, low, high, stride, threads);
+}
 
 const char* to_string(DataManager manager) noexcept { return manager == DataManager::user ? "user" : "mmap"; }
 

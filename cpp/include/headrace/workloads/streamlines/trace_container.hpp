@@ -44,4 +44,10 @@ struct ContainerTraceRun {
 [[nodiscard]] ContainerTraceRun trace_container(const std::string& path, const std::vector<Vec3>& seeds,
                                                 const ContainerTraceOptions& options);
 
+// Feature-based seeding (seed 002): the interior grid points, every `stride`-th along each axis, where
+// the vorticity magnitude |curl v| (central differences) lies in [low, high), x fastest; the file is
+// read through a mapping, on `threads` threads.
+[[nodiscard]] std::vector<Vec3> feature_seeds(const std::string& path, float low, float high, std::uint32_t stride,
+                                              std::uint32_t frame = 0, unsigned threads = 0);
+
 }  // namespace headrace::workloads::streamlines
