@@ -133,3 +133,32 @@ def test_convert_command_builds_the_hilbert_layout(flows, tmp_path, capsys):
     assert ds.attributes["layout"] == "hilbert" and list(ds.attributes["hilbert_bits"]) == [4]
     assert main(["convert", str(blocks), str(tmp_path / "bad.hrc"), "--layout", "hilbert", "--hilbert-bits", "6"]) == 2
     assert not (tmp_path / "bad.hrc").exists()
+
+
+def test_bench_studies_run_resume_and_plot(flows, tmp_path, capsys):
+    from headrace.bench.cases.streamlines import STUDIES, Setup, configurations
+
+    blocks, hilbert = flows
+    out, figure = tmp_path / "scaling.csv", tmp_path / "scaling.png"
+    command = ["bench", "streamlines", str(blocks), str(hilbert), "--study", "scaling", "--threads", "1,2",
+               "--seeds", "uniform:8", "--steps", "30", "--step-size", "0.05", "--cache-bytes", "64K", "--unit-pages", "3",
+               "--out", str(out)]
+    assert main(command) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 4 * 2 * 2  # four implementations x two thread counts x strong and weak
+    assert {r["implementation"] for r in rows} == {"native-user", "native-mmap", "hilbert-user", "hilbert-mmap"}
+    assert {r["seeds"] for r in rows if r["scaling"] == "weak"} == {"8", "16"}  # weak: seeds grow with threads
+    assert all(r["cache"] == "cold" and float(r["seconds_min"]) > 0 for r in rows)
+    assert all(int(r["cache_misses"]) > 0 for r in rows if r["implementation"].endswith("user"))
+    capsys.readouterr()
+    assert main(command) == 0  # nothing left to measure: every point is in the file
+    assert "16 of 16 points already" in capsys.readouterr().out
+    assert len(list(csv.DictReader(open(out)))) == 16
+    assert main(["plot", str(out), "--out", str(figure)]) == 0
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    setup = Setup(native=str(blocks), hilbert=str(hilbert), seeds=np.zeros((1, 3)), steps=1, step_size=0.1,
+                  cache_bytes=1 << 20, threads=(1, 64), chunk_pages=(3, 96))
+    for study in STUDIES:  # every study has points, none twice
+        points = [tuple(sorted(p.items())) for p in configurations(study, setup)]
+        assert points and len(points) == len(set(points)), study
+    assert main(["plot", str(tmp_path / "missing.csv"), "--out", str(figure)]) == 2

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-__all__ = ["CacheState", "Measurement", "drop_page_cache", "warm_page_cache", "measure", "write_csv"]
+__all__ = ["CacheState", "Measurement", "drop_page_cache", "warm_page_cache", "measure", "write_csv", "read_rows",
+           "write_rows"]
 
 CacheState = Literal["cold", "hot"]
 
@@ -126,7 +127,20 @@ def measure(
 
 def write_csv(path: str, measurements: Sequence[Measurement]) -> None:
     """Writes one row per measurement (temporary file + rename)."""
-    rows = [m.as_row() for m in measurements]
+    write_rows(path, [m.as_row() for m in measurements])
+
+
+def read_rows(path: str) -> list[dict[str, str]]:
+    """The rows of a results CSV, or none when it does not exist yet (a study resumes from them)."""
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as source:
+        return list(csv.DictReader(source))
+
+
+def write_rows(path: str, rows: Sequence[dict[str, object]]) -> None:
+    """Writes rows (the union of their columns, in first-seen order) through a temporary file + rename,
+    so an interrupted run keeps every finished row."""
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]

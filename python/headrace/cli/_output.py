@@ -8,9 +8,17 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 
-__all__ = ["console", "print_json", "human_bytes", "byte_progress"]
+__all__ = ["console", "print_json", "human_bytes", "byte_progress", "count_progress"]
 
 console = Console(highlight=False)
 
@@ -26,6 +34,18 @@ def human_bytes(size: float) -> str:
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.2f} {unit}"
         size /= 1024
     return f"{size} B"
+
+
+@contextmanager
+def count_progress(description: str, total: int) -> Iterator[Any]:
+    """A rich progress bar over a count of steps; yields advance(). Hidden when output is not a terminal."""
+    if not console.is_terminal:
+        yield lambda: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=console, transient=True) as progress:
+        task = progress.add_task(description, total=total)
+        yield lambda: progress.advance(task)
 
 
 @contextmanager

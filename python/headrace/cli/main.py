@@ -13,7 +13,8 @@ from headrace import errors
 
 __all__ = ["main", "SUBCOMMANDS"]
 
-SUBCOMMANDS = ("info", "generate", "convert", "inspect", "verify", "read", "stream", "trace", "probe", "demo")
+SUBCOMMANDS = ("info", "generate", "convert", "inspect", "verify", "read", "stream", "trace", "probe", "bench", "plot",
+               "demo")
 
 
 def build_parser() -> argparse.ArgumentParser:

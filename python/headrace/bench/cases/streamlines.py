@@ -1,0 +1,112 @@
+"""Seed 002's experiments on our tracer: each study declares its axes; the harness owns the clock and
+the cache state (cold: the files' pages dropped before every repeat).
+
+- ``io``: standard against direct I/O in hilbert-user over chunk sizes and thread counts (figure 4);
+- ``banks``: hilbert-user at two chunk sizes over bank counts (figure 5);
+- ``madvise``: native-mmap and hilbert-mmap without and with madvise at several intervals (figure 6);
+- ``concurrency``: hilbert-user over chunk sizes and threads, hilbert-mmap as the line to beat (figure 7);
+- ``scaling``: the four implementations from 1 to 64 threads, strong (fixed seeds) and weak (seeds
+  grow with the threads) (figure 8).
+
+Every row keeps the run's counters (hits, misses, evictions, bytes read, madvise calls) beside its time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from headrace import streamlines
+from headrace.bench.harness import Measurement, measure
+
+__all__ = ["Setup", "STUDIES", "configurations", "run_configuration"]
+
+STUDIES = ("io", "banks", "madvise", "concurrency", "scaling")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every configuration of a study shares: the two layouts of one field, seeds and length."""
+
+    native: str
+    hilbert: str
+    seeds: np.ndarray
+    steps: int
+    step_size: float
+    cache_bytes: int
+    threads: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+    chunk_pages: tuple[int, ...] = (3, 12, 48, 96, 384, 1536)
+    unit_pages: int = 96  # the tuned Hilbert unit of the scaling study (seed 002: 96 pages)
+
+
+def configurations(study: str, setup: Setup) -> Iterator[dict[str, Any]]:
+    """The study's points: keyword arguments of :func:`headrace.streamlines.trace_run` plus ``path``,
+    ``implementation`` and, for weak scaling, ``seed_factor``."""
+    top = max(setup.threads)
+    if study == "io":
+        for direct in (False, True):
+            for pages in setup.chunk_pages:
+                for threads in sorted({2, 8, top}):
+                    yield dict(implementation="hilbert-user", path=setup.hilbert, manager="user", direct=direct,
+                               unit_pages=pages, threads=threads)
+    elif study == "banks":
+        for pages in (12, 96):
+            for banks in sorted({1, 2, 4, 8, 16, 32, top}):
+                yield dict(implementation="hilbert-user", path=setup.hilbert, manager="user", direct=True,
+                           unit_pages=pages, banks=banks, threads=top)
+    elif study == "madvise":
+        for implementation, path in (("native-mmap", setup.native), ("hilbert-mmap", setup.hilbert)):
+            for interval in (0.0, 1.0, 4.0, 16.0):
+                for threads in sorted({8, top}):
+                    yield dict(implementation=implementation, path=path, manager="mmap", madvise_interval_s=interval,
+                               threads=threads)
+    elif study == "concurrency":
+        for threads in sorted({2, 8, top}):
+            for pages in setup.chunk_pages:
+                yield dict(implementation="hilbert-user", path=setup.hilbert, manager="user", direct=True,
+                           unit_pages=pages, threads=threads)
+            yield dict(implementation="hilbert-mmap", path=setup.hilbert, manager="mmap", madvise_interval_s=4.0,
+                       threads=threads)
+    elif study == "scaling":
+        implementations = (("native-user", setup.native, "user"), ("native-mmap", setup.native, "mmap"),
+                           ("hilbert-user", setup.hilbert, "user"), ("hilbert-mmap", setup.hilbert, "mmap"))
+        for scaling in ("strong", "weak"):
+            for implementation, path, manager in implementations:
+                for threads in setup.threads:
+                    options = dict(implementation=implementation, path=path, manager=manager, threads=threads,
+                                   scaling=scaling, seed_factor=threads if scaling == "weak" else 1)
+                    # seed 002's tuned settings: direct I/O, 96-page Hilbert units, banks = threads, madvise 4 s
+                    if manager == "user":
+                        options.update(direct=True, unit_pages=setup.unit_pages, banks=threads)
+                    else:
+                        options.update(madvise_interval_s=4.0)
+                    yield options
+    else:
+        raise ValueError(f"unknown study {study!r}: expected one of {', '.join(STUDIES)}")
+
+
+def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats: int) -> Measurement:
+    """One point, cold before every repeat; bytes = the bytes the data manager read (0 for mmap)."""
+    options = dict(options)
+    path, implementation = options.pop("path"), options.pop("implementation")
+    scaling, factor = options.pop("scaling", ""), options.pop("seed_factor", 1)
+    seeds = np.tile(setup.seeds, (factor, 1)) if factor > 1 else setup.seeds
+    results: list[Any] = []
+
+    def body() -> int:
+        results.append(streamlines.trace_run(path, seeds, steps=setup.steps, step_size=setup.step_size,
+                                             cache_bytes=setup.cache_bytes, **options))
+        return int(results[-1].stats["bytes_read"])
+
+    parameters = {"study": study, "implementation": implementation, "scaling": scaling, "seeds": len(seeds),
+                  "steps": setup.steps, "cache_bytes": setup.cache_bytes, **options}
+    measured = measure(f"streamlines/{study}/{implementation}", body, files=[path], cache="cold", repeats=repeats,
+                       parameters=parameters)
+    last = results[-1].stats
+    measured.parameters.update({k: last[k] for k in ("seconds", "cache_hits", "cache_misses", "cache_evictions",
+                                                     "cache_waits", "madvise_calls", "budget_drops", "unit_bytes")})
+    measured.parameters["points"] = last["points"]
+    return measured
