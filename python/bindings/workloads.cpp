@@ -123,6 +123,21 @@ void bind_workloads(nb::module_& m) {
         "path"_a, "low"_a, "high"_a, "stride"_a = 1u, "frame"_a = 0u, "threads"_a = 0u,
         "Interior grid points (every stride-th) whose vorticity magnitude lies in [low, high), as (N, 3) float32.");
 
+  m.def("hilbert_order",
+        [](std::uint32_t bits) {
+          HEADRACE_EXPECT(bits >= 1 && bits <= 10, UsageError, "Hilbert partitions of 2^1 to 2^10 points a side in memory");
+          const std::uint32_t p = 1u << bits;
+          std::vector<std::uint32_t> order(std::size_t{p} * p * p);
+          for (std::uint64_t h = 0; h < order.size(); ++h) {
+            std::uint32_t q[3];
+            sl::hilbert_point(h, bits, q);
+            order[h] = q[0] + p * (q[1] + p * q[2]);
+          }
+          const std::size_t n = order.size();
+          return owned_array(std::move(order), {n});
+        },
+        "bits"_a, "The partition-local point (x fastest) at each Hilbert index of a cube of 2^bits points a side.");
+
   m.def("convert_blocks_to_hilbert",
         [](const std::string& input, const std::string& output, std::uint32_t bits, std::uint32_t chunk_pages,
            std::function<void(std::uint64_t, std::uint64_t)> progress) {

@@ -162,3 +162,30 @@ def test_bench_studies_run_resume_and_plot(flows, tmp_path, capsys):
         points = [tuple(sorted(p.items())) for p in configurations(study, setup)]
         assert points and len(points) == len(set(points)), study
     assert main(["plot", str(tmp_path / "missing.csv"), "--out", str(figure)]) == 2
+
+
+def test_a_bov_brick_becomes_both_layouts_and_traces_alike(tmp_path, capsys):
+    from headrace.generate.flow import abc_velocity
+
+    n = 16
+    axis = np.arange(n) * (2 * np.pi / (n - 1))
+    grid = abc_velocity(axis[None, None, :], axis[None, :, None], axis[:, None, None], 0.0, seed=2)  # (z, y, x, 3)
+    (tmp_path / "v.dat").write_bytes(grid.astype("<f4").tobytes())
+    (tmp_path / "v.bov").write_text(f"DATA_FILE: v.dat\nDATA_SIZE: {n} {n} {n}\nDATA_FORMAT: FLOAT\nVARIABLE: velocity\n"
+                                    f"DATA_COMPONENTS: 3\nBRICK_ORIGIN: 0 0 0\nBRICK_SIZE: {2 * np.pi} {2 * np.pi} {2 * np.pi}\n")
+    linear = tmp_path / "linear.hrc"
+    assert main(["convert", str(tmp_path / "v.bov"), str(linear), "--json"]) == 0
+    blocks, hilbert = tmp_path / "b.hrc", tmp_path / "h.hrc"
+    assert main(["convert", str(linear), str(blocks), "--layout", "blocks", "--block", "4", "4", "4", "--json"]) == 0
+    assert main(["convert", str(linear), str(hilbert), "--layout", "hilbert", "--hilbert-bits", "2", "--chunk-pages", "3",
+                 "--json"]) == 0
+    capsys.readouterr()
+    seeds = streamlines.rake_seeds((2.5, 2.5, 2.5), (3.5, 3.5, 3.5), 6)
+    lines = [headrace.trace(path, seeds, steps=40, step_size=0.02, manager=manager, cache_bytes=2 * 12288, unit_pages=3)
+             for path in (blocks, hilbert) for manager in ("user", "mmap")]
+    for points, offsets in lines[1:]:
+        np.testing.assert_array_equal(offsets, lines[0][1])
+        np.testing.assert_array_equal(points, lines[0][0])
+    assert main(["convert", str(blocks), str(tmp_path / "x.hrc"), "--layout", "blocks", "--block", "2", "2", "2"]) == 2
+    assert main(["convert", str(linear), str(tmp_path / "y.hrc"), "--layout", "blocks", "--block", "5", "4", "4"]) == 2
+    assert not (tmp_path / "x.hrc").exists() and not (tmp_path / "y.hrc").exists()

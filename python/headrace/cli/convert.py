@@ -1,7 +1,9 @@
 """``headrace convert IN OUT.hrc``: raw particles, MegaMol MMPLD, BOV or NumPy files into a container.
 
-``headrace convert FLOW.hrc OUT.hrc --layout hilbert`` rewrites a flow field stored in native blocks
-(``headrace generate flow``) in seed 002's Hilbert layout and reports the construction time.
+``headrace convert FLOW.hrc OUT.hrc --layout hilbert|blocks`` rewrites a flow field (float32 x 3) in
+seed 002's Hilbert layout or in native blocks and reports the construction time (the paper's table 1).
+From native blocks (``headrace generate flow``) the Hilbert layout is built partition by partition, out
+of core; from a grid in grid order (a BOV brick converted first) one frame at a time in memory.
 
 The input format is guessed from the extension or the first bytes unless ``--format`` names it. Several
 inputs (BOV headers, .npy or .npz files; a directory; a quoted glob) become frames in order. A failed or
@@ -39,8 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     split.add_argument("--frames", type=int, help="number of equal frames the file holds (default: 1)")
     npy = parser.add_argument_group("npy")
     npy.add_argument("--field", help="field name (default: the file's stem)")
-    layout = parser.add_argument_group("flow layout (input: a flow container in native blocks)")
-    layout.add_argument("--layout", choices=("hilbert",), help="rewrite the flow field in this layout")
+    layout = parser.add_argument_group("flow layout (input: a flow container)")
+    layout.add_argument("--layout", choices=("hilbert", "blocks"), help="rewrite the flow field in this layout")
+    layout.add_argument("--block", type=int, nargs=3, metavar=("BX", "BY", "BZ"), help="blocks: points a block holds")
     layout.add_argument("--hilbert-bits", type=int, default=6, help="partitions of 2^B points a side (default 6: 64)")
     layout.add_argument("--chunk-pages", type=int, default=96, help="chunk size in 4 KiB pages, a multiple of 3 (default 96)")
     add_writer_arguments(parser)
@@ -77,10 +80,20 @@ def run_layout(args: argparse.Namespace) -> int:
     from headrace.cli._output import console
     from headrace.errors import UsageError
 
+    import headrace
+
     if len(args.inputs) != 1:
         raise UsageError("--layout rewrites one flow container")
-    seconds = streamlines.convert_to_hilbert(args.inputs[0], args.output, bits=args.hilbert_bits,
-                                             chunk_pages=args.chunk_pages)
+    source_layout = headrace.open(args.inputs[0]).attributes.get("layout")
+    if source_layout == "blocks" and args.layout == "hilbert":
+        seconds = streamlines.convert_to_hilbert(args.inputs[0], args.output, bits=args.hilbert_bits,
+                                                 chunk_pages=args.chunk_pages)
+    elif source_layout == "linear":
+        seconds = streamlines.convert_linear_flow(args.inputs[0], args.output, layout=args.layout, block=args.block,
+                                                  bits=args.hilbert_bits, chunk_pages=args.chunk_pages)
+    else:
+        raise UsageError(f"{args.inputs[0]}: layout {source_layout!r} cannot become {args.layout} "
+                         "(native blocks become hilbert; a grid in grid order becomes either)")
     summary = container_summary(Path(args.output), seconds, input=args.inputs, layout=args.layout,
                                 hilbert_bits=args.hilbert_bits, chunk_pages=args.chunk_pages)
     print_summary(summary, args.json)
