@@ -98,6 +98,7 @@ void bind_workloads(nb::module_& m) {
           result["cache_evictions"] = run.cache.evictions;
           result["cache_waits"] = run.cache.waits;
           result["bytes_read"] = run.cache.bytes_read;
+          result["max_loads_in_flight"] = run.cache.max_loads_in_flight;
           result["madvise_calls"] = run.mapped.madvise_calls;
           result["budget_drops"] = run.mapped.budget_drops;
           result["max_resident_bytes"] = run.mapped.max_resident_bytes;

@@ -107,7 +107,8 @@ def run(args: argparse.Namespace) -> int:
                       f"({stats['layout']} layout, {args.manager}-managed) -> {args.out}")
         if args.manager == "user":
             console.print(f"  cache: {stats['cache_hits']} hits, {stats['cache_misses']} misses, "
-                          f"{stats['cache_evictions']} evictions, {stats['bytes_read'] / 1e6:.1f} MB read")
+                          f"{stats['cache_evictions']} evictions, {stats['bytes_read'] / 1e6:.1f} MB read, "
+                          f"up to {stats['max_loads_in_flight']} reads at once")
         else:
             console.print(f"  mmap: {stats['madvise_calls']} madvise calls, {stats['budget_drops']} budget drops")
     return 0

@@ -47,6 +47,7 @@ TEST(BlockCache, EvictsTheLeastRecentlyUsedUnit) {
   EXPECT_EQ(stats.hits, 2u);
   EXPECT_EQ(stats.evictions, 2u);
   EXPECT_EQ(stats.bytes_read, 6 * unit_bytes);
+  EXPECT_EQ(stats.max_loads_in_flight, 1u);  // one thread: one read at a time
 }
 
 TEST(BlockCache, NeverEvictsAPinnedUnit) {
@@ -130,6 +131,8 @@ TEST(BlockCache, ManyThreadsReadEachUnitOnceAtATime) {
   const auto stats = cache.stats();
   EXPECT_EQ(stats.hits + stats.misses, acquisitions.load());
   EXPECT_GT(stats.hits, stats.misses);  // the hot set stays cached
+  EXPECT_GE(stats.max_loads_in_flight, 2u);  // 16 threads on 4 banks: reads overlapped
+  EXPECT_LE(stats.max_loads_in_flight, 8u);  // never more than the slots
 }
 
 }  // namespace

@@ -78,9 +78,15 @@ BlockCache::Handle BlockCache::acquire(std::uint64_t unit) {
     bank.stats.waits += waited;
     std::byte* data = memory_.data() + victim * aligned(unit_bytes_);
     lock.unlock();
+    const std::uint64_t now_loading = ++loads_in_flight_;
+    std::uint64_t seen = max_loads_in_flight_;  // raise the maximum; a failed exchange reloads `seen`
+    while (now_loading > seen && !max_loads_in_flight_.compare_exchange_weak(seen, now_loading)) {
+    }
     try {
       loader_(unit, {data, static_cast<std::size_t>(unit_bytes_)});
+      --loads_in_flight_;
     } catch (...) {
+      --loads_in_flight_;
       lock.lock();
       bank.where.erase(unit);
       slot.state = Slot::State::empty;
@@ -122,6 +128,7 @@ BlockCacheStats BlockCache::stats() const {
     total.bytes_read += bank->stats.bytes_read;
     total.waits += bank->stats.waits;
   }
+  total.max_loads_in_flight = max_loads_in_flight_;
   return total;
 }
 

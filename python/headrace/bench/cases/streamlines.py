@@ -107,6 +107,7 @@ def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats
                        parameters=parameters)
     last = results[-1].stats
     measured.parameters.update({k: last[k] for k in ("seconds", "cache_hits", "cache_misses", "cache_evictions",
-                                                     "cache_waits", "madvise_calls", "budget_drops", "unit_bytes")})
+                                                     "cache_waits", "max_loads_in_flight", "madvise_calls",
+                                                     "budget_drops", "unit_bytes")})
     measured.parameters["points"] = last["points"]
     return measured

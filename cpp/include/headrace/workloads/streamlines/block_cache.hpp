@@ -6,6 +6,7 @@
 // instead of reading it twice. A unit in use is pinned by its Handle and never evicted under it.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -23,6 +24,7 @@ namespace headrace::workloads::streamlines {
 struct BlockCacheStats {
   std::uint64_t hits = 0, misses = 0, evictions = 0, bytes_read = 0;
   std::uint64_t waits = 0;  // acquisitions that waited: for a unit being loaded or for a free slot
+  std::uint64_t max_loads_in_flight = 0;  // the I/O concurrency reached: reads under way at once
 };
 
 class BlockCache {
@@ -91,6 +93,7 @@ class BlockCache {
   detail::AlignedBuffer memory_;
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Bank>> banks_;
+  std::atomic<std::uint64_t> loads_in_flight_{0}, max_loads_in_flight_{0};
 };
 
 }  // namespace headrace::workloads::streamlines
