@@ -51,8 +51,8 @@ using Clock = std::chrono::steady_clock;
 using format::CodecId;
 using format::layout::align_up;
 
-constexpr std::uint32_t fence_words = 1u << 16;
-constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit  // device words for value fences, reused by generation
+constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
+constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit
 
 double seconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
@@ -196,9 +196,8 @@ class Queue::Impl {
     }
   }
 
-  // Decodes one small chunk now, so that nvCOMP's kernels are loaded here: CUDA loads modules lazily,
-  // and loading one while a consumer stream waits on a fence (cuStreamWaitValue32) for this very
-  // decode deadlocks the GPU.
+  // Decodes one small chunk now, so that nvCOMP's kernels are loaded here rather than on the data
+  // path (CUDA loads modules lazily), and a decoder that decodes wrong fails the queue's construction.
   void warm_up(PooledDecoder& pooled) {
     if (pooled.codec == CodecId::gdeflate && !codec::cpu::gdeflate_available(nullptr)) return;  // no sample to encode
     std::vector<std::byte> raw(4096);
@@ -215,11 +214,6 @@ class Queue::Impl {
     std::vector<std::byte> back(raw.size());
     gpu::copy_to_host(back.data(), output, back.size());
     HEADRACE_EXPECT(back == raw, CodecError, label + ": the GPU decoded other bytes than the CPU encoded");
-  }
-
-  bool gpu_decoding() const {
-    std::lock_guard lock(decoders_mutex_);
-    return decoder_chunks_ != 0;
   }
 
   // CUDA driver calls need the GPU's context current on the calling thread (any thread may call in).
@@ -709,9 +703,6 @@ class Queue::Impl {
           status.bytes_read = std::min(entries_[flight.ids[i]].request.stored_size, status.bytes_read > offset ? status.bytes_read - offset : 0);
         reads.push_back(std::move(status));
       }
-    }
-    {
-      std::lock_guard lock(mutex_);
       for (std::size_t i = flight.ids.size() - flight.pinned; i < flight.ids.size(); ++i) {
         const Request& r = entries_[flight.ids[i]].request;
         io::ReadStatus status;
@@ -881,8 +872,7 @@ class Queue::Impl {
     std::string failure;
     try {
       completion->copied.record(stream);
-      // Decoders were made with the queue: waiting for an idle one allocates nothing (an allocation
-      // here could wait for a GPU that waits, through a fence, for this very batch).
+      // Decoders were made with the queue: the data path only waits for an idle one, it allocates nothing.
       for (auto& [codec, group] : groups) {
         for (std::size_t first = 0; first < group.items.size();) {
           DecodeGroup part;
@@ -958,10 +948,10 @@ class Queue::Impl {
       } catch (const std::exception& error) {
         gpu_failure = error.what();
       }
-      const auto share = [](const std::vector<std::uint64_t>& bytes, std::size_t i, double seconds) {
-        const std::uint64_t total = std::accumulate(bytes.begin(), bytes.end(), std::uint64_t{0});
-        return total == 0 ? 0.0 : seconds * static_cast<double>(bytes[i]) / static_cast<double>(total);
+      const auto total = [](const std::vector<std::uint64_t>& bytes) {
+        return static_cast<double>(std::accumulate(bytes.begin(), bytes.end(), std::uint64_t{0}));
       };
+      const double copied_total = total(completion->copied_bytes), decoded_total = total(completion->decoded_bytes);
       // Per request, why decoding failed (empty: it decoded).
       std::vector<std::string> decode_failures(completion->ids.size());
       for (auto& group : completion->groups) {
@@ -976,8 +966,10 @@ class Queue::Impl {
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < completion->ids.size(); ++i) {
         Entry& entry = entries_[completion->ids[i]];
-        entry.status.h2d_s = share(completion->copied_bytes, i, copy_s);
-        if (completion->decoded_bytes[i] != 0) entry.status.decode_s = share(completion->decoded_bytes, i, decode_s);
+        // Each request's share of its batch's times, by bytes.
+        if (copied_total > 0) entry.status.h2d_s = copy_s * static_cast<double>(completion->copied_bytes[i]) / copied_total;
+        if (completion->decoded_bytes[i] != 0)
+          entry.status.decode_s = decode_s * static_cast<double>(completion->decoded_bytes[i]) / decoded_total;
         release_region_locked(entry);
         if (!gpu_failure.empty()) finish_locked(completion->ids[i], RequestState::failed, gpu_failure);
         else if (!decode_failures[i].empty()) finish_locked(completion->ids[i], RequestState::failed, decode_failures[i]);
@@ -1047,7 +1039,7 @@ class Queue::Impl {
   bool stopping_ = false;
   bool dispatcher_done_ = false;
 
-  mutable std::mutex decoders_mutex_;
+  std::mutex decoders_mutex_;
   std::condition_variable decoders_returned_;
   std::map<CodecId, std::string> gpu_decode_unavailable_;  // codecs nvCOMP cannot decode here, and why
   std::size_t decoder_chunks_ = 0;
