@@ -11,12 +11,62 @@
 namespace headrace::workloads::streamlines {
 namespace {
 
-std::string layout_name(const format::Container& container) {
-  const auto found = container.attributes().find("layout");
-  const auto* name = found == container.attributes().end() ? nullptr : std::get_if<std::string>(&found->second);
+// A flow field's container, its velocity field and layout, for one frame that exists.
+struct FlowField {
+  format::Container container;
+  std::uint32_t field = 0;
+  std::uint32_t frame = 0;
+  std::string layout;  // "blocks" or "hilbert"
+};
+
+FlowField open_flow(const std::string& path, std::uint32_t frame) {
+  FlowField flow{format::Container::open(path), 0, frame, {}};
+  HEADRACE_EXPECT(frame < flow.container.frames().size(), UsageError,
+                  path + ": no frame " + std::to_string(frame) + " (" + std::to_string(flow.container.frames().size()) +
+                      " frames)");
+  flow.field = flow.container.field_index("velocity");
+  const auto found = flow.container.attributes().find("layout");
+  const auto* name = found == flow.container.attributes().end() ? nullptr : std::get_if<std::string>(&found->second);
   HEADRACE_EXPECT(name != nullptr && (*name == "blocks" || *name == "hilbert"), UsageError,
-                  container.path() + ": expected a flow field with attribute layout \"blocks\" or \"hilbert\"");
-  return *name;
+                  path + ": expected a flow field with attribute layout \"blocks\" or \"hilbert\"");
+  flow.layout = *name;
+  return flow;
+}
+
+// Calls use(sampler, grid, units) with the kernel-managed sampler of the flow's layout: the mapped file,
+// in blocks, or in points of a contiguous Hilbert field (mapped pages are the transfer unit).
+template <typename Use>
+void with_mapped_sampler(const FlowField& flow, const MappedUnitsOptions& options, Use&& use) {
+  const std::string& path = flow.container.path();
+  if (flow.layout == "blocks") {
+    const BlockLayout layout = block_layout_of(flow.container);
+    MappedUnits units(path, layout.block_points() * point_bytes,
+                      block_offsets(flow.container, flow.frame, flow.field, layout), 0, options);
+    use(BlockField<MappedUnits>(layout, units), layout.grid, units);
+    return;
+  }
+  const HilbertLayout layout = hilbert_layout_of(flow.container);
+  MappedUnits units(path, point_bytes, {}, contiguous_field_range(flow.container, flow.frame, flow.field).start, options);
+  use(HilbertField<MappedUnits>(layout, units), layout.grid, units);
+}
+
+// Calls use(sampler, cache) with the user-managed sampler of the flow's layout: a block cache of
+// blocks, or of unit_pages-page runs of a contiguous Hilbert field, read through backend.
+template <typename Use>
+void with_cached_sampler(const FlowField& flow, std::shared_ptr<io::Backend> backend,
+                         const ContainerTraceOptions& options, Use&& use) {
+  if (flow.layout == "blocks") {
+    const BlockLayout layout = block_layout_of(flow.container);
+    BlockCache cache(layout.block_points() * point_bytes, options.cache_bytes, options.banks,
+                     container_block_loader(std::move(backend), flow.container, flow.frame, flow.field, layout));
+    use(BlockField<BlockCache>(layout, cache), cache);
+    return;
+  }
+  const HilbertLayout layout = hilbert_layout_of(flow.container);
+  const std::uint64_t unit_bytes = std::uint64_t{options.unit_pages} * page_bytes;
+  BlockCache cache(unit_bytes, options.cache_bytes, options.banks,
+                   contiguous_field_loader(std::move(backend), flow.container, flow.frame, flow.field, unit_bytes));
+  use(HilbertField<BlockCache>(layout, cache), cache);
 }
 
 template <typename Sampler>
@@ -72,62 +122,34 @@ std::vector<Vec3> feature_seeds(const std::string& path, float low, float high, 
   HEADRACE_EXPECT(stride >= 1 && low < high, UsageError,
                   "feature seeding needs a stride of at least 1 and a range low < high, got stride " +
                       std::to_string(stride) + " and [" + std::to_string(low) + ", " + std::to_string(high) + ")");
-  const auto container = format::Container::open(path);
-  HEADRACE_EXPECT(frame < container.frames().size(), UsageError, path + ": no frame " + std::to_string(frame));
-  const std::uint32_t field = container.field_index("velocity");
-  const MappedUnitsOptions quiet{.madvise_interval_s = 0, .memory_budget_bytes = 0};
-  if (layout_name(container) == "blocks") {
-    const BlockLayout layout = block_layout_of(container);
-    MappedUnits units(path, layout.block_points() * point_bytes, block_offsets(container, frame, field, layout), 0, quiet);
-    return scan_vorticity(BlockField<MappedUnits>(layout, units), layout.grid, low, high, stride, threads);
-  }
-  const HilbertLayout layout = hilbert_layout_of(container);
-  MappedUnits units(path, point_bytes, {}, contiguous_field_range(container, frame, field).start, quiet);
-  return scan_vorticity(HilbertField<MappedUnits>(layout, units), layout.grid, low, high, stride, threads);
+  std::vector<Vec3> seeds;
+  with_mapped_sampler(open_flow(path, frame), {.madvise_interval_s = 0, .memory_budget_bytes = 0},
+                      [&](const auto& sampler, const GridGeometry& grid, MappedUnits&) {
+                        seeds = scan_vorticity(sampler, grid, low, high, stride, threads);
+                      });
+  return seeds;
 }
 
 const char* to_string(DataManager manager) noexcept { return manager == DataManager::user ? "user" : "mmap"; }
 
 ContainerTraceRun trace_container(const std::string& path, const std::vector<Vec3>& seeds,
                                   const ContainerTraceOptions& options) {
-  const auto container = format::Container::open(path);
-  HEADRACE_EXPECT(options.frame < container.frames().size(), UsageError,
-                  path + ": no frame " + std::to_string(options.frame) + " (" + std::to_string(container.frames().size()) +
-                      " frames)");
-  const std::uint32_t field = container.field_index("velocity");
+  const FlowField flow = open_flow(path, options.frame);
   ContainerTraceRun run;
-  run.layout = layout_name(container);
-  const bool user = options.manager == DataManager::user;
-  std::shared_ptr<io::Backend> backend;
-  if (user) backend = io::open_backend(options.direct_io ? io::BackendKind::direct : io::BackendKind::posix, path);
-  if (run.layout == "blocks") {
-    const BlockLayout layout = block_layout_of(container);
-    run.unit_bytes = layout.block_points() * point_bytes;
-    if (user) {
-      BlockCache cache(run.unit_bytes, options.cache_bytes, options.banks,
-                       container_block_loader(backend, container, options.frame, field, layout));
-      run.lines = timed_trace(BlockField<BlockCache>(layout, cache), seeds, options, run.seconds);
+  run.layout = flow.layout;
+  if (options.manager == DataManager::user) {
+    auto backend = io::open_backend(options.direct_io ? io::BackendKind::direct : io::BackendKind::posix, path);
+    with_cached_sampler(flow, std::move(backend), options, [&](const auto& sampler, BlockCache& cache) {
+      run.unit_bytes = cache.unit_bytes();
+      run.lines = timed_trace(sampler, seeds, options, run.seconds);
       run.cache = cache.stats();
-    } else {
-      MappedUnits units(path, run.unit_bytes, block_offsets(container, options.frame, field, layout), 0, options.mapped);
-      run.lines = timed_trace(BlockField<MappedUnits>(layout, units), seeds, options, run.seconds);
-      run.mapped = units.stats();
-    }
+    });
   } else {
-    const HilbertLayout layout = hilbert_layout_of(container);
-    run.unit_bytes = std::uint64_t{options.unit_pages} * page_bytes;
-    if (user) {
-      BlockCache cache(run.unit_bytes, options.cache_bytes, options.banks,
-                       contiguous_field_loader(backend, container, options.frame, field, run.unit_bytes));
-      run.lines = timed_trace(HilbertField<BlockCache>(layout, cache), seeds, options, run.seconds);
-      run.cache = cache.stats();
-    } else {
-      // Mapped pages are the transfer unit: the field is read as contiguous points.
-      run.unit_bytes = point_bytes;
-      MappedUnits units(path, point_bytes, {}, contiguous_field_range(container, options.frame, field).start, options.mapped);
-      run.lines = timed_trace(HilbertField<MappedUnits>(layout, units), seeds, options, run.seconds);
+    with_mapped_sampler(flow, options.mapped, [&](const auto& sampler, const GridGeometry&, MappedUnits& units) {
+      run.unit_bytes = units.unit_bytes();
+      run.lines = timed_trace(sampler, seeds, options, run.seconds);
       run.mapped = units.stats();
-    }
+    });
   }
   return run;
 }
