@@ -13,7 +13,7 @@ template <typename T>
 std::vector<T> numbers(const format::Container& container, const std::string& name) {
   const auto found = container.attributes().find(name);
   HEADRACE_EXPECT(found != container.attributes().end(), UsageError,
-                  container.path() + ": no attribute '" + name + "': not a grid written in blocks");
+                  container.path() + ": no attribute '" + name + "': not a flow field's grid");
   if (const auto* values = std::get_if<std::vector<T>>(&found->second)) return *values;
   if constexpr (std::is_same_v<T, double>) {
     if (const auto* ints = std::get_if<std::vector<std::int64_t>>(&found->second)) return {ints->begin(), ints->end()};
@@ -22,6 +22,17 @@ std::vector<T> numbers(const format::Container& container, const std::string& na
 }
 
 }  // namespace
+
+std::vector<std::int64_t> integers_of(const format::Container& container, const std::string& name) {
+  return numbers<std::int64_t>(container, name);
+}
+
+void expect_layout(const format::Container& container, const std::string& name) {
+  const auto layout = container.attributes().find("layout");
+  HEADRACE_EXPECT(layout != container.attributes().end() && std::holds_alternative<std::string>(layout->second) &&
+                      std::get<std::string>(layout->second) == name,
+                  UsageError, container.path() + ": expected attribute layout = \"" + name + "\"");
+}
 
 void BlockLayout::check() const {
   for (int axis = 0; axis < 3; ++axis)
@@ -32,7 +43,7 @@ void BlockLayout::check() const {
 }
 
 GridGeometry grid_geometry_of(const format::Container& container) {
-  const auto dims = numbers<std::int64_t>(container, "grid_dims");
+  const auto dims = integers_of(container, "grid_dims");
   const auto origin = numbers<double>(container, "grid_origin");
   const auto spacing = numbers<double>(container, "grid_spacing");
   HEADRACE_EXPECT(dims.size() == 3 && origin.size() == 3 && spacing.size() == 3, UsageError,
@@ -47,11 +58,8 @@ GridGeometry grid_geometry_of(const format::Container& container) {
 }
 
 BlockLayout block_layout_of(const format::Container& container) {
-  const auto layout = container.attributes().find("layout");
-  HEADRACE_EXPECT(layout != container.attributes().end() && std::holds_alternative<std::string>(layout->second) &&
-                      std::get<std::string>(layout->second) == "blocks",
-                  UsageError, container.path() + ": expected attribute layout = \"blocks\"");
-  const auto block = numbers<std::int64_t>(container, "block_dims");
+  expect_layout(container, "blocks");
+  const auto block = integers_of(container, "block_dims");
   HEADRACE_EXPECT(block.size() == 3, UsageError, container.path() + ": block_dims needs 3 values");
   BlockLayout result;
   result.grid = grid_geometry_of(container);

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <variant>
 #include <vector>
 
 #include "headrace/error.hpp"
@@ -10,17 +9,6 @@
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 
 namespace headrace::workloads::streamlines {
-namespace {
-
-std::int64_t integer_attribute(const format::Container& container, const std::string& name) {
-  const auto found = container.attributes().find(name);
-  const auto* values = found == container.attributes().end() ? nullptr : std::get_if<std::vector<std::int64_t>>(&found->second);
-  HEADRACE_EXPECT(values != nullptr && values->size() == 1, UsageError,
-                  container.path() + ": expected one integer in attribute '" + name + "'");
-  return values->front();
-}
-
-}  // namespace
 
 void HilbertLayout::check() const {
   HEADRACE_EXPECT(bits >= 1 && bits <= 20, UsageError, "Hilbert partitions of 2^1 to 2^20 points a side, got 2^" + std::to_string(bits));
@@ -32,13 +20,12 @@ void HilbertLayout::check() const {
 }
 
 HilbertLayout hilbert_layout_of(const format::Container& container) {
-  const auto layout = container.attributes().find("layout");
-  HEADRACE_EXPECT(layout != container.attributes().end() && std::holds_alternative<std::string>(layout->second) &&
-                      std::get<std::string>(layout->second) == "hilbert",
-                  UsageError, container.path() + ": expected attribute layout = \"hilbert\"");
+  expect_layout(container, "hilbert");
   HilbertLayout result;
   result.grid = grid_geometry_of(container);
-  result.bits = static_cast<std::uint32_t>(integer_attribute(container, "hilbert_bits"));
+  const auto bits = integers_of(container, "hilbert_bits");
+  HEADRACE_EXPECT(bits.size() == 1, UsageError, container.path() + ": expected one integer in attribute 'hilbert_bits'");
+  result.bits = static_cast<std::uint32_t>(bits.front());
   result.check();
   return result;
 }
@@ -116,8 +103,8 @@ double convert_blocks_to_hilbert(const std::string& input, const std::string& ou
   const std::uint64_t total = source.frames().size() * static_cast<std::uint64_t>(parts[0]) * parts[1] * parts[2];
   std::uint64_t done = 0;
   for (std::uint32_t t = 0; t < source.frames().size(); ++t) {
-    // A partition layer's worth of blocks stays cached while its partitions are gathered.
-    BlockCache cache(block_bytes, std::max<std::uint64_t>(block_bytes * 64, 256ull << 20) / block_bytes * block_bytes, 1,
+    // Neighbouring partitions share source blocks: 256 MiB of them (at least 64) stay cached.
+    BlockCache cache(block_bytes, std::max<std::uint64_t>(block_bytes * 64, 256ull << 20), 1,
                      container_block_loader(backend, source, t, field, blocks));
     const auto frame = writer.add_frame(source.frames()[t].time, source.frames()[t].bbox);
     for (std::int32_t pk = 0; pk < parts[2]; ++pk)

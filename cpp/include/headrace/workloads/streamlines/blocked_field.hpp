@@ -39,6 +39,13 @@ struct BlockLayout {
   void check() const;
 };
 
+// A container's attribute of integers; throws UsageError naming the attribute when it is missing or
+// holds something else.
+[[nodiscard]] std::vector<std::int64_t> integers_of(const format::Container& container, const std::string& name);
+
+// Throws UsageError unless the container's attribute layout is `name`.
+void expect_layout(const format::Container& container, const std::string& name);
+
 // The grid of a container's attributes grid_dims, grid_origin and grid_spacing; throws UsageError
 // naming what is missing.
 [[nodiscard]] GridGeometry grid_geometry_of(const format::Container& container);
