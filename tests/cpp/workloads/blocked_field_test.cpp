@@ -12,6 +12,7 @@
 #include "headrace/workloads/streamlines/in_memory_field.hpp"
 #include "headrace/workloads/streamlines/tracer.hpp"
 #include "workloads/flow_fixture.hpp"
+#include "workloads/same_lines.hpp"
 
 namespace headrace::workloads::streamlines {
 namespace {
@@ -60,12 +61,7 @@ TEST_P(BlockedFieldOnBackends, GivesTheInCoreStreamlinesWithATinyCache) {
   options.max_steps = 300;
   const auto reference = trace_all(in_core, seeds, options, 1);
   const auto streamed = trace_all(out_of_core, seeds, options, 16);
-  ASSERT_EQ(reference.offsets, streamed.offsets);
-  for (std::size_t n = 0; n < reference.points.size(); ++n) {
-    ASSERT_EQ(reference.points[n].x, streamed.points[n].x) << n;
-    ASSERT_EQ(reference.points[n].y, streamed.points[n].y) << n;
-    ASSERT_EQ(reference.points[n].z, streamed.points[n].z) << n;
-  }
+  ASSERT_TRUE(testing::same_lines(reference, streamed));
   const auto stats = cache.stats();
   EXPECT_GT(stats.evictions, 0u);  // the data did not fit: it was truly out of core
   EXPECT_EQ(stats.bytes_read, stats.misses * block_bytes);

@@ -12,6 +12,7 @@
 #include "headrace/workloads/streamlines/in_memory_field.hpp"
 #include "headrace/workloads/streamlines/tracer.hpp"
 #include "workloads/flow_fixture.hpp"
+#include "workloads/same_lines.hpp"
 
 namespace headrace::workloads::streamlines {
 namespace {
@@ -29,15 +30,6 @@ TraceOptions options() {
   return o;
 }
 
-void expect_same(const Polylines& a, const Polylines& b) {
-  ASSERT_EQ(a.offsets, b.offsets);
-  for (std::size_t n = 0; n < a.points.size(); ++n) {
-    ASSERT_EQ(a.points[n].x, b.points[n].x) << n;
-    ASSERT_EQ(a.points[n].y, b.points[n].y) << n;
-    ASSERT_EQ(a.points[n].z, b.points[n].z) << n;
-  }
-}
-
 // The watcher acts every 50 ms at most: wait for what it is expected to have done.
 template <typename Done>
 bool eventually(Done done) {
@@ -53,7 +45,7 @@ TEST(MappedUnits, NativeBlocksTraceTheInCoreStreamlinesWhilePagesAreDropped) {
   MappedUnits units(flow.path, layout.block_points() * point_bytes, block_offsets(container, 0, 0, layout), 0,
                     {.madvise_interval_s = 0.001, .memory_budget_bytes = 8192});
   const BlockField<MappedUnits> mapped(layout, units);
-  expect_same(trace_all(in_core, seeds(), options(), 1), trace_all(mapped, seeds(), options(), 16));
+  EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds(), options(), 1), trace_all(mapped, seeds(), options(), 16)));
   EXPECT_TRUE(eventually([&] { return units.stats().madvise_calls > 0 && units.stats().budget_drops > 0; }));
   EXPECT_GT(units.stats().max_resident_bytes, 8192u);
 }
@@ -67,7 +59,7 @@ TEST(MappedUnits, AHilbertFieldTracesTheInCoreStreamlines) {
   const InMemoryField in_core{layout.grid, flow.linear.data()};
   MappedUnits units(out, 3 * page_bytes, {}, container.chunks_of(0, 0).front().offset, {.madvise_interval_s = 0});
   const HilbertField<MappedUnits> mapped(layout, units);
-  expect_same(trace_all(in_core, seeds(), options(), 1), trace_all(mapped, seeds(), options(), 8));
+  EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds(), options(), 1), trace_all(mapped, seeds(), options(), 8)));
   EXPECT_EQ(units.stats().madvise_calls, 0u);
   EXPECT_GT(units.resident_bytes(), 0u);  // what the trace touched is in the page cache
 }

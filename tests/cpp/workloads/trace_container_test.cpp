@@ -9,6 +9,7 @@
 #include "headrace/workloads/streamlines/in_memory_field.hpp"
 #include "support/container_fixture.hpp"
 #include "workloads/flow_fixture.hpp"
+#include "workloads/same_lines.hpp"
 
 namespace headrace::workloads::streamlines {
 namespace {
@@ -34,9 +35,7 @@ TEST(TraceContainer, TheFourImplementationsTraceTheInCoreStreamlines) {
       options.cache_bytes = layout == std::string("blocks") ? 4 * 768 : 2 * 3 * page_bytes;
       const auto run = trace_container(path, seeds, options);
       EXPECT_EQ(run.layout, layout);
-      ASSERT_EQ(run.lines.offsets, reference.offsets) << layout << " " << to_string(manager);
-      for (std::size_t n = 0; n < reference.points.size(); ++n)
-        ASSERT_EQ(run.lines.points[n].x, reference.points[n].x) << layout << " " << to_string(manager) << " " << n;
+      ASSERT_TRUE(testing::same_lines(reference, run.lines)) << layout << " " << to_string(manager);
       if (manager == DataManager::user) {
         EXPECT_GT(run.cache.evictions, 0u) << layout;
         EXPECT_EQ(run.cache.bytes_read, run.cache.misses * run.unit_bytes) << layout;
