@@ -14,7 +14,7 @@
 #include "headrace/gpu/stream.hpp"
 #include "headrace/queue/request_queue.hpp"
 #include "support/container_fixture.hpp"
-#include "support/random_bytes.hpp"
+#include "support/raw_file.hpp"
 #include "support/temp_directory.hpp"
 
 namespace headrace::queue {
@@ -124,9 +124,9 @@ INSTANTIATE_TEST_SUITE_P(
 // wait before the data is even submitted; its copy of the destination must still see the data.
 TEST(QueueGpu, ConsumerStreamWaitsOnAValueFenceEnqueuedBeforeSubmit) {
   SKIP_WITHOUT_GPU();
-  testing::TempDirectory dir;
-  const auto bytes = testing::pseudo_random_bytes(1 << 20, 5);
-  const auto path = dir.write("raw.bin", bytes);
+  const testing::RawFile raw(1 << 20, 5);
+  const auto& bytes = raw.bytes;
+  const auto& path = raw.path;
   gpu::Device device(0);
   for (const bool pinned : {false, true}) {
     Queue queue(gpu_options(false, pinned, true));
@@ -178,9 +178,9 @@ TEST(QueueGpu, EventFencesAskForSubmitBeforeAStreamWaitsThenWaitOnTheEvent) {
 
 TEST(QueueGpu, CancelledRequestsNeverWriteAndNeighboursStayIntact) {
   SKIP_WITHOUT_GPU();
-  testing::TempDirectory dir;
-  const auto bytes = testing::pseudo_random_bytes(1 << 20, 9);
-  const auto path = dir.write("raw.bin", bytes);
+  const testing::RawFile raw(1 << 20, 9);
+  const auto& bytes = raw.bytes;
+  const auto& path = raw.path;
   gpu::Device device(0);
   Queue queue(gpu_options());
   const FileId file = queue.add_file(path);
@@ -287,9 +287,9 @@ TEST(QueueGpu, PinnedFilesCheckEachChunkOnceAndReadFilesEveryTime) {
 
 TEST(QueueGpu, PinnedFileRequestBeyondTheEndFailsAsAShortRead) {
   SKIP_WITHOUT_GPU();
-  testing::TempDirectory dir;
-  const auto bytes = testing::pseudo_random_bytes(64 << 10, 3);
-  const auto path = dir.write("raw.bin", bytes);
+  const testing::RawFile raw(64 << 10, 3);
+  const auto& bytes = raw.bytes;
+  const auto& path = raw.path;
   gpu::Device device(0);
   Queue queue(gpu_options(false, true));
   const FileId file = queue.add_file(path);

@@ -11,6 +11,7 @@
 #include "headrace/format/container.hpp"
 #include "support/container_fixture.hpp"
 #include "support/random_bytes.hpp"
+#include "support/raw_file.hpp"
 #include "support/temp_directory.hpp"
 
 namespace headrace::queue {
@@ -92,12 +93,7 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(io::to_string(std::get<0>(info.param))) + "_" + format::to_string(std::get<1>(info.param));
     });
 
-// A raw file of pseudo-random bytes and a queue on it.
-struct RawFile {
-  testing::TempDirectory dir;
-  std::vector<std::byte> bytes = testing::pseudo_random_bytes(1 << 20, 11);
-  std::string path = dir.write("raw.bin", bytes);
-};
+using testing::RawFile;
 
 Request range(FileId file, std::uint64_t offset, std::uint64_t size, std::byte* destination, int priority = 0,
               std::uint64_t tag = 0) {
