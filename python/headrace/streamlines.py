@@ -182,7 +182,7 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
     import time
 
     import headrace
-    from headrace.generate.flow import to_blocks
+    from headrace.generate.flow import TARGET_CHUNK_BYTES, to_blocks
 
     started = time.perf_counter()
     ds = headrace.open(source)
@@ -199,7 +199,8 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
         block = tuple(int(b) for b in block or ())
         if len(block) != 3 or any(d % b for d, b in zip((nx, ny, nz), block)):
             raise UsageError(f"--block {list(block)}: three sizes that divide the grid {[nx, ny, nz]}")
-        chunk_bytes = max(1, (4 << 20) // (12 * block[0] * block[1] * block[2])) * 12 * block[0] * block[1] * block[2]
+        block_bytes = 12 * block[0] * block[1] * block[2]
+        chunk_bytes = max(1, TARGET_CHUNK_BYTES // block_bytes) * block_bytes  # whole blocks, as generate flow writes
         attributes.update(layout="blocks", block_dims=list(block))
     elif layout == "hilbert":
         side = 1 << bits

@@ -75,8 +75,8 @@ def run(args: argparse.Namespace) -> int:
     device = choose_device(args.device)
     fields = args.fields.split(",") if args.fields else None
     stream = ds.stream(fields, device=device, prefetch=args.prefetch, backend=args.backend, decode_on=args.codec_on,
-                       loop=args.loop, staging_bytes=args.staging_bytes, **backend_options(args),
-                       **({"pin_files": True} if args.pin_files else {}))
+                       loop=args.loop, staging_bytes=args.staging_bytes, pin_files=args.pin_files,
+                       **backend_options(args))
     started = time.perf_counter()
     for frame in stream:
         if device == "cpu":

@@ -12,8 +12,6 @@ CSV row with the run's time and counters. This is the CPU tracer (threads may ex
 from __future__ import annotations
 
 import argparse
-import csv
-import os
 from pathlib import Path
 
 from headrace.cli._arguments import parse_size
@@ -78,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from headrace import streamlines
+    from headrace.bench.harness import write_rows
     from headrace.cli._output import console
 
     suffix = Path(args.out).suffix.lower()
@@ -94,12 +93,7 @@ def run(args: argparse.Namespace) -> int:
     stats = {"file": args.file, "direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
              "integrator": args.integrator, "steps": args.steps, "step_size": args.step_size, **result.stats}
     if args.stats:
-        partial = f"{args.stats}.partial"
-        with open(partial, "w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=list(stats))
-            writer.writeheader()
-            writer.writerow(stats)
-        os.replace(partial, args.stats)
+        write_rows(args.stats, [stats])
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
