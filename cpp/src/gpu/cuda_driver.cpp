@@ -66,6 +66,10 @@ Loaded& loaded() {
     all &= bind(s.library, a.cuEventQuery, "cuEventQuery", s.why);
     all &= bind(s.library, a.cuEventSynchronize, "cuEventSynchronize", s.why);
     all &= bind(s.library, a.cuEventElapsedTime, "cuEventElapsedTime", s.why);
+    all &= bind(s.library, a.cuModuleLoadData, "cuModuleLoadData", s.why);
+    all &= bind(s.library, a.cuModuleUnload, "cuModuleUnload", s.why);
+    all &= bind(s.library, a.cuModuleGetFunction, "cuModuleGetFunction", s.why);
+    all &= bind(s.library, a.cuLaunchKernel, "cuLaunchKernel", s.why);
     if (!all) return;
     if (const CUresult result = a.cuInit(0); result != cuda_success) {
       const char* name = "?";

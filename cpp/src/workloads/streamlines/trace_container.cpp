@@ -7,31 +7,11 @@
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
+#include "headrace/workloads/streamlines/resident_tracer.hpp"
+#include "headrace/workloads/streamlines/flow_field.hpp"
 
 namespace headrace::workloads::streamlines {
 namespace {
-
-// A flow field's container, its velocity field and layout, for one frame that exists.
-struct FlowField {
-  format::Container container;
-  std::uint32_t field = 0;
-  std::uint32_t frame = 0;
-  std::string layout;  // "blocks" or "hilbert"
-};
-
-FlowField open_flow(const std::string& path, std::uint32_t frame) {
-  FlowField flow{format::Container::open(path), 0, frame, {}};
-  HEADRACE_EXPECT(frame < flow.container.frames().size(), UsageError,
-                  path + ": no frame " + std::to_string(frame) + " (" + std::to_string(flow.container.frames().size()) +
-                      " frames)");
-  flow.field = flow.container.field_index("velocity");
-  const auto found = flow.container.attributes().find("layout");
-  const auto* name = found == flow.container.attributes().end() ? nullptr : std::get_if<std::string>(&found->second);
-  HEADRACE_EXPECT(name != nullptr && (*name == "blocks" || *name == "hilbert"), UsageError,
-                  path + ": expected a flow field with attribute layout \"blocks\" or \"hilbert\"");
-  flow.layout = *name;
-  return flow;
-}
 
 // Calls use(sampler, grid, units) with the kernel-managed sampler of the flow's layout: the mapped file,
 // in blocks, or in points of a contiguous Hilbert field (mapped pages are the transfer unit).
@@ -130,11 +110,21 @@ std::vector<Vec3> feature_seeds(const std::string& path, float low, float high, 
   return seeds;
 }
 
-const char* to_string(DataManager manager) noexcept { return manager == DataManager::user ? "user" : "mmap"; }
+const char* to_string(DataManager manager) noexcept {
+  switch (manager) {
+    case DataManager::user: return "user";
+    case DataManager::mmap: return "mmap";
+    case DataManager::resident: return "resident";
+  }
+  return "?";
+}
 
 ContainerTraceRun trace_container(const std::string& path, const std::vector<Vec3>& seeds,
                                   const ContainerTraceOptions& options) {
   const FlowField flow = open_flow(path, options.frame);
+  if (options.manager == DataManager::resident) return trace_resident(flow, seeds, options);
+  HEADRACE_EXPECT(options.device < 0, UsageError,
+                  std::string("the GPU traces through the resident manager, not ") + to_string(options.manager));
   ContainerTraceRun run;
   run.layout = flow.layout;
   if (options.manager == DataManager::user) {

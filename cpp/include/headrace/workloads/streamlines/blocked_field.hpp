@@ -11,33 +11,10 @@
 #include "headrace/io/backend.hpp"
 #include "headrace/workloads/streamlines/block_cache.hpp"
 #include "headrace/workloads/streamlines/streamline_math.hpp"
+#include "headrace/workloads/streamlines/unit_layouts.hpp"
 #include "headrace/workloads/streamlines/unit_sampler.hpp"
 
 namespace headrace::workloads::streamlines {
-
-struct BlockLayout {
-  GridGeometry grid;
-  std::int32_t block[3] = {1, 1, 1};
-
-  // The unit holding point (i, j, k), and the point's element within it.
-  HEADRACE_HD std::uint64_t unit_of(std::int32_t i, std::int32_t j, std::int32_t k, std::uint64_t& element) const {
-    const std::uint64_t nbx = static_cast<std::uint64_t>(grid.dims[0] / block[0]);
-    const std::uint64_t nby = static_cast<std::uint64_t>(grid.dims[1] / block[1]);
-    element = static_cast<std::uint64_t>(i % block[0]) +
-              static_cast<std::uint64_t>(block[0]) * (static_cast<std::uint64_t>(j % block[1]) +
-                                                      static_cast<std::uint64_t>(block[1]) * static_cast<std::uint64_t>(k % block[2]));
-    return static_cast<std::uint64_t>(i / block[0]) + nbx * (static_cast<std::uint64_t>(j / block[1]) +
-                                                             nby * static_cast<std::uint64_t>(k / block[2]));
-  }
-  [[nodiscard]] std::uint64_t block_points() const noexcept {
-    return static_cast<std::uint64_t>(block[0]) * block[1] * block[2];
-  }
-  [[nodiscard]] std::uint64_t block_count() const noexcept {
-    return static_cast<std::uint64_t>(grid.dims[0] / block[0]) * (grid.dims[1] / block[1]) * (grid.dims[2] / block[2]);
-  }
-  // Throws UsageError unless the dims are whole multiples of the block.
-  void check() const;
-};
 
 // A container's attribute of integers; throws UsageError naming the attribute when it is missing or
 // holds something else.

@@ -12,36 +12,11 @@
 #include "headrace/format/container.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/workloads/streamlines/block_cache.hpp"
-#include "headrace/workloads/streamlines/hilbert.hpp"
 #include "headrace/workloads/streamlines/streamline_math.hpp"
+#include "headrace/workloads/streamlines/unit_layouts.hpp"
 #include "headrace/workloads/streamlines/unit_sampler.hpp"
 
 namespace headrace::workloads::streamlines {
-
-inline constexpr std::uint64_t point_bytes = 12;  // float32 x 3
-inline constexpr std::uint64_t page_bytes = 4096;
-
-struct HilbertLayout {
-  GridGeometry grid;
-  std::uint32_t bits = 1;  // partitions of 2^bits points a side
-
-  [[nodiscard]] HEADRACE_HD std::uint32_t partition() const { return 1u << bits; }
-  // Where point (i, j, k) is stored, counted in points from the field's start.
-  HEADRACE_HD std::uint64_t position_of(std::int32_t i, std::int32_t j, std::int32_t k) const {
-    const std::uint32_t p = partition();
-    const std::uint64_t npx = static_cast<std::uint64_t>(grid.dims[0]) / p;
-    const std::uint64_t npy = static_cast<std::uint64_t>(grid.dims[1]) / p;
-    const std::uint64_t part = static_cast<std::uint64_t>(i) / p + npx * (static_cast<std::uint64_t>(j) / p +
-                                                                           npy * (static_cast<std::uint64_t>(k) / p));
-    const std::uint64_t cube = static_cast<std::uint64_t>(p) * p * p;
-    return part * cube + hilbert_index(static_cast<std::uint32_t>(i) % p, static_cast<std::uint32_t>(j) % p,
-                                       static_cast<std::uint32_t>(k) % p, bits);
-  }
-  [[nodiscard]] std::uint64_t point_count() const noexcept {
-    return static_cast<std::uint64_t>(grid.dims[0]) * grid.dims[1] * grid.dims[2];
-  }
-  void check() const;  // UsageError unless the dims are whole multiples of the partition
-};
 
 // From the attributes layout = "hilbert", hilbert_bits, grid_dims, grid_origin, grid_spacing.
 [[nodiscard]] HilbertLayout hilbert_layout_of(const format::Container& container);
@@ -56,11 +31,9 @@ class HilbertField {
  public:
   HilbertField(HilbertLayout layout, Units& units) : layout_(layout), units_(&units) { check_unit_bytes(units.unit_bytes()); }
   bool operator()(const Vec3& p, Vec3& v) const {
-    const std::uint64_t unit_points = units_->unit_bytes() / point_bytes;
+    const HilbertUnits located{layout_, units_->unit_bytes() / point_bytes};
     return sample_units(layout_.grid, *units_, [&](std::int32_t i, std::int32_t j, std::int32_t k, std::uint64_t& element) {
-      const std::uint64_t position = layout_.position_of(i, j, k);
-      element = position % unit_points;
-      return position / unit_points;
+      return located.unit_of(i, j, k, element);
     }, p, v);
   }
 

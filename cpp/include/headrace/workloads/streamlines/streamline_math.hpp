@@ -19,7 +19,7 @@ HEADRACE_HD inline Vec3 operator+(Vec3 a, Vec3 b) { return {a.x + b.x, a.y + b.y
 HEADRACE_HD inline Vec3 operator-(Vec3 a, Vec3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
 HEADRACE_HD inline Vec3 operator*(float s, Vec3 a) { return {s * a.x, s * a.y, s * a.z}; }
 HEADRACE_HD inline float dot(Vec3 a, Vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-HEADRACE_HD inline float length(Vec3 a) { return std::sqrt(dot(a, a)); }
+HEADRACE_HD inline float length(Vec3 a) { return sqrtf(dot(a, a)); }
 
 // A nodal grid: point (i, j, k) sits at origin + (i, j, k) * spacing, for i < dims.x and so on.
 struct GridGeometry {

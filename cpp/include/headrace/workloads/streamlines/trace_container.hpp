@@ -1,18 +1,32 @@
 // Streamlines of a flow-field container, one call: the layout (native blocks or Hilbert) read from the
-// file, the data manager chosen (user-managed block cache, or kernel-managed mmap), every seed traced
-// on `threads` threads, and the run's statistics (seed 002's four implementations).
+// file, the data manager chosen (user-managed block cache, kernel-managed mmap, or the GPU tracer's
+// resident cache), every seed traced, and the run's statistics (seed 002's four implementations, and
+// the GPU tracer of issue 5).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "headrace/io/backend.hpp"
 #include "headrace/workloads/streamlines/block_cache.hpp"
 #include "headrace/workloads/streamlines/mapped_units.hpp"
 #include "headrace/workloads/streamlines/tracer.hpp"
 
 namespace headrace::workloads::streamlines {
 
-enum class DataManager : std::uint8_t { user, mmap };
+// resident: the GPU tracer (resident_tracer.hpp): units streamed by the engine's queue into a cache in
+// GPU memory, one GPU thread per half-line; with no device, the same rounds on CPU threads over host
+// memory (the reference the GPU is checked against).
+enum class DataManager : std::uint8_t { user, mmap, resident };
+
+// What the resident cache did over a run.
+struct ResidentStats {
+  std::uint64_t rounds = 0;        // launches: each ends when every unfinished line waits for a unit
+  std::uint64_t slots = 0;         // units the cache holds
+  std::uint64_t units_loaded = 0, evictions = 0, bytes_read = 0;
+  double load_seconds = 0;     // reads through the queue, into the cache
+  double advance_seconds = 0;  // the rounds' stepping (kernels, or host threads)
+};
 
 struct ContainerTraceOptions {
   TraceOptions trace;
@@ -24,6 +38,10 @@ struct ContainerTraceOptions {
   unsigned banks = 1;
   bool direct_io = false;         // O_DIRECT reads (the direct backend) instead of the page cache (posix)
   std::uint32_t unit_pages = 96;  // Hilbert: pages a cache unit holds (a multiple of 3; seed 002's best)
+  // resident: cache_bytes and unit_pages as above; the device (-1: host memory and threads), and the
+  // backend of the engine's queue that reads the units
+  int device = -1;
+  io::BackendKind backend = io::BackendKind::uring;
   // kernel-managed
   MappedUnitsOptions mapped;
 };
@@ -35,6 +53,7 @@ struct ContainerTraceRun {
   std::uint64_t unit_bytes = 0;  // a block, or a Hilbert unit
   BlockCacheStats cache;         // user-managed
   MappedUnitsStats mapped;       // kernel-managed
+  ResidentStats resident;        // the GPU tracer
 };
 
 [[nodiscard]] const char* to_string(DataManager manager) noexcept;

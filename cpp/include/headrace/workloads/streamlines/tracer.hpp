@@ -11,25 +11,11 @@
 
 #include "headrace/detail/parallel_for.hpp"
 #include "headrace/error.hpp"
-#include "headrace/workloads/streamlines/streamline_math.hpp"
+#include "headrace/workloads/streamlines/line_stepper.hpp"
 
 namespace headrace::workloads::streamlines {
 
-enum class Integrator : std::uint8_t { rk4, rk45 };
-enum class Direction : std::uint8_t { forward, backward, both };
-enum class Termination : std::uint8_t { max_steps, left_domain, stagnant };
-
 [[nodiscard]] const char* to_string(Termination termination) noexcept;
-
-struct TraceOptions {
-  Integrator integrator = Integrator::rk4;
-  Direction direction = Direction::forward;
-  float step_size = 0.01f;          // in the field's time units; rk45: the first step
-  std::uint32_t max_steps = 1000;   // per direction
-  float stagnant_speed = 1e-6f;     // |v| below this ends the line
-  float tolerance = 1e-5f;          // rk45: largest local error accepted per step (world units)
-  float min_step = 1e-6f, max_step = 1.0f;  // rk45: bounds of |h|
-};
 
 struct Streamline {
   std::vector<Vec3> points;  // seed order: backward part reversed, the seed, the forward part
@@ -42,36 +28,9 @@ namespace detail {
 template <typename Sampler>
 Termination trace_one_way(const Sampler& sample, Vec3 seed, float sign, const TraceOptions& options,
                           std::vector<Vec3>& out) {
-  Vec3 p = seed;
-  float h = sign * options.step_size;
-  for (std::uint32_t steps = 0; steps < options.max_steps;) {
-    Vec3 v;
-    if (!sample(p, v)) return Termination::left_domain;
-    if (length(v) < options.stagnant_speed) return Termination::stagnant;
-    Vec3 next;
-    if (options.integrator == Integrator::rk4) {
-      if (!rk4_step(sample, p, h, next)) return Termination::left_domain;
-    } else {
-      float error = 0;
-      if (!rk45_step(sample, p, h, next, error)) {
-        // A stage left the domain: a shorter step may still land inside.
-        if (std::abs(h) <= options.min_step) return Termination::left_domain;
-        h = sign * std::max(options.min_step, 0.5f * std::abs(h));
-        continue;
-      }
-      const float scale = error > 0 ? 0.9f * std::pow(options.tolerance / error, 0.2f) : 5.0f;
-      const float grown = std::min(options.max_step, std::max(options.min_step, std::abs(h) * std::min(5.0f, std::max(0.2f, scale))));
-      if (error > options.tolerance && std::abs(h) > options.min_step) {
-        h = sign * grown;  // rejected: retry from p with the smaller step
-        continue;
-      }
-      h = sign * grown;
-    }
-    out.push_back(next);
-    p = next;
-    ++steps;
-  }
-  return Termination::max_steps;
+  HalfLine line = start_half_line(seed, sign, options);
+  advance_half_line(sample, line, options, [&](const Vec3& p) { out.push_back(p); }, [] { return false; });
+  return line.end;
 }
 
 }  // namespace detail

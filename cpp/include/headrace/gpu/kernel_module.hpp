@@ -1,0 +1,33 @@
+// Kernels of ours, compiled by nvcc into a fatbin at build time and loaded through the driver at run
+// time (cuModuleLoadData): the library keeps building and running where there is no GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "headrace/gpu/cuda_driver.hpp"
+
+namespace headrace::gpu {
+
+class KernelModule {
+ public:
+  // Loads image (a fatbin) into the current context; throws CudaError naming `what` (e.g. no code
+  // for this GPU's architecture).
+  KernelModule(const void* image, std::string what);
+  ~KernelModule() noexcept;
+  KernelModule(const KernelModule&) = delete;
+  KernelModule& operator=(const KernelModule&) = delete;
+
+  // An extern "C" kernel of the module; throws CudaError naming it when there is none.
+  [[nodiscard]] CUfunction function(const char* name) const;
+
+ private:
+  CUmodule module_ = nullptr;
+  std::string what_;
+};
+
+// Launches a 1-D grid covering `threads` threads in blocks of block_threads, on stream.
+// args: one pointer per kernel parameter, as cuLaunchKernel takes them.
+void launch_1d(CUfunction kernel, std::uint64_t threads, unsigned block_threads, CUstream stream, void** args);
+
+}  // namespace headrace::gpu

@@ -1,0 +1,116 @@
+// The GPU tracer's round (issue 5): every unfinished half-line steps through a cache of units resident
+// in memory until it ends or needs a unit that is not there; it then counts that unit as wanted and
+// waits, unchanged, for the next round. HEADRACE_HD: the CUDA kernel and the host executor (the CPU
+// reference the GPU is tested against) run this very code, one half-line per thread.
+#pragma once
+
+#include <cstdint>
+
+#include "headrace/workloads/streamlines/line_stepper.hpp"
+#include "headrace/workloads/streamlines/unit_layouts.hpp"
+
+namespace headrace::workloads::streamlines {
+
+// The cache as a round sees it. Units are written only between rounds.
+struct ResidentUnits {
+  const std::int32_t* slot_of_unit = nullptr;  // per unit: its slot, or -1 when not resident
+  const float* pool = nullptr;                 // slot s holds its unit at pool + s * unit_floats
+  std::uint64_t unit_floats = 0;
+  std::uint32_t* wanted = nullptr;     // per unit: samples that needed it this round while absent
+  std::uint32_t* last_used = nullptr;  // per unit: the last round that read it (eviction spares those)
+  std::uint32_t round = 0;
+};
+
+namespace detail {
+
+// Relaxed atomics: many threads count the same unit, and write the same round number.
+HEADRACE_HD inline void count_up(std::uint32_t* counter) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(counter, 1u);
+#else
+  __atomic_fetch_add(counter, 1u, __ATOMIC_RELAXED);
+#endif
+}
+HEADRACE_HD inline void add(unsigned long long* counter, unsigned long long value) {
+#if defined(__CUDA_ARCH__)
+  atomicAdd(counter, value);
+#else
+  __atomic_fetch_add(counter, value, __ATOMIC_RELAXED);
+#endif
+}
+HEADRACE_HD inline void mark_round(std::uint32_t* where, std::uint32_t round) {
+#if defined(__CUDA_ARCH__)
+  if (*where != round) *where = round;  // most samples repeat a unit: read before writing
+#else
+  if (__atomic_load_n(where, __ATOMIC_RELAXED) != round) __atomic_store_n(where, round, __ATOMIC_RELAXED);
+#endif
+}
+
+}  // namespace detail
+
+// Trilinear sampling through the resident cache; false outside the grid, or with *missing set when a
+// corner's unit is absent (every absent unit of the cell counted as wanted, so one round brings them all).
+template <typename Units>
+struct ResidentSampler {
+  Units units;
+  ResidentUnits cache;
+  bool* missing;
+
+  HEADRACE_HD bool operator()(const Vec3& p, Vec3& v) const {
+    std::int32_t c[3];
+    float f[3];
+    if (!units.geometry().locate(p, c, f)) return false;
+    Vec3 corner[8];
+    bool absent = false;
+    std::uint64_t previous = ~std::uint64_t{0};
+    for (int n = 0; n < 8; ++n) {
+      std::uint64_t element = 0;
+      const std::uint64_t unit = units.unit_of(c[0] + (n & 1), c[1] + ((n >> 1) & 1), c[2] + ((n >> 2) & 1), element);
+      const std::int32_t slot = cache.slot_of_unit[unit];
+      const bool repeat = unit == previous;
+      previous = unit;
+      if (slot < 0) {
+        if (!repeat) detail::count_up(&cache.wanted[unit]);
+        absent = true;
+        continue;
+      }
+      if (!repeat) detail::mark_round(&cache.last_used[unit], cache.round);
+      const float* xyz = cache.pool + static_cast<std::uint64_t>(slot) * cache.unit_floats + 3 * element;
+      corner[n] = {xyz[0], xyz[1], xyz[2]};
+    }
+    if (absent) {
+      *missing = true;
+      return false;
+    }
+    v = trilinear(corner, f);
+    return true;
+  }
+};
+
+// What a round works on: half-line i keeps its points at points + i * point_capacity.
+template <typename Units>
+struct RoundParams {
+  Units units;
+  ResidentUnits cache;
+  TraceOptions options;
+  HalfLine* lines = nullptr;
+  Vec3* points = nullptr;
+  std::uint64_t line_count = 0;
+  std::uint32_t point_capacity = 0;      // options.max_steps
+  unsigned long long* steps_taken = nullptr;  // summed over the round: a round without steps made no progress
+};
+
+template <typename Units>
+HEADRACE_HD void advance_resident_line(const RoundParams<Units>& a, std::uint64_t i) {
+  HalfLine line = a.lines[i];
+  if (line.ended) return;
+  bool missing = false;
+  const ResidentSampler<Units> sample{a.units, a.cache, &missing};
+  Vec3* out = a.points + i * a.point_capacity;
+  const std::uint32_t before = line.steps;
+  advance_half_line(sample, line, a.options, [&](const Vec3& p) { out[line.steps] = p; }, [&] { return missing; });
+  a.lines[i] = line;
+  if (line.steps != before) detail::add(a.steps_taken, line.steps - before);
+}
+
+}  // namespace headrace::workloads::streamlines

@@ -1,0 +1,404 @@
+#include "headrace/workloads/streamlines/resident_tracer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <numeric>
+
+#include "headrace/detail/aligned_buffer.hpp"
+#include "headrace/detail/parallel_for.hpp"
+#include "headrace/error.hpp"
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/kernel_module.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+#include "headrace/queue/request_queue.hpp"
+#include "headrace/workloads/streamlines/blocked_field.hpp"
+#include "headrace/workloads/streamlines/hilbert_field.hpp"
+#include "headrace/workloads/streamlines/resident_lines.hpp"
+#include "resident_kernel_image.hpp"
+
+namespace headrace::workloads::streamlines {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Where each unit lies in the file.
+struct UnitTable {
+  std::uint64_t unit_bytes = 0;
+  std::vector<std::uint64_t> offset, size;
+};
+
+// One round's inputs and outputs, in host memory, and what the runner needs to run it.
+struct RoundState {
+  std::uint32_t round = 0;
+  std::vector<std::int32_t> slot_of_unit;  // -1: absent
+  std::vector<std::uint32_t> wanted, last_used;
+};
+
+// Runs rounds over half-lines with the cache's pool in host or GPU memory.
+template <typename Units>
+class RoundRunner {
+ public:
+  virtual ~RoundRunner() = default;
+  [[nodiscard]] virtual queue::MemoryKind memory() const = 0;
+  [[nodiscard]] virtual std::uintptr_t slot_address(std::uint32_t slot) const = 0;
+  // Runs one round; fills state.wanted and state.last_used; returns the progress made (steps taken
+  // and lines ended).
+  virtual std::uint64_t run(RoundState& state) = 0;
+  // After the queue loaded units up to `fence`: the next round must see them.
+  virtual void loaded(const queue::Queue& queue, queue::FenceId fence) = 0;
+  // The half-lines and their points after the last round.
+  virtual void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) = 0;
+};
+
+template <typename Units>
+RoundParams<Units> round_params(const Units& units, const TraceOptions& options, std::uint64_t unit_bytes,
+                                std::uint64_t line_count) {
+  RoundParams<Units> params;
+  params.units = units;
+  params.options = options;
+  params.cache.unit_floats = unit_bytes / sizeof(float);
+  params.line_count = line_count;
+  params.point_capacity = options.max_steps;
+  return params;
+}
+
+// The reference: the same rounds on CPU threads over host memory.
+template <typename Units>
+class HostRounds final : public RoundRunner<Units> {
+ public:
+  HostRounds(const Units& units, const TraceOptions& options, std::uint64_t unit_bytes, std::uint64_t slots,
+             std::vector<HalfLine> lines, unsigned threads)
+      : params_(round_params(units, options, unit_bytes, lines.size())),
+        unit_bytes_(unit_bytes),
+        pool_(slots * unit_bytes),
+        lines_(std::move(lines)),
+        points_(lines_.size() * options.max_steps),
+        threads_(threads) {}
+
+  [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::host; }
+  [[nodiscard]] std::uintptr_t slot_address(std::uint32_t slot) const override {
+    return reinterpret_cast<std::uintptr_t>(pool_.data() + std::uint64_t{slot} * unit_bytes_);
+  }
+  std::uint64_t run(RoundState& state) override {
+    std::fill(state.wanted.begin(), state.wanted.end(), 0u);
+    unsigned long long progress = 0;
+    RoundParams<Units> params = params_;
+    params.cache.slot_of_unit = state.slot_of_unit.data();
+    params.cache.pool = reinterpret_cast<const float*>(pool_.data());
+    params.cache.wanted = state.wanted.data();
+    params.cache.last_used = state.last_used.data();
+    params.cache.round = state.round;
+    params.lines = lines_.data();
+    params.points = points_.data();
+    params.steps_taken = &progress;
+    headrace::detail::parallel_for(lines_.size(), threads_, [&](std::uint64_t i) { advance_resident_line(params, i); });
+    return progress;
+  }
+  void loaded(const queue::Queue&, queue::FenceId) override {}  // the queue's wait saw the bytes land
+  void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) override {
+    lines = std::move(lines_);
+    points = std::move(points_);
+  }
+
+ private:
+  RoundParams<Units> params_;
+  std::uint64_t unit_bytes_;
+  headrace::detail::AlignedBuffer pool_;
+  std::vector<HalfLine> lines_;
+  std::vector<Vec3> points_;
+  unsigned threads_;
+};
+
+template <typename Units>
+constexpr const char* kernel_name();
+template <>
+constexpr const char* kernel_name<BlockLayout>() { return "headrace_advance_blocks"; }
+template <>
+constexpr const char* kernel_name<HilbertUnits>() { return "headrace_advance_hilbert"; }
+
+// The GPU: the pool, the table and the lines in device memory, one thread per half-line.
+template <typename Units>
+class DeviceRounds final : public RoundRunner<Units> {
+ public:
+  DeviceRounds(int ordinal, const Units& units, const TraceOptions& options, std::uint64_t unit_bytes,
+               std::uint64_t slots, std::uint64_t unit_count, const std::vector<HalfLine>& lines)
+      : device_(ordinal),
+        module_((device_.make_current(), require_image()), "the GPU tracer's kernels (resident_rounds.cu)"),
+        kernel_(module_.function(kernel_name<Units>())),
+        params_(round_params(units, options, unit_bytes, lines.size())),
+        unit_bytes_(unit_bytes),
+        pool_(slots * unit_bytes),
+        table_(unit_count * sizeof(std::int32_t)),
+        wanted_(unit_count * sizeof(std::uint32_t)),
+        last_used_(unit_count * sizeof(std::uint32_t)),
+        lines_(lines.size() * sizeof(HalfLine)),
+        points_(lines.size() * options.max_steps * sizeof(Vec3)),
+        progress_(sizeof(unsigned long long)) {
+    const gpu::CudaDriver& cuda = gpu::require_driver();
+    gpu::check(cuda.cuMemcpyHtoDAsync(lines_.pointer(), lines.data(), lines_.size_bytes(), stream_.handle()), "cuMemcpyHtoDAsync");
+    gpu::check(cuda.cuMemsetD8Async(last_used_.pointer(), 0, last_used_.size_bytes(), stream_.handle()), "cuMemsetD8Async");
+    params_.cache.slot_of_unit = reinterpret_cast<const std::int32_t*>(table_.pointer());
+    params_.cache.pool = reinterpret_cast<const float*>(pool_.pointer());
+    params_.cache.wanted = reinterpret_cast<std::uint32_t*>(wanted_.pointer());
+    params_.cache.last_used = reinterpret_cast<std::uint32_t*>(last_used_.pointer());
+    params_.lines = reinterpret_cast<HalfLine*>(lines_.pointer());
+    params_.points = reinterpret_cast<Vec3*>(points_.pointer());
+    params_.steps_taken = reinterpret_cast<unsigned long long*>(progress_.pointer());
+    stream_.synchronize();
+  }
+
+  [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::device; }
+  [[nodiscard]] std::uintptr_t slot_address(std::uint32_t slot) const override {
+    return pool_.pointer() + std::uint64_t{slot} * unit_bytes_;
+  }
+  std::uint64_t run(RoundState& state) override {
+    const gpu::CudaDriver& cuda = gpu::require_driver();
+    const gpu::CUstream stream = stream_.handle();
+    device_.make_current();
+    gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream),
+               "cuMemcpyHtoDAsync");
+    gpu::check(cuda.cuMemsetD8Async(wanted_.pointer(), 0, wanted_.size_bytes(), stream), "cuMemsetD8Async");
+    gpu::check(cuda.cuMemsetD8Async(progress_.pointer(), 0, progress_.size_bytes(), stream), "cuMemsetD8Async");
+    RoundParams<Units> params = params_;
+    params.cache.round = state.round;
+    void* args[] = {&params};
+    gpu::launch_1d(kernel_, params.line_count, 128, stream, args);
+    unsigned long long progress = 0;
+    gpu::check(cuda.cuMemcpyDtoHAsync(state.wanted.data(), wanted_.pointer(), wanted_.size_bytes(), stream), "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(state.last_used.data(), last_used_.pointer(), last_used_.size_bytes(), stream),
+               "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(&progress, progress_.pointer(), sizeof progress, stream), "cuMemcpyDtoHAsync");
+    stream_.synchronize();
+    return progress;
+  }
+  void loaded(const queue::Queue& queue, queue::FenceId fence) override {
+    queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
+  }
+  void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) override {
+    lines.resize(lines_.size_bytes() / sizeof(HalfLine));
+    points.resize(points_.size_bytes() / sizeof(Vec3));
+    stream_.synchronize();
+    gpu::copy_to_host(lines.data(), lines_.pointer(), lines_.size_bytes());
+    gpu::copy_to_host(points.data(), points_.pointer(), points_.size_bytes());
+  }
+
+ private:
+  static const void* require_image() {
+    const void* image = resident_kernel_image();
+    HEADRACE_EXPECT(image != nullptr, UnavailableError,
+                    "the GPU tracer's kernels were not built (no nvcc when headrace was built); trace with --device cpu");
+    return image;
+  }
+
+  gpu::Device device_;
+  gpu::KernelModule module_;
+  gpu::CUfunction kernel_;
+  gpu::Stream stream_;
+  RoundParams<Units> params_;
+  std::uint64_t unit_bytes_;
+  gpu::DeviceBuffer pool_, table_, wanted_, last_used_, lines_, points_, progress_;
+};
+
+// The cache's bookkeeping between rounds: which unit each slot holds, and which units to load next.
+class SlotTable {
+ public:
+  SlotTable(std::uint64_t slots, RoundState& state) : owner_(slots, -1), state_(&state) {
+    for (std::uint64_t s = slots; s-- > 0;) free_.push_back(static_cast<std::uint32_t>(s));
+  }
+
+  // Units to load for the wanted ones, most wanted first, each given a slot: free slots, then slots
+  // whose unit the last round did not read (least recently read first); when that leaves none, the
+  // least recently read of all, up to half the cache, so that waiting lines always get units.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> assign(const std::vector<std::uint64_t>& wanted,
+                                                              std::uint64_t& evictions) {
+    std::vector<std::uint32_t> stale, fresh;
+    for (std::uint32_t s = 0; s < owner_.size(); ++s) {
+      if (owner_[s] < 0) continue;
+      (state_->last_used[static_cast<std::uint64_t>(owner_[s])] < state_->round ? stale : fresh).push_back(s);
+    }
+    auto by_last_use = [&](std::uint32_t a, std::uint32_t b) {
+      const auto ua = static_cast<std::uint64_t>(owner_[a]), ub = static_cast<std::uint64_t>(owner_[b]);
+      return std::pair(state_->last_used[ua], ua) < std::pair(state_->last_used[ub], ub);
+    };
+    std::sort(stale.begin(), stale.end(), by_last_use);
+    std::sort(fresh.begin(), fresh.end(), by_last_use);
+    std::uint64_t room = free_.size() + stale.size();
+    if (room == 0) room = std::max<std::uint64_t>(1, owner_.size() / 2);
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> loads;
+    std::size_t next_stale = 0, next_fresh = 0;
+    for (const std::uint64_t unit : wanted) {
+      if (loads.size() == room) break;
+      std::uint32_t slot = 0;
+      if (!free_.empty()) {
+        slot = free_.back();
+        free_.pop_back();
+      } else {
+        slot = next_stale < stale.size() ? stale[next_stale++] : fresh[next_fresh++];
+        state_->slot_of_unit[static_cast<std::uint64_t>(owner_[slot])] = -1;
+        ++evictions;
+      }
+      owner_[slot] = static_cast<std::int64_t>(unit);
+      state_->slot_of_unit[unit] = static_cast<std::int32_t>(slot);
+      loads.emplace_back(unit, slot);
+    }
+    return loads;
+  }
+
+ private:
+  std::vector<std::int64_t> owner_;  // per slot: its unit, or -1
+  std::vector<std::uint32_t> free_;
+  RoundState* state_;
+};
+
+// Units wanted by the last round, most wanted first (ties: lower unit first, so runs repeat).
+std::vector<std::uint64_t> wanted_units(const RoundState& state) {
+  std::vector<std::uint64_t> units;
+  for (std::uint64_t u = 0; u < state.wanted.size(); ++u)
+    if (state.wanted[u] != 0) units.push_back(u);
+  std::stable_sort(units.begin(), units.end(),
+                   [&](std::uint64_t a, std::uint64_t b) { return state.wanted[a] > state.wanted[b]; });
+  return units;
+}
+
+// Seed i's half-lines: both directions take 2i (backward) and 2i + 1 (forward); one direction takes i.
+std::vector<HalfLine> start_lines(const std::vector<Vec3>& seeds, const TraceOptions& options) {
+  std::vector<HalfLine> lines;
+  for (const Vec3& seed : seeds) {
+    if (options.direction != Direction::forward) lines.push_back(start_half_line(seed, -1.0f, options));
+    if (options.direction != Direction::backward) lines.push_back(start_half_line(seed, 1.0f, options));
+  }
+  return lines;
+}
+
+Polylines assemble(const std::vector<Vec3>& seeds, const TraceOptions& options, const std::vector<HalfLine>& lines,
+                   const std::vector<Vec3>& points) {
+  Polylines out;
+  out.lines.resize(seeds.size());
+  const std::size_t per_seed = options.direction == Direction::both ? 2 : 1;
+  for (std::size_t s = 0; s < seeds.size(); ++s) {
+    std::size_t next = s * per_seed;
+    Streamline& line = out.lines[s];
+    if (options.direction != Direction::forward) {
+      const HalfLine& back = lines[next];
+      const Vec3* first = points.data() + next * options.max_steps;
+      for (std::uint32_t k = back.steps; k-- > 0;) out.points.push_back(first[k]);
+      line.backward_end = back.end;
+      ++next;
+    }
+    out.points.push_back(seeds[s]);
+    if (options.direction != Direction::backward) {
+      const HalfLine& forward = lines[next];
+      const Vec3* first = points.data() + next * options.max_steps;
+      out.points.insert(out.points.end(), first, first + forward.steps);
+      line.forward_end = forward.end;
+    }
+    out.offsets.push_back(static_cast<std::int64_t>(out.points.size()));
+  }
+  return out;
+}
+
+// Rounds that made no progress in a row before the cache is declared too small.
+constexpr unsigned max_idle_rounds = 32;
+
+template <typename Units>
+ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const UnitTable& table,
+                               const std::vector<Vec3>& seeds, const ContainerTraceOptions& options) {
+  const TraceOptions& trace = options.trace;
+  HEADRACE_EXPECT(trace.step_size > 0 && trace.max_steps > 0, UsageError, "streamlines need a positive step size and step count");
+  const std::uint64_t unit_count = table.offset.size();
+  const std::uint64_t slots = std::min<std::uint64_t>(options.cache_bytes / table.unit_bytes, unit_count);
+  HEADRACE_EXPECT(slots >= std::min<std::uint64_t>(8, unit_count), UsageError,
+                  "the resident cache needs room for 8 units of " + std::to_string(table.unit_bytes) + " bytes, got " +
+                      std::to_string(options.cache_bytes) + " bytes");
+  const std::string& path = flow.container.path();
+
+  std::vector<HalfLine> lines = start_lines(seeds, trace);
+  std::unique_ptr<RoundRunner<Units>> runner;
+  if (options.device >= 0)
+    runner = std::make_unique<DeviceRounds<Units>>(options.device, units, trace, table.unit_bytes, slots, unit_count, lines);
+  else
+    runner = std::make_unique<HostRounds<Units>>(units, trace, table.unit_bytes, slots, std::move(lines), options.threads);
+  // Made after the runner, so destroyed before it: the queue waits for its reads into the pool.
+  queue::QueueOptions queue_options;
+  queue_options.backend = options.backend;
+  queue_options.device = options.device;
+  queue::Queue queue(queue_options);
+  const queue::FileId file = queue.add_file(path);
+
+  ContainerTraceRun run;
+  run.layout = flow.layout;
+  run.unit_bytes = table.unit_bytes;
+  ResidentStats& stats = run.resident;
+  stats.slots = slots;
+  RoundState state{0, std::vector<std::int32_t>(unit_count, -1), std::vector<std::uint32_t>(unit_count, 0),
+                   std::vector<std::uint32_t>(unit_count, 0)};
+  SlotTable slot_table(slots, state);
+  const auto start = Clock::now();
+  for (unsigned idle = 0;;) {
+    ++state.round;
+    const auto advance_start = Clock::now();
+    const std::uint64_t progress = runner->run(state);
+    stats.advance_seconds += seconds_since(advance_start);
+    ++stats.rounds;
+    const std::vector<std::uint64_t> wanted = wanted_units(state);
+    if (wanted.empty()) break;  // no line waits: every line has ended
+    idle = progress == 0 ? idle + 1 : 0;
+    HEADRACE_EXPECT(idle < max_idle_rounds, UsageError,
+                    path + ": the resident cache of " + std::to_string(slots) + " units of " + std::to_string(table.unit_bytes) +
+                        " bytes made no progress in " + std::to_string(max_idle_rounds) +
+                        " rounds: the lines need more units at once; give it more bytes");
+    const auto load_start = Clock::now();
+    std::vector<queue::RequestId> requests;
+    for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions)) {
+      queue::Request request = queue::range_request(file, table.offset[unit], table.size[unit], runner->memory(),
+                                                    runner->slot_address(slot));
+      request.label = path + ": offset " + std::to_string(table.offset[unit]) + ": velocity unit " + std::to_string(unit);
+      requests.push_back(queue.enqueue(std::move(request)));
+      ++stats.units_loaded;
+      stats.bytes_read += table.size[unit];
+    }
+    const queue::FenceId fence = queue.enqueue_signal();
+    queue.submit();
+    queue.wait(fence);
+    for (const queue::RequestId id : requests) {
+      const queue::RequestStatus status = queue.status(id);
+      if (status.state != queue::RequestState::done) throw Error("could not load a velocity unit: " + status.message);
+    }
+    runner->loaded(queue, fence);
+    stats.load_seconds += seconds_since(load_start);
+  }
+  std::vector<HalfLine> ended;
+  std::vector<Vec3> points;
+  runner->collect(ended, points);
+  run.lines = assemble(seeds, trace, ended, points);
+  run.seconds = seconds_since(start);
+  return run;
+}
+
+}  // namespace
+
+ContainerTraceRun trace_resident(const FlowField& flow, const std::vector<Vec3>& seeds,
+                                 const ContainerTraceOptions& options) {
+  if (flow.layout == "blocks") {
+    const BlockLayout layout = block_layout_of(flow.container);
+    UnitTable table{layout.block_points() * point_bytes, block_offsets(flow.container, flow.frame, flow.field, layout), {}};
+    table.size.assign(table.offset.size(), table.unit_bytes);
+    return trace_rounds(flow, layout, table, seeds, options);
+  }
+  const HilbertLayout layout = hilbert_layout_of(flow.container);
+  const std::uint64_t unit_bytes = std::uint64_t{options.unit_pages} * page_bytes;
+  check_unit_bytes(unit_bytes);
+  const FieldRange range = contiguous_field_range(flow.container, flow.frame, flow.field);
+  UnitTable table{unit_bytes, {}, {}};
+  for (std::uint64_t offset = range.start; offset < range.end; offset += unit_bytes) {
+    table.offset.push_back(offset);
+    table.size.push_back(std::min(unit_bytes, range.end - offset));
+  }
+  return trace_rounds(flow, HilbertUnits{layout, unit_bytes / point_bytes}, table, seeds, options);
+}
+
+}  // namespace headrace::workloads::streamlines

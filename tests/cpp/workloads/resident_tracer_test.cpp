@@ -1,0 +1,143 @@
+// The GPU tracer's rounds (resident_tracer.hpp), run by the host executor on the CPU: with a cache of a
+// few units, through every backend of the queue, both layouts and both integrators, the lines are the
+// in-core ones bit for bit; a unit that cannot be read stops the trace. On a GPU the kernel's lines
+// match the host executor's.
+#include "headrace/workloads/streamlines/resident_tracer.hpp"
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "headrace/error.hpp"
+#include "headrace/gpu/cuda_driver.hpp"
+#include "headrace/io/backend.hpp"
+#include "headrace/workloads/streamlines/hilbert_field.hpp"
+#include "headrace/workloads/streamlines/in_memory_field.hpp"
+#include "headrace/workloads/streamlines/trace_container.hpp"
+#include "workloads/flow_fixture.hpp"
+#include "workloads/same_lines.hpp"
+
+namespace headrace::workloads::streamlines {
+namespace {
+
+std::vector<Vec3> swirl_seeds(int count) {
+  std::vector<Vec3> seeds;
+  for (int s = 0; s < count; ++s) seeds.push_back({0.5f + 0.11f * s, 0.4f + 0.07f * s, 0.1f + 0.05f * s});
+  return seeds;
+}
+
+ContainerTraceOptions resident_options() {
+  ContainerTraceOptions options;
+  options.manager = DataManager::resident;
+  options.trace.step_size = 0.02f;
+  options.trace.max_steps = 300;
+  options.trace.direction = Direction::both;
+  options.threads = 8;
+  options.unit_pages = 3;
+  return options;
+}
+
+class ResidentRounds : public ::testing::TestWithParam<io::BackendKind> {};
+
+TEST_P(ResidentRounds, TraceTheInCoreStreamlinesWithAFewUnits) {
+  testing::BlockedFlow flow(32, 24, 16);
+  if (auto why = io::unavailable_reason(GetParam(), flow.path)) GTEST_SKIP() << *why;
+  const std::string hilbert = flow.dir.file("hilbert.hrc");
+  (void)convert_blocks_to_hilbert(flow.path, hilbert, 2, 3);
+  const std::vector<Vec3> seeds = swirl_seeds(40);
+  ContainerTraceOptions options = resident_options();
+  options.backend = GetParam();
+  const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
+  for (Integrator integrator : {Integrator::rk4, Integrator::rk45}) {
+    options.trace.integrator = integrator;
+    const auto reference = trace_all(in_core, seeds, options.trace, 1);
+    for (const auto& [path, unit_bytes] : {std::pair{flow.path, std::uint64_t{768}}, std::pair{hilbert, 3 * page_bytes}}) {
+      options.cache_bytes = 8 * unit_bytes;  // 8 of 192 blocks, or 8 of 24 Hilbert units
+      const auto run = trace_container(path, seeds, options);
+      ASSERT_TRUE(testing::same_lines(reference, run.lines)) << run.layout << " " << static_cast<int>(integrator);
+      EXPECT_EQ(run.unit_bytes, unit_bytes);
+      EXPECT_EQ(run.resident.slots, 8u);
+      EXPECT_GT(run.resident.rounds, 2u) << "lines wandered through more units than the cache holds";
+      EXPECT_GT(run.resident.evictions, 0u);
+      EXPECT_EQ(run.resident.evictions, run.resident.units_loaded - 8);
+      if (run.layout == "blocks") EXPECT_EQ(run.resident.bytes_read, run.resident.units_loaded * unit_bytes);
+      EXPECT_GT(run.seconds, 0.0);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ResidentRounds,
+                         ::testing::Values(io::BackendKind::posix, io::BackendKind::direct, io::BackendKind::uring),
+                         [](const auto& info) { return std::string(io::to_string(info.param)); });
+
+TEST(ResidentTracer, ABigCacheLoadsEachUnitOnce) {
+  testing::BlockedFlow flow(32, 24, 16);
+  ContainerTraceOptions options = resident_options();
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 1 << 20;
+  const auto run = trace_container(flow.path, swirl_seeds(40), options);
+  EXPECT_EQ(run.resident.slots, 192u);  // no more slots than units
+  EXPECT_EQ(run.resident.evictions, 0u);
+  EXPECT_LE(run.resident.units_loaded, 192u);
+  const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
+  EXPECT_TRUE(testing::same_lines(trace_all(in_core, swirl_seeds(40), options.trace, 1), run.lines));
+}
+
+TEST(ResidentTracer, RefusesACacheOfFewerThanEightUnits) {
+  testing::BlockedFlow flow(32, 24, 16);
+  ContainerTraceOptions options = resident_options();
+  options.cache_bytes = 7 * 768;
+  EXPECT_THROW((void)trace_container(flow.path, swirl_seeds(4), options), UsageError);
+}
+
+TEST(ResidentTracer, AUnitThatCannotBeReadStopsTheTrace) {
+  testing::BlockedFlow flow(32, 24, 16);
+  const FlowField opened = open_flow(flow.path, 0);
+  // The index is in memory; the blocks of the upper half of the grid are gone from the file.
+  const auto chunks = opened.container.chunks_of(0, 0);
+  ASSERT_EQ(::truncate(flow.path.c_str(), static_cast<off_t>(chunks[chunks.size() / 2].offset)), 0);
+  ContainerTraceOptions options = resident_options();
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 1 << 20;
+  std::vector<Vec3> seeds = swirl_seeds(40);
+  try {
+    (void)trace_resident(opened, seeds, options);
+    FAIL() << "a trace through a missing block finished";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("flow.hrc: offset "), std::string::npos) << e.what();
+  }
+}
+
+TEST(ResidentTracer, TheCpuManagersRefuseADevice) {
+  testing::BlockedFlow flow;
+  ContainerTraceOptions options;
+  options.device = 0;
+  EXPECT_THROW((void)trace_container(flow.path, swirl_seeds(1), options), UsageError);
+}
+
+// The GPU's kernel against the host executor: the same rounds, the same math (no fused multiply-adds
+// on either side); RK45's powf may round differently on the GPU, hence a tolerance.
+TEST(ResidentTracerGpu, TheKernelTracesTheHostExecutorsLines) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+  testing::BlockedFlow flow(32, 24, 16);
+  const std::string hilbert = flow.dir.file("hilbert.hrc");
+  (void)convert_blocks_to_hilbert(flow.path, hilbert, 2, 3);
+  ContainerTraceOptions options = resident_options();
+  const std::vector<Vec3> seeds = swirl_seeds(200);
+  for (Integrator integrator : {Integrator::rk4, Integrator::rk45}) {
+    options.trace.integrator = integrator;
+    for (const auto& [path, unit_bytes] : {std::pair{flow.path, std::uint64_t{768}}, std::pair{hilbert, 3 * page_bytes}}) {
+      options.cache_bytes = 8 * unit_bytes;
+      options.device = -1;
+      const auto host = trace_container(path, seeds, options);
+      options.device = 0;
+      const auto gpu = trace_container(path, seeds, options);
+      EXPECT_TRUE(testing::close_lines(host.lines, gpu.lines, 1e-4f)) << path << " " << static_cast<int>(integrator);
+      EXPECT_GT(gpu.resident.rounds, 2u);
+      EXPECT_GT(gpu.resident.evictions, 0u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace headrace::workloads::streamlines
