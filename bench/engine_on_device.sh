@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 4's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/engine_on_device.sh setup build tests sanitize measure
-#   (phases: setup build tests gputests sanitize overlap measure rounds)
+#   (phases: setup build tests gputests sanitize overlap measure compressed rounds)
 # carry [".carry", ".whl"]: the -dev packages for the build (see docs/results.md) and the wheels the
 # image lacks (nvCOMP, KvikIO 26.x and its rapids-logger), installed into /tmp/site.
 set -uo pipefail
@@ -75,8 +75,19 @@ data() {
   for codec in zstd lz4 gdeflate; do
     [[ -f $work/sparse-$codec.hrc ]] || python3 -m headrace generate volume "$work/sparse-$codec.hrc" \
       --dims 512 512 512 --frames 6 --cutoff 0.05 --codec $codec --chunk-size $([[ $codec == gdeflate ]] && echo 64K || echo 1M) > /dev/null
-    python3 -m headrace inspect "$work/sparse-$codec.hrc" | head -3
+    python3 -m headrace inspect "$work/sparse-$codec.hrc" > build/inspect.txt && head -3 build/inspect.txt
   done
+}
+
+compressed() {
+  # The compressed containers alone (GPU and CPU decoding, batches of 64 and 512), against a short probe.
+  mkdir -p "$work"
+  python3 -m headrace probe "$work" --size 8G --patterns sequential --block-sizes 4M --queue-depths 32 \
+    --threads 1,4 --seconds 2 --json > "$OUT/ceiling.json" 2> build/device-probe.log || { tail build/device-probe.log; return 1; }
+  python3 -c "import json; print(json.load(open('$OUT/ceiling.json'))['ceiling_line'])"
+  data
+  timeout 400 python3 -m headrace.bench.engine --compressed-only --compressed "$work"/sparse-{zstd,lz4,gdeflate}.hrc \
+    --probe "$OUT/ceiling.json" --out "$OUT" --repeats 2
 }
 
 rounds() {

@@ -24,6 +24,7 @@
 #include "headrace/format/layout.hpp"
 #include "headrace/gpu/cufile_reader.hpp"
 #include "headrace/gpu/device.hpp"
+#include "headrace/gpu/host_to_device_copies.hpp"
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/pinned_file.hpp"
 #include "headrace/gpu/stream.hpp"
@@ -827,7 +828,7 @@ class Queue::Impl {
     auto completion = std::make_unique<Completion>();
     // Compressed chunks by codec: (indices into completion->ids, items, labels).
     std::map<CodecId, DecodeGroup> groups;
-    const auto driver = gpu::driver();
+    gpu::HostToDeviceCopies copies;
     const auto stream = stream_->handle();
     {
       std::lock_guard lock(mutex_);
@@ -842,24 +843,19 @@ class Queue::Impl {
         }
         const Request& r = entry.request;
         const auto destination = static_cast<gpu::CUdeviceptr>(r.destination.address);
-        try {
-          if (entry.route == Route::device_copy) {
-            gpu::check(driver->cuMemcpyHtoDAsync(destination, stored_bytes(entry), r.raw_size, stream), "cuMemcpyHtoDAsync");
-          } else if (entry.route == Route::device_cpu_decode) {
-            gpu::check(driver->cuMemcpyHtoDAsync(destination, entry.region->data + align_up(r.stored_size), r.raw_size, stream),
-                       "cuMemcpyHtoDAsync");
-          } else {
-            const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.region->offset;
-            gpu::check(driver->cuMemcpyHtoDAsync(scratch, stored_bytes(entry), r.stored_size, stream), "cuMemcpyHtoDAsync");
-            DecodeGroup& group = groups[r.codec];
-            group.indices.push_back(completion->ids.size());
-            group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
-            group.labels.push_back(r.label);
-          }
-        } catch (const std::exception& error) {
-          release_region_locked(entry);
-          finish_locked(ids[i], RequestState::failed, error.what());
-          continue;
+        if (entry.route == Route::device_copy) {
+          copies.add(destination, stored_bytes(entry), r.raw_size);
+        } else if (entry.route == Route::device_cpu_decode) {
+          copies.add(destination, entry.region->data + align_up(r.stored_size), r.raw_size);
+        } else {
+          const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.region->offset;
+          // A staged chunk is copied with its region's padding, so that neighbours in staging,
+          // neighbours in the scratch twin too, travel as one copy.
+          copies.add(scratch, stored_bytes(entry), entry.pinned ? r.stored_size : align_up(r.stored_size));
+          DecodeGroup& group = groups[r.codec];
+          group.indices.push_back(completion->ids.size());
+          group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
+          group.labels.push_back(r.label);
         }
         entry.status.state = RequestState::copying;
         issued.push_back(ids[i]);
@@ -871,6 +867,7 @@ class Queue::Impl {
     if (issued.empty()) return;
     std::string failure;
     try {
+      copies.issue(stream);
       completion->copied.record(stream);
       // Decoders were made with the queue: the data path only waits for an idle one, it allocates nothing.
       for (auto& [codec, group] : groups) {
