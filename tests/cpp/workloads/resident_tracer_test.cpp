@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <tuple>
+
 #include <gtest/gtest.h>
 
 #include "headrace/error.hpp"
@@ -51,15 +53,17 @@ TEST_P(ResidentRounds, TraceTheInCoreStreamlinesWithAFewUnits) {
   for (Integrator integrator : {Integrator::rk4, Integrator::rk45}) {
     options.trace.integrator = integrator;
     const auto reference = trace_all(in_core, seeds, options.trace, 1);
-    for (const auto& [path, unit_bytes] : {std::pair{flow.path, std::uint64_t{768}}, std::pair{hilbert, 3 * page_bytes}}) {
-      options.cache_bytes = 8 * unit_bytes;  // 8 of 192 blocks, or 8 of 24 Hilbert units
+    // 16 of 192 blocks of 4^3 points (a step near a block's corner needs up to 8), or 8 of 12 Hilbert units
+    for (const auto& [path, unit_bytes, slots] : {std::tuple{flow.path, std::uint64_t{768}, 16u},
+                                                  std::tuple{hilbert, 3 * page_bytes, 8u}}) {
+      options.cache_bytes = slots * unit_bytes;
       const auto run = trace_container(path, seeds, options);
       ASSERT_TRUE(testing::same_lines(reference, run.lines)) << run.layout << " " << static_cast<int>(integrator);
       EXPECT_EQ(run.unit_bytes, unit_bytes);
-      EXPECT_EQ(run.resident.slots, 8u);
+      EXPECT_EQ(run.resident.slots, slots);
       EXPECT_GT(run.resident.rounds, 2u) << "lines wandered through more units than the cache holds";
       EXPECT_GT(run.resident.evictions, 0u);
-      EXPECT_EQ(run.resident.evictions, run.resident.units_loaded - 8);
+      EXPECT_EQ(run.resident.evictions, run.resident.units_loaded - slots);
       if (run.layout == "blocks") EXPECT_EQ(run.resident.bytes_read, run.resident.units_loaded * unit_bytes);
       EXPECT_GT(run.seconds, 0.0);
     }
@@ -88,6 +92,22 @@ TEST(ResidentTracer, RefusesACacheOfFewerThanEightUnits) {
   ContainerTraceOptions options = resident_options();
   options.cache_bytes = 7 * 768;
   EXPECT_THROW((void)trace_container(flow.path, swirl_seeds(4), options), UsageError);
+}
+
+// Eight 4^3 blocks cannot hold the corners of the seven stages of an RK45 step that crosses block
+// corners: the window of lines shrinks to one, which still waits, and the trace says so, not spinning.
+TEST(ResidentTracer, ACacheTooSmallForOneStepSaysSo) {
+  testing::BlockedFlow flow(32, 24, 16);
+  ContainerTraceOptions options = resident_options();
+  options.trace.integrator = Integrator::rk45;
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 8 * 768;
+  try {
+    (void)trace_container(flow.path, swirl_seeds(40), options);
+    FAIL() << "the trace finished";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot hold the units of one step of one line"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ResidentTracer, AUnitThatCannotBeReadStopsTheTrace) {
@@ -126,8 +146,9 @@ TEST(ResidentTracerGpu, TheKernelTracesTheHostExecutorsLines) {
   const std::vector<Vec3> seeds = swirl_seeds(200);
   for (Integrator integrator : {Integrator::rk4, Integrator::rk45}) {
     options.trace.integrator = integrator;
-    for (const auto& [path, unit_bytes] : {std::pair{flow.path, std::uint64_t{768}}, std::pair{hilbert, 3 * page_bytes}}) {
-      options.cache_bytes = 8 * unit_bytes;
+    for (const auto& [path, unit_bytes, slots] : {std::tuple{flow.path, std::uint64_t{768}, 16u},
+                                                  std::tuple{hilbert, 3 * page_bytes, 8u}}) {
+      options.cache_bytes = slots * unit_bytes;
       options.device = -1;
       const auto host = trace_container(path, seeds, options);
       options.device = 0;

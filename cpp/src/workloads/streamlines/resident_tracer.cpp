@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <numeric>
+
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/parallel_for.hpp"
@@ -31,10 +31,11 @@ struct UnitTable {
   std::vector<std::uint64_t> offset, size;
 };
 
-// One round's inputs and outputs, in host memory, and what the runner needs to run it.
+// One round's inputs and outputs, in host memory.
 struct RoundState {
   std::uint32_t round = 0;
-  std::vector<std::int32_t> slot_of_unit;  // -1: absent
+  std::uint64_t first_line = 0, window = 0;  // the half-lines that run
+  std::vector<std::int32_t> slot_of_unit;    // -1: absent
   std::vector<std::uint32_t> wanted, last_used;
 };
 
@@ -45,9 +46,8 @@ class RoundRunner {
   virtual ~RoundRunner() = default;
   [[nodiscard]] virtual queue::MemoryKind memory() const = 0;
   [[nodiscard]] virtual std::uintptr_t slot_address(std::uint32_t slot) const = 0;
-  // Runs one round; fills state.wanted and state.last_used; returns the progress made (steps taken
-  // and lines ended).
-  virtual std::uint64_t run(RoundState& state) = 0;
+  // Runs one round over the window; fills state.wanted and state.last_used.
+  virtual RoundCounters run(RoundState& state) = 0;
   // After the queue loaded units up to `fence`: the next round must see them.
   virtual void loaded(const queue::Queue& queue, queue::FenceId fence) = 0;
   // The half-lines and their points after the last round.
@@ -55,14 +55,20 @@ class RoundRunner {
 };
 
 template <typename Units>
-RoundParams<Units> round_params(const Units& units, const TraceOptions& options, std::uint64_t unit_bytes,
-                                std::uint64_t line_count) {
+RoundParams<Units> round_params(const Units& units, const TraceOptions& options, std::uint64_t unit_bytes) {
   RoundParams<Units> params;
   params.units = units;
   params.options = options;
   params.cache.unit_floats = unit_bytes / sizeof(float);
-  params.line_count = line_count;
   params.point_capacity = options.max_steps;
+  return params;
+}
+
+template <typename Units>
+RoundParams<Units> window_of(RoundParams<Units> params, const RoundState& state) {
+  params.cache.round = state.round;
+  params.first_line = state.first_line;
+  params.line_count = state.window;
   return params;
 }
 
@@ -72,7 +78,7 @@ class HostRounds final : public RoundRunner<Units> {
  public:
   HostRounds(const Units& units, const TraceOptions& options, std::uint64_t unit_bytes, std::uint64_t slots,
              std::vector<HalfLine> lines, unsigned threads)
-      : params_(round_params(units, options, unit_bytes, lines.size())),
+      : params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),
         pool_(slots * unit_bytes),
         lines_(std::move(lines)),
@@ -83,20 +89,19 @@ class HostRounds final : public RoundRunner<Units> {
   [[nodiscard]] std::uintptr_t slot_address(std::uint32_t slot) const override {
     return reinterpret_cast<std::uintptr_t>(pool_.data() + std::uint64_t{slot} * unit_bytes_);
   }
-  std::uint64_t run(RoundState& state) override {
+  RoundCounters run(RoundState& state) override {
     std::fill(state.wanted.begin(), state.wanted.end(), 0u);
-    unsigned long long progress = 0;
-    RoundParams<Units> params = params_;
+    RoundCounters counters;
+    RoundParams<Units> params = window_of(params_, state);
     params.cache.slot_of_unit = state.slot_of_unit.data();
     params.cache.pool = reinterpret_cast<const float*>(pool_.data());
     params.cache.wanted = state.wanted.data();
     params.cache.last_used = state.last_used.data();
-    params.cache.round = state.round;
     params.lines = lines_.data();
     params.points = points_.data();
-    params.steps_taken = &progress;
-    headrace::detail::parallel_for(lines_.size(), threads_, [&](std::uint64_t i) { advance_resident_line(params, i); });
-    return progress;
+    params.counters = &counters;
+    headrace::detail::parallel_for(params.line_count, threads_, [&](std::uint64_t k) { advance_resident_line(params, k); });
+    return counters;
   }
   void loaded(const queue::Queue&, queue::FenceId) override {}  // the queue's wait saw the bytes land
   void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) override {
@@ -129,7 +134,7 @@ class DeviceRounds final : public RoundRunner<Units> {
       : device_(ordinal),
         module_((device_.make_current(), require_image()), "the GPU tracer's kernels (resident_rounds.cu)"),
         kernel_(module_.function(kernel_name<Units>())),
-        params_(round_params(units, options, unit_bytes, lines.size())),
+        params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),
         pool_(slots * unit_bytes),
         table_(unit_count * sizeof(std::int32_t)),
@@ -137,7 +142,7 @@ class DeviceRounds final : public RoundRunner<Units> {
         last_used_(unit_count * sizeof(std::uint32_t)),
         lines_(lines.size() * sizeof(HalfLine)),
         points_(lines.size() * options.max_steps * sizeof(Vec3)),
-        progress_(sizeof(unsigned long long)) {
+        counters_(sizeof(RoundCounters)) {
     const gpu::CudaDriver& cuda = gpu::require_driver();
     gpu::check(cuda.cuMemcpyHtoDAsync(lines_.pointer(), lines.data(), lines_.size_bytes(), stream_.handle()), "cuMemcpyHtoDAsync");
     gpu::check(cuda.cuMemsetD8Async(last_used_.pointer(), 0, last_used_.size_bytes(), stream_.handle()), "cuMemsetD8Async");
@@ -147,7 +152,7 @@ class DeviceRounds final : public RoundRunner<Units> {
     params_.cache.last_used = reinterpret_cast<std::uint32_t*>(last_used_.pointer());
     params_.lines = reinterpret_cast<HalfLine*>(lines_.pointer());
     params_.points = reinterpret_cast<Vec3*>(points_.pointer());
-    params_.steps_taken = reinterpret_cast<unsigned long long*>(progress_.pointer());
+    params_.counters = reinterpret_cast<RoundCounters*>(counters_.pointer());
     stream_.synchronize();
   }
 
@@ -155,25 +160,24 @@ class DeviceRounds final : public RoundRunner<Units> {
   [[nodiscard]] std::uintptr_t slot_address(std::uint32_t slot) const override {
     return pool_.pointer() + std::uint64_t{slot} * unit_bytes_;
   }
-  std::uint64_t run(RoundState& state) override {
+  RoundCounters run(RoundState& state) override {
     const gpu::CudaDriver& cuda = gpu::require_driver();
     const gpu::CUstream stream = stream_.handle();
     device_.make_current();
     gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream),
                "cuMemcpyHtoDAsync");
     gpu::check(cuda.cuMemsetD8Async(wanted_.pointer(), 0, wanted_.size_bytes(), stream), "cuMemsetD8Async");
-    gpu::check(cuda.cuMemsetD8Async(progress_.pointer(), 0, progress_.size_bytes(), stream), "cuMemsetD8Async");
-    RoundParams<Units> params = params_;
-    params.cache.round = state.round;
+    gpu::check(cuda.cuMemsetD8Async(counters_.pointer(), 0, counters_.size_bytes(), stream), "cuMemsetD8Async");
+    RoundParams<Units> params = window_of(params_, state);
     void* args[] = {&params};
     gpu::launch_1d(kernel_, params.line_count, 128, stream, args);
-    unsigned long long progress = 0;
+    RoundCounters counters;
     gpu::check(cuda.cuMemcpyDtoHAsync(state.wanted.data(), wanted_.pointer(), wanted_.size_bytes(), stream), "cuMemcpyDtoHAsync");
     gpu::check(cuda.cuMemcpyDtoHAsync(state.last_used.data(), last_used_.pointer(), last_used_.size_bytes(), stream),
                "cuMemcpyDtoHAsync");
-    gpu::check(cuda.cuMemcpyDtoHAsync(&progress, progress_.pointer(), sizeof progress, stream), "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(&counters, counters_.pointer(), sizeof counters, stream), "cuMemcpyDtoHAsync");
     stream_.synchronize();
-    return progress;
+    return counters;
   }
   void loaded(const queue::Queue& queue, queue::FenceId fence) override {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
@@ -200,34 +204,32 @@ class DeviceRounds final : public RoundRunner<Units> {
   gpu::Stream stream_;
   RoundParams<Units> params_;
   std::uint64_t unit_bytes_;
-  gpu::DeviceBuffer pool_, table_, wanted_, last_used_, lines_, points_, progress_;
+  gpu::DeviceBuffer pool_, table_, wanted_, last_used_, lines_, points_, counters_;
 };
 
 // The cache's bookkeeping between rounds: which unit each slot holds, and which units to load next.
 class SlotTable {
  public:
-  SlotTable(std::uint64_t slots, RoundState& state) : owner_(slots, -1), state_(&state) {
+  SlotTable(std::uint64_t slots, RoundState& state) : owner_(slots, -1), loaded_round_(slots, 0), state_(&state) {
     for (std::uint64_t s = slots; s-- > 0;) free_.push_back(static_cast<std::uint32_t>(s));
   }
 
   // Units to load for the wanted ones, most wanted first, each given a slot: free slots, then slots
-  // whose unit the last round did not read (least recently read first); when that leaves none, the
-  // least recently read of all, up to half the cache, so that waiting lines always get units.
+  // whose unit the round just run neither read nor received (least recent first). When that leaves
+  // none, `forced`: the least recent of all, up to half the cache.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> assign(const std::vector<std::uint64_t>& wanted,
-                                                              std::uint64_t& evictions) {
+                                                              std::uint64_t& evictions, bool& forced) {
     std::vector<std::uint32_t> stale, fresh;
-    for (std::uint32_t s = 0; s < owner_.size(); ++s) {
-      if (owner_[s] < 0) continue;
-      (state_->last_used[static_cast<std::uint64_t>(owner_[s])] < state_->round ? stale : fresh).push_back(s);
-    }
-    auto by_last_use = [&](std::uint32_t a, std::uint32_t b) {
-      const auto ua = static_cast<std::uint64_t>(owner_[a]), ub = static_cast<std::uint64_t>(owner_[b]);
-      return std::pair(state_->last_used[ua], ua) < std::pair(state_->last_used[ub], ub);
+    for (std::uint32_t s = 0; s < owner_.size(); ++s)
+      if (owner_[s] >= 0) (recency(s) < state_->round ? stale : fresh).push_back(s);
+    auto least_recent = [&](std::uint32_t a, std::uint32_t b) {
+      return std::pair(recency(a), owner_[a]) < std::pair(recency(b), owner_[b]);
     };
-    std::sort(stale.begin(), stale.end(), by_last_use);
-    std::sort(fresh.begin(), fresh.end(), by_last_use);
+    std::sort(stale.begin(), stale.end(), least_recent);
+    std::sort(fresh.begin(), fresh.end(), least_recent);
     std::uint64_t room = free_.size() + stale.size();
-    if (room == 0) room = std::max<std::uint64_t>(1, owner_.size() / 2);
+    forced = room == 0;
+    if (forced) room = std::max<std::uint64_t>(1, owner_.size() / 2);
     std::vector<std::pair<std::uint64_t, std::uint32_t>> loads;
     std::size_t next_stale = 0, next_fresh = 0;
     for (const std::uint64_t unit : wanted) {
@@ -242,6 +244,7 @@ class SlotTable {
         ++evictions;
       }
       owner_[slot] = static_cast<std::int64_t>(unit);
+      loaded_round_[slot] = state_->round;
       state_->slot_of_unit[unit] = static_cast<std::int32_t>(slot);
       loads.emplace_back(unit, slot);
     }
@@ -249,7 +252,13 @@ class SlotTable {
   }
 
  private:
-  std::vector<std::int64_t> owner_;  // per slot: its unit, or -1
+  // The last round that read the slot's unit, or after which it was loaded.
+  [[nodiscard]] std::uint32_t recency(std::uint32_t slot) const {
+    return std::max(state_->last_used[static_cast<std::uint64_t>(owner_[slot])], loaded_round_[slot]);
+  }
+
+  std::vector<std::int64_t> owner_;          // per slot: its unit, or -1
+  std::vector<std::uint32_t> loaded_round_;  // per slot: the round after which its unit was loaded
   std::vector<std::uint32_t> free_;
   RoundState* state_;
 };
@@ -301,7 +310,7 @@ Polylines assemble(const std::vector<Vec3>& seeds, const TraceOptions& options, 
   return out;
 }
 
-// Rounds that made no progress in a row before the cache is declared too small.
+// Rounds of a single half-line without progress before the cache is declared too small for one step.
 constexpr unsigned max_idle_rounds = 32;
 
 template <typename Units>
@@ -317,6 +326,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   const std::string& path = flow.container.path();
 
   std::vector<HalfLine> lines = start_lines(seeds, trace);
+  const std::uint64_t line_count = lines.size();
   std::unique_ptr<RoundRunner<Units>> runner;
   if (options.device >= 0)
     runner = std::make_unique<DeviceRounds<Units>>(options.device, units, trace, table.unit_bytes, slots, unit_count, lines);
@@ -334,26 +344,36 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   run.unit_bytes = table.unit_bytes;
   ResidentStats& stats = run.resident;
   stats.slots = slots;
-  RoundState state{0, std::vector<std::int32_t>(unit_count, -1), std::vector<std::uint32_t>(unit_count, 0),
+  RoundState state{0, 0, line_count, std::vector<std::int32_t>(unit_count, -1), std::vector<std::uint32_t>(unit_count, 0),
                    std::vector<std::uint32_t>(unit_count, 0)};
   SlotTable slot_table(slots, state);
   const auto start = Clock::now();
-  for (unsigned idle = 0;;) {
+  std::uint64_t unfinished = line_count;
+  for (unsigned idle = 0; unfinished > 0;) {
     ++state.round;
     const auto advance_start = Clock::now();
-    const std::uint64_t progress = runner->run(state);
+    const RoundCounters counters = runner->run(state);
     stats.advance_seconds += seconds_since(advance_start);
     ++stats.rounds;
+    unfinished -= counters.ended;
     const std::vector<std::uint64_t> wanted = wanted_units(state);
-    if (wanted.empty()) break;  // no line waits: every line has ended
-    idle = progress == 0 ? idle + 1 : 0;
+    if (wanted.empty()) {  // every line of the window has ended (those before it had): the next lines
+      state.first_line += state.window;
+      state.window = std::min(state.window, line_count - std::min(line_count, state.first_line));
+      continue;
+    }
+    // Lines that all wait while the cache cannot hold what they need at once thrash: run fewer at once
+    // (an operating system lowers its degree of multiprogramming so), and more again once they move.
+    const bool progress = counters.steps + counters.ended > 0;
+    if (!progress) state.window = std::max<std::uint64_t>(1, state.window / 2);
+    idle = progress || state.window > 1 ? 0 : idle + 1;
     HEADRACE_EXPECT(idle < max_idle_rounds, UsageError,
                     path + ": the resident cache of " + std::to_string(slots) + " units of " + std::to_string(table.unit_bytes) +
-                        " bytes made no progress in " + std::to_string(max_idle_rounds) +
-                        " rounds: the lines need more units at once; give it more bytes");
+                        " bytes cannot hold the units of one step of one line; give it more bytes");
     const auto load_start = Clock::now();
+    bool forced = false;
     std::vector<queue::RequestId> requests;
-    for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions)) {
+    for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions, forced)) {
       queue::Request request = queue::range_request(file, table.offset[unit], table.size[unit], runner->memory(),
                                                     runner->slot_address(slot));
       request.label = path + ": offset " + std::to_string(table.offset[unit]) + ": velocity unit " + std::to_string(unit);
@@ -361,6 +381,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
       ++stats.units_loaded;
       stats.bytes_read += table.size[unit];
     }
+    if (progress && !forced) state.window = std::min(line_count - state.first_line, 2 * state.window);
     const queue::FenceId fence = queue.enqueue_signal();
     queue.submit();
     queue.wait(fence);

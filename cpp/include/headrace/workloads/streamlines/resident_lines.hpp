@@ -87,7 +87,13 @@ struct ResidentSampler {
   }
 };
 
-// What a round works on: half-line i keeps its points at points + i * point_capacity.
+// What a round reports: a round with neither steps nor ended lines made no progress.
+struct RoundCounters {
+  unsigned long long steps = 0, ended = 0;
+};
+
+// What a round works on: half-lines first_line .. first_line + line_count - 1 (the window the host
+// lets run); half-line i keeps its points at points + i * point_capacity.
 template <typename Units>
 struct RoundParams {
   Units units;
@@ -95,13 +101,15 @@ struct RoundParams {
   TraceOptions options;
   HalfLine* lines = nullptr;
   Vec3* points = nullptr;
-  std::uint64_t line_count = 0;
-  std::uint32_t point_capacity = 0;      // options.max_steps
-  unsigned long long* steps_taken = nullptr;  // summed over the round: a round without steps made no progress
+  std::uint64_t first_line = 0, line_count = 0;
+  std::uint32_t point_capacity = 0;  // options.max_steps
+  RoundCounters* counters = nullptr;
 };
 
+// Runs the k-th half-line of the round's window.
 template <typename Units>
-HEADRACE_HD void advance_resident_line(const RoundParams<Units>& a, std::uint64_t i) {
+HEADRACE_HD void advance_resident_line(const RoundParams<Units>& a, std::uint64_t k) {
+  const std::uint64_t i = a.first_line + k;
   HalfLine line = a.lines[i];
   if (line.ended) return;
   bool missing = false;
@@ -110,7 +118,8 @@ HEADRACE_HD void advance_resident_line(const RoundParams<Units>& a, std::uint64_
   const std::uint32_t before = line.steps;
   advance_half_line(sample, line, a.options, [&](const Vec3& p) { out[line.steps] = p; }, [&] { return missing; });
   a.lines[i] = line;
-  if (line.steps != before) detail::add(a.steps_taken, line.steps - before);
+  if (line.steps != before) detail::add(&a.counters->steps, line.steps - before);
+  if (line.ended) detail::add(&a.counters->ended, 1);
 }
 
 }  // namespace headrace::workloads::streamlines
