@@ -4,30 +4,14 @@
 #   (phases: setup build tests gputests sanitize overlap measure compressed rounds)
 # carry [".carry", ".whl"]: the -dev packages for the build (see docs/results.md) and the wheels the
 # image lacks (nvCOMP, KvikIO 26.x and its rapids-logger), installed into /tmp/site.
-set -uo pipefail
-OUT=${OUT:-$PWD/out/device}
-mkdir -p "$OUT" build
-exec > >(tee -a "$OUT/run.log") 2>&1  # one log: the device tool brings back at most 8 files
-export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site
+source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
-
-setup() {
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  python3 -c "import kvikio, nvidia.libnvcomp; print('kvikio', kvikio.__version__)"
-}
-
-build() {
-  python3 -m pip install -q --no-build-isolation --no-deps -e . -Cbuild-dir=build/device \
-    -Ccmake.define.HEADRACE_BUILD_TESTS=ON -Ccmake.define.HEADRACE_DEPS_ROOT="$PWD/.carry/deps/usr" \
-    > build/device-pip.log 2>&1 || { tail -40 build/device-pip.log; return 1; }
-  python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
-}
 
 tests() {
   # The C++ GPU tests find nvCOMP through the loader (Python registers the wheel's folder itself).
   LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 ctest --test-dir build/device -j 16 --timeout 120 \
     --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
-  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)" build/device-ctest.log | head -30
+  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Failure|Which is|point [0-9]+:" build/device-ctest.log | head -30
   gputests
 }
 
@@ -97,7 +81,4 @@ rounds() {
     --compressed "$work"/sparse-{zstd,lz4,gdeflate}.hrc --rounds-only --rounds ${ROUNDS:-8} --out "$OUT"
 }
 
-for phase in "$@"; do
-  echo "== $phase $(date -u +%T)"
-  "$phase" || exit 1
-done
+run_phases "$@"

@@ -40,7 +40,8 @@ sl::Direction parse_direction(const std::string& name) {
 sl::DataManager parse_manager(const std::string& name) {
   if (name == "user") return sl::DataManager::user;
   if (name == "mmap") return sl::DataManager::mmap;
-  throw UsageError("manager '" + name + "': expected user|mmap");
+  if (name == "resident") return sl::DataManager::resident;
+  throw UsageError("manager '" + name + "': expected user|mmap|resident");
 }
 
 }  // namespace
@@ -51,7 +52,8 @@ void bind_workloads(nb::module_& m) {
            std::uint32_t frame, const std::string& integrator, const std::string& direction, float step_size,
            std::uint32_t max_steps, float stagnant_speed, float tolerance, float min_step, float max_step,
            const std::string& manager, unsigned threads, std::uint64_t cache_bytes, unsigned banks, bool direct,
-           std::uint32_t unit_pages, double madvise_interval_s, std::uint64_t memory_budget_bytes) {
+           std::uint32_t unit_pages, double madvise_interval_s, std::uint64_t memory_budget_bytes, int device,
+           const std::string& backend) {
           sl::ContainerTraceOptions options;
           options.trace.integrator = parse_integrator(integrator);
           options.trace.direction = parse_direction(direction);
@@ -69,6 +71,8 @@ void bind_workloads(nb::module_& m) {
           options.direct_io = direct;
           options.unit_pages = unit_pages;
           options.mapped = {madvise_interval_s, memory_budget_bytes};
+          options.device = device;
+          options.backend = headrace::io::parse_backend_kind(backend);
           std::vector<sl::Vec3> points(seeds.shape(0));
           std::memcpy(points.data(), seeds.data(), points.size() * sizeof(sl::Vec3));
           sl::ContainerTraceRun run;
@@ -97,17 +101,24 @@ void bind_workloads(nb::module_& m) {
           result["cache_misses"] = run.cache.misses;
           result["cache_evictions"] = run.cache.evictions;
           result["cache_waits"] = run.cache.waits;
-          result["bytes_read"] = run.cache.bytes_read;
+          result["bytes_read"] = options.manager == sl::DataManager::resident ? run.resident.bytes_read : run.cache.bytes_read;
           result["max_loads_in_flight"] = run.cache.max_loads_in_flight;
           result["madvise_calls"] = run.mapped.madvise_calls;
           result["budget_drops"] = run.mapped.budget_drops;
           result["max_resident_bytes"] = run.mapped.max_resident_bytes;
+          result["resident_rounds"] = run.resident.rounds;
+          result["resident_slots"] = run.resident.slots;
+          result["resident_units_loaded"] = run.resident.units_loaded;
+          result["resident_evictions"] = run.resident.evictions;
+          result["resident_load_seconds"] = run.resident.load_seconds;
+          result["resident_advance_seconds"] = run.resident.advance_seconds;
           return result;
         },
         "path"_a, "seeds"_a, "frame"_a = 0, "integrator"_a = "rk4", "direction"_a = "forward", "step_size"_a = 0.01f,
         "max_steps"_a = 1000u, "stagnant_speed"_a = 1e-6f, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
         "manager"_a = "user", "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "banks"_a = 1u, "direct"_a = false,
-        "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0},
+        "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0}, "device"_a = -1,
+        "backend"_a = "uring",
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics.");
 
   m.def("feature_seeds",

@@ -8,6 +8,10 @@ seed order. The container holds a ``velocity`` field (float32 x 3) in the native
 (``headrace generate flow``) or the Hilbert layout (``convert_to_hilbert``). ``manager="user"`` reads
 through the block cache (``cache_bytes``, ``banks``, ``direct``; Hilbert units of ``unit_pages``
 pages); ``manager="mmap"`` maps the file (``madvise_interval_s``, ``memory_budget_bytes``).
+``device=0`` traces on the GPU (``manager="resident"``, its default there): the engine's queue reads the
+units the lines ask for (``backend``) into a cache of ``cache_bytes`` in GPU memory, and every
+half-line steps on its own GPU thread; ``manager="resident"`` with ``device="cpu"`` runs the same rounds
+on CPU threads, the reference the GPU's lines equal bit for bit.
 """
 
 from __future__ import annotations
@@ -48,18 +52,34 @@ def _as_seeds(seeds: Any) -> np.ndarray:
 
 
 def trace_run(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 0.01, integrator: str = "rk4",
-              direction: str = "forward", manager: str = "user", threads: int = 0, frame: int = 0,
-              cache_bytes: int = 1 << 30, banks: int = 1, direct: bool = False, unit_pages: int = 96,
-              madvise_interval_s: float = 4.0, memory_budget_bytes: int = 0, **tuning: float) -> TraceResult:
+              direction: str = "forward", manager: str | None = None, device: int | str | None = "cpu",
+              threads: int = 0, frame: int = 0, cache_bytes: int = 1 << 30, banks: int = 1, direct: bool = False,
+              unit_pages: int = 96, madvise_interval_s: float = 4.0, memory_budget_bytes: int = 0,
+              backend: str = "uring", **tuning: float) -> TraceResult:
     """Traces every seed; see the module docstring. ``tuning``: stagnant_speed, tolerance, min_step, max_step."""
+    ordinal = _device_ordinal(device)
+    manager = manager or ("resident" if ordinal >= 0 else "user")
     run = _ext.trace_container(_path(source), _as_seeds(seeds), frame=int(frame), integrator=integrator,
                                direction=direction, step_size=float(step_size), max_steps=int(steps), manager=manager,
                                threads=int(threads), cache_bytes=int(cache_bytes), banks=int(banks), direct=bool(direct),
                                unit_pages=int(unit_pages), madvise_interval_s=float(madvise_interval_s),
-                               memory_budget_bytes=int(memory_budget_bytes), **tuning)
+                               memory_budget_bytes=int(memory_budget_bytes), device=ordinal, backend=backend, **tuning)
     stats = {k: v for k, v in run.items() if k not in ("points", "offsets", "ends")}
-    stats.update(manager=manager, threads=threads, seeds=len(run["ends"]), points=len(run["points"]))
+    stats.update(manager=manager, device="cpu" if ordinal < 0 else ordinal, threads=threads, seeds=len(run["ends"]),
+                 points=len(run["points"]))
     return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats)
+
+
+def _device_ordinal(device: int | str | None) -> int:
+    if device is None or device == "cpu":
+        return -1
+    try:
+        ordinal = int(device)
+    except (TypeError, ValueError):
+        raise UsageError(f"device {device!r}: expected cpu or a GPU ordinal") from None
+    if ordinal < 0:
+        raise UsageError(f"device {device!r}: expected cpu or a GPU ordinal (0, 1, ...)")
+    return ordinal
 
 
 def trace(source: Any, seeds: Any, **options: Any) -> tuple[np.ndarray, np.ndarray]:

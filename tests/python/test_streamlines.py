@@ -46,6 +46,53 @@ def test_every_layout_and_manager_trace_the_same_lines(flows):
     assert points.shape == (33, 3) and list(offsets) == [0, 11, 22, 33]
 
 
+def test_the_gpu_tracers_rounds_trace_the_same_lines_on_cpu_threads(flows, tmp_path, capsys):
+    blocks, hilbert = flows
+    seeds = streamlines.uniform_seeds(blocks, 27)
+    options = dict(steps=200, step_size=0.05, direction="both", cache_bytes=16 * 6144, unit_pages=3, threads=4)
+    reference = streamlines.trace_run(blocks, seeds, manager="user", **options)
+    for path in (blocks, hilbert):
+        run = streamlines.trace_run(path, seeds, manager="resident", device="cpu", backend="posix", **options)
+        np.testing.assert_array_equal(run.offsets, reference.offsets)
+        np.testing.assert_array_equal(run.points, reference.points)
+        assert run.stats["manager"] == "resident" and run.stats["device"] == "cpu"
+        assert run.stats["resident_rounds"] > 1 and run.stats["resident_evictions"] > 0
+        assert run.stats["bytes_read"] > 0
+    out = tmp_path / "lines.npz"
+    assert main(["trace", str(blocks), "--seeds", "uniform:27", "--steps", "200", "--step-size", "0.05",
+                 "--direction", "both", "--manager", "resident", "--backend", "posix", "--cache-bytes", "96K",
+                 "--out", str(out)]) == 0
+    assert "resident cache: 16 units" in " ".join(capsys.readouterr().out.split())
+    np.testing.assert_array_equal(np.load(out)["points"], reference.points)
+    with pytest.raises(headrace.UsageError, match="resident manager"):
+        streamlines.trace_run(blocks, seeds, manager="mmap", device=0, **options)
+    with pytest.raises(headrace.UsageError, match="expected cpu or a GPU ordinal"):
+        streamlines.trace_run(blocks, seeds, device="gpu", **options)
+
+
+def test_without_a_gpu_the_gpu_tracer_says_why(flows):
+    if headrace._ext.gpu_count() > 0:
+        pytest.skip("a GPU is here")
+    with pytest.raises(headrace.errors.UnavailableError, match="GPU"):
+        streamlines.trace_run(flows[0], streamlines.uniform_seeds(flows[0], 8), steps=10, device=0)
+
+
+@pytest.mark.gpu
+def test_gpu_tracer_lines_equal_the_cpu_reference(flows):
+    blocks, hilbert = flows
+    seeds = streamlines.uniform_seeds(blocks, 512)
+    for integrator in ("rk4", "rk45"):
+        options = dict(steps=300, step_size=0.05, direction="both", cache_bytes=16 * 6144, unit_pages=3,
+                       integrator=integrator)
+        for path in (blocks, hilbert):
+            cpu = streamlines.trace_run(path, seeds, manager="resident", device="cpu", **options)
+            gpu = streamlines.trace_run(path, seeds, device=0, **options)
+            assert gpu.stats["manager"] == "resident" and gpu.stats["device"] == 0
+            np.testing.assert_array_equal(gpu.offsets, cpu.offsets)
+            np.testing.assert_allclose(gpu.points, cpu.points, atol=1e-5)
+            assert gpu.ends == cpu.ends
+
+
 def test_turbulent_streamlines_wander_across_many_blocks(tmp_path):
     path = generate_flow(tmp_path / "t.hrc", dims=(32, 32, 32), block=(8, 8, 8), seed=5, kind="turbulence")
     seeds = streamlines.rake_seeds((2.0, 3.0, 3.0), (4.0, 3.0, 3.0), 8)

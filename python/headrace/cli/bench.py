@@ -1,7 +1,8 @@
 """``headrace bench streamlines NATIVE.hrc HILBERT.hrc --study S --out RESULTS.csv``: seed 002's studies.
 
 Studies: io (standard vs direct I/O over chunk sizes), banks, madvise, concurrency (chunk size and
-threads against hilbert-mmap), scaling (the four implementations, strong and weak, 1 to 64 threads);
+threads against hilbert-mmap), scaling (the four implementations, strong and weak, 1 to 64 threads),
+gpu (the GPU tracer against the CPU implementations on the same seeds);
 ``docs/streamlines.md`` says what each varies. Every point is measured cold (the files' pages dropped
 before each repeat). Finished rows are kept after each point, so an interrupted run resumes where it
 stopped when run again with the same --out. ``headrace plot RESULTS.csv`` draws them.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from headrace.bench.cases.streamlines import STUDIES
 from headrace.cli._arguments import parse_size
 
 __all__ = ["register", "run"]
@@ -26,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sl = kinds.add_parser("streamlines", help="seed 002's data-management studies")
     sl.add_argument("native", metavar="NATIVE.hrc", help="the flow field in native blocks")
     sl.add_argument("hilbert", metavar="HILBERT.hrc", help="the same field in the Hilbert layout")
-    sl.add_argument("--study", choices=("io", "banks", "madvise", "concurrency", "scaling"), required=True)
+    sl.add_argument("--study", choices=STUDIES, required=True)
     sl.add_argument("--seeds", default="uniform:512", help="as for headrace trace (default uniform:512)")
     sl.add_argument("--steps", type=int, default=1000)
     sl.add_argument("--step-size", type=float, default=0.01)

@@ -5,8 +5,11 @@ vorticity magnitude is at least LOW, and below HIGH; every ``--seed-stride``-th 
 ``rake:X0,Y0,Z0:X1,Y1,Z1:N`` (N on a segment), or an ``.npy`` file of (N, 3) world coordinates. The data manager is seed 002's: ``user`` (a
 block cache of ``--cache-bytes`` in ``--banks`` banks, read with standard or ``--direct`` I/O) or
 ``mmap`` (the mapped file, ``madvise`` every ``--madvise-interval`` seconds, an optional
-``--memory-budget``). The output is written through a temporary file and renamed; ``--stats`` writes one
-CSV row with the run's time and counters. This is the CPU tracer (threads may exceed the cores).
+``--memory-budget``), or ``resident``, the GPU tracer: ``--device 0`` streams the units its lines ask
+for through the engine's queue (``--backend``) into a cache of ``--cache-bytes`` in GPU memory and
+steps every half-line on its own GPU thread (with ``--device cpu``, the same rounds on CPU threads, the
+reference it is tested against). The output is written through a temporary file and renamed;
+``--stats`` writes one CSV row with the run's time and counters. CPU threads may exceed the cores.
 """
 
 from __future__ import annotations
@@ -17,7 +20,11 @@ from pathlib import Path
 from headrace.cli._arguments import parse_size
 from headrace.errors import UsageError
 
-__all__ = ["register", "run", "parse_seeds"]
+__all__ = ["register", "run", "parse_seeds", "device_name"]
+
+
+def device_name(device: int | str) -> str:
+    return "the CPU" if device == "cpu" else f"GPU {device}"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,8 +38,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--step-size", type=float, default=0.01, help="in the field's time units (default 0.01)")
     parser.add_argument("--integrator", choices=("rk4", "rk45"), default="rk4")
     parser.add_argument("--direction", choices=("forward", "backward", "both"), default="forward")
-    parser.add_argument("--manager", choices=("user", "mmap"), default="user")
-    parser.add_argument("--cache-bytes", type=parse_size, default=1 << 30, help="user: cache capacity (default 1G)")
+    parser.add_argument("--manager", choices=("user", "mmap", "resident"), default=None,
+                        help="data manager (default: user on the CPU, resident on a GPU)")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or a GPU ordinal: the GPU tracer")
+    parser.add_argument("--backend", default="uring", choices=("posix", "direct", "mmap", "uring"),
+                        help="resident: the queue's backend (default uring)")
+    parser.add_argument("--cache-bytes", type=parse_size, default=1 << 30,
+                        help="user, resident: cache capacity (default 1G)")
     parser.add_argument("--banks", type=int, default=1, help="user: cache banks (default 1)")
     parser.add_argument("--direct", action="store_true", help="user: direct I/O (O_DIRECT) instead of standard")
     parser.add_argument("--unit-pages", type=int, default=96, help="user, Hilbert layout: pages a cache unit holds")
@@ -85,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     seeds = parse_seeds(args.seeds, args.file, args.seed_stride)
     result = streamlines.trace_run(args.file, seeds, steps=args.steps, step_size=args.step_size,
                                    integrator=args.integrator, direction=args.direction, manager=args.manager,
+                                   device=args.device, backend=args.backend,
                                    threads=args.threads, frame=args.frame, cache_bytes=args.cache_bytes,
                                    banks=args.banks, direct=args.direct, unit_pages=args.unit_pages,
                                    madvise_interval_s=args.madvise_interval,
@@ -98,8 +111,13 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(stats, indent=2))
     else:
         console.print(f"{args.file}: {stats['seeds']} streamlines, {stats['points']} points in {stats['seconds']:.3f} s "
-                      f"({stats['layout']} layout, {args.manager}-managed) -> {args.out}")
-        if args.manager == "user":
+                      f"({stats['layout']} layout, {stats['manager']}-managed on {device_name(stats['device'])}) -> {args.out}")
+        if stats["manager"] == "resident":
+            console.print(f"  resident cache: {stats['resident_slots']} units, {stats['resident_rounds']} rounds, "
+                          f"{stats['resident_units_loaded']} loads, {stats['resident_evictions']} evictions, "
+                          f"{stats['bytes_read'] / 1e6:.1f} MB read in {stats['resident_load_seconds']:.3f} s, "
+                          f"stepping {stats['resident_advance_seconds']:.3f} s")
+        elif stats["manager"] == "user":
             console.print(f"  cache: {stats['cache_hits']} hits, {stats['cache_misses']} misses, "
                           f"{stats['cache_evictions']} evictions, {stats['bytes_read'] / 1e6:.1f} MB read, "
                           f"up to {stats['max_loads_in_flight']} reads at once")

@@ -135,8 +135,8 @@ TEST(ResidentTracer, TheCpuManagersRefuseADevice) {
   EXPECT_THROW((void)trace_container(flow.path, swirl_seeds(1), options), UsageError);
 }
 
-// The GPU's kernel against the host executor: the same rounds, the same math (no fused multiply-adds
-// on either side); RK45's powf may round differently on the GPU, hence a tolerance.
+// The GPU's kernel against the host executor: the same rounds, the same math with IEEE operations
+// only (no fused multiply-adds on either side, RK45's fifth root by Newton's method): the same bits.
 TEST(ResidentTracerGpu, TheKernelTracesTheHostExecutorsLines) {
   if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
   testing::BlockedFlow flow(32, 24, 16);
@@ -154,6 +154,7 @@ TEST(ResidentTracerGpu, TheKernelTracesTheHostExecutorsLines) {
       options.device = 0;
       const auto gpu = trace_container(path, seeds, options);
       EXPECT_TRUE(testing::close_lines(host.lines, gpu.lines, 1e-4f)) << path << " " << static_cast<int>(integrator);
+      EXPECT_TRUE(testing::same_lines(host.lines, gpu.lines)) << path << " " << static_cast<int>(integrator);
       EXPECT_GT(gpu.resident.rounds, 2u);
       EXPECT_GT(gpu.resident.evictions, 0u);
     }

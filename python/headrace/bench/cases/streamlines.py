@@ -6,7 +6,12 @@ the cache state (cold: the files' pages dropped before every repeat).
 - ``madvise``: native-mmap and hilbert-mmap without and with madvise at several intervals (figure 6);
 - ``concurrency``: hilbert-user over chunk sizes and threads, hilbert-mmap as the line to beat (figure 7);
 - ``scaling``: the four implementations from 1 to 64 threads, strong (fixed seeds) and weak (seeds
-  grow with the threads) (figure 8).
+  grow with the threads) (figure 8);
+- ``gpu``: the GPU tracer (the resident cache on GPU 0, both layouts) against the four CPU
+  implementations and the resident rounds on CPU threads, at each thread count, on the same seeds.
+
+Every study gives each data manager the same memory: the cache's ``cache_bytes``, and for mmap a
+page-cache budget of as much, so that a data set several times larger stays out of core.
 
 Every row keeps the run's counters (hits, misses, evictions, bytes read, madvise calls) beside its time.
 """
@@ -24,7 +29,7 @@ from headrace.bench.harness import Measurement, measure
 
 __all__ = ["Setup", "STUDIES", "configurations", "run_configuration"]
 
-STUDIES = ("io", "banks", "madvise", "concurrency", "scaling")
+STUDIES = ("io", "banks", "madvise", "concurrency", "scaling", "gpu")
 
 
 @dataclass(frozen=True)
@@ -71,21 +76,36 @@ def configurations(study: str, setup: Setup) -> Iterator[dict[str, Any]]:
             yield dict(implementation="hilbert-mmap", path=setup.hilbert, manager="mmap", madvise_interval_s=4.0,
                        threads=threads)
     elif study == "scaling":
-        implementations = (("native-user", setup.native, "user"), ("native-mmap", setup.native, "mmap"),
-                           ("hilbert-user", setup.hilbert, "user"), ("hilbert-mmap", setup.hilbert, "mmap"))
         for scaling in ("strong", "weak"):
-            for implementation, path, manager in implementations:
+            for implementation, path, manager in _four(setup):
                 for threads in setup.threads:
-                    options = dict(implementation=implementation, path=path, manager=manager, threads=threads,
-                                   scaling=scaling, seed_factor=threads if scaling == "weak" else 1)
-                    # seed 002's tuned settings: direct I/O, 96-page Hilbert units, banks = threads, madvise 4 s
-                    if manager == "user":
-                        options.update(direct=True, unit_pages=setup.unit_pages, banks=threads)
-                    else:
-                        options.update(madvise_interval_s=4.0)
-                    yield options
+                    yield dict(implementation=implementation, path=path, threads=threads, scaling=scaling,
+                               seed_factor=threads if scaling == "weak" else 1, **_tuned(setup, manager, threads))
+    elif study == "gpu":
+        for threads in setup.threads:
+            for implementation, path, manager in _four(setup):
+                yield dict(implementation=implementation, path=path, threads=threads, **_tuned(setup, manager, threads))
+            yield dict(implementation="native-resident-cpu", path=setup.native, manager="resident", device="cpu",
+                       threads=threads)
+        yield dict(implementation="native-gpu", path=setup.native, manager="resident", device=0)
+        yield dict(implementation="hilbert-gpu", path=setup.hilbert, manager="resident", device=0,
+                   unit_pages=setup.unit_pages)
     else:
         raise ValueError(f"unknown study {study!r}: expected one of {', '.join(STUDIES)}")
+
+
+def _four(setup: Setup) -> tuple[tuple[str, str, str], ...]:
+    """Seed 002's four implementations: (name, file, data manager)."""
+    return (("native-user", setup.native, "user"), ("native-mmap", setup.native, "mmap"),
+            ("hilbert-user", setup.hilbert, "user"), ("hilbert-mmap", setup.hilbert, "mmap"))
+
+
+def _tuned(setup: Setup, manager: str, threads: int) -> dict[str, Any]:
+    """Seed 002's tuned settings: direct I/O, 96-page Hilbert units, banks = threads; madvise every 4 s
+    (and a page-cache budget of the cache's size)."""
+    if manager == "user":
+        return dict(manager=manager, direct=True, unit_pages=setup.unit_pages, banks=threads)
+    return dict(manager=manager, madvise_interval_s=4.0, memory_budget_bytes=setup.cache_bytes)
 
 
 def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats: int) -> Measurement:
@@ -108,6 +128,9 @@ def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats
     last = results[-1].stats
     measured.parameters.update({k: last[k] for k in ("seconds", "cache_hits", "cache_misses", "cache_evictions",
                                                      "cache_waits", "max_loads_in_flight", "madvise_calls",
-                                                     "budget_drops", "unit_bytes")})
+                                                     "budget_drops", "unit_bytes", "resident_rounds",
+                                                     "resident_units_loaded", "resident_load_seconds",
+                                                     "resident_advance_seconds")})
+    measured.parameters["streamlines_per_s"] = len(seeds) / min(measured.seconds)
     measured.parameters["points"] = last["points"]
     return measured

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "headrace/workloads/streamlines/streamline_math.hpp"
 
@@ -44,6 +45,22 @@ struct HalfLine {
 
 enum class StepOutcome : std::uint8_t { advanced, retry, left_domain, stagnant };
 
+// x^(1/5) for x > 0 by Newton's method from an exponent-scaled first guess: only IEEE multiplies,
+// divides and adds, so the CPU and the GPU (with -fmad=false) get the same bits, where powf may not.
+// RK45 sizes its next step with it.
+[[nodiscard]] HEADRACE_HD inline float fifth_root(float x) {
+  std::uint32_t bits = 0;
+  memcpy(&bits, &x, sizeof bits);
+  bits = 0x3f800000u + static_cast<std::uint32_t>((static_cast<std::int32_t>(bits) - 0x3f800000) / 5);
+  float r = 0;
+  memcpy(&r, &bits, sizeof r);
+  for (int i = 0; i < 6; ++i) {
+    const float r2 = r * r;
+    r = r - (r2 * r2 * r - x) / (5.0f * r2 * r2);
+  }
+  return r;
+}
+
 // One attempt from `line`: `next` holds the point and step after it (advanced), or the smaller step to
 // retry with (rk45 rejected the step, or a stage left the domain); `line` is not changed, so a caller
 // whose sampler could not answer can try the same attempt again later.
@@ -67,7 +84,7 @@ HEADRACE_HD StepOutcome step_line(const Sampler& sample, const HalfLine& line, c
     next_h = sign * fmaxf(o.min_step, 0.5f * size);
     return StepOutcome::retry;
   }
-  const float scale = error > 0 ? 0.9f * powf(o.tolerance / error, 0.2f) : 5.0f;
+  const float scale = error > 0 ? 0.9f * fifth_root(o.tolerance / error) : 5.0f;
   next_h = sign * fminf(o.max_step, fmaxf(o.min_step, size * fminf(5.0f, fmaxf(0.2f, scale))));
   return error > o.tolerance && size > o.min_step ? StepOutcome::retry : StepOutcome::advanced;
 }

@@ -1,0 +1,27 @@
+# Sourced by the scripts the GPU machine runs (bench/*_on_device.sh): one log under $OUT, the image's
+# Python first, the carried wheels on the path, the phases setup (the wheels) and build (headrace with
+# its tests), then each phase named on the command line in turn.
+set -uo pipefail
+OUT=${OUT:-$PWD/out/device}
+mkdir -p "$OUT" build
+exec > >(tee -a "$OUT/run.log") 2>&1  # one log: the device tool brings back at most 8 files
+export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site
+
+setup() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  python3 -c "import kvikio, nvidia.libnvcomp; print('kvikio', kvikio.__version__)"
+}
+
+build() {
+  python3 -m pip install -q --no-build-isolation --no-deps -e . -Cbuild-dir=build/device \
+    -Ccmake.define.HEADRACE_BUILD_TESTS=ON -Ccmake.define.HEADRACE_DEPS_ROOT="$PWD/.carry/deps/usr" \
+    > build/device-pip.log 2>&1 || { tail -40 build/device-pip.log; return 1; }
+  python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
+}
+
+run_phases() {
+  for phase in "$@"; do
+    echo "== $phase $(date -u +%T)"
+    "$phase" || exit 1
+  done
+}
