@@ -54,8 +54,8 @@ for name, ref in (("resident rounds on the CPU", s.trace_run(path, seeds, manage
 print("GPU run:", {k: gpu.stats[k] for k in ("seconds", "resident_rounds", "resident_slots", "resident_units_loaded",
                                               "resident_evictions", "resident_load_seconds", "resident_advance_seconds")})
 PY
-  timeout 240 python3 -m headrace bench streamlines "$native" "$hilbert" --study gpu --seeds uniform:8192 \
-    --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 16,64 --out "$OUT/gpu.csv"
+  timeout 200 python3 -m headrace bench streamlines "$native" "$hilbert" --study gpu --seeds uniform:8192 \
+    --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 16 --out "$OUT/gpu.csv"
   python3 - "$OUT/gpu.csv" <<'PY'
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))

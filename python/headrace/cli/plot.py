@@ -73,10 +73,12 @@ def run(args: argparse.Namespace) -> int:
     if not panels:
         raise UsageError(f"{args.results}: no rows of a study this command draws")
     figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
+    names = dict.fromkeys(name for _, _, series, _ in panels for name in series)
+    colors = {name: f"C{n % 10}" for n, name in enumerate(names)}  # one colour per series in every panel
     for axis, (title, xlabel, series, log_x) in zip(axes[0], panels):
         for name, points in series.items():
             style = "--" if name.startswith("hilbert-mmap,") else "-o"
-            axis.plot([p for p, _ in points], [t for _, t in points], style, label=name, markersize=4)
+            axis.plot([p for p, _ in points], [t for _, t in points], style, label=name, markersize=4, color=colors[name])
         axis.set(title=title, xlabel=xlabel, ylabel="time to completion (s)")
         if log_x:
             axis.set_xscale("log", base=2)
