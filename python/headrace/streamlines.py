@@ -26,7 +26,7 @@ import numpy as np
 from headrace import _ext
 from headrace.errors import UsageError
 
-__all__ = ["TraceResult", "trace", "trace_run", "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds",
+__all__ = ["TraceResult", "trace", "trace_run", "grid_of", "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds",
            "write_lines", "convert_to_hilbert", "convert_linear_flow"]
 
 
@@ -88,7 +88,8 @@ def trace(source: Any, seeds: Any, **options: Any) -> tuple[np.ndarray, np.ndarr
     return result.points, result.offsets
 
 
-def _grid(source: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def grid_of(source: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(dims, origin, spacing)`` of a flow container's grid, from its attributes."""
     import headrace
 
     ds = headrace.open(_path(source)) if not hasattr(source, "attributes") else source
@@ -105,7 +106,7 @@ def uniform_seeds(source: Any, count: int) -> np.ndarray:
     centre of its lattice cell (seed 002's uniform seeding, by count)."""
     if count < 1:
         raise UsageError(f"uniform seeding needs a count of at least 1, got {count}")
-    dims, origin, spacing = _grid(source)
+    dims, origin, spacing = grid_of(source)
     extent = (dims - 1) * spacing
     step = float(np.cbrt(np.prod(extent) / count))
     per_axis = np.maximum(1, np.round(extent / step)).astype(int)

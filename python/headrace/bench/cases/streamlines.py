@@ -27,7 +27,7 @@ import numpy as np
 from headrace import streamlines
 from headrace.bench.harness import Measurement, measure
 
-__all__ = ["Setup", "STUDIES", "configurations", "run_configuration"]
+__all__ = ["Setup", "STUDIES", "configurations", "run_configuration", "weak_seeds"]
 
 STUDIES = ("io", "banks", "madvise", "concurrency", "scaling", "gpu")
 
@@ -108,12 +108,23 @@ def _tuned(setup: Setup, manager: str, threads: int) -> dict[str, Any]:
     return dict(manager=manager, madvise_interval_s=4.0, memory_budget_bytes=setup.cache_bytes)
 
 
+def weak_seeds(seeds: np.ndarray, factor: int, path: str) -> np.ndarray:
+    """``factor`` copies of the seeds for weak scaling, each copy after the first moved by up to half a
+    grid spacing along each axis (seeded, so every run gets the same): distinct lines through the same
+    region, as much work per copy, none a duplicate that rides on its twin's cache loads."""
+    spacing = np.asarray(streamlines.grid_of(path)[2], dtype=np.float64)
+    rng = np.random.default_rng(2)
+    copies = [seeds] + [seeds + (rng.uniform(-0.5, 0.5, seeds.shape) * spacing).astype(np.float32)
+                        for _ in range(factor - 1)]
+    return np.concatenate(copies).astype(np.float32)
+
+
 def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats: int) -> Measurement:
     """One point, cold before every repeat; bytes = the bytes the data manager read (0 for mmap)."""
     options = dict(options)
     path, implementation = options.pop("path"), options.pop("implementation")
     scaling, factor = options.pop("scaling", ""), options.pop("seed_factor", 1)
-    seeds = np.tile(setup.seeds, (factor, 1)) if factor > 1 else setup.seeds
+    seeds = weak_seeds(setup.seeds, factor, path) if factor > 1 else setup.seeds
     results: list[Any] = []
 
     def body() -> int:
