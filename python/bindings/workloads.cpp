@@ -1,18 +1,23 @@
 // workloads layer: streamline tracing of flow containers (seed 002) and the Hilbert layout converter.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
 #include <cstring>
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
+#include "headrace/workloads/particles/camera.hpp"
+#include "headrace/workloads/particles/reference_renderer.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
 #include "headrace/workloads/streamlines/trace_container.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 namespace sl = headrace::workloads::streamlines;
+namespace pt = headrace::workloads::particles;
 
 namespace headrace::python {
 namespace {
@@ -120,6 +125,37 @@ void bind_workloads(nb::module_& m) {
         "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0}, "device"_a = -1,
         "backend"_a = "uring",
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics.");
+
+  m.def("render_particles",
+        [](nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles, std::array<float, 3> eye,
+           std::array<float, 3> target, std::array<float, 3> up, float fov_y_degrees, std::int32_t width,
+           std::int32_t height, std::uint32_t background, std::uint64_t batch_particles, unsigned threads,
+           std::optional<std::array<float, 3>> orbit) {
+          HEADRACE_EXPECT(batch_particles > 0, UsageError, "batches need at least one particle");
+          HEADRACE_EXPECT(particles.shape(0) < (std::uint64_t{1} << 32), UsageError,
+                          "a frame holds at most 2^32 - 1 particles, got " + std::to_string(particles.shape(0)));
+          const pt::Vec3 centre{target[0], target[1], target[2]};
+          const pt::Camera camera =
+              orbit ? pt::orbit(centre, (*orbit)[0], (*orbit)[1], (*orbit)[2], fov_y_degrees, width, height)
+                    : pt::look_at({eye[0], eye[1], eye[2]}, centre, {up[0], up[1], up[2]}, fov_y_degrees, width, height);
+          const auto* all = reinterpret_cast<const pt::Particle*>(particles.data());
+          const std::uint64_t count = particles.shape(0);
+          std::vector<std::uint32_t> image;
+          {
+            nb::gil_scoped_release release;
+            pt::ReferenceRenderer renderer(camera, background, threads);
+            for (std::uint64_t first = 0; first < count; first += batch_particles)
+              renderer.draw({all + first, std::min(batch_particles, count - first)}, static_cast<std::uint32_t>(first));
+            image = renderer.image();
+          }
+          std::vector<std::uint8_t> bytes(image.size() * 4);
+          std::memcpy(bytes.data(), image.data(), bytes.size());
+          return owned_array(std::move(bytes), {static_cast<std::size_t>(height), static_cast<std::size_t>(width), 4});
+        },
+        "particles"_a, "eye"_a, "target"_a, "up"_a, "fov_y_degrees"_a, "width"_a, "height"_a, "background"_a,
+        "batch_particles"_a, "threads"_a = 0u, "orbit"_a = nb::none(),
+        "Sphere glyphs of (N, 8) float32 particles (x, y, z, radius, r, g, b, a) drawn by the CPU reference in batches: "
+        "(height, width, 4) uint8 RGBA. orbit = (distance, azimuth, elevation) around target, else eye/target/up.");
 
   m.def("feature_seeds",
         [](const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame, unsigned threads) {

@@ -8,18 +8,11 @@
 #include <cstdint>
 
 #include "headrace/detail/host_device.hpp"
+#include "headrace/detail/vec3.hpp"
 
 namespace headrace::workloads::streamlines {
 
-struct Vec3 {
-  float x = 0, y = 0, z = 0;
-};
-
-HEADRACE_HD inline Vec3 operator+(Vec3 a, Vec3 b) { return {a.x + b.x, a.y + b.y, a.z + b.z}; }
-HEADRACE_HD inline Vec3 operator-(Vec3 a, Vec3 b) { return {a.x - b.x, a.y - b.y, a.z - b.z}; }
-HEADRACE_HD inline Vec3 operator*(float s, Vec3 a) { return {s * a.x, s * a.y, s * a.z}; }
-HEADRACE_HD inline float dot(Vec3 a, Vec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-HEADRACE_HD inline float length(Vec3 a) { return sqrtf(dot(a, a)); }
+using headrace::detail::Vec3;
 
 // A nodal grid: point (i, j, k) sits at origin + (i, j, k) * spacing, for i < dims.x and so on.
 struct GridGeometry {

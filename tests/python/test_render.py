@@ -1,0 +1,81 @@
+"""headrace render and headrace.render: sphere glyphs drawn by the CPU reference renderer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import headrace
+from headrace import render
+from headrace.cli.main import main
+from headrace.generate import generate_particles
+
+
+@pytest.fixture(scope="module")
+def particles(tmp_path_factory):
+    path = tmp_path_factory.mktemp("render") / "p.hrc"
+    generate_particles(path, particles=20000, frames=3, seed=4)
+    return path
+
+
+def test_a_frame_is_the_same_image_whatever_the_batching(particles):
+    whole = render.render_frame(particles, 1, width=160, height=120, batch=1 << 20)
+    assert whole.shape == (120, 160, 4) and whole.dtype == np.uint8
+    np.testing.assert_array_equal(render.render_frame(particles, 1, width=160, height=120, batch=777, threads=3), whole)
+    drawn = np.any(whole[..., :3] != 0, axis=2)
+    assert 0.2 < drawn.mean() < 0.9  # the box fills part of the view, black around it
+    assert not drawn[0, 0] and drawn[60, 80]
+    white = render.render_frame(particles, 1, width=160, height=120, background=(255, 255, 255))
+    assert tuple(white[0, 0]) == (255, 255, 255, 255)
+
+
+def test_a_lone_sphere_head_on_is_a_shaded_disc():
+    sphere = np.array([[0, 0, 0, 1, 1, 0, 0, 1]], dtype=np.float32)  # red, radius 1, at the origin
+    image = render.render_particles(sphere, width=101, height=101, eye=(0, 0, 5), target=(0, 0, 0), fov=60)
+    assert image[50, 50, 0] == 255 and image[50, 50, 2] == 77  # full red, and the highlight's 0.3 in blue
+    assert image[0, 0, 0] == 0
+    red = image[..., 0].astype(int)
+    assert red[50, 30] < red[50, 50] and red[50, 40] <= red[50, 50]  # darker towards the rim
+    with pytest.raises(headrace.UsageError, match=r"\(N, 8\)"):
+        render.render_particles(np.zeros((3, 4), dtype=np.float32))
+
+
+def test_render_command_writes_images_and_an_animation(particles, tmp_path, capsys):
+    out = tmp_path / "f.png"
+    assert main(["render", str(particles), "--frame", "2", "--out", str(out), "--width", "96", "--height", "64",
+                 "--camera", "lookat:0.5,0.5,3:0.5,0.5,0.5"]) == 0
+    with Image.open(out) as image:
+        assert image.size == (96, 64) and image.mode == "RGBA"
+    folder, video = tmp_path / "frames", tmp_path / "series.gif"
+    assert main(["render", str(particles), "--frames", "0:3", "--out", str(folder), "--video", str(video),
+                 "--width", "48", "--height", "32", "--camera", "orbit:10,15,3"]) == 0
+    assert sorted(p.name for p in folder.iterdir()) == ["frame_00000.png", "frame_00001.png", "frame_00002.png"]
+    with Image.open(video) as animation:  # the generator repeats its particles: Pillow merges equal frames
+        assert sum(_durations(animation)) == 3 * 100
+    assert not list(tmp_path.rglob("*.partial"))
+    capsys.readouterr()
+
+
+def _durations(animation):
+    for index in range(animation.n_frames):
+        animation.seek(index)
+        yield animation.info["duration"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--frame", "9"], "no frame 9"),
+    (["--frames", "2:7"], "frames 0 to 2"),
+    (["--frame", "0", "--camera", "spin:1"], "expected orbit"),
+    (["--frame", "0", "--background", "300,0,0"], "R,G,B"),
+    (["--frame", "0", "--out-format"], None),
+])
+def test_render_command_refuses_bad_input(particles, tmp_path, capsys, arguments, message):
+    command = ["render", str(particles), "--out", str(tmp_path / "x.png"), *arguments]
+    if message is None:
+        with pytest.raises(SystemExit):
+            main(command)
+        return
+    assert main(command) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
