@@ -46,7 +46,8 @@ void bind_queue(nb::module_& m) {
                           std::uint64_t max_direct_bytes, bool decode_on_gpu, unsigned decode_threads,
                           std::optional<unsigned> threads, std::optional<unsigned> queue_depth,
                           std::optional<std::uint64_t> task_size_bytes, std::optional<bool> o_direct, bool cufile,
-                          bool pin_files, bool verify_checksums, bool stream_value_fences) {
+                          bool pin_files, bool verify_checksums, bool stream_value_fences,
+                          std::optional<std::string> mmap_mode, std::optional<unsigned> mmap_window_segments) {
              queue::QueueOptions options;
              options.backend = io::parse_backend_kind(backend);
              options.device = device;
@@ -63,6 +64,8 @@ void bind_queue(nb::module_& m) {
              assign_if_given(options.io.queue_depth, queue_depth);
              assign_if_given(options.io.task_size_bytes, task_size_bytes);
              assign_if_given(options.io.uring_o_direct, o_direct);
+             if (mmap_mode) options.io.mmap_mode = parse_mmap_mode(*mmap_mode);
+             assign_if_given(options.io.mmap_window_segments, mmap_window_segments);
              options.io.validate();
              nb::gil_scoped_release release;
              new (self) Queue(std::move(options));
@@ -70,7 +73,7 @@ void bind_queue(nb::module_& m) {
            "max_direct_bytes"_a = std::uint64_t{256} << 20, "decode_on_gpu"_a = true, "decode_threads"_a = 0u,
            "threads"_a = nb::none(), "queue_depth"_a = nb::none(), "task_size_bytes"_a = nb::none(), "o_direct"_a = nb::none(),
            "cufile"_a = false, "pin_files"_a = false, "verify_checksums"_a = true,
-           "stream_value_fences"_a = false)
+           "stream_value_fences"_a = false, "mmap_mode"_a = nb::none(), "mmap_window_segments"_a = nb::none())
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,
                          std::uintptr_t destination, const std::string& kind, const std::string& codec,
@@ -101,8 +104,7 @@ void bind_queue(nb::module_& m) {
                    file, chunk, {memory, destination + chunk.first_element * info.element_bytes(), chunk.raw_size});
                r.priority = priority;
                r.tag = tag;
-               r.label = container.path() + ": offset " + std::to_string(chunk.offset) + ": frame " + std::to_string(frame) +
-                         " field '" + info.name + "' chunk " + std::to_string(k++);
+               r.label = queue::chunk_label(container, frame, field, k++, chunk);
                ids.push_back(q.enqueue(std::move(r)));
              }
              return ids;

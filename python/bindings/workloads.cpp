@@ -4,6 +4,7 @@
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstring>
 
@@ -11,6 +12,7 @@
 #include "headrace/error.hpp"
 #include "headrace/workloads/particles/camera.hpp"
 #include "headrace/workloads/particles/reference_renderer.hpp"
+#include "headrace/workloads/particles/segmented_render.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
 #include "headrace/workloads/streamlines/trace_container.hpp"
 
@@ -49,9 +51,34 @@ sl::DataManager parse_manager(const std::string& name) {
   throw UsageError("manager '" + name + "': expected user|mmap|resident");
 }
 
+// A camera as Python describes it: an orbit (distance, azimuth, elevation) around target, or eye, target, up.
+struct CameraSpec {
+  std::array<float, 3> eye, target, up;
+  std::optional<std::array<float, 3>> orbit;
+  float fov_y_degrees;
+  std::int32_t width, height;
+};
+
+pt::Camera camera_of(const CameraSpec& v) {
+  const pt::Vec3 target{v.target[0], v.target[1], v.target[2]};
+  if (v.orbit) return pt::orbit(target, (*v.orbit)[0], (*v.orbit)[1], (*v.orbit)[2], v.fov_y_degrees, v.width, v.height);
+  return pt::look_at({v.eye[0], v.eye[1], v.eye[2]}, target, {v.up[0], v.up[1], v.up[2]}, v.fov_y_degrees, v.width, v.height);
+}
+
+nb::ndarray<nb::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rgba, const pt::Camera& camera) {
+  std::vector<std::uint8_t> bytes(rgba.size() * 4);
+  std::memcpy(bytes.data(), rgba.data(), bytes.size());
+  return owned_array(std::move(bytes), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4});
+}
+
 }  // namespace
 
 void bind_workloads(nb::module_& m) {
+  nb::class_<CameraSpec>(m, "CameraSpec", "A camera: orbit (distance, azimuth, elevation) around target, or eye/target/up.")
+      .def(nb::init<std::array<float, 3>, std::array<float, 3>, std::array<float, 3>, std::optional<std::array<float, 3>>,
+                    float, std::int32_t, std::int32_t>(),
+           "eye"_a, "target"_a, "up"_a, "orbit"_a, "fov_y_degrees"_a, "width"_a, "height"_a);
+
   m.def("trace_container",
         [](const std::string& path, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds,
            std::uint32_t frame, const std::string& integrator, const std::string& direction, float step_size,
@@ -127,17 +154,12 @@ void bind_workloads(nb::module_& m) {
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics.");
 
   m.def("render_particles",
-        [](nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles, std::array<float, 3> eye,
-           std::array<float, 3> target, std::array<float, 3> up, float fov_y_degrees, std::int32_t width,
-           std::int32_t height, std::uint32_t background, std::uint64_t batch_particles, unsigned threads,
-           std::optional<std::array<float, 3>> orbit) {
+        [](nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles, const CameraSpec& view,
+           std::uint32_t background, std::uint64_t batch_particles, unsigned threads) {
           HEADRACE_EXPECT(batch_particles > 0, UsageError, "batches need at least one particle");
           HEADRACE_EXPECT(particles.shape(0) < (std::uint64_t{1} << 32), UsageError,
                           "a frame holds at most 2^32 - 1 particles, got " + std::to_string(particles.shape(0)));
-          const pt::Vec3 centre{target[0], target[1], target[2]};
-          const pt::Camera camera =
-              orbit ? pt::orbit(centre, (*orbit)[0], (*orbit)[1], (*orbit)[2], fov_y_degrees, width, height)
-                    : pt::look_at({eye[0], eye[1], eye[2]}, centre, {up[0], up[1], up[2]}, fov_y_degrees, width, height);
+          const pt::Camera camera = camera_of(view);
           const auto* all = reinterpret_cast<const pt::Particle*>(particles.data());
           const std::uint64_t count = particles.shape(0);
           std::vector<std::uint32_t> image;
@@ -148,14 +170,47 @@ void bind_workloads(nb::module_& m) {
               renderer.draw({all + first, std::min(batch_particles, count - first)}, static_cast<std::uint32_t>(first));
             image = renderer.image();
           }
-          std::vector<std::uint8_t> bytes(image.size() * 4);
-          std::memcpy(bytes.data(), image.data(), bytes.size());
-          return owned_array(std::move(bytes), {static_cast<std::size_t>(height), static_cast<std::size_t>(width), 4});
+          return image_array(std::move(image), camera);
         },
-        "particles"_a, "eye"_a, "target"_a, "up"_a, "fov_y_degrees"_a, "width"_a, "height"_a, "background"_a,
-        "batch_particles"_a, "threads"_a = 0u, "orbit"_a = nb::none(),
+        "particles"_a, "camera"_a, "background"_a, "batch_particles"_a, "threads"_a = 0u,
         "Sphere glyphs of (N, 8) float32 particles (x, y, z, radius, r, g, b, a) drawn by the CPU reference in batches: "
-        "(height, width, 4) uint8 RGBA. orbit = (distance, azimuth, elevation) around target, else eye/target/up.");
+        "(height, width, 4) uint8 RGBA.");
+
+  m.def("render_segmented",
+        [](queue::Queue& q, queue::FileId file, const format::Container& container, std::uint32_t frame,
+           std::uint32_t field, const CameraSpec& view, std::uint32_t background, int device, std::uint64_t batch_particles,
+           unsigned segments, bool preload, unsigned threads) {
+          const pt::Camera camera = camera_of(view);
+          const pt::SegmentedRenderOptions options{batch_particles, segments, preload};
+          pt::SegmentedRenderStats stats;
+          std::vector<std::uint32_t> image;
+          {
+            nb::gil_scoped_release release;
+            if (device >= 0) {
+              pt::GpuRenderer renderer(device, camera, background);
+              stats = pt::render_segmented(q, file, container, frame, field, renderer, options);
+              image = renderer.image(nullptr);
+            } else {
+              pt::ReferenceRenderer renderer(camera, background, threads);
+              stats = pt::render_segmented(q, file, container, frame, field, renderer, options);
+              image = renderer.image();
+            }
+          }
+          nb::dict result;
+          result["image"] = image_array(std::move(image), camera);
+          result["seconds"] = stats.seconds;
+          result["draw_seconds"] = stats.draw_seconds;
+          result["batch_draw_seconds"] = stats.batch_draw_seconds;
+          result["batches"] = stats.batches;
+          result["particles"] = stats.particles;
+          result["stored_bytes"] = stats.stored_bytes;
+          result["segment_waits"] = stats.segment_waits;
+          return result;
+        },
+        "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "camera"_a, "background"_a, "device"_a,
+        "batch_particles"_a, "segments"_a, "preload"_a, "threads"_a = 0u,
+        "Seed 000's streaming render loop: one frame through the queue, batch by batch into `segments` segments, "
+        "drawn on GPU `device` (or by the CPU reference for -1): the image and the frame's statistics.");
 
   m.def("feature_seeds",
         [](const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame, unsigned threads) {

@@ -97,7 +97,8 @@ class Queue:
     then read by cuFile straight into GPU memory (GDS where nvidia-fs serves it, else its compatibility
     mode; :meth:`describe` says which).
 
-    Knobs beyond the backend's own (``threads``, ``queue_depth``, ``task_size_bytes``, ``o_direct``):
+    Knobs beyond the backend's own (``threads``, ``queue_depth``, ``task_size_bytes``, ``o_direct``,
+    ``mmap_mode`` whole|segment|window, ``mmap_window_segments``):
     ``pin_files=True`` page-locks each added file's mapping so GPU destinations are copied by DMA from
     the page cache with no read and no CPU copy (the hot path; adding a file then reads it whole and
     keeps it in RAM), ``verify_checksums=False`` skips the per-chunk checksum check (except for chunks

@@ -4,10 +4,11 @@
     headrace.render.write_image("frame.png", image)
 
 Every particle (x, y, z, radius, r, g, b, a; the ``particles`` field of ``headrace generate particles``)
-is a ray-cast sphere with a correct depth and headlight shading. The frame is drawn batch by batch
-(``batch`` particles at a time, as the streaming methods deliver them); the image does not depend on
-the batching. This module draws with the CPU reference renderer, the one the GPU renderer is checked
-against.
+is a ray-cast sphere with a correct depth and headlight shading. A frame travels through the engine's
+queue batch by batch (``batch`` particles, whole chunks) into ``segments`` segments and each batch is
+drawn once it has arrived (seed 000's algorithms 1 and 2); the image does not depend on the batching.
+``device=0`` draws with the CUDA kernels, ``device="cpu"`` with the CPU reference renderer they are
+checked against. ``method`` is one of seed 000's streaming methods on Linux (:data:`METHODS`).
 
 Cameras: ``orbit:AZ,EL[,DIST]`` (degrees around the y axis and above the xz plane, around the frame's
 bounding-box centre; the distance defaults to 1.3 bounding-box diagonals) or
@@ -27,7 +28,8 @@ import numpy as np
 from headrace import _ext
 from headrace.errors import UnavailableError, UsageError
 
-__all__ = ["render_frame", "render_particles", "parse_camera", "write_image", "write_animation"]
+__all__ = ["METHODS", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
+           "write_animation"]
 
 
 def parse_camera(spec: str, bbox: Sequence[Sequence[float]]) -> dict[str, Any]:
@@ -52,31 +54,85 @@ def parse_camera(spec: str, bbox: Sequence[Sequence[float]]) -> dict[str, Any]:
     raise UsageError(f"camera {spec!r}: expected orbit:AZ,EL[,DIST] or lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]")
 
 
-def render_particles(particles: np.ndarray, *, width: int = 1024, height: int = 768, eye: Sequence[float] = (0, 0, 1),
-                     target: Sequence[float] = (0, 0, 0), up: Sequence[float] = (0, 1, 0),
-                     orbit: Sequence[float] | None = None, fov: float = 45.0,
-                     background: Sequence[int] = (0, 0, 0), batch: int = 1 << 20, threads: int = 0) -> np.ndarray:
-    """(height, width, 4) uint8 RGBA of (N, 8) float32 particles, drawn in batches of ``batch``."""
+# Seed 000's methods on Linux: (queue backend, queue knobs, frame resident before the clock starts).
+METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
+    "vram": ("posix", {}, True),                      # the static baseline: the frame already in GPU memory
+    "ram": ("ram", {}, False),                        # the file in RAM, copied batch by batch
+    "mmap-all": ("mmap", {"mmap_mode": "whole"}, False),
+    "mmap-segment": ("mmap", {"mmap_mode": "segment"}, False),
+    "mmap-batch": ("mmap", {"mmap_mode": "window"}, False),
+    "pread": ("posix", {}, False),                    # ReadFile's counterpart: threads of pread
+    "direct": ("direct", {}, False),                  # O_DIRECT
+    "uring-naive": ("uring", {"max_batch": 1}, False),  # every request submitted on its own
+    "uring-batched": ("uring", {}, False),
+    "cufile": ("cufile", {}, False),
+    "compressed-lz4": ("uring", {}, False),           # the file's chunks decoded on the GPU (CPU for --device cpu)
+    "compressed-zstd": ("uring", {}, False),
+    "compressed-gdeflate": ("uring", {}, False),
+}
+
+
+def _camera(width: int, height: int, fov: float, eye: Sequence[float] = (0, 0, 1), target: Sequence[float] = (0, 0, 0),
+            up: Sequence[float] = (0, 1, 0), orbit: Sequence[float] | None = None) -> Any:
+    return _ext.CameraSpec(tuple(map(float, eye)), tuple(map(float, target)), tuple(map(float, up)),
+                           tuple(map(float, orbit)) if orbit is not None else None, float(fov), int(width), int(height))
+
+
+def _packed(background: Sequence[int]) -> int:
+    r, g, b = (int(c) for c in background)
+    return r | (g << 8) | (b << 16) | (255 << 24)
+
+
+def render_particles(particles: np.ndarray, *, width: int = 1024, height: int = 768, fov: float = 45.0,
+                     background: Sequence[int] = (0, 0, 0), batch: int = 1 << 20, threads: int = 0,
+                     **camera: Any) -> np.ndarray:
+    """(height, width, 4) uint8 RGBA of (N, 8) float32 particles drawn by the CPU reference in batches of
+    ``batch``; ``camera``: ``orbit=(distance, azimuth, elevation)`` and ``target``, or ``eye``, ``target``, ``up``."""
     array = np.ascontiguousarray(particles, dtype=np.float32)
     if array.ndim != 2 or array.shape[1] != 8:
         raise UsageError(f"particles must be (N, 8) float32 (x, y, z, radius, r, g, b, a), got shape {array.shape}")
-    r, g, b = (int(c) for c in background)
-    packed = r | (g << 8) | (b << 16) | (255 << 24)
-    return _ext.render_particles(array, tuple(map(float, eye)), tuple(map(float, target)), tuple(map(float, up)),
-                                 float(fov), int(width), int(height), packed, int(batch), int(threads),
-                                 tuple(map(float, orbit)) if orbit is not None else None)
+    return _ext.render_particles(array, _camera(width, height, fov, **camera), _packed(background), int(batch), int(threads))
 
 
-def render_frame(source: Any, frame: int = 0, *, camera: str = "orbit:30,20", field: str = "particles",
-                 **options: Any) -> np.ndarray:
-    """One frame of a particle container, drawn as sphere glyphs; ``options`` as for :func:`render_particles`."""
+def render_streamed(source: Any, frame: int = 0, *, method: str = "pread", device: int | str | None = "cpu",
+                    camera: str = "orbit:30,20", field: str = "particles", width: int = 1024, height: int = 768,
+                    fov: float = 45.0, background: Sequence[int] = (0, 0, 0), batch: int = 1 << 20, segments: int = 4,
+                    threads: int = 0, **queue_knobs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """One frame streamed from the file and drawn batch by batch: the image and the frame's statistics
+    (seconds, draw seconds, per-batch draw seconds, batches, particles, stored bytes, segment waits)."""
     import headrace
 
     ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
     if not 0 <= frame < len(ds.frames):
         raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
-    particles = ds.read(frame, field)
-    return render_particles(particles, **parse_camera(camera, ds.frames[frame].bbox), **options)
+    if method not in METHODS:
+        raise UsageError(f"method {method!r}: expected one of {', '.join(METHODS)}")
+    backend, knobs, preload = METHODS[method]
+    ordinal = -1 if device in (None, "cpu") else int(device)
+    codecs = ds.container.chunk_table()["codec"]
+    codec = codecs[0] if len(codecs) else "none"
+    if method.startswith("compressed-") and codec != method.removeprefix("compressed-"):
+        raise UsageError(f"{ds.path}: method {method} reads {method.removeprefix('compressed-')} chunks, the file holds {codec}")
+    if preload and ordinal < 0:
+        raise UsageError("method vram keeps the frame in GPU memory: it needs a GPU (--device 0)")
+    fields = [f.name for f in ds.fields]
+    if field not in fields:
+        raise UsageError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
+    decode_on = "gpu" if ordinal >= 0 else "cpu"
+    queue = headrace.Queue(backend=backend, device=None if ordinal < 0 else ordinal, decode_on=decode_on,
+                           **{**knobs, **queue_knobs})
+    file = queue.add_file(ds.path)
+    result = _ext.render_segmented(queue._native, file, ds.container, int(frame), fields.index(field),
+                                   _camera(width, height, fov, **parse_camera(camera, ds.frames[frame].bbox)),
+                                   _packed(background), ordinal, int(batch), int(segments), preload, int(threads))
+    image = result.pop("image")
+    result.update(method=method, device="cpu" if ordinal < 0 else ordinal, describe=queue.describe())
+    return image, result
+
+
+def render_frame(source: Any, frame: int = 0, **options: Any) -> np.ndarray:
+    """The image of :func:`render_streamed`."""
+    return render_streamed(source, frame, **options)[0]
 
 
 def write_image(path: os.PathLike | str, image: np.ndarray) -> None:

@@ -15,7 +15,7 @@ from headrace.generate import generate_particles
 @pytest.fixture(scope="module")
 def particles(tmp_path_factory):
     path = tmp_path_factory.mktemp("render") / "p.hrc"
-    generate_particles(path, particles=20000, frames=3, seed=4)
+    generate_particles(path, particles=20000, frames=3, seed=4, chunk_size_bytes=32 << 10)  # 1024 to a chunk
     return path
 
 
@@ -28,6 +28,50 @@ def test_a_frame_is_the_same_image_whatever_the_batching(particles):
     assert not drawn[0, 0] and drawn[60, 80]
     white = render.render_frame(particles, 1, width=160, height=120, background=(255, 255, 255))
     assert tuple(white[0, 0]) == (255, 255, 255, 255)
+
+
+@pytest.fixture(scope="module")
+def zstd_particles(tmp_path_factory):
+    path = tmp_path_factory.mktemp("render-zstd") / "z.hrc"
+    generate_particles(path, particles=20000, frames=1, seed=4, codec="zstd", chunk_size_bytes=64 << 10)
+    return path
+
+
+CPU_METHODS = [m for m in render.METHODS if m not in ("vram", "cufile") and not m.startswith("compressed-")]
+
+
+@pytest.mark.parametrize("method", CPU_METHODS)
+def test_every_streaming_method_draws_the_same_frame(particles, method):
+    expected = render.render_particles(headrace.open(particles).read(0, "particles"), width=120, height=90,
+                                       **render.parse_camera("orbit:30,20", ((0, 0, 0), (1, 1, 1))))
+    image, stats = render.render_streamed(particles, 0, method=method, width=120, height=90, batch=5000, segments=2)
+    np.testing.assert_array_equal(image, expected)
+    assert stats["method"] == method and stats["device"] == "cpu"
+    assert stats["batches"] == 5 and stats["particles"] == 20000 and len(stats["batch_draw_seconds"]) == 5
+    assert stats["seconds"] > 0 and stats["stored_bytes"] == 20000 * 32
+
+
+def test_compressed_frames_draw_the_same_and_methods_check_the_codec(particles, zstd_particles):
+    plain = render.render_frame(particles, 0, width=100, height=80)
+    image, stats = render.render_streamed(zstd_particles, 0, method="compressed-zstd", width=100, height=80, batch=4096)
+    np.testing.assert_array_equal(image, plain)
+    assert stats["stored_bytes"] < 20000 * 32  # random floats compress a little
+    with pytest.raises(headrace.UsageError, match="holds zstd"):
+        render.render_streamed(zstd_particles, 0, method="compressed-lz4")
+    with pytest.raises(headrace.UsageError, match="needs a GPU"):
+        render.render_streamed(particles, 0, method="vram", device="cpu")
+    with pytest.raises(headrace.UsageError, match="expected one of"):
+        render.render_streamed(particles, 0, method="teleport")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("method", ["vram", "pread", "uring-batched", "mmap-batch", "ram"])
+def test_the_gpu_draws_the_cpu_references_image(particles, method):
+    expected = render.render_frame(particles, 1, width=160, height=120, device="cpu")
+    image, stats = render.render_streamed(particles, 1, method=method, device=0, width=160, height=120, batch=5000,
+                                          segments=2)
+    np.testing.assert_array_equal(image, expected)
+    assert stats["device"] == 0 and stats["draw_seconds"] > 0
 
 
 def test_a_lone_sphere_head_on_is_a_shaded_disc():
@@ -44,7 +88,8 @@ def test_a_lone_sphere_head_on_is_a_shaded_disc():
 def test_render_command_writes_images_and_an_animation(particles, tmp_path, capsys):
     out = tmp_path / "f.png"
     assert main(["render", str(particles), "--frame", "2", "--out", str(out), "--width", "96", "--height", "64",
-                 "--camera", "lookat:0.5,0.5,3:0.5,0.5,0.5"]) == 0
+                 "--camera", "lookat:0.5,0.5,3:0.5,0.5,0.5", "--device", "cpu", "--method", "direct", "--stats"]) == 0
+    assert "segment waits" in capsys.readouterr().out
     with Image.open(out) as image:
         assert image.size == (96, 64) and image.mode == "RGBA"
     folder, video = tmp_path / "frames", tmp_path / "series.gif"

@@ -2,12 +2,14 @@
 particle frames drawn as sphere glyphs (seed 000, section 3).
 
 Every particle (x, y, z, radius, r, g, b, a) is a ray-cast sphere with a correct depth and headlight
-shading, drawn batch by batch (``--batch`` particles at a time). ``--device cpu`` draws with the CPU
-reference renderer, the one the GPU renderer's images are checked against; the GPU renderer and the
-streaming methods of ``headrace bench particles`` come with issue 7. Cameras: ``orbit:AZ,EL[,DIST]``
-around the frame's bounding box, or ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``. Images are written
-through a temporary file and renamed; ``--video`` writes an animated GIF or WebP, or an MP4 where
-imageio and ffmpeg are installed.
+shading. The frame streams through the engine's queue batch by batch (``--batch`` particles, whole
+chunks) into ``--segments`` segments, each batch drawn as soon as it has arrived (seed 000's algorithms
+1 and 2), by a ``--method`` of seed 000 on Linux: vram, ram, mmap-all, mmap-segment, mmap-batch,
+pread, direct, uring-naive, uring-batched, cufile, compressed-lz4|zstd|gdeflate. ``--device 0`` draws
+with the CUDA kernels; ``--device cpu`` with the CPU reference renderer they are checked against (the
+default where there is no GPU, said once). Cameras: ``orbit:AZ,EL[,DIST]`` around the frame's bounding
+box, or ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``. Images are written through a temporary file and
+renamed; ``--video`` writes an animated GIF or WebP, or an MP4 where imageio and ffmpeg are installed.
 """
 
 from __future__ import annotations
@@ -37,9 +39,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--fov", type=float, default=45.0, help="vertical field of view in degrees (default 45)")
     parser.add_argument("--background", default="0,0,0", help="R,G,B in 0..255 (default black)")
     parser.add_argument("--batch", type=int, default=1 << 20, help="particles per batch (default 1048576)")
+    parser.add_argument("--segments", type=int, default=4, help="batches in flight (default 4)")
+    parser.add_argument("--method", default=None, help="streaming method (default: uring-batched on a GPU, pread on the CPU)")
     parser.add_argument("--field", default="particles", help="the particle field (default particles)")
-    parser.add_argument("--device", choices=("cpu",), default="cpu", help="cpu: the reference renderer")
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads (default: one per core)")
+    parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads of the reference renderer (default: all)")
+    parser.add_argument("--stats", action="store_true", help="print each frame's statistics")
     parser.set_defaults(func=run)
 
 
@@ -66,14 +71,30 @@ def run(args: argparse.Namespace) -> int:
     if len(background) != 3 or not all(0 <= c <= 255 for c in background):
         raise UsageError(f"--background {args.background!r}: expected R,G,B in 0..255")
     ds = headrace.open(args.file)
+    device = args.device
+    if device is None:
+        device = 0 if headrace._ext.gpu_count() > 0 else "cpu"
+        if device == "cpu":
+            console.print(f"no GPU ({headrace._ext.gpu_unavailable_reason()}): drawing with the CPU reference renderer")
+    where = "the CPU" if device == "cpu" else f"GPU {device}"
+    method = args.method or ("pread" if device == "cpu" else "uring-batched")
     options = dict(camera=args.camera, field=args.field, width=args.width, height=args.height, fov=args.fov,
-                   background=background, batch=args.batch, threads=args.threads)
+                   background=background, batch=args.batch, segments=args.segments, threads=args.threads,
+                   method=method, device=device)
+
+    def draw(frame: int):
+        image, stats = render.render_streamed(ds, frame, **options)
+        if args.stats:
+            console.print(f"  frame {frame}: {stats['seconds'] * 1e3:.1f} ms ({stats['draw_seconds'] * 1e3:.1f} ms drawing), "
+                          f"{stats['batches']} batches, {stats['particles']} particles, "
+                          f"{stats['stored_bytes'] / 1e6:.1f} MB read, {stats['segment_waits']} segment waits")
+        return image
+
     if args.frame is not None:
         start = time.perf_counter()
-        image = render.render_frame(ds, args.frame, **options)
-        render.write_image(args.out, image)
-        console.print(f"{args.out}: frame {args.frame}, {args.width} x {args.height}, "
-                      f"{time.perf_counter() - start:.2f} s on the CPU")
+        render.write_image(args.out, draw(args.frame))
+        console.print(f"{args.out}: frame {args.frame}, {args.width} x {args.height}, {method} on {where}, "
+                      f"{time.perf_counter() - start:.2f} s")
         return 0
     if args.video is None and args.fps != 10.0:
         raise UsageError("--fps needs --video")
@@ -83,12 +104,12 @@ def run(args: argparse.Namespace) -> int:
     images = []
     start = time.perf_counter()
     for frame in frames:
-        image = render.render_frame(ds, frame, **options)
+        image = draw(frame)
         render.write_image(folder / f"frame_{frame:05d}.png", image)
         if args.video:
             images.append(image)
     if args.video:
         render.write_animation(args.video, images, args.fps)
-    console.print(f"{folder}: frames {frames.start} to {frames.stop - 1} ({len(frames)} images), "
-                  f"{time.perf_counter() - start:.2f} s on the CPU" + (f"; {args.video}" if args.video else ""))
+    console.print(f"{folder}: frames {frames.start} to {frames.stop - 1} ({len(frames)} images), {method} on {where}, "
+                  f"{time.perf_counter() - start:.2f} s" + (f"; {args.video}" if args.video else ""))
     return 0

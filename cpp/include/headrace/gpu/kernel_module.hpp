@@ -7,6 +7,13 @@
 
 #include "headrace/gpu/cuda_driver.hpp"
 
+// Embeds the fatbin at `path` (a string literal; nvcc wrote it at build time) as the read-only array
+// `symbol`: the assembler copies the file, no generated source is compiled. At namespace scope.
+#define HEADRACE_EMBED_FATBIN(symbol, path)                                                           \
+  __asm__(".section .rodata\n.balign 16\n.global " #symbol "\n.hidden " #symbol "\n" #symbol ":\n" \
+          ".incbin \"" path "\"\n.previous\n");                                                     \
+  extern "C" const unsigned char symbol[]
+
 namespace headrace::gpu {
 
 class KernelModule {

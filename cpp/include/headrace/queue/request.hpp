@@ -49,6 +49,13 @@ struct Request {
   return r;
 }
 
+// How errors name a container chunk: "data.hrc: offset 8192: frame 3 field 'particles' chunk 12".
+[[nodiscard]] inline std::string chunk_label(const format::Container& container, std::uint32_t frame, std::uint32_t field,
+                                             std::uint64_t chunk_number, const format::ChunkInfo& chunk) {
+  return container.path() + ": offset " + std::to_string(chunk.offset) + ": frame " + std::to_string(frame) + " field '" +
+         container.fields()[field].name + "' chunk " + std::to_string(chunk_number);
+}
+
 // A request for size bytes at offset of a file, uncompressed.
 [[nodiscard]] inline Request range_request(FileId file, std::uint64_t offset, std::uint64_t size, MemoryKind kind,
                                            std::uintptr_t address) {

@@ -1,0 +1,41 @@
+// The sphere renderer on a GPU: the passes of sphere_glyphs_shared.hpp as kernels (sphere_glyphs.cu)
+// over a frame buffer in GPU memory, issued on the caller's stream. Its images equal the CPU
+// reference's (the same math, rounded alike), which the tests check.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/kernel_module.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/workloads/particles/sphere_glyphs_shared.hpp"
+
+namespace headrace::workloads::particles {
+
+class GpuRenderer {
+ public:
+  // Starts cleared. Throws UnavailableError without a GPU or without the kernels (a build without nvcc).
+  GpuRenderer(int device, const Camera& camera, std::uint32_t background);
+
+  // Every pixel back to the background and an empty depth.
+  void clear(gpu::CUstream stream);
+  // Both passes over `count` particles at `batch` (device memory), the first being number first_index
+  // of the frame; asynchronous on stream.
+  void draw(gpu::CUdeviceptr batch, std::uint64_t count, std::uint32_t first_index, gpu::CUstream stream);
+  // Waits for stream, then copies the image (row-major RGBA8, top row first).
+  [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
+
+  [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
+  [[nodiscard]] int device() const noexcept { return device_.ordinal(); }
+
+ private:
+  gpu::Device device_;
+  gpu::KernelModule module_;
+  gpu::CUfunction depth_, color_, clear_;
+  Camera camera_;
+  std::uint32_t background_;
+  gpu::DeviceBuffer keys_, rgba_;
+};
+
+}  // namespace headrace::workloads::particles

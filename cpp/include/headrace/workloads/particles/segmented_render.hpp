@@ -1,0 +1,57 @@
+// Seed 000's streaming render loop (algorithms 1 and 2) on Linux. A frame's particles travel batch by
+// batch through the engine's queue into a segmented buffer of `segments` batches; each batch is drawn
+// once its fence has passed (draw after the fence) and its segment takes the next batch once that draw
+// is done (fence after the draw). Loads run up to `segments` batches ahead of the draws; a load that
+// finds its segment still being drawn waits, and is counted (the paper's figure 9). On a GPU the draws
+// are kernels on the renderer's stream, which waits on each fence; on the CPU the reference renderer
+// draws from host segments.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "headrace/format/container.hpp"
+#include "headrace/queue/request_queue.hpp"
+#include "headrace/workloads/particles/gpu_renderer.hpp"
+#include "headrace/workloads/particles/reference_renderer.hpp"
+
+namespace headrace::workloads::particles {
+
+struct SegmentedRenderOptions {
+  std::uint64_t batch_particles = std::uint64_t{1} << 20;  // most particles a batch holds (whole chunks)
+  unsigned segments = 4;                                   // batches in flight
+  // The frame is read whole into the segments (one per batch) before the clock starts, then drawn:
+  // seed 000's static baseline (the frame resident in GPU memory, `vram`).
+  bool preload = false;
+};
+
+struct SegmentedRenderStats {
+  double seconds = 0;       // wall: first request to the last pass done (preload: the draws alone)
+  double draw_seconds = 0;  // the passes: GPU time by CUDA events, or CPU wall time
+  std::vector<double> batch_draw_seconds;
+  std::uint64_t batches = 0, particles = 0;
+  std::uint64_t stored_bytes = 0;   // read from the file
+  std::uint64_t segment_waits = 0;  // loads that waited for their segment's previous draw
+};
+
+// Consecutive chunks of (frame, field), grouped so that a batch holds at most batch_particles (but at
+// least one chunk): a compressed chunk is decoded whole.
+struct ParticleBatch {
+  std::uint64_t first_chunk = 0, chunk_count = 0;  // into chunks_of(frame, field)
+  std::uint64_t first_particle = 0, particles = 0;
+};
+[[nodiscard]] std::vector<ParticleBatch> particle_batches(const format::Container& container, std::uint32_t frame,
+                                                          std::uint32_t field, std::uint64_t batch_particles);
+
+// Throws UsageError for a field that is not float32 x 8 particles or for options that cannot work, and
+// Error naming the chunk for a batch that could not be read or decoded (the frame stops there).
+// The queue's destinations must match the renderer: host (device -1) for the reference renderer, the
+// renderer's GPU for the GPU one.
+SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
+                                      std::uint32_t frame, std::uint32_t field, ReferenceRenderer& renderer,
+                                      const SegmentedRenderOptions& options);
+SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
+                                      std::uint32_t frame, std::uint32_t field, GpuRenderer& renderer,
+                                      const SegmentedRenderOptions& options);
+
+}  // namespace headrace::workloads::particles

@@ -1,0 +1,229 @@
+#include "headrace/workloads/particles/segmented_render.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "headrace/detail/aligned_buffer.hpp"
+#include "headrace/error.hpp"
+#include "headrace/format/dtype.hpp"
+#include "headrace/gpu/stream.hpp"
+
+namespace headrace::workloads::particles {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+void expect_particles(const format::Container& container, std::uint32_t frame, std::uint32_t field,
+                      const SegmentedRenderOptions& options) {
+  const std::string& path = container.path();
+  HEADRACE_EXPECT(frame < container.frames().size(), UsageError,
+                  path + ": no frame " + std::to_string(frame) + " (" + std::to_string(container.frames().size()) + " frames)");
+  HEADRACE_EXPECT(field < container.fields().size(), UsageError, path + ": no field number " + std::to_string(field));
+  const format::FieldInfo& info = container.fields()[field];
+  HEADRACE_EXPECT(info.dtype == format::DType::float32 && info.components == 8, UsageError,
+                  path + ": field '" + info.name + "' holds " + format::to_string(info.dtype) + " x " +
+                      std::to_string(info.components) + ", expected float32 x 8 particles (x, y, z, radius, r, g, b, a)");
+  HEADRACE_EXPECT(options.batch_particles > 0 && options.segments > 0, UsageError,
+                  "batches need at least one particle and the buffer at least one segment");
+}
+
+// The reference renderer over host segments: a draw is done when it returns.
+class HostTarget {
+ public:
+  HostTarget(ReferenceRenderer& renderer, std::uint64_t segment_bytes, std::uint64_t segments)
+      : renderer_(&renderer), segment_bytes_(segment_bytes), memory_(segment_bytes * segments) {}
+
+  [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::host; }
+  [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const {
+    return reinterpret_cast<std::uintptr_t>(memory_.data() + s * segment_bytes_);
+  }
+  void await_load(const queue::Queue& queue, queue::FenceId fence) { queue.wait(fence); }
+  bool wait_for_segment(std::uint64_t) { return false; }
+  void draw(std::uint64_t s, const ParticleBatch& batch) {
+    const auto start = Clock::now();
+    renderer_->draw({reinterpret_cast<const Particle*>(segment(s)), batch.particles},
+                    static_cast<std::uint32_t>(batch.first_particle));
+    draws_.push_back(seconds_since(start));
+  }
+  void finish(SegmentedRenderStats& stats) { stats.batch_draw_seconds = std::move(draws_); }
+
+ private:
+  ReferenceRenderer* renderer_;
+  std::uint64_t segment_bytes_;
+  headrace::detail::AlignedBuffer memory_;
+  std::vector<double> draws_;
+};
+
+// The GPU renderer over device segments: draws are kernels on our stream, which waits on each fence;
+// a segment is free once the event recorded after its last draw has passed.
+class DeviceTarget {
+ public:
+  DeviceTarget(GpuRenderer& renderer, std::uint64_t segment_bytes, std::uint64_t segments)
+      : renderer_(&renderer), segment_bytes_(segment_bytes), memory_(segment_bytes * segments), drawn_(segments),
+        used_(segments, false) {}
+  DeviceTarget(const DeviceTarget&) = delete;
+  DeviceTarget& operator=(const DeviceTarget&) = delete;
+  // No kernel may still read the segments when they are freed (a frame that stopped on an error).
+  ~DeviceTarget() {
+    try {
+      stream_.synchronize();
+    } catch (const Error&) {  // a broken context: nothing left to wait for
+    }
+  }
+
+  [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::device; }
+  [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const { return memory_.pointer() + s * segment_bytes_; }
+  void await_load(const queue::Queue& queue, queue::FenceId fence) {
+    queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
+  }
+  // True when the segment's last draw was still running (the load waits for it).
+  bool wait_for_segment(std::uint64_t s) {
+    if (!used_[s] || drawn_[s].query()) return false;
+    drawn_[s].synchronize();
+    return true;
+  }
+  void draw(std::uint64_t s, const ParticleBatch& batch) {
+    auto& timing = *timings_.emplace_back(std::make_unique<Timing>());
+    timing.start.record(stream_.handle());
+    renderer_->draw(segment(s), batch.particles, static_cast<std::uint32_t>(batch.first_particle), stream_.handle());
+    timing.end.record(stream_.handle());
+    drawn_[s].record(stream_.handle());
+    used_[s] = true;
+  }
+  void finish(SegmentedRenderStats& stats) {
+    stream_.synchronize();
+    for (const auto& timing : timings_) stats.batch_draw_seconds.push_back(timing->end.elapsed_ms_since(timing->start) / 1e3);
+  }
+
+ private:
+  struct Timing {
+    gpu::Event start{true}, end{true};
+  };
+  GpuRenderer* renderer_;
+  std::uint64_t segment_bytes_;
+  gpu::DeviceBuffer memory_;
+  gpu::Stream stream_;
+  std::vector<gpu::Event> drawn_;
+  std::vector<bool> used_;
+  std::vector<std::unique_ptr<Timing>> timings_;
+};
+
+template <typename Target, typename Renderer>
+SegmentedRenderStats render_with(queue::Queue& queue, queue::FileId file, const format::Container& container,
+                                 std::uint32_t frame, std::uint32_t field, Renderer& renderer,
+                                 const SegmentedRenderOptions& options) {
+  expect_particles(container, frame, field, options);
+  const std::vector<ParticleBatch> batches = particle_batches(container, frame, field, options.batch_particles);
+  const auto chunks = container.chunks_of(frame, field);
+  const std::uint64_t first_chunk_number = container.frame_field(frame, field).first_chunk;
+  const std::uint64_t n = batches.size();
+  std::uint64_t largest = 0;
+  for (const auto& batch : batches) largest = std::max(largest, batch.particles);
+  const std::uint64_t segments = options.preload ? n : std::min<std::uint64_t>(options.segments, n);
+  Target target(renderer, largest * sizeof(Particle), std::max<std::uint64_t>(segments, 1));
+
+  // Made after the target, so run before it is freed: a frame that stops on an error cancels its
+  // other requests and waits for those in flight, so no read lands in freed segments.
+  const std::uint64_t tag = reinterpret_cast<std::uintptr_t>(&target);
+  struct StopLoads {
+    queue::Queue& queue;
+    std::uint64_t tag;
+    ~StopLoads() {
+      try {
+        queue.cancel_tag(tag);
+        queue.drain();
+      } catch (const Error&) {  // the queue reports its own failures per request
+      }
+    }
+  } stop_loads{queue, tag};
+
+  SegmentedRenderStats stats;
+  stats.batches = n;
+  std::vector<std::vector<queue::RequestId>> requests(n);
+  std::vector<queue::FenceId> fences(n);
+  auto load = [&](std::uint64_t b, std::uint64_t s) {
+    const ParticleBatch& batch = batches[b];
+    for (std::uint64_t k = batch.first_chunk; k < batch.first_chunk + batch.chunk_count; ++k) {
+      const format::ChunkInfo& chunk = chunks[k];
+      const std::uintptr_t at = target.segment(s) + (chunk.first_element - batch.first_particle) * sizeof(Particle);
+      queue::Request request = queue::chunk_request(file, chunk, {target.memory(), at, chunk.raw_size});
+      request.label = queue::chunk_label(container, frame, field, first_chunk_number + k, chunk);
+      request.tag = tag;
+      requests[b].push_back(queue.enqueue(std::move(request)));
+      stats.stored_bytes += chunk.stored_size;
+    }
+    fences[b] = queue.enqueue_signal();
+    queue.submit();
+  };
+  // A failed read or decode stops the frame, naming its chunk; GPU decoding reports after the draw was
+  // issued, so the frame is checked once more at the end and fails then, never returning its image.
+  auto check = [&](std::uint64_t b) {
+    for (const queue::RequestId id : requests[b]) {
+      const queue::RequestStatus status = queue.status(id);
+      if (status.state == queue::RequestState::failed || status.state == queue::RequestState::cancelled)
+        throw Error("frame " + std::to_string(frame) + " stopped: " + status.message);
+    }
+  };
+
+  auto start = Clock::now();
+  if (options.preload) {
+    for (std::uint64_t b = 0; b < n; ++b) load(b, b);
+    for (std::uint64_t b = 0; b < n; ++b) {
+      queue.wait(fences[b]);
+      check(b);
+    }
+    start = Clock::now();
+    for (std::uint64_t b = 0; b < n; ++b) target.draw(b, batches[b]);
+  } else {
+    for (std::uint64_t b = 0, next = 0; b < n; ++b) {
+      for (; next < n && next < b + segments; ++next) {
+        if (target.wait_for_segment(next % segments)) ++stats.segment_waits;
+        load(next, next % segments);
+      }
+      target.await_load(queue, fences[b]);
+      check(b);
+      target.draw(b % segments, batches[b]);
+    }
+  }
+  target.finish(stats);
+  stats.seconds = seconds_since(start);
+  queue.drain();
+  for (std::uint64_t b = 0; b < n; ++b) check(b);
+  for (const auto& batch : batches) stats.particles += batch.particles;
+  for (const double s : stats.batch_draw_seconds) stats.draw_seconds += s;
+  return stats;
+}
+
+}  // namespace
+
+std::vector<ParticleBatch> particle_batches(const format::Container& container, std::uint32_t frame, std::uint32_t field,
+                                            std::uint64_t batch_particles) {
+  std::vector<ParticleBatch> batches;
+  const auto chunks = container.chunks_of(frame, field);
+  for (std::uint64_t k = 0; k < chunks.size(); ++k) {
+    const format::ChunkInfo& chunk = chunks[k];
+    if (batches.empty() || batches.back().particles + chunk.element_count > batch_particles) {
+      batches.push_back({k, 0, chunk.first_element, 0});
+    }
+    ++batches.back().chunk_count;
+    batches.back().particles += chunk.element_count;
+  }
+  return batches;
+}
+
+SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
+                                      std::uint32_t frame, std::uint32_t field, ReferenceRenderer& renderer,
+                                      const SegmentedRenderOptions& options) {
+  return render_with<HostTarget>(queue, file, container, frame, field, renderer, options);
+}
+
+SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
+                                      std::uint32_t frame, std::uint32_t field, GpuRenderer& renderer,
+                                      const SegmentedRenderOptions& options) {
+  return render_with<DeviceTarget>(queue, file, container, frame, field, renderer, options);
+}
+
+}  // namespace headrace::workloads::particles

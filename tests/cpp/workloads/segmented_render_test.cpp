@@ -1,0 +1,167 @@
+// Seed 000's streaming render loop: a frame read batch by batch through the queue into a few segments,
+// through every backend and codec, draws the image the reference draws from the whole frame in memory;
+// a corrupt chunk stops the frame naming the chunk. On a GPU the kernels draw the same image.
+#include "headrace/workloads/particles/segmented_render.hpp"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/error.hpp"
+#include "headrace/format/writer.hpp"
+#include "headrace/gpu/cuda_driver.hpp"
+#include "headrace/io/backend.hpp"
+#include "headrace/workloads/particles/camera.hpp"
+#include "support/container_fixture.hpp"
+#include "support/temp_directory.hpp"
+
+namespace headrace::workloads::particles {
+namespace {
+
+using format::CodecId;
+
+std::vector<Particle> random_particles(std::size_t count) {
+  std::mt19937 random(3);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<Particle> particles(count);
+  for (auto& p : particles) p = {unit(random), unit(random), unit(random), 0.03f, unit(random), unit(random), unit(random), 1};
+  return particles;
+}
+
+// 1000 particles, 128 to a 4 KiB chunk.
+struct ParticleFile {
+  testing::TempDirectory dir;
+  std::string path = dir.file("p.hrc");
+  std::vector<Particle> particles = random_particles(1000);
+
+  explicit ParticleFile(CodecId codec = CodecId::none) {
+    format::WriterOptions options;
+    options.chunk_size_bytes = 4096;
+    options.codec = codec;
+    options.encoder = &codec::cpu::encode;
+    format::ContainerWriter writer(path, {{"particles", format::DType::float32, 8}}, options);
+    const auto frame = writer.add_frame(0.0, format::BoundingBox{{0, 0, 0}, {1, 1, 1}});
+    writer.write_field(frame, 0, std::as_bytes(std::span<const Particle>(particles)));
+    writer.close();
+  }
+};
+
+const Camera& test_camera() {
+  static const Camera camera = orbit({0.5f, 0.5f, 0.5f}, 2.2f, 35.0f, 25.0f, 45.0f, 80, 60);
+  return camera;
+}
+
+std::vector<std::uint32_t> reference_image(const std::vector<Particle>& particles) {
+  ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
+  renderer.draw(particles, 0);
+  return renderer.image();
+}
+
+queue::QueueOptions host_queue(io::BackendKind backend) {
+  queue::QueueOptions options;
+  options.backend = backend;
+  options.staging_bytes = 1 << 20;
+  return options;
+}
+
+TEST(ParticleBatches, GroupWholeChunksUpToTheBatchSize) {
+  const ParticleFile file;
+  const auto container = format::Container::open(file.path);
+  const auto batches = particle_batches(container, 0, 0, 300);  // chunks of 128: two to a batch
+  ASSERT_EQ(batches.size(), 4u);
+  EXPECT_EQ(batches[0].chunk_count, 2u);
+  EXPECT_EQ(batches[0].particles, 256u);
+  EXPECT_EQ(batches[3].first_particle, 768u);
+  EXPECT_EQ(batches[3].particles, 1000u - 768);
+  EXPECT_EQ(particle_batches(container, 0, 0, 10).size(), 8u);  // never less than a chunk
+}
+
+class SegmentedRender : public ::testing::TestWithParam<std::tuple<io::BackendKind, CodecId>> {};
+
+TEST_P(SegmentedRender, DrawsTheReferenceImageBatchByBatch) {
+  const auto [backend, codec] = GetParam();
+  const ParticleFile file(codec);
+  if (auto why = io::unavailable_reason(backend, file.path)) GTEST_SKIP() << *why;
+  const auto container = format::Container::open(file.path);
+  const auto expected = reference_image(file.particles);
+  for (const bool preload : {false, true}) {
+    queue::Queue queue(host_queue(backend));
+    const queue::FileId id = queue.add_file(file.path);
+    ReferenceRenderer renderer(test_camera(), 0xff000000u, 3);
+    const auto stats = render_segmented(queue, id, container, 0, 0, renderer, {.batch_particles = 300, .segments = 3, .preload = preload});
+    EXPECT_EQ(renderer.image(), expected) << io::to_string(backend) << " " << format::to_string(codec) << " preload " << preload;
+    EXPECT_EQ(stats.batches, 4u);
+    EXPECT_EQ(stats.particles, 1000u);
+    EXPECT_EQ(stats.batch_draw_seconds.size(), 4u);
+    EXPECT_EQ(stats.stored_bytes, container.stored_bytes());
+    EXPECT_EQ(stats.segment_waits, 0u);  // the reference's draws end before the next load is asked for
+    EXPECT_GT(stats.seconds, 0.0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BackendsAndCodecs, SegmentedRender,
+                         ::testing::Combine(::testing::Values(io::BackendKind::posix, io::BackendKind::direct,
+                                                             io::BackendKind::mmap, io::BackendKind::uring),
+                                            ::testing::Values(CodecId::none, CodecId::lz4, CodecId::zstd)),
+                         [](const auto& info) {
+                           return std::string(io::to_string(std::get<0>(info.param))) + "_" +
+                                  format::to_string(std::get<1>(info.param));
+                         });
+
+TEST(SegmentedRenderErrors, ACorruptChunkStopsTheFrameNamingIt) {
+  ParticleFile file(CodecId::zstd);
+  const auto container = format::Container::open(file.path);
+  const auto& chunk = container.chunks_of(0, 0)[5];
+  auto bytes = testing::read_file(file.path);
+  bytes[chunk.offset + chunk.stored_size / 2] ^= std::byte{0x5a};
+  testing::write_file(file.path, bytes);
+  queue::Queue queue(host_queue(io::BackendKind::posix));
+  const queue::FileId id = queue.add_file(file.path);
+  ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
+  try {
+    (void)render_segmented(queue, id, container, 0, 0, renderer, {.batch_particles = 128, .segments = 2});
+    FAIL() << "a corrupt chunk was drawn";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk 5"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SegmentedRenderErrors, RefusesWhatIsNotParticles) {
+  testing::TempDirectory dir;
+  const std::string path = dir.file("v.hrc");
+  format::ContainerWriter writer(path, {{"density", format::DType::float32, 1}}, {});
+  const auto frame = writer.add_frame(0.0, format::BoundingBox{{0, 0, 0}, {1, 1, 1}});
+  const std::vector<float> values(64, 1.0f);
+  writer.write_field(frame, 0, std::as_bytes(std::span<const float>(values)));
+  writer.close();
+  const auto container = format::Container::open(path);
+  queue::Queue queue(host_queue(io::BackendKind::posix));
+  const queue::FileId id = queue.add_file(path);
+  ReferenceRenderer renderer(test_camera(), 0, 1);
+  EXPECT_THROW((void)render_segmented(queue, id, container, 0, 0, renderer, {}), UsageError);
+  EXPECT_THROW((void)render_segmented(queue, id, container, 1, 0, renderer, {}), UsageError);
+}
+
+TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+  for (const CodecId codec : {CodecId::none, CodecId::zstd}) {
+    const ParticleFile file(codec);
+    const auto container = format::Container::open(file.path);
+    const auto expected = reference_image(file.particles);
+    for (const bool preload : {false, true}) {
+      queue::QueueOptions options = host_queue(io::BackendKind::posix);
+      options.device = 0;
+      queue::Queue queue(options);
+      const queue::FileId id = queue.add_file(file.path);
+      GpuRenderer renderer(0, test_camera(), 0xff000000u);
+      const auto stats = render_segmented(queue, id, container, 0, 0, renderer, {.batch_particles = 300, .segments = 2, .preload = preload});
+      EXPECT_EQ(renderer.image(nullptr), expected) << format::to_string(codec) << " preload " << preload;
+      EXPECT_EQ(stats.batch_draw_seconds.size(), 4u);
+      EXPECT_GT(stats.draw_seconds, 0.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace headrace::workloads::particles
