@@ -71,6 +71,29 @@ nb::ndarray<nb::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rg
   return owned_array(std::move(bytes), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4});
 }
 
+// The GPU renderer or the CPU reference, kept across frames (the pipeline is set up once).
+class FrameRenderer {
+ public:
+  FrameRenderer(const CameraSpec& view, std::uint32_t background, int device, unsigned threads) : camera_(camera_of(view)) {
+    if (device >= 0)
+      gpu_.emplace(device, camera_, background);
+    else
+      cpu_.emplace(camera_, background, threads);
+  }
+  pt::SegmentedRenderStats render(queue::Queue& q, queue::FileId file, const format::Container& container,
+                                  std::uint32_t frame, std::uint32_t field, const pt::SegmentedRenderOptions& options) {
+    return gpu_ ? pt::render_segmented(q, file, container, frame, field, *gpu_, options)
+                : pt::render_segmented(q, file, container, frame, field, *cpu_, options);
+  }
+  [[nodiscard]] std::vector<std::uint32_t> image() const { return gpu_ ? gpu_->image(nullptr) : cpu_->image(); }
+  [[nodiscard]] const pt::Camera& camera() const { return camera_; }
+
+ private:
+  pt::Camera camera_;
+  std::optional<pt::GpuRenderer> gpu_;
+  std::optional<pt::ReferenceRenderer> cpu_;
+};
+
 }  // namespace
 
 void bind_workloads(nb::module_& m) {
@@ -176,41 +199,32 @@ void bind_workloads(nb::module_& m) {
         "Sphere glyphs of (N, 8) float32 particles (x, y, z, radius, r, g, b, a) drawn by the CPU reference in batches: "
         "(height, width, 4) uint8 RGBA.");
 
-  m.def("render_segmented",
-        [](queue::Queue& q, queue::FileId file, const format::Container& container, std::uint32_t frame,
-           std::uint32_t field, const CameraSpec& view, std::uint32_t background, int device, std::uint64_t batch_particles,
-           unsigned segments, bool preload, unsigned threads) {
-          const pt::Camera camera = camera_of(view);
-          const pt::SegmentedRenderOptions options{batch_particles, segments, preload};
-          pt::SegmentedRenderStats stats;
-          std::vector<std::uint32_t> image;
-          {
-            nb::gil_scoped_release release;
-            if (device >= 0) {
-              pt::GpuRenderer renderer(device, camera, background);
-              stats = pt::render_segmented(q, file, container, frame, field, renderer, options);
-              image = renderer.image(nullptr);
-            } else {
-              pt::ReferenceRenderer renderer(camera, background, threads);
-              stats = pt::render_segmented(q, file, container, frame, field, renderer, options);
-              image = renderer.image();
-            }
-          }
-          nb::dict result;
-          result["image"] = image_array(std::move(image), camera);
-          result["seconds"] = stats.seconds;
-          result["draw_seconds"] = stats.draw_seconds;
-          result["batch_draw_seconds"] = stats.batch_draw_seconds;
-          result["batches"] = stats.batches;
-          result["particles"] = stats.particles;
-          result["stored_bytes"] = stats.stored_bytes;
-          result["segment_waits"] = stats.segment_waits;
-          return result;
-        },
-        "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "camera"_a, "background"_a, "device"_a,
-        "batch_particles"_a, "segments"_a, "preload"_a, "threads"_a = 0u,
-        "Seed 000's streaming render loop: one frame through the queue, batch by batch into `segments` segments, "
-        "drawn on GPU `device` (or by the CPU reference for -1): the image and the frame's statistics.");
+  nb::class_<FrameRenderer>(m, "FrameRenderer",
+                            "A sphere renderer kept across frames: GPU `device`, or the CPU reference for -1.")
+      .def(nb::init<const CameraSpec&, std::uint32_t, int, unsigned>(), "camera"_a, "background"_a, "device"_a,
+           "threads"_a = 0u, nb::call_guard<nb::gil_scoped_release>())
+      .def("render",
+           [](FrameRenderer& self, queue::Queue& q, queue::FileId file, const format::Container& container,
+              std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles, unsigned segments, bool preload) {
+             pt::SegmentedRenderStats stats;
+             {
+               nb::gil_scoped_release release;
+               stats = self.render(q, file, container, frame, field, {batch_particles, segments, preload});
+             }
+             nb::dict result;
+             result["seconds"] = stats.seconds;
+             result["draw_seconds"] = stats.draw_seconds;
+             result["batch_draw_seconds"] = stats.batch_draw_seconds;
+             result["batches"] = stats.batches;
+             result["particles"] = stats.particles;
+             result["stored_bytes"] = stats.stored_bytes;
+             result["segment_waits"] = stats.segment_waits;
+             return result;
+           },
+           "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "batch_particles"_a, "segments"_a, "preload"_a,
+           "Seed 000's streaming render loop over one frame (cleared first): its statistics.")
+      .def("image", [](const FrameRenderer& self) { return image_array(self.image(), self.camera()); },
+           "The last frame's (height, width, 4) uint8 RGBA.");
 
   m.def("feature_seeds",
         [](const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame, unsigned threads) {

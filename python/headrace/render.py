@@ -28,7 +28,7 @@ import numpy as np
 from headrace import _ext
 from headrace.errors import UnavailableError, UsageError
 
-__all__ = ["METHODS", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
+__all__ = ["METHODS", "StreamingRenderer", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
            "write_animation"]
 
 
@@ -94,40 +94,72 @@ def render_particles(particles: np.ndarray, *, width: int = 1024, height: int = 
     return _ext.render_particles(array, _camera(width, height, fov, **camera), _packed(background), int(batch), int(threads))
 
 
-def render_streamed(source: Any, frame: int = 0, *, method: str = "pread", device: int | str | None = "cpu",
-                    camera: str = "orbit:30,20", field: str = "particles", width: int = 1024, height: int = 768,
-                    fov: float = 45.0, background: Sequence[int] = (0, 0, 0), batch: int = 1 << 20, segments: int = 4,
-                    threads: int = 0, **queue_knobs: Any) -> tuple[np.ndarray, dict[str, Any]]:
-    """One frame streamed from the file and drawn batch by batch: the image and the frame's statistics
-    (seconds, draw seconds, per-batch draw seconds, batches, particles, stored bytes, segment waits)."""
+class StreamingRenderer:
+    """Seed 000's renderer with its pipeline set up once: a queue for ``method`` on one file and a
+    renderer (GPU ``device``, or the CPU reference) of one camera; :meth:`render` streams a frame through
+    it and returns the frame's statistics, :meth:`image` the last image. Options as for
+    :func:`render_streamed`."""
+
+    def __init__(self, source: Any, *, method: str = "pread", device: int | str | None = "cpu",
+                 camera: str = "orbit:30,20", field: str = "particles", width: int = 1024, height: int = 768,
+                 fov: float = 45.0, background: Sequence[int] = (0, 0, 0), batch: int = 1 << 20, segments: int = 4,
+                 threads: int = 0, camera_frame: int = 0, **queue_knobs: Any) -> None:
+        import headrace
+
+        self.dataset = ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
+        if method not in METHODS:
+            raise UsageError(f"method {method!r}: expected one of {', '.join(METHODS)}")
+        backend, knobs, self.preload = METHODS[method]
+        self.method, self.ordinal = method, -1 if device in (None, "cpu") else int(device)
+        codecs = ds.container.chunk_table()["codec"]
+        codec = codecs[0] if len(codecs) else "none"
+        if method.startswith("compressed-") and codec != method.removeprefix("compressed-"):
+            raise UsageError(f"{ds.path}: method {method} reads {method.removeprefix('compressed-')} chunks, "
+                             f"the file holds {codec}")
+        if self.preload and self.ordinal < 0:
+            raise UsageError("method vram keeps the frame in GPU memory: it needs a GPU (--device 0)")
+        fields = [f.name for f in ds.fields]
+        if field not in fields:
+            raise UsageError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
+        self.field, self.batch, self.segments = fields.index(field), int(batch), int(segments)
+        self.queue = headrace.Queue(backend=backend, device=None if self.ordinal < 0 else self.ordinal,
+                                    decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
+        self.file = self.queue.add_file(ds.path)
+        if not 0 <= camera_frame < len(ds.frames):
+            raise UsageError(f"{ds.path}: no frame {camera_frame} ({len(ds.frames)} frames)")
+        # One camera for the series, framed on one frame's bounding box.
+        view = _camera(width, height, fov, **parse_camera(camera, ds.frames[camera_frame].bbox))
+        self._renderer = _ext.FrameRenderer(view, _packed(background), self.ordinal, int(threads))
+
+    def render(self, frame: int) -> dict[str, Any]:
+        ds = self.dataset
+        if not 0 <= frame < len(ds.frames):
+            raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
+        stats = self._renderer.render(self.queue._native, self.file, ds.container, int(frame), self.field, self.batch,
+                                      self.segments, self.preload)
+        stats.update(method=self.method, device="cpu" if self.ordinal < 0 else self.ordinal)
+        return stats
+
+    def image(self) -> np.ndarray:
+        return self._renderer.image()
+
+    def describe(self) -> str:
+        return self.queue.describe()
+
+
+def render_streamed(source: Any, frame: int = 0, **options: Any) -> tuple[np.ndarray, dict[str, Any]]:
+    """One frame streamed from the file and drawn batch by batch (seed 000's algorithms 1 and 2): the image
+    and the frame's statistics (seconds, draw seconds, per-batch draw seconds, batches, particles, stored
+    bytes, segment waits). Options as for :class:`StreamingRenderer`; the camera is framed on this frame."""
     import headrace
 
     ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
     if not 0 <= frame < len(ds.frames):
         raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
-    if method not in METHODS:
-        raise UsageError(f"method {method!r}: expected one of {', '.join(METHODS)}")
-    backend, knobs, preload = METHODS[method]
-    ordinal = -1 if device in (None, "cpu") else int(device)
-    codecs = ds.container.chunk_table()["codec"]
-    codec = codecs[0] if len(codecs) else "none"
-    if method.startswith("compressed-") and codec != method.removeprefix("compressed-"):
-        raise UsageError(f"{ds.path}: method {method} reads {method.removeprefix('compressed-')} chunks, the file holds {codec}")
-    if preload and ordinal < 0:
-        raise UsageError("method vram keeps the frame in GPU memory: it needs a GPU (--device 0)")
-    fields = [f.name for f in ds.fields]
-    if field not in fields:
-        raise UsageError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
-    decode_on = "gpu" if ordinal >= 0 else "cpu"
-    queue = headrace.Queue(backend=backend, device=None if ordinal < 0 else ordinal, decode_on=decode_on,
-                           **{**knobs, **queue_knobs})
-    file = queue.add_file(ds.path)
-    result = _ext.render_segmented(queue._native, file, ds.container, int(frame), fields.index(field),
-                                   _camera(width, height, fov, **parse_camera(camera, ds.frames[frame].bbox)),
-                                   _packed(background), ordinal, int(batch), int(segments), preload, int(threads))
-    image = result.pop("image")
-    result.update(method=method, device="cpu" if ordinal < 0 else ordinal, describe=queue.describe())
-    return image, result
+    renderer = StreamingRenderer(ds, camera_frame=frame, **options)
+    stats = renderer.render(frame)
+    stats["describe"] = renderer.describe()
+    return renderer.image(), stats
 
 
 def render_frame(source: Any, frame: int = 0, **options: Any) -> np.ndarray:

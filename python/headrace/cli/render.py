@@ -78,12 +78,17 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"no GPU ({headrace._ext.gpu_unavailable_reason()}): drawing with the CPU reference renderer")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
     method = args.method or ("pread" if device == "cpu" else "uring-batched")
-    options = dict(camera=args.camera, field=args.field, width=args.width, height=args.height, fov=args.fov,
-                   background=background, batch=args.batch, segments=args.segments, threads=args.threads,
-                   method=method, device=device)
+    first = args.frame if args.frame is not None else parse_frames(args.frames, len(ds.frames)).start
+    if not 0 <= first < len(ds.frames):
+        raise UsageError(f"{ds.path}: no frame {first} ({len(ds.frames)} frames)")
+    # One pipeline and one camera (framed on the first frame) for the whole series.
+    renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field, width=args.width, height=args.height,
+                                        fov=args.fov, background=background, batch=args.batch, segments=args.segments,
+                                        threads=args.threads, method=method, device=device, camera_frame=first)
 
     def draw(frame: int):
-        image, stats = render.render_streamed(ds, frame, **options)
+        stats = renderer.render(frame)
+        image = renderer.image()
         if args.stats:
             console.print(f"  frame {frame}: {stats['seconds'] * 1e3:.1f} ms ({stats['draw_seconds'] * 1e3:.1f} ms drawing), "
                           f"{stats['batches']} batches, {stats['particles']} particles, "

@@ -40,6 +40,7 @@ class HostTarget {
   [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const {
     return reinterpret_cast<std::uintptr_t>(memory_.data() + s * segment_bytes_);
   }
+  void clear() { renderer_->clear(); }
   void await_load(const queue::Queue& queue, queue::FenceId fence) { queue.wait(fence); }
   bool wait_for_segment(std::uint64_t) { return false; }
   void draw(std::uint64_t s, const ParticleBatch& batch) {
@@ -76,6 +77,7 @@ class DeviceTarget {
 
   [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::device; }
   [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const { return memory_.pointer() + s * segment_bytes_; }
+  void clear() { renderer_->clear(stream_.handle()); }
   void await_load(const queue::Queue& queue, queue::FenceId fence) {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
   }
@@ -168,6 +170,7 @@ SegmentedRenderStats render_with(queue::Queue& queue, queue::FileId file, const 
     }
   };
 
+  target.clear();
   auto start = Clock::now();
   if (options.preload) {
     for (std::uint64_t b = 0; b < n; ++b) load(b, b);

@@ -43,7 +43,8 @@ struct ParticleBatch {
 [[nodiscard]] std::vector<ParticleBatch> particle_batches(const format::Container& container, std::uint32_t frame,
                                                           std::uint32_t field, std::uint64_t batch_particles);
 
-// Throws UsageError for a field that is not float32 x 8 particles or for options that cannot work, and
+// The renderer is cleared first. Throws UsageError for a field that is not float32 x 8 particles or for
+// options that cannot work, and
 // Error naming the chunk for a batch that could not be read or decoded (the frame stops there).
 // The queue's destinations must match the renderer: host (device -1) for the reference renderer, the
 // renderer's GPU for the GPU one.
