@@ -16,6 +16,12 @@ import headrace
 from headrace import FieldSpec
 
 
+@pytest.fixture(autouse=True)
+def own_profiles(tmp_path, monkeypatch):
+    """Every test has its own tuned-profile file: a profile on the machine changes no default here."""
+    monkeypatch.setenv("HEADRACE_PROFILES", str(tmp_path / "profiles.json"))
+
+
 def particles(count: int, frame: int) -> np.ndarray:
     """Deterministic particles of one frame (values differ per frame)."""
     rng = np.random.default_rng(1000 + frame)

@@ -1,4 +1,5 @@
-"""``headrace bench streamlines NATIVE.hrc HILBERT.hrc --study S --out RESULTS.csv``: seed 002's studies.
+"""``headrace bench streamlines NATIVE.hrc HILBERT.hrc --study S --out RESULTS.csv``: seed 002's studies;
+``headrace bench particles FILE [--grid | --sample N] --out RESULTS.csv``: seed 000's.
 
 Studies: io (standard vs direct I/O over chunk sizes), banks, madvise, concurrency (chunk size and
 threads against hilbert-mmap), scaling (the four implementations, strong and weak, 1 to 64 threads),
@@ -6,6 +7,14 @@ gpu (the GPU tracer against the CPU implementations on the same seeds);
 ``docs/streamlines.md`` says what each varies. Every point is measured cold (the files' pages dropped
 before each repeat). Finished rows are kept after each point, so an interrupted run resumes where it
 stopped when run again with the same --out. ``headrace plot RESULTS.csv`` draws them.
+
+particles: every configuration of the factor space (``--grid``) or ``--sample N`` of it drawn from
+per-factor distributions, each rendered frame after frame (round robin) through headrace's streaming
+renderer and measured by seed 000's algorithm 3 (docs/particles.md): pre-warm frames, the frame count
+that fills ``--wall-seconds``, draw times per frame (min, median, max), wall time per frame, segment
+waits. One row per configuration with the machine it ran on, in CSV and JSON; ``--budget`` seconds
+stops starting new ones; a configuration that cannot run (no GPU for vram, cuFile here) is a row
+saying why.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ import argparse
 
 from headrace.bench.cases.streamlines import STUDIES
 from headrace.cli._arguments import parse_size
+from headrace.errors import UsageError
 
 __all__ = ["register", "run"]
 
@@ -39,6 +49,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sl.add_argument("--repeats", type=int, default=1)
     sl.add_argument("--out", required=True, metavar="RESULTS.csv")
     sl.set_defaults(func=run)
+
+    pa = kinds.add_parser("particles", help="seed 000's streaming-method study (algorithm 3)")
+    pa.add_argument("file", metavar="FILE", help="a particle container (headrace generate particles)")
+    space = pa.add_mutually_exclusive_group()
+    space.add_argument("--grid", action="store_true", help="every combination of the levels (the default)")
+    space.add_argument("--sample", type=int, metavar="N", help="N configurations drawn from per-factor distributions")
+    pa.add_argument("--methods", default=None, help="comma-separated (default: every method this device can run)")
+    pa.add_argument("--batches", default="128000,500000,1000000", help="particles per batch")
+    pa.add_argument("--segments", default="2,4,16,64,256", help="batches in flight")
+    pa.add_argument("--staging", default="256M", help="staging sizes, comma-separated (default 256M)")
+    pa.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there)")
+    pa.add_argument("--cache", choices=("hot", "cold"), default="hot", help="page cache state of phase 3")
+    pa.add_argument("--wall-seconds", type=float, default=2.0, help="algorithm 3's T_w (default 2)")
+    pa.add_argument("--prewarm", type=int, default=4, help="algorithm 3's R_p (default 4)")
+    pa.add_argument("--gpu-iterations", type=int, default=8, help="algorithm 3's R_g (default 8)")
+    pa.add_argument("--width", type=int, default=1024)
+    pa.add_argument("--height", type=int, default=768)
+    pa.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
+    pa.add_argument("--seed", type=int, default=0, help="--sample's random seed")
+    pa.add_argument("--out", required=True, metavar="RESULTS.csv", help="rows (and RESULTS.json beside it)")
+    pa.set_defaults(func=run_particles)
 
 
 def _key(row: dict[str, object]) -> tuple[str, ...]:
@@ -69,4 +100,90 @@ def run(args: argparse.Namespace) -> int:
             write_rows(args.out, rows)  # kept after every point: Ctrl-C loses at most the one running
             advance()
     console.print(f"{args.study}: {len(points)} points in {args.out}")
+    return 0
+
+
+def particle_methods(device: int | str) -> tuple[str, ...]:
+    """Every method the device can run on this file kind: vram and cufile need a GPU."""
+    from headrace.render import METHODS
+
+    plain = tuple(m for m in METHODS if not m.startswith("compressed-"))
+    return plain if device != "cpu" else tuple(m for m in plain if m not in ("vram", "cufile"))
+
+
+def particle_device(device: str | None, doing: str) -> int | str:
+    """The GPU ordinal or "cpu" of --device; without one, GPU 0 when there is one, else the CPU, said once."""
+    import headrace
+    from headrace.cli._output import console
+
+    if device is not None:
+        return device if device == "cpu" else int(device)
+    if headrace._ext.gpu_count() > 0:
+        return 0
+    console.print(f"no GPU ({headrace._ext.gpu_unavailable_reason()}): {doing} the CPU reference renderer")
+    return "cpu"
+
+
+def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str]):
+    """The factor space of --methods (default: every method the device runs on this kind of file),
+    --batches, --segments and --staging."""
+    from headrace.bench.cases import particles as study
+    from headrace.render import METHODS
+
+    methods = tuple(args.methods.split(",")) if args.methods else (
+        particle_methods(device) if codecs == ["none"] else tuple(f"compressed-{c}" for c in codecs))
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise UsageError(f"--methods: unknown {', '.join(unknown)}; expected some of {', '.join(METHODS)}")
+    return study.Space(methods=methods, batches=tuple(int(b) for b in args.batches.split(",")),
+                       segments=tuple(int(s) for s in args.segments.split(",")),
+                       staging_bytes=tuple(parse_size(s) for s in args.staging.split(",")))
+
+
+def run_particles(args: argparse.Namespace) -> int:
+    import json
+    import time
+    from pathlib import Path
+
+    import headrace
+    from headrace.bench.cases import particles as study
+    from headrace.bench.harness import read_rows, write_rows
+    from headrace.cli._output import console, count_progress
+    from headrace.render import StreamingRenderer
+
+    device = particle_device(args.device, "measuring")
+    ds = headrace.open(args.file)
+    space = particle_space(args, device, sorted(set(ds.container.chunk_table()["codec"])))
+    configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
+    rows: list[dict[str, object]] = list(read_rows(args.out))
+    common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache}
+    done = {tuple(str(row.get(k, "")) for k in study.KEY) for row in rows}
+    todo = [c for c in configurations if tuple(str({**common, **c}[k]) for k in study.KEY) not in done]
+    if len(todo) < len(configurations):
+        console.print(f"resuming: {len(configurations) - len(todo)} of {len(configurations)} configurations already in {args.out}")
+    machine = study.machine()
+    frames = list(range(len(ds.frames)))
+    started = time.monotonic()
+    with count_progress("particles study", len(todo)) as advance:
+        for config in todo:
+            if args.budget is not None and time.monotonic() - started > args.budget:
+                console.print(f"budget of {args.budget:g} s spent: {len(rows)} rows, the rest left for a later run")
+                break
+            row: dict[str, object] = {**common, **config, **machine}
+            try:
+                renderer = StreamingRenderer(ds, method=config["method"], device=device, batch=config["batch"],
+                                             segments=config["segments"], staging_bytes=config["staging_bytes"],
+                                             width=args.width, height=args.height)
+                result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=args.prewarm,
+                                          wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations)
+                row.update(result.row())
+                row["describe"] = renderer.describe()
+            except headrace.errors.Error as why:  # said in the row, never dropped
+                row["error"] = str(why)
+            rows.append(row)
+            write_rows(args.out, rows)  # kept after every configuration: an interruption loses at most one
+            Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=2, default=str))
+            advance()
+    measured = [r for r in rows if not r.get("error")]
+    console.print(f"particles: {len(rows)} rows in {args.out} ({len(rows) - len(measured)} could not run)")
     return 0

@@ -13,7 +13,7 @@ from headrace import errors
 
 __all__ = ["main", "SUBCOMMANDS"]
 
-SUBCOMMANDS = ("info", "generate", "convert", "inspect", "verify", "read", "stream", "trace", "render", "probe", "bench", "plot",
+SUBCOMMANDS = ("info", "generate", "convert", "inspect", "verify", "read", "stream", "trace", "render", "probe", "bench", "tune", "plot",
                "demo")
 
 

@@ -3,7 +3,9 @@
 Streamline studies (seed 002): scaling draws time against threads per implementation (strong and weak
 side by side, like the paper's figure 8); io and concurrency draw time against the Hilbert unit size per
 thread count (figures 4 and 7; hilbert-mmap as a dashed line); banks against the bank count (figure 5);
-madvise against threads per interval (figure 6). One panel per study found in the file.
+madvise against threads per interval (figure 6). Particle studies (seed 000, ``headrace bench
+particles``): wall-clock frame time against the batch size per method, the best over the other factors
+(figure 5), and the waits for a free segment per frame (figure 9). One panel per study found in the file.
 """
 
 from __future__ import annotations
@@ -30,17 +32,40 @@ def _series(rows, x: str, label) -> dict[str, list[tuple[float, float]]]:
     return {name: sorted(points) for name, points in sorted(lines.items())}
 
 
+SECONDS = "time to completion (s)"
+
+
+def _particle_panels(rows):
+    """Seed 000's figures 5 and 9 from the rows that measured something."""
+    measured = [r for r in rows if r.get("frame_seconds") not in (None, "")]
+    if not measured:
+        return
+    best: dict[str, dict[float, float]] = defaultdict(dict)
+    waits: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in measured:
+        batch, name = float(r["batch"]), r["method"]
+        best[name][batch] = min(best[name].get(batch, float("inf")), float(r["frame_seconds"]))
+        waits[name][batch].append(float(r["segment_waits_per_frame"]))
+    yield ("frame time per method (seed 000, figure 5)", "particles per batch", "wall-clock frame time (s)",
+           {m: sorted(points.items()) for m, points in sorted(best.items())}, True, True)
+    yield ("waits for a free segment (figure 9)", "particles per batch", "waits per frame (mean)",
+           {m: sorted((b, sum(v) / len(v)) for b, v in points.items()) for m, points in sorted(waits.items())}, True, False)
+
+
 def _panels(rows):
-    """(title, x label, series, log x) per panel, from the studies present."""
+    """(title, x label, y label, series, log x, log y) per panel, from the studies present."""
+    yield from _particle_panels(rows)
     by_study: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
-        by_study[row.get("study", "")].append(row)
+        if row.get("study"):
+            by_study[row["study"]].append(row)
     for study, group in by_study.items():
         if study == "scaling":
             for scaling in ("strong", "weak"):
                 part = [r for r in group if r.get("scaling") == scaling]
                 if part:
-                    yield f"{scaling} scaling", "threads", _series(part, "threads", lambda r: r["implementation"]), True
+                    yield (f"{scaling} scaling", "threads", SECONDS,
+                           _series(part, "threads", lambda r: r["implementation"]), True, True)
         elif study in ("io", "concurrency"):
             user = [r for r in group if r["implementation"] == "hilbert-user"]
             label = (lambda r: f"{'direct' if r['direct'] == 'True' else 'standard'} I/O, {r['threads']} threads") \
@@ -50,12 +75,12 @@ def _panels(rows):
                 xs = [p for line in series.values() for p, _ in line] or [1.0]
                 series[f"hilbert-mmap, {r['threads']} threads"] = [(min(xs), float(r["seconds_min"])),
                                                                    (max(xs), float(r["seconds_min"]))]
-            yield f"{study}: time against chunk size", "chunk size (pages)", series, True
+            yield f"{study}: time against chunk size", "chunk size (pages)", SECONDS, series, True, True
         elif study == "banks":
-            yield "banks", "banks", _series(group, "banks", lambda r: f"{r['unit_pages']} pages"), True
+            yield "banks", "banks", SECONDS, _series(group, "banks", lambda r: f"{r['unit_pages']} pages"), True, True
         elif study == "madvise":
-            yield "madvise", "threads", _series(group, "threads",
-                                                lambda r: f"{r['implementation']}, every {r['madvise_interval_s']} s"), True
+            yield "madvise", "threads", SECONDS, _series(group, "threads",
+                                                         lambda r: f"{r['implementation']}, every {r['madvise_interval_s']} s"), True, True
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,16 +98,17 @@ def run(args: argparse.Namespace) -> int:
     if not panels:
         raise UsageError(f"{args.results}: no rows of a study this command draws")
     figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    names = dict.fromkeys(name for _, _, series, _ in panels for name in series)
+    names = dict.fromkeys(name for _, _, _, series, _, _ in panels for name in series)
     colors = {name: f"C{n % 10}" for n, name in enumerate(names)}  # one colour per series in every panel
-    for axis, (title, xlabel, series, log_x) in zip(axes[0], panels):
+    for axis, (title, xlabel, ylabel, series, log_x, log_y) in zip(axes[0], panels):
         for name, points in series.items():
             style = "--" if name.startswith("hilbert-mmap,") else "-o"
             axis.plot([p for p, _ in points], [t for _, t in points], style, label=name, markersize=4, color=colors[name])
-        axis.set(title=title, xlabel=xlabel, ylabel="time to completion (s)")
+        axis.set(title=title, xlabel=xlabel, ylabel=ylabel)
         if log_x:
             axis.set_xscale("log", base=2)
-        axis.set_yscale("log")
+        if log_y:
+            axis.set_yscale("log")
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=7)
     figure.tight_layout()

@@ -38,9 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--camera", default="orbit:30,20", help="orbit:AZ,EL[,DIST] or lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]")
     parser.add_argument("--fov", type=float, default=45.0, help="vertical field of view in degrees (default 45)")
     parser.add_argument("--background", default="0,0,0", help="R,G,B in 0..255 (default black)")
-    parser.add_argument("--batch", type=int, default=1 << 20, help="particles per batch (default 1048576)")
-    parser.add_argument("--segments", type=int, default=4, help="batches in flight (default 4)")
-    parser.add_argument("--method", default=None, help="streaming method (default: uring-batched on a GPU, pread on the CPU)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="particles per batch (default: the tuned profile's, headrace tune, else 1048576)")
+    parser.add_argument("--segments", type=int, default=None, help="batches in flight (default: the profile's, else 4)")
+    parser.add_argument("--method", default=None,
+                        help="streaming method (default: the profile's, else uring-batched on a GPU, pread on the CPU)")
     parser.add_argument("--field", default="particles", help="the particle field (default particles)")
     parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads of the reference renderer (default: all)")
@@ -71,20 +73,32 @@ def run(args: argparse.Namespace) -> int:
     if len(background) != 3 or not all(0 <= c <= 255 for c in background):
         raise UsageError(f"--background {args.background!r}: expected R,G,B in 0..255")
     ds = headrace.open(args.file)
-    device = args.device
-    if device is None:
-        device = 0 if headrace._ext.gpu_count() > 0 else "cpu"
-        if device == "cpu":
-            console.print(f"no GPU ({headrace._ext.gpu_unavailable_reason()}): drawing with the CPU reference renderer")
+    from headrace.cli.bench import particle_device
+
+    device = particle_device(args.device, "drawing with")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
-    method = args.method or ("pread" if device == "cpu" else "uring-batched")
+    codecs = sorted(set(ds.container.chunk_table()["codec"]))
+    plain_default = "pread" if device == "cpu" else "uring-batched"
+    tuned = {"method": plain_default if codecs == ["none"] else f"compressed-{codecs[0]}", "batch": 1 << 20,
+             "segments": 4, "staging_bytes": 256 << 20}
+    if None in (args.method, args.batch, args.segments):
+        from headrace import tune
+
+        profile = tune.load_profile(device, codecs[0]) if len(codecs) == 1 else None
+        if profile:
+            tuned.update({k: profile[k] for k in tuned if k in profile})
+            console.print(f"this machine's tuned profile ({tune.profile_path()}): {tuned['method']}, "
+                          f"{tuned['batch']} particles per batch, {tuned['segments']} in flight")
+    method = args.method or tuned["method"]
+    batch, segments = args.batch or tuned["batch"], args.segments or tuned["segments"]
     first = args.frame if args.frame is not None else parse_frames(args.frames, len(ds.frames)).start
     if not 0 <= first < len(ds.frames):
         raise UsageError(f"{ds.path}: no frame {first} ({len(ds.frames)} frames)")
     # One pipeline and one camera (framed on the first frame) for the whole series.
     renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field, width=args.width, height=args.height,
-                                        fov=args.fov, background=background, batch=args.batch, segments=args.segments,
-                                        threads=args.threads, method=method, device=device, camera_frame=first)
+                                        fov=args.fov, background=background, batch=batch, segments=segments,
+                                        threads=args.threads, method=method, device=device, camera_frame=first,
+                                        staging_bytes=tuned["staging_bytes"])
 
     def draw(frame: int):
         stats = renderer.render(frame)

@@ -19,12 +19,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("file")
     parser.add_argument("--fields", help="comma-separated fields (default: all)")
     parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
-    parser.add_argument("--backend", default="uring", choices=("posix", "direct", "mmap", "uring", "ram", "cufile"),
-                        help="host backend into pinned staging, or cufile: straight into GPU memory")
+    parser.add_argument("--backend", default=None, choices=("posix", "direct", "mmap", "uring", "ram", "cufile"),
+                        help="host backend into pinned staging, or cufile: straight into GPU memory (default: "
+                             "the backend of this machine's tuned profile, headrace tune, else uring)")
     parser.add_argument("--codec-on", choices=("gpu", "cpu"), default="gpu", help="where compressed chunks are decoded")
     parser.add_argument("--prefetch", type=int, default=3, help="frames in flight (2: double buffering, 3: triple)")
     parser.add_argument("--loop", type=int, default=1, help="play the frames this many times")
-    parser.add_argument("--staging-bytes", type=int, default=256 << 20, help="pinned staging (default 256 MiB)")
+    parser.add_argument("--staging-bytes", type=int, default=None,
+                        help="pinned staging (default: the tuned profile's, else 256 MiB)")
     parser.add_argument("--pin-files", action="store_true",
                         help="page-lock the file and copy frames by DMA from the page cache (hot data sets that fit in RAM)")
     parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
@@ -74,8 +76,19 @@ def run(args: argparse.Namespace) -> int:
     ds = headrace.open(args.file)
     device = choose_device(args.device)
     fields = args.fields.split(",") if args.fields else None
-    stream = ds.stream(fields, device=device, prefetch=args.prefetch, backend=args.backend, decode_on=args.codec_on,
-                       loop=args.loop, staging_bytes=args.staging_bytes, pin_files=args.pin_files,
+    backend, staging = args.backend or "uring", args.staging_bytes or 256 << 20
+    if args.backend is None or args.staging_bytes is None:
+        from headrace import tune
+        from headrace.render import METHODS
+
+        codecs = sorted(set(ds.container.chunk_table()["codec"]))
+        profile = tune.load_profile("cpu" if device is None else device, codecs[0]) if len(codecs) == 1 else None
+        if profile and profile.get("method") in METHODS:
+            backend = args.backend or METHODS[profile["method"]][0]
+            staging = args.staging_bytes or int(profile["staging_bytes"])
+            console.print(f"this machine's tuned profile ({tune.profile_path()}): {backend}, {staging >> 20} MiB staging")
+    stream = ds.stream(fields, device=device, prefetch=args.prefetch, backend=backend, decode_on=args.codec_on,
+                       loop=args.loop, staging_bytes=staging, pin_files=args.pin_files,
                        **backend_options(args))
     started = time.perf_counter()
     for frame in stream:

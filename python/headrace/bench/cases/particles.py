@@ -1,0 +1,152 @@
+"""Seed 000's particle-streaming study on Linux: each configuration renders the file's frames round
+robin through :class:`headrace.render.StreamingRenderer` and is measured by the paper's algorithm 3.
+
+1. Pre-warm: render ``prewarm`` frames, time them, and grow the frame count until it fills the target
+   wall time ``wall_seconds`` (``p = max(1, ceil(T_w * p / elapsed))`` until it no longer grows).
+2. Draw times: ``gpu_iterations`` frames, each one's draw time (CUDA events around every batch's passes
+   on a GPU, wall time on the CPU), summed per frame: min, median, max.
+3. Wall time: ``p`` frames, each from its first request to its last pass (the pipeline is set up once,
+   before the clock; vram's frame is loaded before it): total, and per frame. Cold: the file's pages are
+   dropped before every frame of phase 3, outside the clock; hot: the frames follow one another.
+
+The factors (seed 000's): ``method``, ``batch`` (particles per batch), ``segments`` (batches in flight)
+and ``staging_bytes``. :func:`grid` enumerates a space; :func:`sample` draws ``n`` configurations from
+per-factor distributions (the paper's proposed fix: sample the space instead of gridding it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import platform
+import random
+import statistics
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from headrace.bench.harness import drop_page_cache
+
+__all__ = ["Space", "grid", "sample", "algorithm3", "machine", "KEY"]
+
+# What makes two rows the same configuration (a resumed run skips those already measured).
+KEY = ("file", "device", "cache", "method", "batch", "segments", "staging_bytes")
+
+
+@dataclass(frozen=True)
+class Space:
+    """The factor levels of a study (seed 000: batches of 128k, 500k and 1M particles; 2 to 256 in flight)."""
+
+    methods: tuple[str, ...] = ("ram", "mmap-all", "mmap-segment", "mmap-batch", "pread", "direct", "uring-naive",
+                                "uring-batched")
+    batches: tuple[int, ...] = (128_000, 500_000, 1_000_000)
+    segments: tuple[int, ...] = (2, 4, 16, 64, 256)
+    staging_bytes: tuple[int, ...] = (64 << 20, 256 << 20, 1 << 30)
+
+
+def grid(space: Space) -> Iterator[dict[str, Any]]:
+    for method in space.methods:
+        for batch in space.batches:
+            for segments in space.segments:
+                for staging in space.staging_bytes:
+                    yield dict(method=method, batch=batch, segments=segments, staging_bytes=staging)
+
+
+def sample(space: Space, n: int, seed: int = 0) -> Iterator[dict[str, Any]]:
+    """``n`` distinct configurations: the method and the staging size uniform over their levels, the batch
+    size log-uniform between the smallest and largest level, the segments log-uniform over powers of two."""
+    rng = random.Random(seed)
+    seen: set[tuple[Any, ...]] = set()
+    low, high = math.log(min(space.batches)), math.log(max(space.batches))
+    lo_seg, hi_seg = int(math.log2(min(space.segments))), int(math.log2(max(space.segments)))
+    for _ in range(100 * n):
+        if len(seen) == n:
+            return
+        config = dict(method=rng.choice(space.methods), batch=int(round(math.exp(rng.uniform(low, high)), -3)),
+                      segments=2 ** rng.randint(lo_seg, hi_seg), staging_bytes=rng.choice(space.staging_bytes))
+        key = tuple(config.values())
+        if key not in seen:
+            seen.add(key)
+            yield config
+
+
+def machine() -> dict[str, Any]:
+    """What the row was measured on: CPU, cores, memory, GPU, kernel."""
+    from headrace import _ext
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    environment = _ext.gpu_environment()
+    gpus = environment.get("gpus") or []
+    gpu = "; ".join(str(d.get("name", d)) for d in gpus) if gpus else "none"
+    return {"machine_cpu": cpu, "machine_cores": os.cpu_count(), "machine_memory_gib": round(memory, 1),
+            "machine_gpu": gpu, "machine_kernel": platform.release()}
+
+
+@dataclass
+class Algorithm3:
+    """One configuration's result: the paper's three outputs and the run's counters."""
+
+    prewarm_frames: int
+    wall_frames: int
+    wall_seconds: float
+    draw_seconds: list[float] = field(default_factory=list)  # phase 2, per frame, sorted
+    segment_waits: int = 0
+    stored_bytes: int = 0
+    particles_per_frame: int = 0
+    batches_per_frame: int = 0
+
+    def row(self) -> dict[str, Any]:
+        draws = self.draw_seconds
+        return {"frame_seconds": self.wall_seconds / self.wall_frames, "wall_seconds": self.wall_seconds,
+                "wall_frames": self.wall_frames, "prewarm_frames": self.prewarm_frames,
+                "draw_min_s": draws[0], "draw_median_s": statistics.median(draws), "draw_max_s": draws[-1],
+                "segment_waits_per_frame": self.segment_waits / self.wall_frames,
+                "stored_bytes_per_frame": self.stored_bytes // self.wall_frames,
+                "particles_per_frame": self.particles_per_frame, "batches_per_frame": self.batches_per_frame}
+
+
+def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int = 4, wall_seconds: float = 2.0,
+               gpu_iterations: int = 8, max_frames: int = 1000) -> Algorithm3:
+    """Seed 000's algorithm 3 over ``renderer`` (a StreamingRenderer), frames round robin."""
+    turn = 0
+
+    def next_frame() -> int:
+        nonlocal turn
+        frame = frames[turn % len(frames)]
+        turn += 1
+        return frame
+
+    # Phase 1: pre-warm, and the frame count that fills wall_seconds.
+    p = prewarm
+    while True:
+        start = time.perf_counter()
+        for _ in range(p):
+            renderer.render(next_frame())
+        elapsed = time.perf_counter() - start
+        q = min(max_frames, max(1, math.ceil(wall_seconds * p / max(elapsed, 1e-9))))
+        if q <= p:
+            break
+        p = q
+    # Phase 2: per-frame draw times.
+    draws = sorted(renderer.render(next_frame())["draw_seconds"] for _ in range(gpu_iterations))
+    # Phase 3: wall time over p frames.
+    paths = [renderer.dataset.path]
+    total, waits, stored, last = 0.0, 0, 0, {}
+    for _ in range(p):
+        frame = next_frame()
+        if cache == "cold":
+            drop_page_cache(paths)
+        last = renderer.render(frame)
+        total += last["seconds"]
+        waits += last["segment_waits"]
+        stored += last["stored_bytes"]
+    return Algorithm3(prewarm_frames=prewarm, wall_frames=p, wall_seconds=total, draw_seconds=draws,
+                      segment_waits=waits, stored_bytes=stored, particles_per_frame=last["particles"],
+                      batches_per_frame=last["batches"])

@@ -1,0 +1,132 @@
+"""``headrace tune``: the best streaming configuration for this machine and data set, found within a
+time budget (seed 000's open question: which configuration is best here, found automatically).
+
+The search: random sampling of the factor space for the first half of the budget, then refinement of the
+best: its neighbours (the next level up and down of each factor, and each other method at its factors)
+measured while they improve on it, until the budget is spent. Each configuration is measured with seed
+000's algorithm 3 (:mod:`headrace.bench.cases.particles`) over a short wall time. The winner is stored as
+this machine's profile (``$HEADRACE_PROFILES`` or ``~/.config/headrace/profiles.json``, one entry per
+machine, device and codec) and becomes the default of ``headrace render`` and of the streamer's backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from headrace.bench.cases import particles as study
+from headrace.errors import Error
+
+__all__ = ["Tuning", "tune", "profile_path", "load_profile", "save_profile", "machine_key"]
+
+FACTORS = ("batch", "segments", "staging_bytes")
+
+
+@dataclass
+class Tuning:
+    best: dict[str, Any]
+    best_seconds: float
+    evaluations: list[dict[str, Any]] = field(default_factory=list)  # every configuration and its frame time
+
+
+def _levels(space: study.Space) -> dict[str, tuple[Any, ...]]:
+    return {"batch": tuple(sorted(space.batches)), "segments": tuple(sorted(space.segments)),
+            "staging_bytes": tuple(sorted(space.staging_bytes))}
+
+
+def _neighbours(config: dict[str, Any], space: study.Space) -> list[dict[str, Any]]:
+    levels = _levels(space)
+    out = []
+    for factor in FACTORS:
+        values = levels[factor]
+        if config[factor] in values:
+            i = values.index(config[factor])
+            out += [{**config, factor: values[j]} for j in (i - 1, i + 1) if 0 <= j < len(values)]
+    out += [{**config, "method": m} for m in space.methods if m != config["method"]]
+    return out
+
+
+def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget_seconds: float, *, seed: int = 0,
+         start_with: tuple[dict[str, Any], ...] = (), clock: Callable[[], float] = time.monotonic) -> Tuning:
+    """Searches ``space`` for the configuration of least frame time: ``evaluate(config)`` returns its frame
+    time in seconds, or raises headrace.Error when it cannot run (skipped). ``start_with`` (the defaults,
+    say) are measured first, so the result is never worse than they measured."""
+    start = clock()
+    seen: dict[tuple[Any, ...], float] = {}
+    evaluations: list[dict[str, Any]] = []
+
+    def run(config: dict[str, Any]) -> float:
+        key = tuple(config[k] for k in ("method", *FACTORS))
+        if key not in seen:
+            try:
+                seen[key] = evaluate(config)
+            except Error as why:
+                seen[key] = float("inf")
+                evaluations.append({**config, "error": str(why)})
+                return seen[key]
+            evaluations.append({**config, "frame_seconds": seen[key]})
+        return seen[key]
+
+    rng = random.Random(seed)
+    grid = list(study.grid(space))
+    rng.shuffle(grid)
+    best, best_time = None, float("inf")
+    for config in [*start_with, *grid]:  # phase 1: random sampling, half the budget (and at least one point)
+        if best is not None and clock() - start > budget_seconds / 2:
+            break
+        seconds = run(config)
+        if seconds < best_time:
+            best, best_time = config, seconds
+    improved = best is not None
+    while improved and clock() - start <= budget_seconds:  # phase 2: hill-climb from the best
+        improved = False
+        for config in _neighbours(best, space):
+            if clock() - start > budget_seconds:
+                break
+            seconds = run(config)
+            if seconds < best_time:
+                best, best_time, improved = config, seconds, True
+                break
+    if best is None or best_time == float("inf"):
+        raise Error("tune: no configuration could run: " + "; ".join(e.get("error", "") for e in evaluations[:3]))
+    return Tuning(best=best, best_seconds=best_time, evaluations=evaluations)
+
+
+def profile_path() -> Path:
+    return Path(os.environ.get("HEADRACE_PROFILES") or Path.home() / ".config" / "headrace" / "profiles.json")
+
+
+def machine_key(device: int | str) -> str:
+    m = study.machine()
+    return f"{m['machine_cpu']} x{m['machine_cores']} | {m['machine_gpu']} | device {device}"
+
+
+def load_profile(device: int | str, codec: str = "none") -> dict[str, Any] | None:
+    """The tuned configuration of this machine, device and codec, or None."""
+    try:
+        profiles = json.loads(profile_path().read_text())
+    except (OSError, ValueError):
+        return None
+    return profiles.get(machine_key(device), {}).get(codec)
+
+
+def save_profile(device: int | str, codec: str, config: dict[str, Any], frame_seconds: float, source: str) -> Path:
+    """Stores the winner (through a temporary file and rename); returns the file."""
+    path = profile_path()
+    try:
+        profiles = json.loads(path.read_text())
+    except (OSError, ValueError):
+        profiles = {}
+    profiles.setdefault(machine_key(device), {})[codec] = {**config, "frame_seconds": frame_seconds, "tuned_on": source,
+                                                           "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(profiles, indent=2))
+    os.replace(partial, path)
+    return path

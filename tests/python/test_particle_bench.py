@@ -1,0 +1,115 @@
+"""headrace bench particles, algorithm 3, the sampling of the factor space, headrace tune and its profile."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+
+import headrace
+from headrace import tune
+from headrace.bench.cases import particles as study
+from headrace.cli.main import main
+from headrace.generate import generate_particles
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    path = tmp_path_factory.mktemp("bench") / "p.hrc"
+    generate_particles(path, particles=6000, frames=2, seed=1, chunk_size_bytes=16 << 10)  # about 512 to a chunk
+    return path
+
+
+def test_grid_and_sample_cover_the_space():
+    space = study.Space(methods=("pread", "direct"), batches=(1000, 8000), segments=(2, 16), staging_bytes=(1 << 20,))
+    assert len(list(study.grid(space))) == 2 * 2 * 2
+    drawn = list(study.sample(space, 5, seed=3))
+    assert len(drawn) == 5 and len({tuple(c.values()) for c in drawn}) == 5
+    assert drawn == list(study.sample(space, 5, seed=3))  # seeded
+    for c in drawn:
+        assert c["method"] in space.methods and 1000 <= c["batch"] <= 8000 and c["segments"] in (2, 4, 8, 16)
+
+
+class FakeRenderer:
+    """Each frame takes `seconds`; counts the frames it drew."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.frames = seconds, []
+        self.dataset = type("D", (), {"path": "/dev/null"})()
+
+    def render(self, frame):
+        import time
+
+        time.sleep(self.seconds)
+        self.frames.append(frame)
+        return {"seconds": self.seconds, "draw_seconds": self.seconds / 2, "segment_waits": 1, "stored_bytes": 100,
+                "particles": 10, "batches": 2}
+
+
+def test_algorithm3_fills_the_wall_time_and_reports_the_papers_outputs():
+    fake = FakeRenderer(0.01)
+    result = study.algorithm3(fake, [0, 1, 2], cache="hot", prewarm=2, wall_seconds=0.1, gpu_iterations=3)
+    assert 5 <= result.wall_frames <= 20  # about 0.1 s of 0.01 s frames
+    row = result.row()
+    assert row["frame_seconds"] == pytest.approx(0.01) and row["draw_median_s"] == pytest.approx(0.005)
+    assert row["segment_waits_per_frame"] == 1 and row["stored_bytes_per_frame"] == 100
+    assert fake.frames[:4] == [0, 1, 2, 0]  # round robin
+
+
+def test_tune_finds_the_grids_best_within_its_budget():
+    space = study.Space(methods=("a", "b", "c"), batches=(1, 2, 4, 8), segments=(2, 4, 8, 16, 32), staging_bytes=(1, 2))
+
+    def cost(c):  # one valley: method b, batch 4, segments 8, staging 2
+        if c["method"] == "c" and c["batch"] == 8:
+            raise headrace.Error("cannot run")
+        return ({"a": 2.0, "b": 1.0, "c": 1.5}[c["method"]] + abs(math.log2(c["batch"]) - 2)
+                + abs(math.log2(c["segments"]) - 3) + (2 - c["staging_bytes"]))
+
+    ticks = iter(range(10**6))
+    result = tune.tune(cost, space, budget_seconds=60, seed=5, clock=lambda: next(ticks))
+    best = min(cost(c) for c in study.grid(space) if not (c["method"] == "c" and c["batch"] == 8))
+    assert result.best_seconds <= 1.05 * best
+    assert len(result.evaluations) < len(list(study.grid(space)))  # found without measuring everything
+    start = {"method": "b", "batch": 4, "segments": 8, "staging_bytes": 2}
+    seeded = tune.tune(cost, space, budget_seconds=1, seed=5, start_with=(start,), clock=lambda: next(ticks))
+    assert seeded.evaluations[0] == {**start, "frame_seconds": 1.0} and seeded.best == start
+
+
+def test_bench_particles_measures_resumes_and_plots(small, tmp_path, capsys):
+    out, figure = tmp_path / "p.csv", tmp_path / "p.png"
+    command = ["bench", "particles", str(small), "--device", "cpu", "--methods", "pread,mmap-batch,vram",
+               "--batches", "1000,3000", "--segments", "2", "--wall-seconds", "0.05", "--prewarm", "1",
+               "--gpu-iterations", "2", "--width", "64", "--height", "48", "--out", str(out)]
+    assert main(command) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert len(rows) == 3 * 2
+    measured = [r for r in rows if not r.get("error")]
+    assert {r["method"] for r in measured} == {"pread", "mmap-batch"}
+    assert all("needs a GPU" in r["error"] for r in rows if r["method"] == "vram")  # said, not dropped
+    for r in measured:
+        assert float(r["frame_seconds"]) > 0 and float(r["draw_min_s"]) <= float(r["draw_median_s"]) <= float(r["draw_max_s"])
+        assert int(r["particles_per_frame"]) == 6000 and int(r["machine_cores"]) >= 1
+    # Chunks of 512 (and 368 last): two chunks pass 1000, so each is a batch, but the last two share one.
+    assert {r["batches_per_frame"] for r in measured if r["batch"] == "1000"} == {"11"}
+    assert len(json.loads(out.with_suffix(".json").read_text())) == 6
+    capsys.readouterr()
+    assert main(command) == 0
+    assert "6 of 6 configurations already" in " ".join(capsys.readouterr().out.split())
+    assert main(["plot", str(out), "--out", str(figure)]) == 0
+    assert figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tune_stores_a_profile_that_render_uses(small, tmp_path, capsys):
+    assert main(["tune", str(small), "--device", "cpu", "--budget", "3", "--methods", "pread,mmap-all",
+                 "--batches", "1000,3000", "--segments", "2,4", "--staging", "16M", "--wall-seconds", "0.02",
+                 "--width", "64", "--height", "48", "--compare-grid"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "tuned in" in said and "tuned / grid best" in said
+    profile = tune.load_profile("cpu", "none")
+    assert profile["method"] in ("pread", "mmap-all") or profile["batch"] == 1 << 20
+    assert main(["render", str(small), "--frame", "0", "--out", str(tmp_path / "f.png"), "--device", "cpu",
+                 "--width", "32", "--height", "24"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "tuned profile" in said and f"{profile['method']} on the CPU" in said
