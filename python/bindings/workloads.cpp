@@ -10,6 +10,7 @@
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
+#include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/workloads/particles/camera.hpp"
 #include "headrace/workloads/particles/reference_renderer.hpp"
 #include "headrace/workloads/particles/segmented_render.hpp"
@@ -85,7 +86,18 @@ class FrameRenderer {
     return gpu_ ? pt::render_segmented(q, file, container, frame, field, *gpu_, options)
                 : pt::render_segmented(q, file, container, frame, field, *cpu_, options);
   }
-  [[nodiscard]] std::vector<std::uint32_t> image() const { return gpu_ ? gpu_->image(nullptr) : cpu_->image(); }
+  // The peer's path (KvikIO into CuPy arrays): the caller puts a batch in GPU memory, we draw it.
+  void clear(std::uintptr_t stream) {
+    if (!gpu_) throw UsageError("clear(stream) and draw_device draw on a GPU; this renderer is the CPU reference");
+    gpu_->clear(reinterpret_cast<gpu::CUstream>(stream));
+  }
+  void draw_device(std::uintptr_t particles, std::uint64_t count, std::uint32_t first_index, std::uintptr_t stream) {
+    if (!gpu_) throw UsageError("clear(stream) and draw_device draw on a GPU; this renderer is the CPU reference");
+    gpu_->draw(particles, count, first_index, reinterpret_cast<gpu::CUstream>(stream));
+  }
+  [[nodiscard]] std::vector<std::uint32_t> image(std::uintptr_t stream = 0) const {
+    return gpu_ ? gpu_->image(reinterpret_cast<gpu::CUstream>(stream)) : cpu_->image();
+  }
   [[nodiscard]] const pt::Camera& camera() const { return camera_; }
 
  private:
@@ -205,11 +217,12 @@ void bind_workloads(nb::module_& m) {
            "threads"_a = 0u, nb::call_guard<nb::gil_scoped_release>())
       .def("render",
            [](FrameRenderer& self, queue::Queue& q, queue::FileId file, const format::Container& container,
-              std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles, unsigned segments, bool preload) {
+              std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles, unsigned segments, bool preload,
+              bool draw) {
              pt::SegmentedRenderStats stats;
              {
                nb::gil_scoped_release release;
-               stats = self.render(q, file, container, frame, field, {batch_particles, segments, preload});
+               stats = self.render(q, file, container, frame, field, {batch_particles, segments, preload, draw});
              }
              nb::dict result;
              result["seconds"] = stats.seconds;
@@ -222,9 +235,22 @@ void bind_workloads(nb::module_& m) {
              return result;
            },
            "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "batch_particles"_a, "segments"_a, "preload"_a,
-           "Seed 000's streaming render loop over one frame (cleared first): its statistics.")
-      .def("image", [](const FrameRenderer& self) { return image_array(self.image(), self.camera()); },
-           "The last frame's (height, width, 4) uint8 RGBA.");
+           "draw"_a = true, "Seed 000's streaming render loop over one frame (cleared first): its statistics.")
+      .def("clear", &FrameRenderer::clear, "stream"_a = 0, "Back to the background, on a CUDA stream (GPU only).")
+      .def("draw_device", &FrameRenderer::draw_device, "particles"_a, "count"_a, "first_index"_a, "stream"_a = 0,
+           "Draws `count` particles already in GPU memory at address `particles` (GPU only), on a CUDA stream.")
+      .def("image", [](const FrameRenderer& self, std::uintptr_t stream) { return image_array(self.image(stream), self.camera()); },
+           "stream"_a = 0, "The image (height, width, 4) uint8 RGBA, once `stream` has finished.");
+
+  m.def("particle_batches",
+        [](const format::Container& container, std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles) {
+          nb::list out;
+          for (const auto& b : pt::particle_batches(container, frame, field, batch_particles))
+            out.append(nb::make_tuple(b.first_chunk, b.chunk_count, b.first_particle, b.particles));
+          return out;
+        },
+        "container"_a, "frame"_a, "field"_a, "batch_particles"_a,
+        "The batches of seed 000's loop: (first chunk, chunks, first particle, particles), whole chunks each.");
 
   m.def("feature_seeds",
         [](const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame, unsigned threads) {

@@ -131,12 +131,13 @@ class StreamingRenderer:
         view = _camera(width, height, fov, **parse_camera(camera, ds.frames[camera_frame].bbox))
         self._renderer = _ext.FrameRenderer(view, _packed(background), self.ordinal, int(threads))
 
-    def render(self, frame: int) -> dict[str, Any]:
+    def render(self, frame: int, *, draw: bool = True) -> dict[str, Any]:
+        """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap)."""
         ds = self.dataset
         if not 0 <= frame < len(ds.frames):
             raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
         stats = self._renderer.render(self.queue._native, self.file, ds.container, int(frame), self.field, self.batch,
-                                      self.segments, self.preload)
+                                      self.segments, self.preload, draw)
         stats.update(method=self.method, device="cpu" if self.ordinal < 0 else self.ordinal)
         return stats
 

@@ -81,7 +81,7 @@ def test_bench_particles_measures_resumes_and_plots(small, tmp_path, capsys):
     out, figure = tmp_path / "p.csv", tmp_path / "p.png"
     command = ["bench", "particles", str(small), "--device", "cpu", "--methods", "pread,mmap-batch,vram",
                "--batches", "1000,3000", "--segments", "2", "--wall-seconds", "0.05", "--prewarm", "1",
-               "--gpu-iterations", "2", "--width", "64", "--height", "48", "--out", str(out)]
+               "--gpu-iterations", "2", "--width", "64", "--height", "48", "--overlap", "--out", str(out)]
     assert main(command) == 0
     rows = list(csv.DictReader(open(out)))
     assert len(rows) == 3 * 2
@@ -91,6 +91,7 @@ def test_bench_particles_measures_resumes_and_plots(small, tmp_path, capsys):
     for r in measured:
         assert float(r["frame_seconds"]) > 0 and float(r["draw_min_s"]) <= float(r["draw_median_s"]) <= float(r["draw_max_s"])
         assert int(r["particles_per_frame"]) == 6000 and int(r["machine_cores"]) >= 1
+        assert float(r["stream_only_s"]) > 0 and float(r["overlap_ratio"]) > 0
     # Chunks of 512 (and 368 last): two chunks pass 1000, so each is a batch, but the last two share one.
     assert {r["batches_per_frame"] for r in measured if r["batch"] == "1000"} == {"11"}
     assert len(json.loads(out.with_suffix(".json").read_text())) == 6
@@ -113,3 +114,18 @@ def test_tune_stores_a_profile_that_render_uses(small, tmp_path, capsys):
                  "--width", "32", "--height", "24"]) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert "tuned profile" in said and f"{profile['method']} on the CPU" in said
+
+
+@pytest.mark.gpu
+def test_the_kvikio_peer_draws_the_same_frame(small):
+    pytest.importorskip("kvikio")
+    from headrace import render
+
+    ds = headrace.open(small)
+    peer = study.kvikio_renderer(ds, device=0, batch=1000, width=64, height=48)
+    stats = peer.render(1)
+    assert stats["particles"] == 6000 and stats["stored_bytes"] == 6000 * 32
+    expected = render.render_frame(ds, 1, device="cpu", width=64, height=48)  # every frame has the unit box
+    import numpy as np
+
+    np.testing.assert_array_equal(peer.image(), expected)

@@ -68,6 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pa.add_argument("--height", type=int, default=768)
     pa.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
     pa.add_argument("--seed", type=int, default=0, help="--sample's random seed")
+    pa.add_argument("--overlap", action="store_true",
+                    help="also stream each configuration's frames without drawing: frame time over max(streaming "
+                         "alone, drawing alone) (seed 000's overlap)")
     pa.add_argument("--out", required=True, metavar="RESULTS.csv", help="rows (and RESULTS.json beside it)")
     pa.set_defaults(func=run_particles)
 
@@ -132,9 +135,9 @@ def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str
 
     methods = tuple(args.methods.split(",")) if args.methods else (
         particle_methods(device) if codecs == ["none"] else tuple(f"compressed-{c}" for c in codecs))
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in METHODS and m != "kvikio"]
     if unknown:
-        raise UsageError(f"--methods: unknown {', '.join(unknown)}; expected some of {', '.join(METHODS)}")
+        raise UsageError(f"--methods: unknown {', '.join(unknown)}; expected some of {', '.join(METHODS)}, kvikio")
     return study.Space(methods=methods, batches=tuple(int(b) for b in args.batches.split(",")),
                        segments=tuple(int(s) for s in args.segments.split(",")),
                        staging_bytes=tuple(parse_size(s) for s in args.staging.split(",")))
@@ -171,13 +174,23 @@ def run_particles(args: argparse.Namespace) -> int:
                 break
             row: dict[str, object] = {**common, **config, **machine}
             try:
-                renderer = StreamingRenderer(ds, method=config["method"], device=device, batch=config["batch"],
-                                             segments=config["segments"], staging_bytes=config["staging_bytes"],
-                                             width=args.width, height=args.height)
+                if config["method"] == "kvikio":  # the peer: KvikIO into CuPy, drawn by our renderer
+                    if device == "cpu":
+                        raise UsageError("the kvikio peer reads into GPU memory: it needs a GPU")
+                    renderer = study.kvikio_renderer(ds, device=int(device), batch=config["batch"], width=args.width,
+                                                     height=args.height)
+                else:
+                    renderer = StreamingRenderer(ds, method=config["method"], device=device, batch=config["batch"],
+                                                 segments=config["segments"], staging_bytes=config["staging_bytes"],
+                                                 width=args.width, height=args.height)
                 result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=args.prewarm,
                                           wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations)
                 row.update(result.row())
                 row["describe"] = renderer.describe()
+                if args.overlap and config["method"] not in ("kvikio", "vram"):
+                    alone = study.stream_only_seconds(renderer, frames, result.wall_frames, args.cache)
+                    row["stream_only_s"] = alone
+                    row["overlap_ratio"] = row["frame_seconds"] / max(alone, row["draw_median_s"])
             except headrace.errors.Error as why:  # said in the row, never dropped
                 row["error"] = str(why)
             rows.append(row)

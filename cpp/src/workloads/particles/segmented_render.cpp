@@ -179,7 +179,7 @@ SegmentedRenderStats render_with(queue::Queue& queue, queue::FileId file, const 
       check(b);
     }
     start = Clock::now();
-    for (std::uint64_t b = 0; b < n; ++b) target.draw(b, batches[b]);
+    for (std::uint64_t b = 0; b < n && options.draw; ++b) target.draw(b, batches[b]);
   } else {
     for (std::uint64_t b = 0, next = 0; b < n; ++b) {
       for (; next < n && next < b + segments; ++next) {
@@ -188,7 +188,7 @@ SegmentedRenderStats render_with(queue::Queue& queue, queue::FileId file, const 
       }
       target.await_load(queue, fences[b]);
       check(b);
-      target.draw(b % segments, batches[b]);
+      if (options.draw) target.draw(b % segments, batches[b]);
     }
   }
   target.finish(stats);

@@ -28,7 +28,7 @@ from typing import Any
 
 from headrace.bench.harness import drop_page_cache
 
-__all__ = ["Space", "grid", "sample", "algorithm3", "machine", "KEY"]
+__all__ = ["Space", "grid", "sample", "algorithm3", "stream_only_seconds", "machine", "kvikio_renderer", "KEY"]
 
 # What makes two rows the same configuration (a resumed run skips those already measured).
 KEY = ("file", "device", "cache", "method", "batch", "segments", "staging_bytes")
@@ -112,6 +112,16 @@ class Algorithm3:
                 "particles_per_frame": self.particles_per_frame, "batches_per_frame": self.batches_per_frame}
 
 
+def stream_only_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str) -> float:
+    """Mean seconds per frame of streaming without drawing (the I/O half of seed 000's overlap)."""
+    total = 0.0
+    for n in range(count):
+        if cache == "cold":
+            drop_page_cache([renderer.dataset.path])
+        total += renderer.render(frames[n % len(frames)], draw=False)["seconds"]
+    return total / count
+
+
 def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int = 4, wall_seconds: float = 2.0,
                gpu_iterations: int = 8, max_frames: int = 1000) -> Algorithm3:
     """Seed 000's algorithm 3 over ``renderer`` (a StreamingRenderer), frames round robin."""
@@ -150,3 +160,74 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
     return Algorithm3(prewarm_frames=prewarm, wall_frames=p, wall_seconds=total, draw_seconds=draws,
                       segment_waits=waits, stored_bytes=stored, particles_per_frame=last["particles"],
                       batches_per_frame=last["batches"])
+
+
+def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height: int, camera: str = "orbit:30,20",
+                    threads: int | None = None, task_size: int | None = None) -> Any:
+    """The peer to beat (issue 7): frames read with KvikIO into CuPy arrays, batch by batch into two
+    buffers (one read while the other is drawn), and drawn by headrace's own GPU renderer. Has the
+    ``render(frame)`` and ``dataset`` of :class:`headrace.render.StreamingRenderer`, so algorithm 3
+    measures it alike."""
+    import cupy
+    import kvikio
+    import kvikio.defaults
+
+    from headrace import _ext
+    from headrace.render import _camera, _packed, parse_camera
+
+    if threads:
+        kvikio.defaults.set("num_threads", threads)
+    if task_size:
+        kvikio.defaults.set("task_size", task_size)
+    field = [f.name for f in dataset.fields].index("particles")
+    table = dataset.container.chunk_table()
+    view = _camera(width, height, 45.0, **parse_camera(camera, dataset.frames[0].bbox))
+    native = _ext.FrameRenderer(view, _packed((0, 0, 0)), int(device), 0)
+
+    class KvikioRenderer:
+        def __init__(self) -> None:
+            self.dataset = dataset
+            self.file = kvikio.CuFile(str(dataset.path), "r")
+            self.stream = cupy.cuda.Stream(non_blocking=True)
+            self.buffers: list[Any] = []
+            self.drawn = [cupy.cuda.Event(), cupy.cuda.Event()]
+
+        def render(self, frame: int) -> dict[str, Any]:
+            batches = _ext.particle_batches(dataset.container, frame, field, batch)
+            chunks = [i for i in range(len(table["frame"]))  # this frame's particle chunks, in order
+                      if table["frame"][i] == frame and table["field"][i] == field]
+            largest = max(p for *_, p in batches) * 32
+            if not self.buffers or self.buffers[0].nbytes < largest:
+                self.buffers = [cupy.empty(largest, dtype=cupy.uint8) for _ in range(2)]
+            start = time.perf_counter()
+            native.clear(self.stream.ptr)
+
+            def read(b: int) -> list[Any]:
+                first_chunk, count, first_particle, _ = batches[b]
+                target = self.buffers[b % 2]
+                self.drawn[b % 2].synchronize()  # the draw that read this buffer is done
+                futures = []
+                for k in chunks[first_chunk:first_chunk + count]:
+                    at = (int(table["first_element"][k]) - first_particle) * 32
+                    size = int(table["raw_size"][k])
+                    futures.append(self.file.pread(target[at:at + size], size, int(table["offset"][k])))
+                return futures
+
+            stored, pending = 0, read(0)
+            for b, (_, _, first_particle, particles) in enumerate(batches):
+                stored += sum(f.get() for f in pending)
+                pending = read(b + 1) if b + 1 < len(batches) else []
+                native.draw_device(self.buffers[b % 2].data.ptr, particles, first_particle, self.stream.ptr)
+                self.drawn[b % 2].record(self.stream)
+            self.stream.synchronize()
+            seconds = time.perf_counter() - start
+            return {"seconds": seconds, "draw_seconds": 0.0, "segment_waits": 0, "stored_bytes": stored,
+                    "particles": sum(p for *_, p in batches), "batches": len(batches)}
+
+        def image(self) -> Any:
+            return native.image(self.stream.ptr)
+
+        def describe(self) -> str:
+            return f"KvikIO {kvikio.__version__} CuFile.pread into CuPy, two buffers, headrace's GPU renderer"
+
+    return KvikioRenderer()

@@ -23,6 +23,9 @@ struct SegmentedRenderOptions {
   // The frame is read whole into the segments (one per batch) before the clock starts, then drawn:
   // seed 000's static baseline (the frame resident in GPU memory, `vram`).
   bool preload = false;
+  // false: every batch is loaded and its segment reused as usual, but nothing is drawn: the streaming
+  // time of the frame without rendering, the other half of seed 000's overlap question.
+  bool draw = true;
 };
 
 struct SegmentedRenderStats {
