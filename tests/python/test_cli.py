@@ -78,3 +78,5 @@ def test_demo_verifies_and_charts_every_backend(capsys, tmp_path):
     assert all(r["bytes"] == 20000 * 32 * 2 for r in report["results"])
     assert (out / "backends.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "backends.csv").read_text().count("\n") == len(report["results"]) + 1
+    assert (out / "frame0.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert report["render"]["particles"] == 20000 and report["image"] == str(out / "frame0.png")
