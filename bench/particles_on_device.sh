@@ -44,6 +44,7 @@ compressed() {
 
 plots() {
   for f in "$OUT"/particles-*.csv; do python3 -m headrace plot "$f" --out "${f%.csv}.png" || true; done
+  python3 -m headrace.bench.particles_report "$OUT"/particles-*.csv | tee "$OUT/report.md"
 }
 
 tune() {

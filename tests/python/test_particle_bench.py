@@ -129,3 +129,20 @@ def test_the_kvikio_peer_draws_the_same_frame(small):
     import numpy as np
 
     np.testing.assert_array_equal(peer.image(), expected)
+
+
+def test_the_report_tabulates_figure_5_the_overlap_and_the_peer():
+    from headrace.bench.particles_report import report
+
+    def row(method, batch, frame_s, **extra):
+        return {"file": "/d/p.hrc", "particles_per_frame": "1000000", "device": "0", "cache": "cold", "method": method,
+                "batch": str(batch), "frame_seconds": str(frame_s), "segment_waits_per_frame": "2.0", **extra}
+
+    rows = [row("vram", 128000, 0.010), row("pread", 128000, 0.040, stream_only_s="0.030"),
+            row("pread", 128000, 0.050, stream_only_s="0.040"), row("uring-batched", 500000, 0.033, stream_only_s="0.031"),
+            row("vram", 500000, 0.009), row("kvikio", 500000, 0.045), {"method": "cufile", "error": "no /run/udev"}]
+    text = report(rows)
+    assert "| pread | 40.0 |  | 2.0 |" in text  # the best of its two rows
+    assert "overlap: uring-batched at 500,000 per batch, 33.0 ms over max(vram 9.0 ms, streaming alone 31.0 ms) = **1.06**" in text
+    assert "KvikIO / headrace = **1.36**" in text
+    assert "cufile (no /run/udev)" in text
