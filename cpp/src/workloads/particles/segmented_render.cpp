@@ -63,7 +63,7 @@ class HostTarget {
 class DeviceTarget {
  public:
   DeviceTarget(GpuRenderer& renderer, std::uint64_t segment_bytes, std::uint64_t segments)
-      : renderer_(&renderer), segment_bytes_(segment_bytes), memory_(segment_bytes * segments), drawn_(segments),
+      : renderer_((renderer.make_current(), &renderer)), segment_bytes_(segment_bytes), memory_(segment_bytes * segments), drawn_(segments),
         used_(segments, false) {}
   DeviceTarget(const DeviceTarget&) = delete;
   DeviceTarget& operator=(const DeviceTarget&) = delete;

@@ -28,6 +28,8 @@ class GpuRenderer {
 
   [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
   [[nodiscard]] int device() const noexcept { return device_.ordinal(); }
+  // Makes its GPU's context current on the calling thread (before allocating beside it).
+  void make_current() const { device_.make_current(); }
 
  private:
   gpu::Device device_;
