@@ -752,8 +752,15 @@ class Queue::Impl {
   std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds) {
     std::vector<std::string> errors(ids.size());
     decode_seconds.assign(ids.size(), 0.0);
+    // A deque's elements stay put while enqueue appends, but its index of blocks may move: look the
+    // entries up under the lock, then work on them without it (nobody else writes what is read here).
+    std::vector<const Entry*> entries(ids.size());
+    {
+      std::lock_guard lock(mutex_);
+      for (std::size_t i = 0; i < ids.size(); ++i) entries[i] = &entries_[ids[i]];
+    }
     auto check_one = [&](std::uint64_t i) {
-      const Entry& entry = entries_[ids[i]];
+      const Entry& entry = *entries[i];
       const Request& r = entry.request;
       if (is_cufile(entry.route)) return;  // uncompressed bytes cuFile put on the GPU: not checked
       const std::byte* stored = stored_bytes(entry);
@@ -807,7 +814,6 @@ class Queue::Impl {
 
   void finish_on_host(const std::vector<RequestId>& ids) {
     if (ids.empty()) return;
-    // entries_ is a deque: elements stay put while enqueue appends, and nobody else writes these.
     std::vector<double> decode_seconds;
     const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
     {
