@@ -27,7 +27,7 @@ data() {
   ls -la "$work"
 }
 
-study() {  # study CACHE SIZE [extra options]: seed 000's figure 5 for one data set
+study() {  # study CACHE SIZE [extra options]: seed 000's figure 5 for one data set (resumes a cut run)
   local cache=$1 n=$2; shift 2
   timeout 280 python3 -m headrace bench particles "$work/p$n.hrc" --device 0 --grid --methods $methods \
     --batches 128000,500000,1000000 --segments 64 --staging 256M --cache "$cache" --wall-seconds 1 --overlap \
@@ -35,7 +35,7 @@ study() {  # study CACHE SIZE [extra options]: seed 000's figure 5 for one data 
 }
 
 figure5() { study hot 1000000; study hot 10000000; }
-cold() { study cold 1000000; study cold 10000000; }
+cold() { study cold 1000000 --wall-seconds 0.5 --gpu-iterations 4; study cold 10000000 --wall-seconds 0.5 --gpu-iterations 4; }
 
 compressed() {
   timeout 200 python3 -m headrace bench particles "$work/p10000000-zstd.hrc" --device 0 --grid \

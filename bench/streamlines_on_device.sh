@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 5's run on the GPU machine (device tool), from the repo root, results under $OUT:
-#   bash bench/streamlines_on_device.sh setup build gputests data scaling gpu
+#   bash bench/streamlines_on_device.sh setup build gputests data scaling gpu    (weak: the weak half alone)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks.
 # The field: synthetic turbulence on 512^3 points (1.5 GiB) in 32^3 blocks and in the Hilbert layout;
 # every data manager gets 512 MiB (the cache, or mmap's page-cache budget): three times less than the
@@ -28,6 +28,15 @@ data() {
   mkdir -p "$work"
   [[ -f $native ]] || python3 -m headrace generate flow "$native" --dims 512 512 512 --block 32 32 32 --kind turbulence
   [[ -f $hilbert ]] || python3 -m headrace convert "$native" "$hilbert" --layout hilbert --hilbert-bits 7 --chunk-pages 96
+}
+
+weak() {
+  # The weak half again, with distinct seeds per copy (weak_seeds), 64 seeds a thread (216 made the
+  # mmap implementations' 64-thread points run for minutes); the strong half is in scaling.csv.
+  timeout 560 python3 -m headrace bench streamlines "$native" "$hilbert" --study scaling --scalings weak \
+    --seeds uniform:64 --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 1,2,4,8,16,32,64 \
+    --out "$OUT/weak.csv"
+  python3 -m headrace plot "$OUT/weak.csv" --out "$OUT/weak.png" || true
 }
 
 scaling() {

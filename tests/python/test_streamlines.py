@@ -205,6 +205,9 @@ def test_bench_studies_run_resume_and_plot(flows, tmp_path, capsys):
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     setup = Setup(native=str(blocks), hilbert=str(hilbert), seeds=np.zeros((1, 3)), steps=1, step_size=0.1,
                   cache_bytes=1 << 20, threads=(1, 64), chunk_pages=(3, 96))
+    weak_only = Setup(native=str(blocks), hilbert=str(hilbert), seeds=np.zeros((1, 3)), steps=1, step_size=0.1,
+                      cache_bytes=1 << 20, threads=(1, 2), scalings=("weak",))
+    assert {p["scaling"] for p in configurations("scaling", weak_only)} == {"weak"}
     for study in STUDIES:  # every study has points, none twice
         points = [tuple(sorted(p.items())) for p in configurations(study, setup)]
         assert points and len(points) == len(set(points)), study

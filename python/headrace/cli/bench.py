@@ -46,6 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sl.add_argument("--threads", default="1,2,4,8,16,32,64", help="thread counts (default 1,2,4,8,16,32,64)")
     sl.add_argument("--chunk-pages", default="3,12,48,96,384,1536", help="Hilbert unit sizes in pages")
     sl.add_argument("--unit-pages", type=int, default=96, help="the scaling study's Hilbert unit (default 96 pages)")
+    sl.add_argument("--scalings", default="strong,weak", help="the scaling study's halves (default strong,weak)")
     sl.add_argument("--repeats", type=int, default=1)
     sl.add_argument("--out", required=True, metavar="RESULTS.csv")
     sl.set_defaults(func=run)
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     setup = study_cases.Setup(native=args.native, hilbert=args.hilbert, seeds=parse_seeds(args.seeds, args.native),
                               steps=args.steps, step_size=args.step_size, cache_bytes=args.cache_bytes,
                               threads=tuple(int(t) for t in args.threads.split(",")),
-                              chunk_pages=tuple(int(p) for p in args.chunk_pages.split(",")), unit_pages=args.unit_pages)
+                              chunk_pages=tuple(int(p) for p in args.chunk_pages.split(",")), unit_pages=args.unit_pages,
+                              scalings=tuple(s for s in args.scalings.split(",") if s))
     rows: list[dict[str, object]] = list(read_rows(args.out))
     done = {_key(row) for row in rows}
     points = list(study_cases.configurations(args.study, setup))

@@ -45,6 +45,7 @@ class Setup:
     threads: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
     chunk_pages: tuple[int, ...] = (3, 12, 48, 96, 384, 1536)
     unit_pages: int = 96  # the tuned Hilbert unit of the scaling study (seed 002: 96 pages)
+    scalings: tuple[str, ...] = ("strong", "weak")  # the scaling study's halves
 
 
 def configurations(study: str, setup: Setup) -> Iterator[dict[str, Any]]:
@@ -76,7 +77,7 @@ def configurations(study: str, setup: Setup) -> Iterator[dict[str, Any]]:
             yield dict(implementation="hilbert-mmap", path=setup.hilbert, manager="mmap", madvise_interval_s=4.0,
                        threads=threads)
     elif study == "scaling":
-        for scaling in ("strong", "weak"):
+        for scaling in setup.scalings:
             for implementation, path, manager in _four(setup):
                 for threads in setup.threads:
                     yield dict(implementation=implementation, path=path, threads=threads, scaling=scaling,
