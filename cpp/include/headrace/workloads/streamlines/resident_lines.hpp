@@ -50,17 +50,24 @@ HEADRACE_HD inline void mark_round(std::uint32_t* where, std::uint32_t round) {
 
 // Trilinear sampling through the resident cache; false outside the grid, or with *missing set when a
 // corner's unit is absent (every absent unit of the cell counted as wanted, so one round brings them all).
+// One sampler serves one half-line for one round, so it keeps the last cell's corners: the stages of a
+// step mostly fall in the same cell, and the Hilbert layout's index is not computed again for them.
 template <typename Units>
 struct ResidentSampler {
   Units units;
   ResidentUnits cache;
   bool* missing;
+  mutable std::int32_t cell[3] = {-1, -1, -1};
+  mutable Vec3 corner[8];
 
   HEADRACE_HD bool operator()(const Vec3& p, Vec3& v) const {
     std::int32_t c[3];
     float f[3];
     if (!units.geometry().locate(p, c, f)) return false;
-    Vec3 corner[8];
+    if (c[0] == cell[0] && c[1] == cell[1] && c[2] == cell[2]) {
+      v = trilinear(corner, f);
+      return true;
+    }
     bool absent = false;
     std::uint64_t previous = ~std::uint64_t{0};
     for (int n = 0; n < 8; ++n) {
@@ -80,8 +87,10 @@ struct ResidentSampler {
     }
     if (absent) {
       *missing = true;
+      cell[0] = -1;  // the corners read are incomplete
       return false;
     }
+    cell[0] = c[0], cell[1] = c[1], cell[2] = c[2];
     v = trilinear(corner, f);
     return true;
   }
