@@ -50,6 +50,11 @@ class Dataset:
         return self._container
 
     @property
+    def codecs(self) -> list[str]:
+        """The codecs of the file's chunks, sorted and each once (["none"] for an uncompressed file)."""
+        return sorted(set(self._container.chunk_table()["codec"]))
+
+    @property
     def file_size(self) -> int:
         return self._container.file_size
 

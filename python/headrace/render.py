@@ -94,6 +94,11 @@ def render_particles(particles: np.ndarray, *, width: int = 1024, height: int = 
     return _ext.render_particles(array, _camera(width, height, fov, **camera), _packed(background), int(batch), int(threads))
 
 
+def _expect_frame(ds: Any, frame: int) -> None:
+    if not 0 <= frame < len(ds.frames):
+        raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
+
+
 class StreamingRenderer:
     """Seed 000's renderer with its pipeline set up once: a queue for ``method`` on one file and a
     renderer (GPU ``device``, or the CPU reference) of one camera; :meth:`render` streams a frame through
@@ -125,8 +130,7 @@ class StreamingRenderer:
         self.queue = headrace.Queue(backend=backend, device=None if self.ordinal < 0 else self.ordinal,
                                     decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
         self.file = self.queue.add_file(ds.path)
-        if not 0 <= camera_frame < len(ds.frames):
-            raise UsageError(f"{ds.path}: no frame {camera_frame} ({len(ds.frames)} frames)")
+        _expect_frame(ds, camera_frame)
         # One camera for the series, framed on one frame's bounding box.
         view = _camera(width, height, fov, **parse_camera(camera, ds.frames[camera_frame].bbox))
         self._renderer = _ext.FrameRenderer(view, _packed(background), self.ordinal, int(threads))
@@ -134,8 +138,7 @@ class StreamingRenderer:
     def render(self, frame: int, *, draw: bool = True) -> dict[str, Any]:
         """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap)."""
         ds = self.dataset
-        if not 0 <= frame < len(ds.frames):
-            raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
+        _expect_frame(ds, frame)
         stats = self._renderer.render(self.queue._native, self.file, ds.container, int(frame), self.field, self.batch,
                                       self.segments, self.preload, draw)
         stats.update(method=self.method, device="cpu" if self.ordinal < 0 else self.ordinal)
@@ -155,9 +158,7 @@ def render_streamed(source: Any, frame: int = 0, **options: Any) -> tuple[np.nda
     import headrace
 
     ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
-    if not 0 <= frame < len(ds.frames):
-        raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
-    renderer = StreamingRenderer(ds, camera_frame=frame, **options)
+    renderer = StreamingRenderer(ds, camera_frame=frame, **options)  # which says if there is no such frame
     stats = renderer.render(frame)
     stats["describe"] = renderer.describe()
     return renderer.image(), stats

@@ -23,7 +23,7 @@ from typing import Any
 from headrace.bench.cases import particles as study
 from headrace.errors import Error
 
-__all__ = ["Tuning", "tune", "profile_path", "load_profile", "save_profile", "machine_key"]
+__all__ = ["Tuning", "tune", "default_configuration", "profile_path", "load_profile", "save_profile", "machine_key"]
 
 FACTORS = ("batch", "segments", "staging_bytes")
 
@@ -96,6 +96,13 @@ def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget
     if best is None or best_time == float("inf"):
         raise Error("tune: no configuration could run: " + "; ".join(e.get("error", "") for e in evaluations[:3]))
     return Tuning(best=best, best_seconds=best_time, evaluations=evaluations)
+
+
+def default_configuration(device: int | str, codec: str) -> dict[str, Any]:
+    """What the renderer uses without a profile: io_uring batched on a GPU, pread on the CPU (or the
+    file's codec decoded), batches of 1 Mi particles, 4 in flight, 256 MiB of staging."""
+    method = ("pread" if device == "cpu" else "uring-batched") if codec == "none" else f"compressed-{codec}"
+    return {"method": method, "batch": 1 << 20, "segments": 4, "staging_bytes": 256 << 20}
 
 
 def profile_path() -> Path:

@@ -5,10 +5,19 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["parse_size"]
+__all__ = ["parse_size", "choose_device"]
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
           "t": 1 << 40, "tib": 1 << 40}
+
+
+def choose_device(text: str | None) -> int | str:
+    """--device: a GPU ordinal or "cpu"; none given, GPU 0 when there is one, else "cpu"."""
+    if text is None:
+        from headrace import _ext
+
+        return 0 if _ext.gpu_count() > 0 else "cpu"
+    return "cpu" if text == "cpu" else int(text)
 
 
 def parse_size(text: str) -> int:

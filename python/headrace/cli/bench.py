@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 
 from headrace.bench.cases.streamlines import STUDIES
-from headrace.cli._arguments import parse_size
+from headrace.cli._arguments import choose_device, parse_size
 from headrace.errors import UsageError
 
 __all__ = ["register", "run"]
@@ -121,12 +121,10 @@ def particle_device(device: str | None, doing: str) -> int | str:
     import headrace
     from headrace.cli._output import console
 
-    if device is not None:
-        return device if device == "cpu" else int(device)
-    if headrace._ext.gpu_count() > 0:
-        return 0
-    console.print(f"no GPU ({headrace._ext.gpu_unavailable_reason()}): {doing} the CPU reference renderer")
-    return "cpu"
+    chosen = choose_device(device)
+    if device is None and chosen == "cpu":
+        console.print(f"no GPU ({headrace._ext.gpu_unavailable_reason()}): {doing} the CPU reference renderer")
+    return chosen
 
 
 def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str]):
@@ -154,11 +152,9 @@ def run_particles(args: argparse.Namespace) -> int:
     from headrace.bench.cases import particles as study
     from headrace.bench.harness import read_rows, write_rows
     from headrace.cli._output import console, count_progress
-    from headrace.render import StreamingRenderer
-
     device = particle_device(args.device, "measuring")
     ds = headrace.open(args.file)
-    space = particle_space(args, device, sorted(set(ds.container.chunk_table()["codec"])))
+    space = particle_space(args, device, ds.codecs)
     configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
     rows: list[dict[str, object]] = list(read_rows(args.out))
     common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache}
@@ -182,9 +178,7 @@ def run_particles(args: argparse.Namespace) -> int:
                     renderer = study.kvikio_renderer(ds, device=int(device), batch=config["batch"], width=args.width,
                                                      height=args.height)
                 else:
-                    renderer = StreamingRenderer(ds, method=config["method"], device=device, batch=config["batch"],
-                                                 segments=config["segments"], staging_bytes=config["staging_bytes"],
-                                                 width=args.width, height=args.height)
+                    renderer = study.renderer_for(ds, config, device=device, width=args.width, height=args.height)
                 result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=args.prewarm,
                                           wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations)
                 row.update(result.row())

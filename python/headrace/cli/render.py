@@ -77,13 +77,11 @@ def run(args: argparse.Namespace) -> int:
 
     device = particle_device(args.device, "drawing with")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
-    codecs = sorted(set(ds.container.chunk_table()["codec"]))
-    plain_default = "pread" if device == "cpu" else "uring-batched"
-    tuned = {"method": plain_default if codecs == ["none"] else f"compressed-{codecs[0]}", "batch": 1 << 20,
-             "segments": 4, "staging_bytes": 256 << 20}
-    if None in (args.method, args.batch, args.segments):
-        from headrace import tune
+    from headrace import tune
 
+    codecs = ds.codecs
+    tuned = tune.default_configuration(device, codecs[0] if codecs else "none")
+    if None in (args.method, args.batch, args.segments):
         profile = tune.load_profile(device, codecs[0]) if len(codecs) == 1 else None
         if profile:
             tuned.update({k: profile[k] for k in tuned if k in profile})
@@ -92,8 +90,6 @@ def run(args: argparse.Namespace) -> int:
     method = args.method or tuned["method"]
     batch, segments = args.batch or tuned["batch"], args.segments or tuned["segments"]
     first = args.frame if args.frame is not None else parse_frames(args.frames, len(ds.frames)).start
-    if not 0 <= first < len(ds.frames):
-        raise UsageError(f"{ds.path}: no frame {first} ({len(ds.frames)} frames)")
     # One pipeline and one camera (framed on the first frame) for the whole series.
     renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field, width=args.width, height=args.height,
                                         fov=args.fov, background=background, batch=batch, segments=segments,

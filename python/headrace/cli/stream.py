@@ -10,6 +10,7 @@ import statistics
 import time
 
 import headrace
+from headrace.cli._arguments import choose_device
 from headrace.cli._backend_options import add_backend_arguments, backend_options
 from headrace.cli._output import console, human_bytes, print_json
 
@@ -34,12 +35,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_backend_arguments(parser)
     parser.set_defaults(func=run)
-
-
-def choose_device(text: str | None) -> int | str:
-    if text is None:
-        return 0 if headrace._ext.gpu_count() > 0 else "cpu"
-    return "cpu" if text == "cpu" else int(text)
 
 
 def summarize(history: list[dict], seconds: float, queue_stats: dict) -> dict:
@@ -81,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
         from headrace import tune
         from headrace.render import METHODS
 
-        codecs = sorted(set(ds.container.chunk_table()["codec"]))
-        profile = tune.load_profile("cpu" if device is None else device, codecs[0]) if len(codecs) == 1 else None
+        codecs = ds.codecs
+        profile = tune.load_profile(device, codecs[0]) if len(codecs) == 1 else None
         if profile and profile.get("method") in METHODS:
             backend = args.backend or METHODS[profile["method"]][0]
             staging = args.staging_bytes or int(profile["staging_bytes"])

@@ -42,11 +42,10 @@ def run(args: argparse.Namespace) -> int:
     from headrace.bench.cases import particles as study
     from headrace.cli._output import console
     from headrace.cli.bench import particle_device, particle_space
-    from headrace.render import StreamingRenderer
 
     device = particle_device(args.device, "tuning")
     ds = headrace.open(args.file)
-    codecs = sorted(set(ds.container.chunk_table()["codec"]))
+    codecs = ds.codecs
     if len(codecs) != 1:
         raise UsageError(f"{args.file}: chunks of several codecs ({', '.join(codecs)}); tune one kind of file")
     codec = codecs[0]
@@ -54,15 +53,12 @@ def run(args: argparse.Namespace) -> int:
     frames = list(range(len(ds.frames)))
 
     def evaluate(config: dict) -> float:
-        renderer = StreamingRenderer(ds, method=config["method"], device=device, batch=config["batch"],
-                                     segments=config["segments"], staging_bytes=config["staging_bytes"],
-                                     width=args.width, height=args.height)
+        renderer = study.renderer_for(ds, config, device=device, width=args.width, height=args.height)
         result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=2, wall_seconds=args.wall_seconds,
                                   gpu_iterations=2)
         return result.wall_seconds / result.wall_frames
 
-    default = {"method": ("uring-batched" if device != "cpu" else "pread") if codec == "none" else f"compressed-{codec}",
-               "batch": 1 << 20, "segments": 4, "staging_bytes": 256 << 20}
+    default = tune.default_configuration(device, codec)
     result = tune.tune(evaluate, space, args.budget, seed=args.seed, start_with=(default,))
     best = result.best
     console.print(f"tuned in {len(result.evaluations)} configurations: {best['method']}, {best['batch']} particles "

@@ -29,7 +29,8 @@ from typing import Any
 
 from headrace.bench.harness import drop_page_cache
 
-__all__ = ["Space", "grid", "sample", "algorithm3", "stream_only_seconds", "machine", "kvikio_renderer", "KEY"]
+__all__ = ["Space", "grid", "sample", "renderer_for", "algorithm3", "stream_only_seconds", "machine", "kvikio_renderer",
+           "KEY"]
 
 # What makes two rows the same configuration (a resumed run skips those already measured).
 KEY = ("file", "device", "cache", "method", "batch", "segments", "staging_bytes")
@@ -111,6 +112,14 @@ class Algorithm3:
                 "segment_waits_per_frame": self.segment_waits / self.wall_frames,
                 "stored_bytes_per_frame": self.stored_bytes // self.wall_frames,
                 "particles_per_frame": self.particles_per_frame, "batches_per_frame": self.batches_per_frame}
+
+
+def renderer_for(dataset: Any, config: dict[str, Any], *, device: int | str, width: int, height: int) -> Any:
+    """The StreamingRenderer of one configuration (method, batch, segments, staging_bytes)."""
+    from headrace.render import StreamingRenderer
+
+    return StreamingRenderer(dataset, method=config["method"], device=device, batch=config["batch"],
+                             segments=config["segments"], staging_bytes=config["staging_bytes"], width=width, height=height)
 
 
 def stream_only_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str) -> float:
