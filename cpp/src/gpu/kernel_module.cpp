@@ -6,7 +6,9 @@
 
 namespace headrace::gpu {
 
-KernelModule::KernelModule(const void* image, std::string what) : what_(std::move(what)) {
+KernelModule::KernelModule(const void* image, std::string what, const std::string& instead) : what_(std::move(what)) {
+  HEADRACE_EXPECT(image != nullptr, UnavailableError,
+                  what_ + " were not built (no nvcc when headrace was built); " + instead);
   check(require_driver().cuModuleLoadData(&module_, image), "cuModuleLoadData", what_);
 }
 

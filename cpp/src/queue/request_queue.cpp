@@ -18,6 +18,7 @@
 #include "headrace/codec/cpu/gdeflate.hpp"
 #include "headrace/codec/gpu/batched_decoder.hpp"
 #include "headrace/detail/parallel_for.hpp"
+#include "headrace/detail/seconds.hpp"
 #include "headrace/detail/thread_pool.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/checksum.hpp"
@@ -48,16 +49,14 @@ const char* to_string(RequestState state) noexcept {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Clock = detail::SteadyClock;
 using format::CodecId;
 using format::layout::align_up;
 
 constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
 constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit
 
-double seconds_between(Clock::time_point from, Clock::time_point to) {
-  return std::chrono::duration<double>(to - from).count();
-}
+using detail::seconds_between;
 
 // How a dispatched request travels.
 enum class Route : std::uint8_t {

@@ -18,9 +18,10 @@ namespace headrace::gpu {
 
 class KernelModule {
  public:
-  // Loads image (a fatbin) into the current context; throws CudaError naming `what` (e.g. no code
-  // for this GPU's architecture).
-  KernelModule(const void* image, std::string what);
+  // Loads image (a fatbin) into the current context; throws UnavailableError for a null image (a
+  // build without nvcc: `what` were not built; `instead` says what to do), and CudaError naming `what`
+  // when the driver refuses it (no code for this GPU's architecture, say).
+  KernelModule(const void* image, std::string what, const std::string& instead);
   ~KernelModule() noexcept;
   KernelModule(const KernelModule&) = delete;
   KernelModule& operator=(const KernelModule&) = delete;

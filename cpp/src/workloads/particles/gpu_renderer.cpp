@@ -7,21 +7,14 @@
 namespace headrace::workloads::particles {
 namespace {
 
-const void* require_image(const gpu::Device& device) {
-  device.make_current();
-  const void* image = sphere_kernel_image();
-  HEADRACE_EXPECT(image != nullptr, UnavailableError,
-                  "the sphere renderer's kernels were not built (no nvcc when headrace was built); render with --device cpu");
-  return image;
-}
-
 constexpr unsigned block_threads = 128;
 
 }  // namespace
 
 GpuRenderer::GpuRenderer(int device, const Camera& camera, std::uint32_t background)
     : device_(device),
-      module_(require_image(device_), "the sphere renderer's kernels (sphere_glyphs.cu)"),
+      module_((device_.make_current(), sphere_kernel_image()), "the sphere renderer's kernels (sphere_glyphs.cu)",
+              "render with --device cpu"),
       depth_(module_.function("headrace_sphere_depth")),
       color_(module_.function("headrace_sphere_color")),
       clear_(module_.function("headrace_clear_frame")),

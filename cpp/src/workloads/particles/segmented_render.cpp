@@ -1,10 +1,10 @@
 #include "headrace/workloads/particles/segmented_render.hpp"
 
-#include <chrono>
 #include <memory>
 #include <string>
 
 #include "headrace/detail/aligned_buffer.hpp"
+#include "headrace/detail/seconds.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/dtype.hpp"
 #include "headrace/gpu/stream.hpp"
@@ -12,9 +12,8 @@
 namespace headrace::workloads::particles {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using Clock = headrace::detail::SteadyClock;
+using headrace::detail::seconds_since;
 
 void expect_particles(const format::Container& container, std::uint32_t frame, std::uint32_t field,
                       const SegmentedRenderOptions& options) {

@@ -1,12 +1,12 @@
 #include "headrace/workloads/streamlines/resident_tracer.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <memory>
 
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/parallel_for.hpp"
+#include "headrace/detail/seconds.hpp"
 #include "headrace/error.hpp"
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/kernel_module.hpp"
@@ -21,9 +21,8 @@
 namespace headrace::workloads::streamlines {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+using Clock = headrace::detail::SteadyClock;
+using headrace::detail::seconds_since;
 
 // Where each unit lies in the file.
 struct UnitTable {
@@ -132,7 +131,8 @@ class DeviceRounds final : public RoundRunner<Units> {
   DeviceRounds(int ordinal, const Units& units, const TraceOptions& options, std::uint64_t unit_bytes,
                std::uint64_t slots, std::uint64_t unit_count, const std::vector<HalfLine>& lines)
       : device_(ordinal),
-        module_((device_.make_current(), require_image()), "the GPU tracer's kernels (resident_rounds.cu)"),
+        module_((device_.make_current(), resident_kernel_image()), "the GPU tracer's kernels (resident_rounds.cu)",
+                "trace with --device cpu"),
         kernel_(module_.function(kernel_name<Units>())),
         params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),
@@ -191,13 +191,6 @@ class DeviceRounds final : public RoundRunner<Units> {
   }
 
  private:
-  static const void* require_image() {
-    const void* image = resident_kernel_image();
-    HEADRACE_EXPECT(image != nullptr, UnavailableError,
-                    "the GPU tracer's kernels were not built (no nvcc when headrace was built); trace with --device cpu");
-    return image;
-  }
-
   gpu::Device device_;
   gpu::KernelModule module_;
   gpu::CUfunction kernel_;

@@ -58,7 +58,7 @@ struct ResidentSampler {
   ResidentUnits cache;
   bool* missing;
   mutable std::int32_t cell[3] = {-1, -1, -1};
-  mutable Vec3 corner[8];
+  mutable Vec3 corner[8] = {};
 
   HEADRACE_HD bool operator()(const Vec3& p, Vec3& v) const {
     std::int32_t c[3];
