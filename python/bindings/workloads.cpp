@@ -76,15 +76,17 @@ nb::ndarray<nb::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rg
 class FrameRenderer {
  public:
   FrameRenderer(const CameraSpec& view, std::uint32_t background, int device, unsigned threads) : camera_(camera_of(view)) {
-    if (device >= 0)
+    if (device >= 0) {
       gpu_.emplace(device, camera_, background);
-    else
+      segmented_.emplace(*gpu_);
+    } else {
       cpu_.emplace(camera_, background, threads);
+      segmented_.emplace(*cpu_);
+    }
   }
   pt::SegmentedRenderStats render(queue::Queue& q, queue::FileId file, const format::Container& container,
                                   std::uint32_t frame, std::uint32_t field, const pt::SegmentedRenderOptions& options) {
-    return gpu_ ? pt::render_segmented(q, file, container, frame, field, *gpu_, options)
-                : pt::render_segmented(q, file, container, frame, field, *cpu_, options);
+    return segmented_->render(q, file, container, frame, field, options);
   }
   // The peer's path (KvikIO into CuPy arrays): the caller puts a batch in GPU memory, we draw it.
   void clear(std::uintptr_t stream) {
@@ -104,6 +106,7 @@ class FrameRenderer {
   pt::Camera camera_;
   std::optional<pt::GpuRenderer> gpu_;
   std::optional<pt::ReferenceRenderer> cpu_;
+  std::optional<pt::SegmentedRenderer> segmented_;  // after the renderers it draws with: gone before them
 };
 
 }  // namespace

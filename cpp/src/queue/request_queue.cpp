@@ -75,6 +75,7 @@ struct Entry {
   Route route = Route::direct;
   bool pinned = false;  // a device route whose stored bytes are DMA'd from the file's pinned pages
   bool cancel_requested = false;
+  bool issued = false;  // will do no more GPU work (finished ones too)
   std::optional<staging::Region> region;
   Clock::time_point submitted_at, dispatched_at, read_at;
 };
@@ -282,11 +283,10 @@ class Queue::Impl {
     std::unique_lock lock(mutex_);
     Fence fence;
     fence.limit = entries_.size();
-    for (RequestId id = 0; id < fence.limit; ++id) {
-      if (entries_[id].status.finished()) continue;
-      ++fence.unfinished;
-      if (!issued_.count(id)) ++fence.unissued;
-    }
+    // A fence covers every request so far, and a finished request is issued: counts, not a scan, so a
+    // long-lived queue (a frame loop's thousands of fences) pays nothing for its history.
+    fence.unfinished = entries_.size() - finished_count_;
+    fence.unissued = entries_.size() - issued_count_;
     fence.signaled = fence.unfinished == 0;
     use_context();
     if (device_) fence.event = std::make_unique<gpu::Event>();
@@ -524,9 +524,15 @@ class Queue::Impl {
   }
 
   // With the lock held: the request will do no more GPU work.
+  // Fences cover growing prefixes of the requests, so they are recorded and signaled in order: the loops
+  // start at the oldest one still open.
   void mark_issued_locked(RequestId id) {
-    if (!issued_.insert(id).second) return;
-    for (FenceId f = 0; f < fences_.size(); ++f) {
+    Entry& entry = entries_[id];
+    if (entry.issued) return;
+    entry.issued = true;
+    ++issued_count_;
+    while (oldest_unrecorded_ < fences_.size() && fences_[oldest_unrecorded_].recorded) ++oldest_unrecorded_;
+    for (FenceId f = oldest_unrecorded_; f < fences_.size(); ++f) {
       Fence& fence = fences_[f];
       if (fence.recorded || id >= fence.limit) continue;
       if (--fence.unissued == 0) record_fence(f);
@@ -540,6 +546,7 @@ class Queue::Impl {
     entry.status.state = state;
     entry.status.message = std::move(message);
     entry.status.completion_index = completed_++;
+    ++finished_count_;
     const auto now = Clock::now();
     if (state == RequestState::done) {
       entry.status.transfer_s = seconds_between(entry.read_at, now);
@@ -552,7 +559,9 @@ class Queue::Impl {
       ++stats_.requests_cancelled;
     }
     mark_issued_locked(id);
-    for (auto& fence : fences_) {
+    while (oldest_unsignaled_ < fences_.size() && fences_[oldest_unsignaled_].signaled) ++oldest_unsignaled_;
+    for (FenceId f = oldest_unsignaled_; f < fences_.size(); ++f) {
+      Fence& fence = fences_[f];
       if (fence.signaled || id >= fence.limit) continue;
       if (--fence.unfinished == 0) fence.signaled = true;
     }
@@ -1031,8 +1040,9 @@ class Queue::Impl {
   std::deque<Entry> entries_;
   std::vector<RequestId> unsubmitted_;
   std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder> pending_{PendingOrder{&entries_}};
-  std::set<RequestId> issued_;
+  std::uint64_t issued_count_ = 0, finished_count_ = 0;
   std::vector<Fence> fences_;
+  FenceId oldest_unrecorded_ = 0, oldest_unsignaled_ = 0;
   std::deque<Flight> flights_;
   std::uint64_t completed_ = 0;
   std::uint64_t direct_bytes_ = 0;

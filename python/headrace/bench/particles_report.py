@@ -4,8 +4,9 @@
 
 Per file, device and cache state: seed 000's figure 5 as a table (wall-clock frame time in ms per method
 and batch size, the best over the other factors), the waits for a free segment per frame (figure 9),
-the overlap as issue 7 defines it (the best streaming frame time over max(the vram frame time, the same
-configuration streaming without drawing)), and headrace's best against the KvikIO peer's.
+the overlap as issue 7 defines it (the best streaming configuration's frame time over max(the vram frame
+time, the same configuration streaming without drawing), the two measured in turns), and headrace's best
+against the KvikIO peer's.
 """
 
 from __future__ import annotations
@@ -51,10 +52,12 @@ def report(rows: list[dict[str, str]]) -> str:
             vram = best.get(("vram", int(top["batch"])))
             alone = float(top["stream_only_s"]) if top.get("stream_only_s") else None
             if vram and alone:
+                # The frame time paired with the streaming alone (measured in turns), when the row has it.
+                drawn = float(top.get("overlap_frame_s") or top["frame_seconds"])
                 bound = max(float(vram["frame_seconds"]), alone)
-                out.append(f"overlap: {top['method']} at {int(top['batch']):,} per batch, {_ms(float(top['frame_seconds']))} ms "
+                out.append(f"overlap: {top['method']} at {int(top['batch']):,} per batch, {_ms(drawn)} ms "
                            f"over max(vram {_ms(float(vram['frame_seconds']))} ms, streaming alone {_ms(alone)} ms) = "
-                           f"**{float(top['frame_seconds']) / bound:.2f}** (target <= 1.1)\n")
+                           f"**{drawn / bound:.2f}** (target <= 1.1)\n")
             peers = [r for r in group if r["method"] == "kvikio"]
             if peers:
                 peer = min(peers, key=lambda r: float(r["frame_seconds"]))

@@ -184,9 +184,9 @@ def run_particles(args: argparse.Namespace) -> int:
                 row.update(result.row())
                 row["describe"] = renderer.describe()
                 if args.overlap and config["method"] not in ("kvikio", "vram"):
-                    alone = study.stream_only_seconds(renderer, frames, result.wall_frames, args.cache)
-                    row["stream_only_s"] = alone
-                    row["overlap_ratio"] = row["frame_seconds"] / max(alone, row["draw_median_s"])
+                    drawn, alone = study.overlap_seconds(renderer, frames, result.wall_frames, args.cache)
+                    row.update(overlap_frame_s=drawn, stream_only_s=alone)
+                    row["overlap_ratio"] = drawn / max(alone, row["draw_median_s"])
             except headrace.errors.Error as why:  # said in the row, never dropped
                 row["error"] = str(why)
             rows.append(row)

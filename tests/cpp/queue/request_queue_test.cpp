@@ -123,6 +123,40 @@ TEST(Queue, FenceBeforeAnyRequestIsSignalledAndFencesWaitForEarlierRequestsOnly)
   EXPECT_EQ(std::memcmp(b.data(), raw.bytes.data() + 8192, 4096), 0);
 }
 
+// A frame loop's queue lives for thousands of fences: each new fence counts only what is still open, and
+// a fence fires once its own requests are done, whatever happened to the fences before it.
+TEST(Queue, ALongLivedQueueKeepsEveryFenceExact) {
+  RawFile raw;
+  Queue queue(small_options());
+  const FileId file = queue.add_file(raw.path);
+  constexpr int rounds = 601;  // the last one is left unsubmitted
+  std::vector<std::byte> into(rounds * 8192);
+  std::vector<FenceId> fences;
+  auto offset = [](int round) { return static_cast<std::uint64_t>(round % 16) * 8192; };
+  for (int round = 0; round < rounds; ++round) {
+    std::byte* const to = into.data() + static_cast<std::size_t>(round) * 8192;
+    queue.enqueue(range(file, offset(round), 4096, to));
+    queue.enqueue(range(file, offset(round) + 4096, 4096, to + 4096));
+    fences.push_back(queue.enqueue_signal());
+    if (round % 3 == 2) {  // two fences left behind in flight, then one waited for: it covers them too
+      queue.submit();
+      queue.wait(fences.back());
+      for (int r = round - 2; r <= round; ++r)
+        ASSERT_EQ(std::memcmp(into.data() + static_cast<std::size_t>(r) * 8192, raw.bytes.data() + offset(r), 8192), 0)
+            << "round " << r;
+    }
+  }
+  const FenceId unsubmitted = fences.back();
+  EXPECT_FALSE(queue.is_signaled(unsubmitted));  // its requests were never submitted
+  EXPECT_TRUE(queue.is_signaled(fences[fences.size() - 2]));
+  const FenceId empty_after = queue.enqueue_signal();
+  EXPECT_FALSE(queue.is_signaled(empty_after));  // covers the unsubmitted requests too
+  queue.submit();
+  queue.wait(empty_after);
+  for (const FenceId fence : fences) EXPECT_TRUE(queue.is_signaled(fence)) << "fence " << fence;
+  EXPECT_TRUE(queue.is_signaled(queue.enqueue_signal()));  // nothing open: signaled at once
+}
+
 TEST(Queue, HigherPriorityIsServedFirst) {
   RawFile raw;
   auto options = small_options();

@@ -89,7 +89,8 @@ TEST_P(SegmentedRender, DrawsTheReferenceImageBatchByBatch) {
     queue::Queue queue(host_queue(backend));
     const queue::FileId id = queue.add_file(file.path);
     ReferenceRenderer renderer(test_camera(), 0xff000000u, 3);
-    const auto stats = render_segmented(queue, id, container, 0, 0, renderer, {.batch_particles = 300, .segments = 3, .preload = preload});
+    SegmentedRenderer segmented(renderer);
+    const auto stats = segmented.render(queue, id, container, 0, 0, {.batch_particles = 300, .segments = 3, .preload = preload});
     EXPECT_EQ(renderer.image(), expected) << io::to_string(backend) << " " << format::to_string(codec) << " preload " << preload;
     EXPECT_EQ(stats.batches, 4u);
     EXPECT_EQ(stats.particles, 1000u);
@@ -98,6 +99,31 @@ TEST_P(SegmentedRender, DrawsTheReferenceImageBatchByBatch) {
     EXPECT_EQ(stats.segment_waits, 0u);  // the reference's draws end before the next load is asked for
     EXPECT_GT(stats.seconds, 0.0);
   }
+}
+
+// The segments are kept from frame to frame: frames that need more or larger segments grow them, and
+// a frame streamed without drawing leaves nothing drawn; every drawn frame is the reference image.
+TEST(SegmentedRenderReuse, OneBufferServesFramesOfEveryShape) {
+  const ParticleFile file;
+  const auto container = format::Container::open(file.path);
+  const auto expected = reference_image(file.particles);
+  queue::Queue queue(host_queue(io::BackendKind::posix));
+  const queue::FileId id = queue.add_file(file.path);
+  ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
+  SegmentedRenderer segmented(renderer);
+  const std::vector<SegmentedRenderOptions> shapes = {{.batch_particles = 128, .segments = 2},
+                                                      {.batch_particles = 1000, .segments = 1},
+                                                      {.batch_particles = 300, .segments = 8},
+                                                      {.batch_particles = 128, .segments = 3, .preload = true}};
+  for (const auto& shape : shapes) {
+    const auto stats = segmented.render(queue, id, container, 0, 0, shape);
+    EXPECT_EQ(renderer.image(), expected) << shape.batch_particles << " x " << shape.segments;
+    EXPECT_EQ(stats.particles, 1000u);
+  }
+  const auto alone = segmented.render(queue, id, container, 0, 0, {.batch_particles = 300, .segments = 2, .draw = false});
+  EXPECT_EQ(alone.batch_draw_seconds.size(), 0u);
+  EXPECT_EQ(alone.stored_bytes, container.stored_bytes());
+  EXPECT_EQ(renderer.image(), std::vector<std::uint32_t>(expected.size(), 0xff000000u));
 }
 
 INSTANTIATE_TEST_SUITE_P(BackendsAndCodecs, SegmentedRender,
@@ -120,7 +146,7 @@ TEST(SegmentedRenderErrors, ACorruptChunkStopsTheFrameNamingIt) {
   const queue::FileId id = queue.add_file(file.path);
   ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
   try {
-    (void)render_segmented(queue, id, container, 0, 0, renderer, {.batch_particles = 128, .segments = 2});
+    (void)SegmentedRenderer(renderer).render(queue, id, container, 0, 0, {.batch_particles = 128, .segments = 2});
     FAIL() << "a corrupt chunk was drawn";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("chunk 5"), std::string::npos) << e.what();
@@ -139,8 +165,9 @@ TEST(SegmentedRenderErrors, RefusesWhatIsNotParticles) {
   queue::Queue queue(host_queue(io::BackendKind::posix));
   const queue::FileId id = queue.add_file(path);
   ReferenceRenderer renderer(test_camera(), 0, 1);
-  EXPECT_THROW((void)render_segmented(queue, id, container, 0, 0, renderer, {}), UsageError);
-  EXPECT_THROW((void)render_segmented(queue, id, container, 1, 0, renderer, {}), UsageError);
+  SegmentedRenderer segmented(renderer);
+  EXPECT_THROW((void)segmented.render(queue, id, container, 0, 0, {}), UsageError);
+  EXPECT_THROW((void)segmented.render(queue, id, container, 1, 0, {}), UsageError);
 }
 
 TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
@@ -149,17 +176,25 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
     const ParticleFile file(codec);
     const auto container = format::Container::open(file.path);
     const auto expected = reference_image(file.particles);
-    for (const bool preload : {false, true}) {
-      queue::QueueOptions options = host_queue(io::BackendKind::posix);
-      options.device = 0;
-      queue::Queue queue(options);
-      const queue::FileId id = queue.add_file(file.path);
-      GpuRenderer renderer(0, test_camera(), 0xff000000u);
-      const auto stats = render_segmented(queue, id, container, 0, 0, renderer, {.batch_particles = 300, .segments = 2, .preload = preload});
-      EXPECT_EQ(renderer.image(nullptr), expected) << format::to_string(codec) << " preload " << preload;
-      EXPECT_EQ(stats.batch_draw_seconds.size(), 4u);
+    queue::QueueOptions options = host_queue(io::BackendKind::posix);
+    options.device = 0;
+    queue::Queue queue(options);
+    const queue::FileId id = queue.add_file(file.path);
+    GpuRenderer renderer(0, test_camera(), 0xff000000u);
+    SegmentedRenderer segmented(renderer);  // one buffer for every shape: grown, reused, streamed alone
+    for (const SegmentedRenderOptions shape : {SegmentedRenderOptions{.batch_particles = 300, .segments = 2},
+                                               SegmentedRenderOptions{.batch_particles = 128, .segments = 8},
+                                               SegmentedRenderOptions{.batch_particles = 300, .segments = 2, .preload = true}}) {
+      const auto stats = segmented.render(queue, id, container, 0, 0, shape);
+      EXPECT_EQ(renderer.image(nullptr), expected) << format::to_string(codec) << " " << shape.batch_particles << " x "
+                                                   << shape.segments << " preload " << shape.preload;
+      EXPECT_EQ(stats.batch_draw_seconds.size(), stats.batches);
       EXPECT_GT(stats.draw_seconds, 0.0);
     }
+    const auto alone = segmented.render(queue, id, container, 0, 0, {.batch_particles = 128, .segments = 2, .draw = false});
+    EXPECT_EQ(alone.batch_draw_seconds.size(), 0u);
+    EXPECT_EQ(alone.stored_bytes, container.stored_bytes());
+    EXPECT_EQ(renderer.image(nullptr), std::vector<std::uint32_t>(expected.size(), 0xff000000u));
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/seconds.hpp"
@@ -32,9 +33,14 @@ void expect_particles(const format::Container& container, std::uint32_t frame, s
 // The reference renderer over host segments: a draw is done when it returns.
 class HostTarget {
  public:
-  HostTarget(ReferenceRenderer& renderer, std::uint64_t segment_bytes, std::uint64_t segments)
-      : renderer_(&renderer), segment_bytes_(segment_bytes), memory_(segment_bytes * segments) {}
+  explicit HostTarget(ReferenceRenderer& renderer) : renderer_(&renderer) {}
 
+  // Segments for this frame, in the memory of the frames before when it is large enough.
+  void prepare(std::uint64_t segment_bytes, std::uint64_t segments) {
+    segment_bytes_ = segment_bytes;
+    if (memory_.size_bytes() < segment_bytes * segments) memory_ = headrace::detail::AlignedBuffer(segment_bytes * segments);
+    draws_.clear();
+  }
   [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::host; }
   [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const {
     return reinterpret_cast<std::uintptr_t>(memory_.data() + s * segment_bytes_);
@@ -48,11 +54,12 @@ class HostTarget {
                     static_cast<std::uint32_t>(batch.first_particle));
     draws_.push_back(seconds_since(start));
   }
+  void skip_draw(std::uint64_t) {}
   void finish(SegmentedRenderStats& stats) { stats.batch_draw_seconds = std::move(draws_); }
 
  private:
   ReferenceRenderer* renderer_;
-  std::uint64_t segment_bytes_;
+  std::uint64_t segment_bytes_ = 0;
   headrace::detail::AlignedBuffer memory_;
   std::vector<double> draws_;
 };
@@ -61,9 +68,7 @@ class HostTarget {
 // a segment is free once the event recorded after its last draw has passed.
 class DeviceTarget {
  public:
-  DeviceTarget(GpuRenderer& renderer, std::uint64_t segment_bytes, std::uint64_t segments)
-      : renderer_((renderer.make_current(), &renderer)), segment_bytes_(segment_bytes), memory_(segment_bytes * segments), drawn_(segments),
-        used_(segments, false) {}
+  explicit DeviceTarget(GpuRenderer& renderer) : renderer_((renderer.make_current(), &renderer)) {}
   DeviceTarget(const DeviceTarget&) = delete;
   DeviceTarget& operator=(const DeviceTarget&) = delete;
   // No kernel may still read the segments when they are freed (a frame that stopped on an error).
@@ -74,6 +79,20 @@ class DeviceTarget {
     }
   }
 
+  // Segments for this frame, in the memory of the frames before when it is large enough; a frame that
+  // stopped on an error may have left draws running, so they finish before the memory is reused.
+  void prepare(std::uint64_t segment_bytes, std::uint64_t segments) {
+    renderer_->make_current();
+    stream_.synchronize();
+    segment_bytes_ = segment_bytes;
+    if (memory_.size_bytes() < segment_bytes * segments) {
+      memory_ = gpu::DeviceBuffer();  // the old buffer goes first: the two may not fit together
+      memory_ = gpu::DeviceBuffer(segment_bytes * segments);
+    }
+    while (drawn_.size() < segments) drawn_.emplace_back();
+    used_.assign(segments, false);
+    draws_ = 0;
+  }
   [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::device; }
   [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const { return memory_.pointer() + s * segment_bytes_; }
   void clear() { renderer_->clear(stream_.handle()); }
@@ -87,16 +106,23 @@ class DeviceTarget {
     return true;
   }
   void draw(std::uint64_t s, const ParticleBatch& batch) {
-    auto& timing = *timings_.emplace_back(std::make_unique<Timing>());
+    if (draws_ == timings_.size()) timings_.push_back(std::make_unique<Timing>());
+    Timing& timing = *timings_[draws_++];
     timing.start.record(stream_.handle());
     renderer_->draw(segment(s), batch.particles, static_cast<std::uint32_t>(batch.first_particle), stream_.handle());
     timing.end.record(stream_.handle());
+    skip_draw(s);
+  }
+  // Streaming alone: the segment is free once its load has arrived (the stream has waited on its fence);
+  // without this event the next load could land in the segment while the last one still fills it.
+  void skip_draw(std::uint64_t s) {
     drawn_[s].record(stream_.handle());
     used_[s] = true;
   }
   void finish(SegmentedRenderStats& stats) {
     stream_.synchronize();
-    for (const auto& timing : timings_) stats.batch_draw_seconds.push_back(timing->end.elapsed_ms_since(timing->start) / 1e3);
+    for (std::size_t d = 0; d < draws_; ++d)
+      stats.batch_draw_seconds.push_back(timings_[d]->end.elapsed_ms_since(timings_[d]->start) / 1e3);
   }
 
  private:
@@ -104,18 +130,18 @@ class DeviceTarget {
     gpu::Event start{true}, end{true};
   };
   GpuRenderer* renderer_;
-  std::uint64_t segment_bytes_;
+  std::uint64_t segment_bytes_ = 0;
   gpu::DeviceBuffer memory_;
   gpu::Stream stream_;
   std::vector<gpu::Event> drawn_;
   std::vector<bool> used_;
-  std::vector<std::unique_ptr<Timing>> timings_;
+  std::vector<std::unique_ptr<Timing>> timings_;  // reused frame after frame; the first draws_ are this frame's
+  std::size_t draws_ = 0;
 };
 
-template <typename Target, typename Renderer>
-SegmentedRenderStats render_with(queue::Queue& queue, queue::FileId file, const format::Container& container,
-                                 std::uint32_t frame, std::uint32_t field, Renderer& renderer,
-                                 const SegmentedRenderOptions& options) {
+template <typename Target>
+SegmentedRenderStats render_with(Target& target, queue::Queue& queue, queue::FileId file, const format::Container& container,
+                                 std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options) {
   expect_particles(container, frame, field, options);
   const std::vector<ParticleBatch> batches = particle_batches(container, frame, field, options.batch_particles);
   const auto chunks = container.chunks_of(frame, field);
@@ -124,10 +150,10 @@ SegmentedRenderStats render_with(queue::Queue& queue, queue::FileId file, const 
   std::uint64_t largest = 0;
   for (const auto& batch : batches) largest = std::max(largest, batch.particles);
   const std::uint64_t segments = options.preload ? n : std::min<std::uint64_t>(options.segments, n);
-  Target target(renderer, largest * sizeof(Particle), std::max<std::uint64_t>(segments, 1));
+  target.prepare(largest * sizeof(Particle), std::max<std::uint64_t>(segments, 1));
 
-  // Made after the target, so run before it is freed: a frame that stops on an error cancels its
-  // other requests and waits for those in flight, so no read lands in freed segments.
+  // A frame that stops on an error cancels its other requests and waits for those in flight, so no
+  // read lands in the segments after it returned.
   const std::uint64_t tag = reinterpret_cast<std::uintptr_t>(&target);
   struct StopLoads {
     queue::Queue& queue;
@@ -187,7 +213,11 @@ SegmentedRenderStats render_with(queue::Queue& queue, queue::FileId file, const 
       }
       target.await_load(queue, fences[b]);
       check(b);
-      if (options.draw) target.draw(b % segments, batches[b]);
+      if (options.draw) {
+        target.draw(b % segments, batches[b]);
+      } else {
+        target.skip_draw(b % segments);
+      }
     }
   }
   target.finish(stats);
@@ -216,16 +246,20 @@ std::vector<ParticleBatch> particle_batches(const format::Container& container, 
   return batches;
 }
 
-SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
-                                      std::uint32_t frame, std::uint32_t field, ReferenceRenderer& renderer,
-                                      const SegmentedRenderOptions& options) {
-  return render_with<HostTarget>(queue, file, container, frame, field, renderer, options);
-}
+struct SegmentedRenderer::Target : std::variant<HostTarget, DeviceTarget> {
+  using variant::variant;
+};
 
-SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
-                                      std::uint32_t frame, std::uint32_t field, GpuRenderer& renderer,
-                                      const SegmentedRenderOptions& options) {
-  return render_with<DeviceTarget>(queue, file, container, frame, field, renderer, options);
+SegmentedRenderer::SegmentedRenderer(ReferenceRenderer& renderer)
+    : target_(std::make_unique<Target>(std::in_place_type<HostTarget>, renderer)) {}
+SegmentedRenderer::SegmentedRenderer(GpuRenderer& renderer)
+    : target_(std::make_unique<Target>(std::in_place_type<DeviceTarget>, renderer)) {}
+SegmentedRenderer::~SegmentedRenderer() = default;
+
+SegmentedRenderStats SegmentedRenderer::render(queue::Queue& queue, queue::FileId file, const format::Container& container,
+                                               std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options) {
+  return std::visit([&](auto& target) { return render_with(target, queue, file, container, frame, field, options); },
+                    static_cast<std::variant<HostTarget, DeviceTarget>&>(*target_));
 }
 
 }  // namespace headrace::workloads::particles

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "headrace/format/container.hpp"
@@ -46,16 +47,27 @@ struct ParticleBatch {
 [[nodiscard]] std::vector<ParticleBatch> particle_batches(const format::Container& container, std::uint32_t frame,
                                                           std::uint32_t field, std::uint64_t batch_particles);
 
-// The renderer is cleared first. Throws UsageError for a field that is not float32 x 8 particles or for
-// options that cannot work, and
-// Error naming the chunk for a batch that could not be read or decoded (the frame stops there).
-// The queue's destinations must match the renderer: host (device -1) for the reference renderer, the
-// renderer's GPU for the GPU one.
-SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
-                                      std::uint32_t frame, std::uint32_t field, ReferenceRenderer& renderer,
-                                      const SegmentedRenderOptions& options);
-SegmentedRenderStats render_segmented(queue::Queue& queue, queue::FileId file, const format::Container& container,
-                                      std::uint32_t frame, std::uint32_t field, GpuRenderer& renderer,
-                                      const SegmentedRenderOptions& options);
+// Seed 000's loop over one renderer, with its segmented buffer (and, on a GPU, its draw stream and
+// events) made once and kept from frame to frame, grown when a frame needs more: made per frame, every
+// frame would pay page faults (host) or an allocation and a free (GPU) before its first byte.
+class SegmentedRenderer {
+ public:
+  explicit SegmentedRenderer(ReferenceRenderer& renderer);  // host segments (queue device -1)
+  explicit SegmentedRenderer(GpuRenderer& renderer);        // segments on the renderer's GPU
+  SegmentedRenderer(const SegmentedRenderer&) = delete;
+  SegmentedRenderer& operator=(const SegmentedRenderer&) = delete;
+  ~SegmentedRenderer();
+
+  // The renderer is cleared first. Throws UsageError for a field that is not float32 x 8 particles or
+  // for options that cannot work, and Error naming the chunk for a batch that could not be read or
+  // decoded (the frame stops there). The queue's destinations must match the renderer: host (device -1)
+  // for the reference renderer, the renderer's GPU for the GPU one.
+  SegmentedRenderStats render(queue::Queue& queue, queue::FileId file, const format::Container& container,
+                              std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options);
+
+ private:
+  struct Target;
+  std::unique_ptr<Target> target_;
+};
 
 }  // namespace headrace::workloads::particles
