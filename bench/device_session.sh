@@ -1,9 +1,13 @@
 # Sourced by the scripts the GPU machine runs (bench/*_on_device.sh): one log under $OUT, the image's
 # Python first, the carried wheels on the path, the phases setup (the wheels) and build (headrace with
-# its tests), then each phase named on the command line in turn.
+# its tests), then each phase named on the command line in turn. A call has a deadline (the device tool
+# stops a command at 600 s): long phases run `within` a time limit, so that the last one is cut
+# short, not the call. HEADRACE_RESUME names a folder of an earlier call's CSVs: the studies resume there.
 set -uo pipefail
 OUT=${OUT:-$PWD/out/device}
 mkdir -p "$OUT" build
+export HEADRACE_DEADLINE=${HEADRACE_DEADLINE:-$(( $(date +%s) + ${HEADRACE_CALL_SECONDS:-570} ))}
+if [[ -n ${HEADRACE_RESUME:-} ]]; then cp -n "$HEADRACE_RESUME"/*.csv "$OUT"/ 2>/dev/null || true; fi
 exec > >(tee -a "$OUT/run.log") 2>&1  # one log: the device tool brings back at most 8 files
 export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site
 
@@ -17,6 +21,13 @@ build() {
     -Ccmake.define.HEADRACE_BUILD_TESTS=ON -Ccmake.define.HEADRACE_DEPS_ROOT="$PWD/.carry/deps/usr" \
     > build/device-pip.log 2>&1 || { tail -40 build/device-pip.log; return 1; }
   python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
+}
+
+within() {  # within SECONDS COMMAND...: COMMAND under `timeout`, cut at the deadline; skipped past it
+  local most=$1 left=$(( HEADRACE_DEADLINE - $(date +%s) ))
+  shift
+  (( left >= 15 )) || { echo "skipped, the call's deadline has passed: $*"; return 0; }
+  timeout $(( left < most ? left : most )) "$@"
 }
 
 run_phases() {

@@ -33,14 +33,14 @@ data() {
 weak() {
   # The weak half again, with distinct seeds per copy (weak_seeds), 64 seeds a thread (216 made the
   # mmap implementations' 64-thread points run for minutes); the strong half is in scaling.csv.
-  timeout 560 python3 -m headrace bench streamlines "$native" "$hilbert" --study scaling --scalings weak \
+  within 300 python3 -m headrace bench streamlines "$native" "$hilbert" --study scaling --scalings weak \
     --seeds uniform:64 --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 1,2,4,8,16,32,64 \
     --out "$OUT/weak.csv"
   python3 -m headrace plot "$OUT/weak.csv" --out "$OUT/weak.png" || true
 }
 
 scaling() {
-  timeout 330 python3 -m headrace bench streamlines "$native" "$hilbert" --study scaling --seeds uniform:256 \
+  within 330 python3 -m headrace bench streamlines "$native" "$hilbert" --study scaling --seeds uniform:256 \
     --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 1,2,4,8,16,32,64 --out "$OUT/scaling.csv"
   python3 -m headrace plot "$OUT/scaling.csv" --out "$OUT/scaling.png" || true
 }
@@ -48,7 +48,7 @@ scaling() {
 gpu() {
   # The GPU's lines on the big field against the CPU: the resident rounds on CPU threads (the same
   # algorithm: bit for bit expected) and the user-managed cache (the CPU tracer).
-  timeout 120 python3 - "$native" <<'PY'
+  within 120 python3 - "$native" <<'PY'
 import sys, numpy as np
 from headrace import streamlines as s
 path = sys.argv[1]
@@ -63,7 +63,7 @@ for name, ref in (("resident rounds on the CPU", s.trace_run(path, seeds, manage
 print("GPU run:", {k: gpu.stats[k] for k in ("seconds", "resident_rounds", "resident_slots", "resident_units_loaded",
                                               "resident_evictions", "resident_load_seconds", "resident_advance_seconds")})
 PY
-  timeout 200 python3 -m headrace bench streamlines "$native" "$hilbert" --study gpu --seeds uniform:8192 \
+  within 200 python3 -m headrace bench streamlines "$native" "$hilbert" --study gpu --seeds uniform:8192 \
     --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 16 --out "$OUT/gpu.csv"
   python3 - "$OUT/gpu.csv" <<'PY'
 import csv, sys
