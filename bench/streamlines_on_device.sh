@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 5's run on the GPU machine (device tool), from the repo root, results under $OUT:
-#   bash bench/streamlines_on_device.sh setup build gputests data scaling gpu    (weak: the weak half alone)
+#   bash bench/streamlines_on_device.sh setup build gputests data scaling gpu    (weak: the weak half alone;
+#   studies: seed 002's io, banks, madvise and concurrency experiments)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks.
 # The field: synthetic turbulence on 512^3 points (1.5 GiB) in 32^3 blocks and in the Hilbert layout;
 # every data manager gets 512 MiB (the cache, or mmap's page-cache budget): three times less than the
@@ -43,6 +44,15 @@ scaling() {
   within 330 python3 -m headrace bench streamlines "$native" "$hilbert" --study scaling --seeds uniform:256 \
     --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 1,2,4,8,16,32,64 --out "$OUT/scaling.csv"
   python3 -m headrace plot "$OUT/scaling.csv" --out "$OUT/scaling.png" || true
+}
+
+studies() {
+  # Seed 002's other experiments (figures 4 to 7) on the same field, 216 lattice seeds, cold.
+  for study in io banks madvise concurrency; do
+    within 240 python3 -m headrace bench streamlines "$native" "$hilbert" --study "$study" --seeds uniform:256 \
+      --steps 1000 --step-size 0.005 --cache-bytes 512M --threads 2,8,16,64 --out "$OUT/$study.csv"
+    python3 -m headrace plot "$OUT/$study.csv" --out "$OUT/$study.png" || true
+  done
 }
 
 gpu() {

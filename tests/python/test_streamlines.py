@@ -214,6 +214,22 @@ def test_bench_studies_run_resume_and_plot(flows, tmp_path, capsys):
     assert main(["plot", str(tmp_path / "missing.csv"), "--out", str(figure)]) == 2
 
 
+@pytest.mark.parametrize("study, axis, levels", [("io", "direct", {"False", "True"}), ("banks", "banks", {"1", "2", "4", "8", "16", "32"}),
+                                                  ("madvise", "madvise_interval_s", {"0.0", "1.0", "4.0", "16.0"}),
+                                                  ("concurrency", "implementation", {"hilbert-user", "hilbert-mmap"})])
+def test_every_study_of_seed_002_runs_end_to_end(flows, tmp_path, study, axis, levels):
+    blocks, hilbert = flows
+    out = tmp_path / f"{study}.csv"
+    assert main(["bench", "streamlines", str(blocks), str(hilbert), "--study", study, "--threads", "1,2", "--seeds",
+                 "uniform:8", "--steps", "30", "--step-size", "0.05", "--cache-bytes", "16M", "--chunk-pages", "3,6",
+                 "--out", str(out)]) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert {r[axis] for r in rows} == levels
+    assert all(int(r["points"]) > 0 and float(r["seconds_min"]) > 0 for r in rows)
+    assert all(int(r["cache_misses"]) > 0 for r in rows if r["manager"] == "user")
+    assert main(["plot", str(out), "--out", str(tmp_path / f"{study}.png")]) == 0
+
+
 def test_a_bov_brick_becomes_both_layouts_and_traces_alike(tmp_path, capsys):
     from headrace.generate.flow import abc_velocity
 
