@@ -227,6 +227,7 @@ def test_every_study_of_seed_002_runs_end_to_end(flows, tmp_path, study, axis, l
     assert {r[axis] for r in rows} == levels
     assert all(int(r["points"]) > 0 and float(r["seconds_min"]) > 0 for r in rows)
     assert all(int(r["cache_misses"]) > 0 for r in rows if r["manager"] == "user")
+    assert all(r["memory_budget_bytes"] == str(16 << 20) for r in rows if r["manager"] == "mmap")  # out of core too
     assert main(["plot", str(out), "--out", str(tmp_path / f"{study}.png")]) == 0
 
 

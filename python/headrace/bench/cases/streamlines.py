@@ -68,14 +68,14 @@ def configurations(study: str, setup: Setup) -> Iterator[dict[str, Any]]:
             for interval in (0.0, 1.0, 4.0, 16.0):
                 for threads in sorted({8, top}):
                     yield dict(implementation=implementation, path=path, manager="mmap", madvise_interval_s=interval,
-                               threads=threads)
+                               memory_budget_bytes=setup.cache_bytes, threads=threads)
     elif study == "concurrency":
         for threads in sorted({2, 8, top}):
             for pages in setup.chunk_pages:
                 yield dict(implementation="hilbert-user", path=setup.hilbert, manager="user", direct=True,
                            unit_pages=pages, threads=threads)
             yield dict(implementation="hilbert-mmap", path=setup.hilbert, manager="mmap", madvise_interval_s=4.0,
-                       threads=threads)
+                       memory_budget_bytes=setup.cache_bytes, threads=threads)
     elif study == "scaling":
         for scaling in setup.scalings:
             for implementation, path, manager in _four(setup):
