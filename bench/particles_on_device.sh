@@ -3,13 +3,13 @@
 # of under 600 s (HEADRACE_RESUME=<a cut call's CSVs> resumes a study):
 #   bash bench/particles_on_device.sh setup build gputests data figure5
 #   bash bench/particles_on_device.sh setup build data cold compressed plots
-#   bash bench/particles_on_device.sh setup build data tune
+#   bash bench/particles_on_device.sh setup build data tune large      (large: 100 M particles a frame)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (KvikIO, nvCOMP).
 # Data: seed 000's particles (8 float32 each, a third of the unit box filled), 1 M and 10 M per frame,
 # 4 frames, chunks of 4000 particles so that batches of 128k, 500k and 1M particles are whole chunks.
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-particles}
-methods=vram,ram,mmap-all,mmap-segment,mmap-batch,pread,direct,uring-naive,uring-batched,cufile,kvikio
+methods=vram,ram,ram-pinned,mmap-all,mmap-segment,mmap-batch,pread,direct,uring-naive,uring-batched,cufile,kvikio
 
 gputests() {
   LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 build/device/headrace_tests \
@@ -45,6 +45,16 @@ compressed() {
     --batches 128000,500000,1000000 --segments 64 --cache cold --wall-seconds 0.5 --overlap --out "$OUT/particles-zstd.csv"
 }
 
+large() {
+  # 100 M particles per frame (3.2 GB), where disk and time allow: two frames, the buffered methods,
+  # the cold-disk one and the peer, 1 M particles per batch, hot.
+  [[ -f $work/p100000000.hrc ]] || python3 -m headrace generate particles "$work/p100000000.hrc" \
+    --particles 100000000 --frames 2 --chunk-size 128000 > /dev/null
+  within 240 python3 -m headrace bench particles "$work/p100000000.hrc" --device 0 --grid \
+    --methods vram,ram,ram-pinned,mmap-all,pread,uring-batched,kvikio --batches 1000000 --segments 64 --staging 256M \
+    --cache hot --wall-seconds 0.5 --overlap --out "$OUT/particles-100000000-hot.csv"
+}
+
 plots() {
   for f in "$OUT"/particles-*.csv; do python3 -m headrace plot "$f" --out "${f%.csv}.png" || true; done
   python3 -m headrace.bench.particles_report "$OUT"/particles-*.csv | tee "$OUT/report.md"
@@ -53,7 +63,7 @@ plots() {
 tune() {
   # A small space, so that --compare-grid can measure all of it: the tuned result against the grid's best.
   within 400 python3 -m headrace tune "$work/p10000000.hrc" --device 0 --budget 150 \
-    --methods ram,mmap-batch,pread,uring-batched --batches 128000,500000,1000000 --segments 4,16,64 \
+    --methods ram,ram-pinned,mmap-batch,pread,uring-batched --batches 128000,500000,1000000 --segments 4,16,64 \
     --staging 256M --wall-seconds 0.5 --compare-grid
 }
 

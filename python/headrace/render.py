@@ -28,7 +28,7 @@ import numpy as np
 from headrace import _ext
 from headrace.errors import UnavailableError, UsageError
 
-__all__ = ["METHODS", "StreamingRenderer", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
+__all__ = ["METHODS", "GPU_METHODS", "StreamingRenderer", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
            "write_animation"]
 
 
@@ -58,6 +58,7 @@ def parse_camera(spec: str, bbox: Sequence[Sequence[float]]) -> dict[str, Any]:
 METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "vram": ("posix", {}, True),                      # the static baseline: the frame already in GPU memory
     "ram": ("ram", {}, False),                        # the file in RAM, copied batch by batch
+    "ram-pinned": ("mmap", {"pin_files": True}, False),  # the file page-locked in RAM, DMA'd batch by batch
     "mmap-all": ("mmap", {"mmap_mode": "whole"}, False),
     "mmap-segment": ("mmap", {"mmap_mode": "segment"}, False),
     "mmap-batch": ("mmap", {"mmap_mode": "window"}, False),
@@ -70,6 +71,11 @@ METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "compressed-zstd": ("uring", {}, False),
     "compressed-gdeflate": ("uring", {}, False),
 }
+
+
+# The methods that only a GPU can run, and why.
+GPU_METHODS = {"vram": "keeps the frame in GPU memory", "ram-pinned": "copies page-locked pages to the GPU by DMA",
+               "cufile": "reads into GPU memory"}
 
 
 def _camera(width: int, height: int, fov: float, eye: Sequence[float] = (0, 0, 1), target: Sequence[float] = (0, 0, 0),
@@ -121,8 +127,8 @@ class StreamingRenderer:
         if method.startswith("compressed-") and codec != method.removeprefix("compressed-"):
             raise UsageError(f"{ds.path}: method {method} reads {method.removeprefix('compressed-')} chunks, "
                              f"the file holds {codec}")
-        if self.preload and self.ordinal < 0:
-            raise UsageError("method vram keeps the frame in GPU memory: it needs a GPU (--device 0)")
+        if method in GPU_METHODS and self.ordinal < 0:
+            raise UsageError(f"method {method} {GPU_METHODS[method]}: it needs a GPU (--device 0)")
         fields = [f.name for f in ds.fields]
         if field not in fields:
             raise UsageError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")

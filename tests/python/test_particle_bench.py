@@ -114,6 +114,8 @@ def test_tune_stores_a_profile_that_render_uses(small, tmp_path, capsys):
                  "--width", "32", "--height", "24"]) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert "tuned profile" in said and f"{profile['method']} on the CPU" in said
+    assert main(["tune", str(small), "--device", "cpu", "--methods", "pread,vram"]) == 2  # a baseline is no profile
+    assert "vram cannot be tuned" in " ".join(capsys.readouterr().err.split())
 
 
 @pytest.mark.gpu

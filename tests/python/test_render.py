@@ -37,7 +37,7 @@ def zstd_particles(tmp_path_factory):
     return path
 
 
-CPU_METHODS = [m for m in render.METHODS if m not in ("vram", "cufile") and not m.startswith("compressed-")]
+CPU_METHODS = [m for m in render.METHODS if m not in render.GPU_METHODS and not m.startswith("compressed-")]
 
 
 @pytest.mark.parametrize("method", CPU_METHODS)
@@ -58,14 +58,15 @@ def test_compressed_frames_draw_the_same_and_methods_check_the_codec(particles, 
     assert stats["stored_bytes"] < 20000 * 32  # random floats compress a little
     with pytest.raises(headrace.UsageError, match="holds zstd"):
         render.render_streamed(zstd_particles, 0, method="compressed-lz4")
-    with pytest.raises(headrace.UsageError, match="needs a GPU"):
-        render.render_streamed(particles, 0, method="vram", device="cpu")
+    for gpu_only in render.GPU_METHODS:
+        with pytest.raises(headrace.UsageError, match=f"method {gpu_only} .*needs a GPU"):
+            render.render_streamed(particles, 0, method=gpu_only, device="cpu")
     with pytest.raises(headrace.UsageError, match="expected one of"):
         render.render_streamed(particles, 0, method="teleport")
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("method", ["vram", "pread", "uring-batched", "mmap-batch", "ram"])
+@pytest.mark.parametrize("method", ["vram", "pread", "uring-batched", "mmap-batch", "ram", "ram-pinned"])
 def test_the_gpu_draws_the_cpu_references_image(particles, method):
     expected = render.render_frame(particles, 1, width=160, height=120, device="cpu")
     image, stats = render.render_streamed(particles, 1, method=method, device=0, width=160, height=120, batch=5000,

@@ -109,11 +109,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def particle_methods(device: int | str) -> tuple[str, ...]:
-    """Every method the device can run on this file kind: vram and cufile need a GPU."""
-    from headrace.render import METHODS
+    """Every method the device can run on this file kind (vram, ram-pinned and cufile need a GPU)."""
+    from headrace.render import GPU_METHODS, METHODS
 
     plain = tuple(m for m in METHODS if not m.startswith("compressed-"))
-    return plain if device != "cpu" else tuple(m for m in plain if m not in ("vram", "cufile"))
+    return plain if device != "cpu" else tuple(m for m in plain if m not in GPU_METHODS)
 
 
 def particle_device(device: str | None, doing: str) -> int | str:

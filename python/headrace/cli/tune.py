@@ -9,6 +9,7 @@ measures every configuration of the (small) space and says how far the tuned one
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 from headrace.errors import UsageError
 
@@ -50,6 +51,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: chunks of several codecs ({', '.join(codecs)}); tune one kind of file")
     codec = codecs[0]
     space = particle_space(args, device, codecs)
+    # vram is the static baseline (the frame already on the GPU) and kvikio the peer: neither streams
+    # through headrace, so neither can be a profile.
+    baselines = [m for m in space.methods if m in ("vram", "kvikio")]
+    if args.methods and baselines:
+        raise UsageError(f"--methods: {', '.join(baselines)} cannot be tuned (baselines, not ways to stream)")
+    space = dataclasses.replace(space, methods=tuple(m for m in space.methods if m not in baselines))
     frames = list(range(len(ds.frames)))
 
     def evaluate(config: dict) -> float:
