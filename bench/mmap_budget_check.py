@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-GROUPS = (Path("/sys/fs/cgroup/memory/headrace-budget"), "memory.limit_in_bytes"), \
-         (Path("/sys/fs/cgroup/headrace-budget"), "memory.max")
+GROUPS = ((Path("/sys/fs/cgroup/memory/headrace-budget"), "memory.limit_in_bytes"),  # cgroup v1
+          (Path("/sys/fs/cgroup/headrace-budget"), "memory.max"))  # cgroup v2
 
 
 def run(args: argparse.Namespace) -> None:

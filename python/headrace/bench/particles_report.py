@@ -15,6 +15,7 @@ import argparse
 from collections import defaultdict
 from pathlib import Path
 
+from headrace.bench.cases.particles import BASELINES
 from headrace.bench.harness import read_rows
 
 __all__ = ["report", "main"]
@@ -46,7 +47,7 @@ def report(rows: list[dict[str, str]]) -> str:
             waits = [float(best[(m, b)]["segment_waits_per_frame"]) for b in batches if (m, b) in best]
             out.append(f"| {m} | " + " | ".join(cells) + f" | {max(waits):.1f} |")
         out.append("\nframe time in ms (best over segments and staging); waits: the most for a free segment.\n")
-        streaming = [r for r in group if r["method"] not in ("vram", "kvikio")]
+        streaming = [r for r in group if r["method"] not in BASELINES]
         if streaming:
             top = min(streaming, key=lambda r: float(r["frame_seconds"]))
             vram = best.get(("vram", int(top["batch"])))

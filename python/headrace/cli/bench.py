@@ -183,7 +183,7 @@ def run_particles(args: argparse.Namespace) -> int:
                                           wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations)
                 row.update(result.row())
                 row["describe"] = renderer.describe()
-                if args.overlap and config["method"] not in ("kvikio", "vram"):
+                if args.overlap and config["method"] not in study.BASELINES:
                     drawn, alone = study.overlap_seconds(renderer, frames, result.wall_frames, args.cache)
                     row.update(overlap_frame_s=drawn, stream_only_s=alone)
                     row["overlap_ratio"] = drawn / max(alone, row["draw_median_s"])

@@ -51,9 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{args.file}: chunks of several codecs ({', '.join(codecs)}); tune one kind of file")
     codec = codecs[0]
     space = particle_space(args, device, codecs)
-    # vram is the static baseline (the frame already on the GPU) and kvikio the peer: neither streams
-    # through headrace, so neither can be a profile.
-    baselines = [m for m in space.methods if m in ("vram", "kvikio")]
+    baselines = [m for m in space.methods if m in study.BASELINES]  # neither streams through headrace
     if args.methods and baselines:
         raise UsageError(f"--methods: {', '.join(baselines)} cannot be tuned (baselines, not ways to stream)")
     space = dataclasses.replace(space, methods=tuple(m for m in space.methods if m not in baselines))

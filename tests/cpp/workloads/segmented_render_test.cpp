@@ -188,6 +188,7 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
       const auto stats = segmented.render(queue, id, container, 0, 0, shape);
       EXPECT_EQ(renderer.image(nullptr), expected) << format::to_string(codec) << " " << shape.batch_particles << " x "
                                                    << shape.segments << " preload " << shape.preload;
+      EXPECT_EQ(stats.batches, shape.batch_particles == 300 ? 4u : 8u);  // chunks of 128: two or one a batch
       EXPECT_EQ(stats.batch_draw_seconds.size(), stats.batches);
       EXPECT_GT(stats.draw_seconds, 0.0);
     }

@@ -54,7 +54,7 @@ class HostTarget {
                     static_cast<std::uint32_t>(batch.first_particle));
     draws_.push_back(seconds_since(start));
   }
-  void skip_draw(std::uint64_t) {}
+  void segment_done(std::uint64_t) {}  // a host draw has ended when it returns
   void finish(SegmentedRenderStats& stats) { stats.batch_draw_seconds = std::move(draws_); }
 
  private:
@@ -111,11 +111,11 @@ class DeviceTarget {
     timing.start.record(stream_.handle());
     renderer_->draw(segment(s), batch.particles, static_cast<std::uint32_t>(batch.first_particle), stream_.handle());
     timing.end.record(stream_.handle());
-    skip_draw(s);
   }
-  // Streaming alone: the segment is free once its load has arrived (the stream has waited on its fence);
-  // without this event the next load could land in the segment while the last one still fills it.
-  void skip_draw(std::uint64_t s) {
+  // The segment is free once the stream gets here: after its draw, or, streaming alone, once its load has
+  // arrived (the stream has waited on its fence); without this event the next load could land in the
+  // segment while it is still drawn or filled.
+  void segment_done(std::uint64_t s) {
     drawn_[s].record(stream_.handle());
     used_[s] = true;
   }
@@ -213,11 +213,8 @@ SegmentedRenderStats render_with(Target& target, queue::Queue& queue, queue::Fil
       }
       target.await_load(queue, fences[b]);
       check(b);
-      if (options.draw) {
-        target.draw(b % segments, batches[b]);
-      } else {
-        target.skip_draw(b % segments);
-      }
+      if (options.draw) target.draw(b % segments, batches[b]);
+      target.segment_done(b % segments);
     }
   }
   target.finish(stats);
@@ -259,7 +256,7 @@ SegmentedRenderer::~SegmentedRenderer() = default;
 SegmentedRenderStats SegmentedRenderer::render(queue::Queue& queue, queue::FileId file, const format::Container& container,
                                                std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options) {
   return std::visit([&](auto& target) { return render_with(target, queue, file, container, frame, field, options); },
-                    static_cast<std::variant<HostTarget, DeviceTarget>&>(*target_));
+                    *target_);  // visited as its variant base (P2162, a defect report libstdc++ applies to C++20)
 }
 
 }  // namespace headrace::workloads::particles
