@@ -30,9 +30,18 @@ within() {  # within SECONDS COMMAND...: COMMAND under `timeout`, cut at the dea
   timeout $(( left < most ? left : most )) "$@"
 }
 
+pack() {  # the device tool brings back at most 8 files: past that, all but the log travel as one tar
+  local files
+  mapfile -t files < <(cd "$OUT" && ls -A | grep -vx -e run.log -e results.tar)
+  (( ${#files[@]} > 7 )) || return 0
+  tar -C "$OUT" -cf "$OUT/results.tar" "${files[@]}" && (cd "$OUT" && rm -f "${files[@]}")
+  echo "packed ${#files[@]} files into results.tar"
+}
+
 run_phases() {
   for phase in "$@"; do
     echo "== $phase $(date -u +%T)"
-    "$phase" || exit 1
+    "$phase" || { pack; exit 1; }
   done
+  pack
 }

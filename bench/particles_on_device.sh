@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Issue 7's run on the GPU machine (device tool), from the repo root, results under $OUT; three calls
 # of under 600 s (HEADRACE_RESUME=<a cut call's CSVs> resumes a study):
-#   bash bench/particles_on_device.sh setup build gputests data figure5
-#   bash bench/particles_on_device.sh setup build data cold compressed plots
-#   bash bench/particles_on_device.sh setup build data tune large      (large: 100 M particles a frame)
+#   bash bench/particles_on_device.sh setup build gputests data ceilings figure5 plots
+#   bash bench/particles_on_device.sh setup build data ceilings cold compressed plots
+#   bash bench/particles_on_device.sh setup build data tune large plots      (large: 100 M particles a frame)
+#   bash bench/particles_on_device.sh setup build data overlap plots      (medians of paired frames)
+# `ceilings` measures this call's yardsticks (the disk by `headrace probe`, the H2D paths by
+# bench/h2d_ceilings.py), which `plots` sets the study's throughput against.
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (KvikIO, nvCOMP).
 # Data: seed 000's particles (8 float32 each, a third of the unit box filled), 1 M and 10 M per frame,
 # 4 frames, chunks of 4000 particles so that batches of 128k, 500k and 1M particles are whole chunks.
@@ -12,11 +15,11 @@ work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-particles}
 methods=vram,ram,ram-pinned,mmap-all,mmap-segment,mmap-batch,pread,direct,uring-naive,uring-batched,cufile,kvikio
 
 gputests() {
-  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 build/device/headrace_tests \
-    --gtest_filter='SegmentedRenderGpu*:SphereGlyphs*:ParticleBatches*' > build/particles-gpu.log 2>&1
-  echo "renderer GPU tests exit $?"; grep -E "OK \]|FAILED|Failure|Expected|Which is" build/particles-gpu.log | head -20
-  within 200 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/python/test_render.py \
-    tests/python/test_particle_bench.py 2>&1 | tail -15
+  # The renderer's, and every GPU test of the queue's copies (2D rows since this session).
+  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 within 150 build/device/headrace_tests \
+    --gtest_filter='*Gpu*:Queue*:HostToDevice*:SegmentedRender*:SphereGlyphs*:ParticleBatches*' > build/particles-gpu.log 2>&1
+  echo "C++ GPU tests exit $?"; grep -E "PASSED|FAILED|Failure|Expected|Which is|tests ran" build/particles-gpu.log | head -20
+  within 120 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/python 2>&1 | tail -15
 }
 
 data() {
@@ -40,30 +43,62 @@ study() {  # study CACHE SIZE [extra options]: seed 000's figure 5 for one data 
 figure5() { study hot 1000000; study hot 10000000; }
 cold() { study cold 1000000 --gpu-iterations 4; study cold 10000000 --gpu-iterations 4; }
 
+overlap() {  # the overlap alone, 1 M to 100 M particles a frame: vram, the in-memory best and pread, hot
+  for n in 1000000 10000000 100000000; do
+    local batches=128000,500000,1000000
+    if (( n == 100000000 )); then make_large; batches=1000000; fi
+    within 150 python3 -m headrace bench particles "$work/p$n.hrc" --device 0 --grid --methods vram,ram-pinned,pread \
+      --batches $batches --segments 64 --staging 256M --cache hot --wall-seconds 0.5 --overlap \
+      --out "$OUT/particles-$n-hot-overlap.csv"
+  done
+}
+
+ceilings() {  # this call's yardsticks: the disk, cold (O_DIRECT), and the H2D paths, hot
+  python3 -m headrace probe "$work/p10000000.hrc" --patterns sequential --block-sizes 1M,4M --queue-depths 16,64 \
+    --threads 1,4 --seconds 1 --json > "$OUT/ceiling.json" 2> build/device-probe.log || { tail build/device-probe.log; return 1; }
+  python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ceiling_line'])" "$OUT/ceiling.json"
+  python3 bench/h2d_ceilings.py "$work/p10000000.hrc" > "$OUT/h2d.json" || return 1
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('H2D GB/s: pinned', round(d['pinned_alloc']['best_gbps'], 1), \
+    'page-locked file', {k: round(v['best_gbps'], 1) for k, v in d['pinned_file'].items() if k != 'bytes'}, \
+    'its chunks one copy each', round(d['chunks']['one_copy_each']['best_gbps'], 1), \
+    'as one 2D copy', round(d['chunks']['one_2d_copy']['best_gbps'], 1))" "$OUT/h2d.json"
+}
+
 compressed() {
   within 200 python3 -m headrace bench particles "$work/p10000000-zstd.hrc" --device 0 --grid \
     --batches 128000,500000,1000000 --segments 64 --cache cold --wall-seconds 0.5 --overlap --out "$OUT/particles-zstd.csv"
 }
 
-large() {
-  # 100 M particles per frame (3.2 GB), where disk and time allow: two frames, the buffered methods,
-  # the cold-disk one and the peer, 1 M particles per batch, hot.
+make_large() {  # 100 M particles per frame (3.2 GB), two frames
   [[ -f $work/p100000000.hrc ]] || python3 -m headrace generate particles "$work/p100000000.hrc" \
     --particles 100000000 --frames 2 --chunk-size 128000 > /dev/null
-  within 240 python3 -m headrace bench particles "$work/p100000000.hrc" --device 0 --grid \
+}
+
+large() {
+  # 100 M particles per frame, where disk and time allow: 1 M particles per batch; hot, the in-memory
+  # methods, pread, the cold-disk default and the peer.
+  make_large
+  within 200 python3 -m headrace bench particles "$work/p100000000.hrc" --device 0 --grid \
     --methods vram,ram,ram-pinned,mmap-all,pread,uring-batched,kvikio --batches 1000000 --segments 64 --staging 256M \
     --cache hot --wall-seconds 0.5 --overlap --out "$OUT/particles-100000000-hot.csv"
+  # Cold, the file readers only (a frame is about 2 s of disk): two pre-warm frames, two timed.
+  within 200 python3 -m headrace bench particles "$work/p100000000.hrc" --device 0 --grid \
+    --methods pread,uring-batched,kvikio --batches 1000000 --segments 64 --staging 256M --cache cold \
+    --prewarm 2 --gpu-iterations 2 --wall-seconds 1 --out "$OUT/particles-100000000-cold.csv"
 }
 
 plots() {
   for f in "$OUT"/particles-*.csv; do python3 -m headrace plot "$f" --out "${f%.csv}.png" || true; done
-  python3 -m headrace.bench.particles_report "$OUT"/particles-*.csv | tee "$OUT/report.md"
+  local yardsticks=()
+  [[ -f $OUT/ceiling.json ]] && yardsticks+=(--ceiling "$OUT/ceiling.json")
+  [[ -f $OUT/h2d.json ]] && yardsticks+=(--h2d "$OUT/h2d.json")
+  python3 -m headrace.bench.particles_report "$OUT"/particles-*.csv "${yardsticks[@]}" | tee "$OUT/report.md"
 }
 
 tune() {
   # A small space, so that --compare-grid can measure all of it: the tuned result against the grid's best.
-  within 400 python3 -m headrace tune "$work/p10000000.hrc" --device 0 --budget 150 \
-    --methods ram,ram-pinned,mmap-batch,pread,uring-batched --batches 128000,500000,1000000 --segments 4,16,64 \
+  within 300 python3 -m headrace tune "$work/p10000000.hrc" --device 0 --budget 100 \
+    --methods ram,ram-pinned,pread,uring-batched --batches 128000,500000,1000000 --segments 4,16,64 \
     --staging 256M --wall-seconds 0.5 --compare-grid
 }
 

@@ -235,6 +235,7 @@ void bind_workloads(nb::module_& m) {
              result["particles"] = stats.particles;
              result["stored_bytes"] = stats.stored_bytes;
              result["segment_waits"] = stats.segment_waits;
+             result["h2d_seconds"] = stats.h2d_seconds;
              return result;
            },
            "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "batch_particles"_a, "segments"_a, "preload"_a,

@@ -45,7 +45,7 @@ class FakeRenderer:
         time.sleep(self.seconds)
         self.frames.append(frame)
         return {"seconds": self.seconds, "draw_seconds": self.seconds / 2, "segment_waits": 1, "stored_bytes": 100,
-                "particles": 10, "batches": 2}
+                "particles": 10, "batches": 2, "h2d_seconds": self.seconds / 4}
 
 
 def test_algorithm3_fills_the_wall_time_and_reports_the_papers_outputs():
@@ -55,6 +55,7 @@ def test_algorithm3_fills_the_wall_time_and_reports_the_papers_outputs():
     row = result.row()
     assert row["frame_seconds"] == pytest.approx(0.01) and row["draw_median_s"] == pytest.approx(0.005)
     assert row["segment_waits_per_frame"] == 1 and row["stored_bytes_per_frame"] == 100
+    assert row["h2d_s_per_frame"] == pytest.approx(0.0025)
     assert fake.frames[:4] == [0, 1, 2, 0]  # round robin
 
 
@@ -133,6 +134,25 @@ def test_the_kvikio_peer_draws_the_same_frame(small):
     np.testing.assert_array_equal(peer.image(), expected)
 
 
+def test_the_overlap_pairs_the_halves_frame_by_frame_and_one_slow_frame_does_not_move_it():
+    class Paired:
+        dataset = type("D", (), {"path": "/dev/null"})()
+
+        def __init__(self) -> None:
+            self.calls = []
+
+        def render(self, frame, draw=True):
+            self.calls.append((frame, draw))
+            slow = len(self.calls) == 3  # the second pair's drawn frame is held up
+            return {"seconds": (0.5 if slow else 0.011 if draw else 0.010)}
+
+    renderer = Paired()
+    drawn, alone = study.overlap_seconds(renderer, [0, 1], count=2, cache="hot")
+    assert len(renderer.calls) == 14  # at least seven pairs
+    assert renderer.calls[:4] == [(0, True), (0, False), (1, True), (1, False)]  # each frame drawn, then streamed alone
+    assert drawn == pytest.approx(0.011) and alone == pytest.approx(0.010)
+
+
 def test_the_report_tabulates_figure_5_the_overlap_and_the_peer():
     from headrace.bench.particles_report import report
 
@@ -148,3 +168,28 @@ def test_the_report_tabulates_figure_5_the_overlap_and_the_peer():
     assert "overlap: uring-batched at 500,000 per batch, 34.0 ms over max(vram 9.0 ms, streaming alone 31.0 ms) = **1.10**" in text
     assert "KvikIO / headrace = **1.36**" in text
     assert "cufile (no /run/udev)" in text
+
+
+def test_the_report_compares_the_peer_like_for_like_and_sets_throughput_against_the_calls_yardsticks():
+    from headrace.bench.particles_report import report
+
+    def row(method, cache, frame_s, **extra):
+        return {"file": "/d/p.hrc", "particles_per_frame": "1000000", "device": "0", "cache": cache, "method": method,
+                "batch": "500000", "frame_seconds": str(frame_s), "segment_waits_per_frame": "0.0",
+                "stored_bytes_per_frame": "32000000", **extra}
+
+    rows = [row("ram-pinned", c, 0.002, h2d_s_per_frame="0.0016") for c in ("cold", "hot")]
+    rows += [row("pread", "cold", 0.020), row("kvikio", "cold", 0.025), row("pread", "hot", 0.005), row("kvikio", "hot", 0.004)]
+    ceiling = {"ceiling": {"gigabytes_per_second": 2.0}, "ceiling_line": "device ceiling: 2.00 GB/s (sequential)"}
+    h2d = {"pinned_alloc": {"best_gbps": 50.0}, "pinned_file": {"whole": {"best_gbps": 40.0}}}
+    text = report(rows, ceiling, h2d)
+    cold, hot = text.split("### ")[1:]
+    # The peer reads the file during the frame: it meets pread, not the file held in memory.
+    assert "| ram-pinned (in memory) | 2.0 |" in cold and "a cold cache does not reach it" in cold
+    assert "headrace's best 20.0 ms (pread, 500,000 per batch), KvikIO 25.0 ms: KvikIO / headrace = **1.25**" in cold
+    assert "headrace's best in memory, ram-pinned: 2.0 ms" in cold
+    assert "pread reads 1.60 GB/s of stored bytes, **0.80** x the probe's 2.00 GB/s" in cold
+    assert "KvikIO / headrace = **0.80**" in hot  # the peer ahead is said as it is
+    assert "ram-pinned delivers 16.0 GB/s, **0.40** x a page-locked file's 40.0 GB/s" in hot
+    assert "the copy stream busy 1.6 ms of the 2.0 ms frame (20.0 GB/s while copying)" in hot
+    assert "disk 2.00 GB/s (2.00 GB/s (sequential)); pinned H2D 50.0 GB/s, from the page-locked file 40.0 GB/s" in text

@@ -1,13 +1,35 @@
 #include "headrace/gpu/host_to_device_copies.hpp"
 
 namespace headrace::gpu {
+namespace {
+
+static_assert(sizeof(Memcpy2D) == 128, "Memcpy2D must have CUDA_MEMCPY2D's layout");
+
+// cuMemcpy2D refuses pitches above the device's CU_DEVICE_ATTRIBUTE_MAX_PITCH (2^31 - 1 on the GPUs
+// we know); rows further apart than this stay separate copies.
+constexpr std::uint64_t most_pitch = std::uint64_t{1} << 30;
+
+}  // namespace
 
 void HostToDeviceCopies::add(CUdeviceptr destination, const std::byte* source, std::uint64_t size) {
   if (size == 0) return;
   if (!runs_.empty()) {
     Copy& last = runs_.back();
-    if (last.source + last.size == source && last.destination + last.size == destination) {
+    if (last.rows == 1 && last.source + last.size == source && last.destination + last.size == destination) {
       last.size += size;
+      return;
+    }
+    if (size == last.size && last.rows == 1 && source > last.source && destination > last.destination) {
+      const auto source_pitch = static_cast<std::uint64_t>(source - last.source);
+      const std::uint64_t destination_pitch = destination - last.destination;
+      if (source_pitch >= size && destination_pitch >= size && source_pitch <= most_pitch && destination_pitch <= most_pitch) {
+        last = {last.destination, last.source, size, 2, source_pitch, destination_pitch};
+        return;
+      }
+    }
+    if (size == last.size && last.rows > 1 && source == last.source + last.rows * last.source_pitch &&
+        destination == last.destination + last.rows * last.destination_pitch) {
+      ++last.rows;
       return;
     }
   }
@@ -16,8 +38,22 @@ void HostToDeviceCopies::add(CUdeviceptr destination, const std::byte* source, s
 
 void HostToDeviceCopies::issue(CUstream stream) const {
   const CudaDriver& cuda = require_driver();
-  for (const Copy& copy : runs_)
-    check(cuda.cuMemcpyHtoDAsync(copy.destination, copy.source, copy.size, stream), "cuMemcpyHtoDAsync");
+  for (const Copy& copy : runs_) {
+    if (copy.rows == 1) {
+      check(cuda.cuMemcpyHtoDAsync(copy.destination, copy.source, copy.size, stream), "cuMemcpyHtoDAsync");
+      continue;
+    }
+    Memcpy2D rows;
+    rows.src_memory_type = memorytype_host;
+    rows.src_host = copy.source;
+    rows.src_pitch = copy.source_pitch;
+    rows.dst_memory_type = memorytype_device;
+    rows.dst_device = copy.destination;
+    rows.dst_pitch = copy.destination_pitch;
+    rows.width_bytes = copy.size;
+    rows.height = copy.rows;
+    check(cuda.cuMemcpy2DAsync(&rows, stream), "cuMemcpy2DAsync");
+  }
 }
 
 }  // namespace headrace::gpu

@@ -6,16 +6,23 @@ Per file, device and cache state: seed 000's figure 5 as a table (wall-clock fra
 and batch size, the best over the other factors), the waits for a free segment per frame (figure 9),
 the overlap as issue 7 defines it (the best streaming configuration's frame time over max(the vram frame
 time, the same configuration streaming without drawing), the two measured in turns), and headrace's best
-against the KvikIO peer's.
+against the KvikIO peer's: like for like, the best method that reads the file during the frame, as the
+peer does (the in-memory methods are reported beside it, not compared).
+
+With ``--ceiling probe.json`` (``headrace probe --json`` of the same call) and ``--h2d h2d.json``
+(``bench/h2d_ceilings.py``), each table also gives its throughput over the yardstick of its cache state:
+cold, the best file reader's stored bytes per second over the disk's O_DIRECT ceiling; hot, ram-pinned's
+over the H2D rate from a page-locked file.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections import defaultdict
 from pathlib import Path
 
-from headrace.bench.cases.particles import BASELINES
+from headrace.bench.cases.particles import BASELINES, IN_MEMORY
 from headrace.bench.harness import read_rows
 
 __all__ = ["report", "main"]
@@ -25,12 +32,30 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f}"
 
 
-def report(rows: list[dict[str, str]]) -> str:
+def _gbps(row: dict[str, str]) -> float:
+    return float(row["stored_bytes_per_frame"]) / float(row["frame_seconds"]) / 1e9
+
+
+def _fastest(rows: list[dict[str, str]]) -> dict[str, str] | None:
+    return min(rows, key=lambda r: float(r["frame_seconds"])) if rows else None
+
+
+def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | None = None) -> str:
+    """Markdown for results rows; ``ceiling`` and ``h2d``: the yardsticks measured in the same call."""
     groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for row in rows:
         if row.get("frame_seconds"):
             groups[(Path(row["file"]).name, row["particles_per_frame"], row["device"], row["cache"])].append(row)
     out: list[str] = []
+    yardsticks = []
+    if ceiling:
+        yardsticks.append(f"disk {ceiling['ceiling']['gigabytes_per_second']:.2f} GB/s "
+                          f"({ceiling['ceiling_line'].removeprefix('device ceiling: ')})")
+    if h2d:
+        yardsticks.append(f"pinned H2D {h2d['pinned_alloc']['best_gbps']:.1f} GB/s, "
+                          f"from the page-locked file {h2d['pinned_file']['whole']['best_gbps']:.1f} GB/s")
+    if yardsticks:
+        out.append("yardsticks of this call: " + "; ".join(yardsticks) + "\n")
     for (name, particles, device, cache), group in sorted(groups.items()):
         batches = sorted({int(r["batch"]) for r in group})
         methods = list(dict.fromkeys(r["method"] for r in group))
@@ -45,11 +70,14 @@ def report(rows: list[dict[str, str]]) -> str:
         for m in methods:
             cells = [_ms(float(best[(m, b)]["frame_seconds"])) if (m, b) in best else "" for b in batches]
             waits = [float(best[(m, b)]["segment_waits_per_frame"]) for b in batches if (m, b) in best]
-            out.append(f"| {m} | " + " | ".join(cells) + f" | {max(waits):.1f} |")
-        out.append("\nframe time in ms (best over segments and staging); waits: the most for a free segment.\n")
+            label = f"{m} (in memory)" if m in IN_MEMORY else m
+            out.append(f"| {label} | " + " | ".join(cells) + f" | {max(waits):.1f} |")
+        out.append("\nframe time in ms (best over segments and staging); waits: the most for a free segment; "
+                   "in memory: the file is held in RAM before the clock" + (", so a cold cache does not reach it"
+                                                                           if cache == "cold" else "") + ".\n")
         streaming = [r for r in group if r["method"] not in BASELINES]
-        if streaming:
-            top = min(streaming, key=lambda r: float(r["frame_seconds"]))
+        top = _fastest(streaming)
+        if top:
             vram = best.get(("vram", int(top["batch"])))
             alone = float(top["stream_only_s"]) if top.get("stream_only_s") else None
             if vram and alone:
@@ -59,12 +87,28 @@ def report(rows: list[dict[str, str]]) -> str:
                 out.append(f"overlap: {top['method']} at {int(top['batch']):,} per batch, {_ms(drawn)} ms "
                            f"over max(vram {_ms(float(vram['frame_seconds']))} ms, streaming alone {_ms(alone)} ms) = "
                            f"**{drawn / bound:.2f}** (target <= 1.1)\n")
-            peers = [r for r in group if r["method"] == "kvikio"]
-            if peers:
-                peer = min(peers, key=lambda r: float(r["frame_seconds"]))
-                out.append(f"against KvikIO: headrace's best {_ms(float(top['frame_seconds']))} ms ({top['method']}), "
-                           f"KvikIO {_ms(float(peer['frame_seconds']))} ms: KvikIO / headrace = "
-                           f"**{float(peer['frame_seconds']) / float(top['frame_seconds']):.2f}**\n")
+            if top.get("h2d_s_per_frame"):
+                h2d_s = float(top["h2d_s_per_frame"])
+                out.append(f"its copies: the copy stream busy {_ms(h2d_s)} ms of the {_ms(float(top['frame_seconds']))} ms "
+                           f"frame ({float(top['stored_bytes_per_frame']) / h2d_s / 1e9:.1f} GB/s while copying)\n")
+        readers = _fastest([r for r in streaming if r["method"] not in IN_MEMORY])
+        peer = _fastest([r for r in group if r["method"] == "kvikio"])
+        if peer and readers:
+            out.append(f"against KvikIO, both reading the file during the frame: headrace's best "
+                       f"{_ms(float(readers['frame_seconds']))} ms ({readers['method']}, {int(readers['batch']):,} per batch), "
+                       f"KvikIO {_ms(float(peer['frame_seconds']))} ms: KvikIO / headrace = "
+                       f"**{float(peer['frame_seconds']) / float(readers['frame_seconds']):.2f}**"
+                       + (f"; headrace's best in memory, {top['method']}: {_ms(float(top['frame_seconds']))} ms"
+                          if top and top["method"] in IN_MEMORY else "") + "\n")
+        if cache == "cold" and ceiling and readers:
+            disk = ceiling["ceiling"]["gigabytes_per_second"]
+            out.append(f"over the disk: {readers['method']} reads {_gbps(readers):.2f} GB/s of stored bytes, "
+                       f"**{_gbps(readers) / disk:.2f}** x the probe's {disk:.2f} GB/s\n")
+        pinned = _fastest([r for r in group if r["method"] == "ram-pinned"])
+        if cache == "hot" and h2d and pinned:
+            dma = h2d["pinned_file"]["whole"]["best_gbps"]
+            out.append(f"over the H2D path: ram-pinned delivers {_gbps(pinned):.1f} GB/s, **{_gbps(pinned) / dma:.2f}** x "
+                       f"a page-locked file's {dma:.1f} GB/s\n")
     failed = [r for r in rows if r.get("error")]
     if failed:
         out.append("could not run: " + "; ".join(f"{r['method']} ({r['error']})" for r in failed[:6]) + "\n")
@@ -75,9 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -m headrace.bench.particles_report", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="+", metavar="RESULTS.csv")
+    parser.add_argument("--ceiling", metavar="PROBE.json", help="headrace probe --json of the same call")
+    parser.add_argument("--h2d", metavar="H2D.json", help="bench/h2d_ceilings.py of the same call")
     args = parser.parse_args(argv)
     rows = [row for path in args.results for row in read_rows(path)]
-    print(report(rows))
+    loaded = [json.loads(Path(p).read_text()) if p else None for p in (args.ceiling, args.h2d)]
+    print(report(rows, *loaded))
     return 0
 
 

@@ -40,9 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--background", default="0,0,0", help="R,G,B in 0..255 (default black)")
     parser.add_argument("--batch", type=int, default=None,
                         help="particles per batch (default: the tuned profile's, headrace tune, else 1048576)")
-    parser.add_argument("--segments", type=int, default=None, help="batches in flight (default: the profile's, else 4)")
+    parser.add_argument("--segments", type=int, default=None, help="batches in flight (default: the profile's, else 16)")
     parser.add_argument("--method", default=None,
-                        help="streaming method (default: the profile's, else uring-batched on a GPU, pread on the CPU)")
+                        help="streaming method (default: the profile's, else pread)")
     parser.add_argument("--field", default="particles", help="the particle field (default particles)")
     parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads of the reference renderer (default: all)")

@@ -29,15 +29,15 @@ std::vector<Particle> random_particles(std::size_t count) {
   return particles;
 }
 
-// 1000 particles, 128 to a 4 KiB chunk.
+// 1000 particles, 128 to a 4 KiB chunk (or 100 to a chunk of 3200 bytes, padded to a page in the file).
 struct ParticleFile {
   testing::TempDirectory dir;
   std::string path = dir.file("p.hrc");
   std::vector<Particle> particles = random_particles(1000);
 
-  explicit ParticleFile(CodecId codec = CodecId::none) {
+  explicit ParticleFile(CodecId codec = CodecId::none, std::uint64_t chunk_bytes = 4096) {
     format::WriterOptions options;
-    options.chunk_size_bytes = 4096;
+    options.chunk_size_bytes = chunk_bytes;
     options.codec = codec;
     options.encoder = &codec::cpu::encode;
     format::ContainerWriter writer(path, {{"particles", format::DType::float32, 8}}, options);
@@ -98,6 +98,7 @@ TEST_P(SegmentedRender, DrawsTheReferenceImageBatchByBatch) {
     EXPECT_EQ(stats.stored_bytes, container.stored_bytes());
     EXPECT_EQ(stats.segment_waits, 0u);  // the reference's draws end before the next load is asked for
     EXPECT_GT(stats.seconds, 0.0);
+    EXPECT_EQ(stats.h2d_seconds, 0.0);  // host destinations: no copy stream
   }
 }
 
@@ -172,12 +173,21 @@ TEST(SegmentedRenderErrors, RefusesWhatIsNotParticles) {
 
 TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
   if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
-  for (const CodecId codec : {CodecId::none, CodecId::zstd}) {
-    const ParticleFile file(codec);
+  struct Case {
+    CodecId codec;
+    std::uint64_t chunk_bytes;
+    bool pin_files;
+  };
+  // Padded chunks reach the segments as the rows of 2D copies, from staging or from the pinned file.
+  for (const Case c : {Case{CodecId::none, 4096, false}, Case{CodecId::zstd, 4096, false}, Case{CodecId::none, 3200, false},
+                       Case{CodecId::none, 3200, true}}) {
+    const auto codec = c.codec;
+    const ParticleFile file(codec, c.chunk_bytes);
     const auto container = format::Container::open(file.path);
     const auto expected = reference_image(file.particles);
     queue::QueueOptions options = host_queue(io::BackendKind::posix);
     options.device = 0;
+    options.pin_files = c.pin_files;
     queue::Queue queue(options);
     const queue::FileId id = queue.add_file(file.path);
     GpuRenderer renderer(0, test_camera(), 0xff000000u);
@@ -186,11 +196,14 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
                                                SegmentedRenderOptions{.batch_particles = 128, .segments = 8},
                                                SegmentedRenderOptions{.batch_particles = 300, .segments = 2, .preload = true}}) {
       const auto stats = segmented.render(queue, id, container, 0, 0, shape);
-      EXPECT_EQ(renderer.image(nullptr), expected) << format::to_string(codec) << " " << shape.batch_particles << " x "
-                                                   << shape.segments << " preload " << shape.preload;
-      EXPECT_EQ(stats.batches, shape.batch_particles == 300 ? 4u : 8u);  // chunks of 128: two or one a batch
+      EXPECT_EQ(renderer.image(nullptr), expected) << format::to_string(codec) << " chunks of " << c.chunk_bytes << " pinned "
+                                                   << c.pin_files << " " << shape.batch_particles << " x " << shape.segments
+                                                   << " preload " << shape.preload;
+      // Chunks of 128 particles: two or one a batch (4 or 8); of 100: three or one (4 or 10).
+      EXPECT_EQ(stats.batches, shape.batch_particles == 300 ? 4u : c.chunk_bytes == 4096 ? 8u : 10u);
       EXPECT_EQ(stats.batch_draw_seconds.size(), stats.batches);
       EXPECT_GT(stats.draw_seconds, 0.0);
+      EXPECT_GT(stats.h2d_seconds, 0.0);  // the copy stream's busy time, by its events
     }
     const auto alone = segmented.render(queue, id, container, 0, 0, {.batch_particles = 128, .segments = 2, .draw = false});
     EXPECT_EQ(alone.batch_draw_seconds.size(), 0u);

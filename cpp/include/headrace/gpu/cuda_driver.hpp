@@ -29,6 +29,25 @@ inline constexpr unsigned memhostregister_read_only = 0x8;
 inline constexpr unsigned stream_wait_value_geq = 0x0;
 inline constexpr unsigned stream_write_value_default = 0x0;
 
+// CUDA_MEMCPY2D, as cuda.h lays it out (memory types: 1 host, 2 device).
+struct Memcpy2D {
+  std::size_t src_x_bytes = 0, src_y = 0;
+  int src_memory_type = 0;
+  const void* src_host = nullptr;
+  CUdeviceptr src_device = 0;
+  void* src_array = nullptr;
+  std::size_t src_pitch = 0;
+  std::size_t dst_x_bytes = 0, dst_y = 0;
+  int dst_memory_type = 0;
+  void* dst_host = nullptr;
+  CUdeviceptr dst_device = 0;
+  void* dst_array = nullptr;
+  std::size_t dst_pitch = 0;
+  std::size_t width_bytes = 0, height = 0;
+};
+inline constexpr int memorytype_host = 0x1;
+inline constexpr int memorytype_device = 0x2;
+
 // Entry points, as cuda.h declares them (the versioned symbols the macros there resolve to).
 struct CudaDriver {
   CUresult (*cuInit)(unsigned);
@@ -48,6 +67,7 @@ struct CudaDriver {
   CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, std::size_t, CUstream);
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream);
+  CUresult (*cuMemcpy2DAsync)(const Memcpy2D*, CUstream);
   CUresult (*cuMemcpyDtoH)(void*, CUdeviceptr, std::size_t);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, std::size_t, CUstream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, std::size_t, CUstream);

@@ -220,7 +220,10 @@ SegmentedRenderStats render_with(Target& target, queue::Queue& queue, queue::Fil
   target.finish(stats);
   stats.seconds = seconds_since(start);
   queue.drain();
-  for (std::uint64_t b = 0; b < n; ++b) check(b);
+  for (std::uint64_t b = 0; b < n; ++b) {
+    check(b);
+    for (const queue::RequestId id : requests[b]) stats.h2d_seconds += queue.status(id).h2d_s;
+  }
   for (const auto& batch : batches) stats.particles += batch.particles;
   for (const double s : stats.batch_draw_seconds) stats.draw_seconds += s;
   return stats;

@@ -36,6 +36,9 @@ struct SegmentedRenderStats {
   std::uint64_t batches = 0, particles = 0;
   std::uint64_t stored_bytes = 0;   // read from the file
   std::uint64_t segment_waits = 0;  // loads that waited for their segment's previous draw
+  // The queue's copy stream busy with this frame's H2D copies (CUDA events; 0 on the host): set
+  // against `seconds` streaming alone, it tells a slow copy from a pipeline that leaves gaps.
+  double h2d_seconds = 0;
 };
 
 // Consecutive chunks of (frame, field), grouped so that a batch holds at most batch_particles (but at
