@@ -5,6 +5,7 @@
 #   bash bench/particles_on_device.sh setup build data ceilings cold compressed plots
 #   bash bench/particles_on_device.sh setup build data tune large plots      (large: 100 M particles a frame)
 #   bash bench/particles_on_device.sh setup build data overlap plots      (medians of paired frames)
+#   bash bench/particles_on_device.sh setup build gputests data series plots   (frames loading the next ahead)
 # `ceilings` measures this call's yardsticks (the disk by `headrace probe`, the H2D paths by
 # bench/h2d_ceilings.py), which `plots` sets the study's throughput against.
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (KvikIO, nvCOMP).
@@ -67,6 +68,14 @@ ceilings() {  # this call's yardsticks: the disk, cold (O_DIRECT), and the H2D p
 compressed() {
   within 200 python3 -m headrace bench particles "$work/p10000000-zstd.hrc" --device 0 --grid \
     --batches 128000,500000,1000000 --segments 64 --cache cold --wall-seconds 0.5 --overlap --out "$OUT/particles-zstd.csv"
+}
+
+series() {  # the overlap of a series: each frame loads the next one's first batches as it ends, hot
+  for n in 1000000 10000000; do
+    within 120 python3 -m headrace bench particles "$work/p$n.hrc" --device 0 --grid --methods vram,ram-pinned,pread \
+      --batches 128000,500000,1000000 --segments 64 --staging 256M --cache hot --wall-seconds 0.5 --series --overlap \
+      --out "$OUT/particles-$n-hot-series.csv"
+  done
 }
 
 make_large() {  # 100 M particles per frame (3.2 GB), two frames

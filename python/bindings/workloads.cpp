@@ -221,11 +221,11 @@ void bind_workloads(nb::module_& m) {
       .def("render",
            [](FrameRenderer& self, queue::Queue& q, queue::FileId file, const format::Container& container,
               std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles, unsigned segments, bool preload,
-              bool draw) {
+              bool draw, std::optional<std::uint32_t> next_frame) {
              pt::SegmentedRenderStats stats;
              {
                nb::gil_scoped_release release;
-               stats = self.render(q, file, container, frame, field, {batch_particles, segments, preload, draw});
+               stats = self.render(q, file, container, frame, field, {batch_particles, segments, preload, draw, next_frame});
              }
              nb::dict result;
              result["seconds"] = stats.seconds;
@@ -236,10 +236,13 @@ void bind_workloads(nb::module_& m) {
              result["stored_bytes"] = stats.stored_bytes;
              result["segment_waits"] = stats.segment_waits;
              result["h2d_seconds"] = stats.h2d_seconds;
+             result["loaded_ahead"] = stats.loaded_ahead;
              return result;
            },
            "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "batch_particles"_a, "segments"_a, "preload"_a,
-           "draw"_a = true, "Seed 000's streaming render loop over one frame (cleared first): its statistics.")
+           "draw"_a = true, "next_frame"_a = nb::none(),
+           "Seed 000's streaming render loop over one frame (cleared first): its statistics. next_frame: the frame "
+           "the next call renders, whose first batches are loaded while this frame's last ones are drawn.")
       .def("clear", &FrameRenderer::clear, "stream"_a = 0, "Back to the background, on a CUDA stream (GPU only).")
       .def("draw_device", &FrameRenderer::draw_device, "particles"_a, "count"_a, "first_index"_a, "stream"_a = 0,
            "Draws `count` particles already in GPU memory at address `particles` (GPU only), on a CUDA stream.")

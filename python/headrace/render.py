@@ -141,12 +141,16 @@ class StreamingRenderer:
         view = _camera(width, height, fov, **parse_camera(camera, ds.frames[camera_frame].bbox))
         self._renderer = _ext.FrameRenderer(view, _packed(background), self.ordinal, int(threads))
 
-    def render(self, frame: int, *, draw: bool = True) -> dict[str, Any]:
-        """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap)."""
+    def render(self, frame: int, *, draw: bool = True, next_frame: int | None = None) -> dict[str, Any]:
+        """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap).
+        ``next_frame``: the frame the next call renders (a series): its first batches are loaded while this
+        frame's last ones are drawn, within this frame's time (``loaded_ahead`` of the next call's stats)."""
         ds = self.dataset
         _expect_frame(ds, frame)
+        if next_frame is not None:
+            _expect_frame(ds, next_frame)
         stats = self._renderer.render(self.queue._native, self.file, ds.container, int(frame), self.field, self.batch,
-                                      self.segments, self.preload, draw)
+                                      self.segments, self.preload, draw, None if next_frame is None else int(next_frame))
         stats.update(method=self.method, device="cpu" if self.ordinal < 0 else self.ordinal)
         return stats
 

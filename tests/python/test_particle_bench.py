@@ -153,6 +153,27 @@ def test_the_overlap_pairs_the_halves_frame_by_frame_and_one_slow_frame_does_not
     assert drawn == pytest.approx(0.011) and alone == pytest.approx(0.010)
 
 
+def test_a_series_passes_each_frame_the_next_one_and_is_hot_only():
+    class Recorder(FakeRenderer):
+        def __init__(self) -> None:
+            super().__init__(0.0)
+            self.asked = []
+
+        def render(self, frame, draw=True, next_frame=None):
+            self.asked.append((frame, draw, next_frame))
+            return super().render(frame)
+
+    fake = Recorder()
+    study.algorithm3(fake, [0, 1, 2], cache="hot", prewarm=2, wall_seconds=0.0, gpu_iterations=2, series=True)
+    assert [(f, n) for f, _, n in fake.asked] == [(f, (f + 1) % 3) for f, _, _ in fake.asked]  # round robin, one ahead
+    fake.asked.clear()
+    study.overlap_seconds(fake, [0, 1], count=1, cache="hot", least=2, series=True)
+    # Each frame drawn loads itself ahead for its streaming-alone half, which loads the next frame.
+    assert fake.asked == [(0, True, 0), (0, False, 1), (1, True, 1), (1, False, 0)]
+    with pytest.raises(headrace.UsageError, match="hot only"):
+        study.algorithm3(fake, [0], cache="cold", series=True)
+
+
 def test_the_report_tabulates_figure_5_the_overlap_and_the_peer():
     from headrace.bench.particles_report import report
 
@@ -193,3 +214,16 @@ def test_the_report_compares_the_peer_like_for_like_and_sets_throughput_against_
     assert "ram-pinned delivers 16.0 GB/s, **0.40** x a page-locked file's 40.0 GB/s" in hot
     assert "the copy stream busy 1.6 ms of the 2.0 ms frame (20.0 GB/s while copying)" in hot
     assert "disk 2.00 GB/s (2.00 GB/s (sequential)); pinned H2D 50.0 GB/s, from the page-locked file 40.0 GB/s" in text
+
+
+def test_bench_series_rows_say_so_and_a_cold_series_is_refused(small, tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    command = ["bench", "particles", str(small), "--device", "cpu", "--methods", "pread", "--batches", "1000",
+               "--segments", "4", "--wall-seconds", "0.02", "--prewarm", "1", "--gpu-iterations", "1", "--width", "32",
+               "--height", "24", "--series", "--overlap", "--out", str(out)]
+    assert main(command) == 0
+    (row,) = csv.DictReader(open(out))
+    assert row["series"] == "True" and float(row["frame_seconds"]) > 0 and float(row["overlap_ratio"]) > 0
+    capsys.readouterr()
+    assert main([*command[:-2], "--cache", "cold", "--out", str(tmp_path / "c.csv")]) != 0
+    assert "use it hot" in capsys.readouterr().err

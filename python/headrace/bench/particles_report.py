@@ -45,7 +45,8 @@ def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | 
     groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for row in rows:
         if row.get("frame_seconds"):
-            groups[(Path(row["file"]).name, row["particles_per_frame"], row["device"], row["cache"])].append(row)
+            cache = row["cache"] + (", series" if row.get("series") == "True" else "")
+            groups[(Path(row["file"]).name, row["particles_per_frame"], row["device"], cache)].append(row)
     out: list[str] = []
     yardsticks = []
     if ceiling:
@@ -74,7 +75,9 @@ def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | 
             out.append(f"| {label} | " + " | ".join(cells) + f" | {max(waits):.1f} |")
         out.append("\nframe time in ms (best over segments and staging); waits: the most for a free segment; "
                    "in memory: the file is held in RAM before the clock" + (", so a cold cache does not reach it"
-                                                                           if cache == "cold" else "") + ".\n")
+                                                                           if cache == "cold" else "")
+                   + ("; series: each frame loads the next one's first batches as it ends" if "series" in cache else "")
+                   + ".\n")
         streaming = [r for r in group if r["method"] not in BASELINES]
         top = _fastest(streaming)
         if top:
@@ -105,7 +108,7 @@ def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | 
             out.append(f"over the disk: {readers['method']} reads {_gbps(readers):.2f} GB/s of stored bytes, "
                        f"**{_gbps(readers) / disk:.2f}** x the probe's {disk:.2f} GB/s\n")
         pinned = _fastest([r for r in group if r["method"] == "ram-pinned"])
-        if cache == "hot" and h2d and pinned:
+        if cache.startswith("hot") and h2d and pinned:
             dma = h2d["pinned_file"]["whole"]["best_gbps"]
             out.append(f"over the H2D path: ram-pinned delivers {_gbps(pinned):.1f} GB/s, **{_gbps(pinned) / dma:.2f}** x "
                        f"a page-locked file's {dma:.1f} GB/s\n")

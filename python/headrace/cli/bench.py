@@ -69,6 +69,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pa.add_argument("--height", type=int, default=768)
     pa.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
     pa.add_argument("--seed", type=int, default=0, help="--sample's random seed")
+    pa.add_argument("--series", action="store_true",
+                    help="each frame loads the next one's first batches while its last ones are drawn (hot only; "
+                         "the KvikIO peer renders frame by frame, so it has no series rows)")
     pa.add_argument("--overlap", action="store_true",
                     help="also stream each configuration's frames without drawing: frame time over max(streaming "
                          "alone, drawing alone) (seed 000's overlap)")
@@ -152,12 +155,14 @@ def run_particles(args: argparse.Namespace) -> int:
     from headrace.bench.cases import particles as study
     from headrace.bench.harness import read_rows, write_rows
     from headrace.cli._output import console, count_progress
+    if args.series and args.cache == "cold":
+        raise UsageError("--series loads the next frame ahead, before a cold run drops its pages: use it hot")
     device = particle_device(args.device, "measuring")
     ds = headrace.open(args.file)
     space = particle_space(args, device, ds.codecs)
     configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
     rows: list[dict[str, object]] = list(read_rows(args.out))
-    common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache}
+    common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache, "series": args.series}
     done = {tuple(str(row.get(k, "")) for k in study.KEY) for row in rows}
     todo = [c for c in configurations if tuple(str({**common, **c}[k]) for k in study.KEY) not in done]
     if len(todo) < len(configurations):
@@ -175,16 +180,20 @@ def run_particles(args: argparse.Namespace) -> int:
                 if config["method"] == "kvikio":  # the peer: KvikIO into CuPy, drawn by our renderer
                     if device == "cpu":
                         raise UsageError("the kvikio peer reads into GPU memory: it needs a GPU")
+                    if args.series:
+                        raise UsageError("the kvikio peer renders frame by frame: no series")
                     renderer = study.kvikio_renderer(ds, device=int(device), batch=config["batch"], width=args.width,
                                                      height=args.height)
                 else:
                     renderer = study.renderer_for(ds, config, device=device, width=args.width, height=args.height)
                 result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=args.prewarm,
-                                          wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations)
+                                          wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations,
+                                          series=args.series)
                 row.update(result.row())
                 row["describe"] = renderer.describe()
                 if args.overlap and config["method"] not in study.BASELINES:
-                    drawn, alone = study.overlap_seconds(renderer, frames, result.wall_frames, args.cache)
+                    drawn, alone = study.overlap_seconds(renderer, frames, result.wall_frames, args.cache,
+                                                         series=args.series)
                     row.update(overlap_frame_s=drawn, stream_only_s=alone)
                     row["overlap_ratio"] = drawn / max(alone, row["draw_median_s"])
             except headrace.errors.Error as why:  # said in the row, never dropped

@@ -96,12 +96,12 @@ def run(args: argparse.Namespace) -> int:
                                         threads=args.threads, method=method, device=device, camera_frame=first,
                                         staging_bytes=tuned["staging_bytes"])
 
-    def draw(frame: int):
-        stats = renderer.render(frame)
+    def draw(frame: int, next_frame: int | None = None):
+        stats = renderer.render(frame, next_frame=next_frame)
         image = renderer.image()
         if args.stats:
             console.print(f"  frame {frame}: {stats['seconds'] * 1e3:.1f} ms ({stats['draw_seconds'] * 1e3:.1f} ms drawing), "
-                          f"{stats['batches']} batches, {stats['particles']} particles, "
+                          f"{stats['batches']} batches ({stats['loaded_ahead']} loaded ahead), {stats['particles']} particles, "
                           f"{stats['stored_bytes'] / 1e6:.1f} MB read, {stats['segment_waits']} segment waits")
         return image
 
@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     images = []
     start = time.perf_counter()
-    for frame in frames:
-        image = draw(frame)
+    for n, frame in enumerate(frames):  # each frame loads the next one's first batches as it ends
+        image = draw(frame, frames[n + 1] if n + 1 < len(frames) else None)
         render.write_image(folder / f"frame_{frame:05d}.png", image)
         if args.video:
             images.append(image)

@@ -3,6 +3,7 @@
 // a corrupt chunk stops the frame naming the chunk. On a GPU the kernels draw the same image.
 #include "headrace/workloads/particles/segmented_render.hpp"
 
+#include <optional>
 #include <random>
 
 #include <gtest/gtest.h>
@@ -56,6 +57,13 @@ std::vector<std::uint32_t> reference_image(const std::vector<Particle>& particle
   ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
   renderer.draw(particles, 0);
   return renderer.image();
+}
+
+// Flips a byte in the middle of a chunk's stored bytes: its checksum (or its decoder) then fails.
+void corrupt(const std::string& path, const format::ChunkInfo& chunk) {
+  auto bytes = testing::read_file(path);
+  bytes[chunk.offset + chunk.stored_size / 2] ^= std::byte{0x5a};
+  testing::write_file(path, bytes);
 }
 
 queue::QueueOptions host_queue(io::BackendKind backend) {
@@ -136,13 +144,84 @@ INSTANTIATE_TEST_SUITE_P(BackendsAndCodecs, SegmentedRender,
                                   format::to_string(std::get<1>(info.param));
                          });
 
+// Three frames of 1000 particles each, different in every frame (100 to a chunk of 3200 bytes, padded
+// to a page in the file).
+struct SeriesFile {
+  testing::TempDirectory dir;
+  std::string path = dir.file("series.hrc");
+  std::vector<std::vector<Particle>> frames;
+
+  explicit SeriesFile(CodecId codec = CodecId::none) {
+    format::WriterOptions options;
+    options.chunk_size_bytes = 3200;
+    options.codec = codec;
+    options.encoder = &codec::cpu::encode;
+    format::ContainerWriter writer(path, {{"particles", format::DType::float32, 8}}, options);
+    for (int f = 0; f < 3; ++f) {
+      frames.push_back(random_particles(1000));
+      for (auto& p : frames.back()) p.x = 0.3f * static_cast<float>(f) + 0.4f * p.x;  // each frame somewhere else
+      const auto frame = writer.add_frame(f, format::BoundingBox{{0, 0, 0}, {1, 1, 1}});
+      writer.write_field(frame, 0, std::as_bytes(std::span<const Particle>(frames.back())));
+    }
+    writer.close();
+  }
+};
+
+// A series: each frame loads the next one's first batches while its last ones are drawn; every frame is
+// still its own reference image and reads its own bytes, whether the next call takes the loads or
+// asks for another frame (then they are simply overwritten).
+TEST(SegmentedRenderSeries, TheNextFramesFirstBatchesAreLoadedAheadAndEveryFrameIsItsOwn) {
+  const SeriesFile file;
+  const auto container = format::Container::open(file.path);
+  for (const io::BackendKind backend : {io::BackendKind::posix, io::BackendKind::mmap}) {
+    queue::Queue queue(host_queue(backend));
+    const queue::FileId id = queue.add_file(file.path);
+    ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
+    SegmentedRenderer segmented(renderer);
+    // 300 a batch: 4 batches in 3 segments, 2 loaded ahead; 100: 10 batches in 2 segments, 1 ahead.
+    for (const std::uint64_t batch : {300u, 100u}) {
+      const unsigned segments = batch == 300 ? 3 : 2;
+      const std::vector<std::pair<std::uint32_t, std::optional<std::uint32_t>>> calls = {
+          {0, 1}, {1, 2}, {2, 0}, {0, 1}, {2, std::nullopt}, {1, 1}, {1, std::nullopt}};  // {2, …} after {0, 1}: not taken
+      std::optional<std::uint32_t> asked;  // the frame the call before loaded ahead
+      for (const auto& [frame, next] : calls) {
+        const auto stats = segmented.render(queue, id, container, frame, 0, {.batch_particles = batch, .segments = segments, .next_frame = next});
+        EXPECT_EQ(stats.loaded_ahead, asked == frame ? segments - 1 : 0u) << "batch " << batch << " frame " << frame;
+        asked = next;
+        EXPECT_EQ(renderer.image(), reference_image(file.frames[frame]))
+            << io::to_string(backend) << " batch " << batch << " frame " << frame;
+        EXPECT_EQ(stats.particles, 1000u);
+        EXPECT_EQ(stats.stored_bytes, 10u * 3200) << "frame " << frame << ": its own bytes, read ahead or not";
+      }
+    }
+  }
+}
+
+TEST(SegmentedRenderSeries, ACorruptChunkOfTheNextFrameStopsThatFrameNotThisOne) {
+  SeriesFile file(CodecId::zstd);
+  const auto container = format::Container::open(file.path);
+  const std::uint64_t number = container.frame_field(1, 0).first_chunk;  // frame 1's first chunk, read ahead
+  corrupt(file.path, container.chunks_of(1, 0)[0]);
+  queue::Queue queue(host_queue(io::BackendKind::posix));
+  const queue::FileId id = queue.add_file(file.path);
+  ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
+  SegmentedRenderer segmented(renderer);
+  (void)segmented.render(queue, id, container, 0, 0, {.batch_particles = 300, .segments = 3, .next_frame = 1});
+  EXPECT_EQ(renderer.image(), reference_image(file.frames[0]));
+  try {
+    (void)segmented.render(queue, id, container, 1, 0, {.batch_particles = 300, .segments = 3});
+    FAIL() << "a corrupt chunk was drawn";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk " + std::to_string(number)), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)segmented.render(queue, id, container, 0, 0, {.batch_particles = 300, .segments = 3, .next_frame = 3}),
+               UsageError);  // no frame 3
+}
+
 TEST(SegmentedRenderErrors, ACorruptChunkStopsTheFrameNamingIt) {
   ParticleFile file(CodecId::zstd);
   const auto container = format::Container::open(file.path);
-  const auto& chunk = container.chunks_of(0, 0)[5];
-  auto bytes = testing::read_file(file.path);
-  bytes[chunk.offset + chunk.stored_size / 2] ^= std::byte{0x5a};
-  testing::write_file(file.path, bytes);
+  corrupt(file.path, container.chunks_of(0, 0)[5]);
   queue::Queue queue(host_queue(io::BackendKind::posix));
   const queue::FileId id = queue.add_file(file.path);
   ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
@@ -209,6 +288,31 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
     EXPECT_EQ(alone.batch_draw_seconds.size(), 0u);
     EXPECT_EQ(alone.stored_bytes, container.stored_bytes());
     EXPECT_EQ(renderer.image(nullptr), std::vector<std::uint32_t>(expected.size(), 0xff000000u));
+  }
+}
+
+TEST(SegmentedRenderGpu, ASeriesLoadingTheNextFrameAheadDrawsEachFramesReferenceImage) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+  const SeriesFile file;
+  const auto container = format::Container::open(file.path);
+  for (const bool pin_files : {false, true}) {
+    queue::QueueOptions options = host_queue(io::BackendKind::posix);
+    options.device = 0;
+    options.pin_files = pin_files;
+    queue::Queue queue(options);
+    const queue::FileId id = queue.add_file(file.path);
+    GpuRenderer renderer(0, test_camera(), 0xff000000u);
+    SegmentedRenderer segmented(renderer);
+    const std::uint32_t frames[] = {0, 1, 2, 0};
+    for (std::size_t call = 0; call < std::size(frames); ++call) {
+      const std::uint32_t frame = frames[call];
+      const auto stats = segmented.render(queue, id, container, frame, 0,
+                                          {.batch_particles = 300, .segments = 3, .next_frame = (frame + 1) % 3});
+      EXPECT_EQ(renderer.image(nullptr), reference_image(file.frames[frame])) << "pinned " << pin_files << " frame " << frame;
+      EXPECT_EQ(stats.stored_bytes, 10u * 3200);
+      EXPECT_GT(stats.h2d_seconds, 0.0);
+      EXPECT_EQ(stats.loaded_ahead, call == 0 ? 0u : 2u);  // 4 batches in 3 segments: 2 loaded ahead
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 #include "headrace/workloads/particles/segmented_render.hpp"
 
+#include <algorithm>
 #include <memory>
+#include <span>
 #include <string>
 #include <variant>
 
@@ -11,6 +13,18 @@
 #include "headrace/gpu/stream.hpp"
 
 namespace headrace::workloads::particles {
+
+// A next frame's first batches, loaded, checked and in place when the frame before returned.
+struct SegmentedRenderer::NextLoads {
+  std::string path;
+  std::uint32_t frame = 0, field = 0;
+  std::uint64_t batch_particles = 0, segments = 0, segment_bytes = 0;
+  std::uint64_t first_segment = 0;  // its batch i sits in segment (first_segment + i) % segments
+  std::uint64_t batches = 0;        // how many of its first batches
+  std::uint64_t stored_bytes = 0;
+  double h2d_seconds = 0;
+};
+
 namespace {
 
 using Clock = headrace::detail::SteadyClock;
@@ -139,9 +153,12 @@ class DeviceTarget {
   std::size_t draws_ = 0;
 };
 
+using NextLoads = SegmentedRenderer::NextLoads;
+
 template <typename Target>
-SegmentedRenderStats render_with(Target& target, queue::Queue& queue, queue::FileId file, const format::Container& container,
-                                 std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options) {
+SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& carried, queue::Queue& queue, queue::FileId file,
+                                 const format::Container& container, std::uint32_t frame, std::uint32_t field,
+                                 const SegmentedRenderOptions& options) {
   expect_particles(container, frame, field, options);
   const std::vector<ParticleBatch> batches = particle_batches(container, frame, field, options.batch_particles);
   const auto chunks = container.chunks_of(frame, field);
@@ -149,11 +166,22 @@ SegmentedRenderStats render_with(Target& target, queue::Queue& queue, queue::Fil
   const std::uint64_t n = batches.size();
   std::uint64_t largest = 0;
   for (const auto& batch : batches) largest = std::max(largest, batch.particles);
-  const std::uint64_t segments = options.preload ? n : std::min<std::uint64_t>(options.segments, n);
-  target.prepare(largest * sizeof(Particle), std::max<std::uint64_t>(segments, 1));
+  const std::uint64_t segments = std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n), 1);
 
-  // A frame that stops on an error cancels its other requests and waits for those in flight, so no
-  // read lands in the segments after it returned.
+  // The first batches of this frame, when the call before loaded them for it (data at rest in the
+  // segments, checked); otherwise the segments are simply reused.
+  const std::unique_ptr<NextLoads> ready = std::move(carried);
+  const bool adopted = ready && ready->path == container.path() && ready->frame == frame && ready->field == field &&
+                       ready->batch_particles == options.batch_particles && ready->segments == segments &&
+                       !options.preload && ready->segment_bytes >= largest * sizeof(Particle);
+  const std::uint64_t have = adopted ? ready->batches : 0;
+  const std::uint64_t base = adopted ? ready->first_segment : 0;  // batch i sits in segment (base + i) % segments
+  const std::uint64_t segment_bytes = adopted ? ready->segment_bytes : largest * sizeof(Particle);
+  target.prepare(segment_bytes, segments);
+  auto segment_of = [&](std::uint64_t i) { return (base + i) % segments; };
+
+  // A frame that stops on an error cancels its other requests (and the next frame's) and waits for
+  // those in flight, so no read lands in the segments after it returned.
   const std::uint64_t tag = reinterpret_cast<std::uintptr_t>(&target);
   struct StopLoads {
     queue::Queue& queue;
@@ -169,36 +197,50 @@ SegmentedRenderStats render_with(Target& target, queue::Queue& queue, queue::Fil
 
   SegmentedRenderStats stats;
   stats.batches = n;
+  stats.loaded_ahead = have;
   std::vector<std::vector<queue::RequestId>> requests(n);
   std::vector<queue::FenceId> fences(n);
-  auto load = [&](std::uint64_t b, std::uint64_t s) {
-    const ParticleBatch& batch = batches[b];
+  // Enqueues a batch's chunks (of frame in_frame) into segment s, then a fence: (stored bytes, fence).
+  auto load = [&](const ParticleBatch& batch, std::span<const format::ChunkInfo> of, std::uint32_t in_frame,
+                  std::uint64_t first_number, std::uint64_t s, std::vector<queue::RequestId>& ids) {
+    std::uint64_t stored = 0;
     for (std::uint64_t k = batch.first_chunk; k < batch.first_chunk + batch.chunk_count; ++k) {
-      const format::ChunkInfo& chunk = chunks[k];
+      const format::ChunkInfo& chunk = of[k];
       const std::uintptr_t at = target.segment(s) + (chunk.first_element - batch.first_particle) * sizeof(Particle);
       queue::Request request = queue::chunk_request(file, chunk, {target.memory(), at, chunk.raw_size});
-      request.label = queue::chunk_label(container, frame, field, first_chunk_number + k, chunk);
+      request.label = queue::chunk_label(container, in_frame, field, first_number + k, chunk);
       request.tag = tag;
-      requests[b].push_back(queue.enqueue(std::move(request)));
-      stats.stored_bytes += chunk.stored_size;
+      ids.push_back(queue.enqueue(std::move(request)));
+      stored += chunk.stored_size;
     }
-    fences[b] = queue.enqueue_signal();
+    const queue::FenceId fence = queue.enqueue_signal();
     queue.submit();
+    return std::pair{stored, fence};
+  };
+  auto load_own = [&](std::uint64_t b) {
+    const auto [stored, fence] = load(batches[b], chunks, frame, first_chunk_number, segment_of(b), requests[b]);
+    stats.stored_bytes += stored;
+    fences[b] = fence;
   };
   // A failed read or decode stops the frame, naming its chunk; GPU decoding reports after the draw was
   // issued, so the frame is checked once more at the end and fails then, never returning its image.
-  auto check = [&](std::uint64_t b) {
-    for (const queue::RequestId id : requests[b]) {
+  auto failure = [&](const std::vector<queue::RequestId>& ids) -> std::string {
+    for (const queue::RequestId id : ids) {
       const queue::RequestStatus status = queue.status(id);
       if (status.state == queue::RequestState::failed || status.state == queue::RequestState::cancelled)
-        throw Error("frame " + std::to_string(frame) + " stopped: " + status.message);
+        return status.message;
     }
+    return {};
+  };
+  auto check = [&](std::uint64_t b) {
+    if (const std::string why = failure(requests[b]); !why.empty())
+      throw Error("frame " + std::to_string(frame) + " stopped: " + why);
   };
 
   target.clear();
   auto start = Clock::now();
   if (options.preload) {
-    for (std::uint64_t b = 0; b < n; ++b) load(b, b);
+    for (std::uint64_t b = 0; b < n; ++b) load_own(b);
     for (std::uint64_t b = 0; b < n; ++b) {
       queue.wait(fences[b]);
       check(b);
@@ -206,26 +248,71 @@ SegmentedRenderStats render_with(Target& target, queue::Queue& queue, queue::Fil
     start = Clock::now();
     for (std::uint64_t b = 0; b < n && options.draw; ++b) target.draw(b, batches[b]);
   } else {
-    for (std::uint64_t b = 0, next = 0; b < n; ++b) {
+    if (adopted) {
+      stats.stored_bytes += ready->stored_bytes;
+      stats.h2d_seconds += ready->h2d_seconds;
+    }
+    for (std::uint64_t b = 0, next = have; b < n; ++b) {
       for (; next < n && next < b + segments; ++next) {
-        if (target.wait_for_segment(next % segments)) ++stats.segment_waits;
-        load(next, next % segments);
+        if (target.wait_for_segment(segment_of(next))) ++stats.segment_waits;
+        load_own(next);
       }
-      target.await_load(queue, fences[b]);
-      check(b);
-      if (options.draw) target.draw(b % segments, batches[b]);
-      target.segment_done(b % segments);
+      if (b >= have) {
+        target.await_load(queue, fences[b]);
+        check(b);
+      }
+      if (options.draw) target.draw(segment_of(b), batches[b]);
+      target.segment_done(segment_of(b));
+    }
+  }
+
+  // The next frame's first batches, into every segment but the last batch's, while the last draws run.
+  std::unique_ptr<NextLoads> next_loads;
+  std::vector<std::vector<queue::RequestId>> next_requests;
+  queue::FenceId next_fence = 0;
+  if (options.next_frame && !options.preload) {
+    const std::uint32_t g = *options.next_frame;
+    HEADRACE_EXPECT(g < container.frames().size(), UsageError,
+                    container.path() + ": no next frame " + std::to_string(g) + " (" +
+                        std::to_string(container.frames().size()) + " frames)");
+    const std::vector<ParticleBatch> following = particle_batches(container, g, field, options.batch_particles);
+    std::uint64_t following_largest = 0;
+    for (const auto& batch : following) following_largest = std::max(following_largest, batch.particles);
+    const std::uint64_t following_segments = std::max<std::uint64_t>(std::min<std::uint64_t>(options.segments, following.size()), 1);
+    if (following_segments == segments && following_largest * sizeof(Particle) <= segment_bytes) {
+      next_loads = std::make_unique<NextLoads>();
+      *next_loads = {container.path(), g, field, options.batch_particles, segments, segment_bytes, (base + n) % segments,
+                     std::min<std::uint64_t>(following.size(), segments - 1), 0, 0};
+      const auto following_chunks = container.chunks_of(g, field);
+      const std::uint64_t following_first = container.frame_field(g, field).first_chunk;
+      next_requests.resize(next_loads->batches);
+      for (std::uint64_t j = 0; j < next_loads->batches; ++j) {
+        const std::uint64_t s = segment_of(n + j);
+        if (target.wait_for_segment(s)) ++stats.segment_waits;
+        const auto [stored, fence] = load(following[j], following_chunks, g, following_first, s, next_requests[j]);
+        next_loads->stored_bytes += stored;
+        next_fence = fence;
+      }
     }
   }
   target.finish(stats);
+  if (next_loads && next_loads->batches > 0) queue.wait(next_fence);  // the next frame's loads are within this frame's clock
   stats.seconds = seconds_since(start);
   queue.drain();
-  for (std::uint64_t b = 0; b < n; ++b) {
+  for (std::uint64_t b = have; b < n; ++b) {
     check(b);
     for (const queue::RequestId id : requests[b]) stats.h2d_seconds += queue.status(id).h2d_s;
   }
   for (const auto& batch : batches) stats.particles += batch.particles;
   for (const double s : stats.batch_draw_seconds) stats.draw_seconds += s;
+  // Carried only when every next-frame load arrived; a failed one is read again, and reported, by the
+  // call that draws it.
+  if (next_loads && next_loads->batches > 0 &&
+      std::all_of(next_requests.begin(), next_requests.end(), [&](const auto& ids) { return failure(ids).empty(); })) {
+    for (const auto& ids : next_requests)
+      for (const queue::RequestId id : ids) next_loads->h2d_seconds += queue.status(id).h2d_s;
+    carried = std::move(next_loads);
+  }
   return stats;
 }
 
@@ -258,7 +345,7 @@ SegmentedRenderer::~SegmentedRenderer() = default;
 
 SegmentedRenderStats SegmentedRenderer::render(queue::Queue& queue, queue::FileId file, const format::Container& container,
                                                std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options) {
-  return std::visit([&](auto& target) { return render_with(target, queue, file, container, frame, field, options); },
+  return std::visit([&](auto& target) { return render_with(target, next_, queue, file, container, frame, field, options); },
                     *target_);  // visited as its variant base (P2162, a defect report libstdc++ applies to C++20)
 }
 

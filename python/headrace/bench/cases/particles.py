@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headrace.bench.harness import drop_page_cache
+from headrace.errors import UsageError
 
 __all__ = ["Space", "grid", "sample", "renderer_for", "algorithm3", "overlap_seconds", "machine", "kvikio_renderer",
            "BASELINES", "IN_MEMORY", "KEY"]
@@ -42,7 +43,7 @@ BASELINES = ("vram", "kvikio")
 IN_MEMORY = ("ram", "ram-pinned", "mmap-all")
 
 # What makes two rows the same configuration (a resumed run skips those already measured).
-KEY = ("file", "device", "cache", "method", "batch", "segments", "staging_bytes")
+KEY = ("file", "device", "cache", "series", "method", "batch", "segments", "staging_bytes")
 
 
 @dataclass(frozen=True)
@@ -133,31 +134,39 @@ def renderer_for(dataset: Any, config: dict[str, Any], *, device: int | str, wid
                              segments=config["segments"], staging_bytes=config["staging_bytes"], width=width, height=height)
 
 
-def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str, least: int = 7) -> tuple[float, float]:
+def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str, least: int = 7,
+                    series: bool = False) -> tuple[float, float]:
     """Median seconds per frame streamed and drawn, and streamed alone (seed 000's overlap), over ``count``
     (at least ``least``) pairs of the same frame measured one after the other: both halves see the same
     moment of the disk and of the page cache, so their ratio does not carry the noise of two separate
     runs; medians, so that one frame held up by something else (a page fault, another process) does not
-    move a millisecond-long frame's ratio."""
+    move a millisecond-long frame's ratio. ``series``: each call loads the next call's frame ahead (the
+    same frame, for the other half), as :func:`algorithm3` does."""
     seconds: dict[bool, list[float]] = {True: [], False: []}
-    for n in range(max(count, least)):
+    pairs = max(count, least)
+    for n in range(pairs):
         for draw in (True, False):
             if cache == "cold":
                 drop_page_cache([renderer.dataset.path])
-            seconds[draw].append(renderer.render(frames[n % len(frames)], draw=draw)["seconds"])
+            ahead = {"next_frame": frames[(n + 1) % len(frames) if not draw else n % len(frames)]} if series else {}
+            seconds[draw].append(renderer.render(frames[n % len(frames)], draw=draw, **ahead)["seconds"])
     return statistics.median(seconds[True]), statistics.median(seconds[False])
 
 
 def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int = 4, wall_seconds: float = 2.0,
-               gpu_iterations: int = 8, max_frames: int = 1000) -> Algorithm3:
-    """Seed 000's algorithm 3 over ``renderer`` (a StreamingRenderer), frames round robin."""
+               gpu_iterations: int = 8, max_frames: int = 1000, series: bool = False) -> Algorithm3:
+    """Seed 000's algorithm 3 over ``renderer`` (a StreamingRenderer), frames round robin. ``series``
+    (hot only): each frame loads the next one's first batches while its last ones are drawn."""
+    if series and cache == "cold":
+        raise UsageError("a series loads the next frame ahead, before the cold run would drop its pages: hot only")
     turn = 0
 
-    def next_frame() -> int:
+    def render(**options: Any) -> dict[str, Any]:
         nonlocal turn
         frame = frames[turn % len(frames)]
         turn += 1
-        return frame
+        ahead = {"next_frame": frames[turn % len(frames)]} if series else {}
+        return renderer.render(frame, **options, **ahead)
 
     paths = [renderer.dataset.path]
 
@@ -168,7 +177,7 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
             if cache == "cold":
                 drop_page_cache(paths)
             start = time.perf_counter()
-            renderer.render(next_frame())
+            render()
             spent += time.perf_counter() - start
         return spent
 
@@ -181,14 +190,13 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
             break
         p = q
     # Phase 2: per-frame draw times.
-    draws = sorted(renderer.render(next_frame())["draw_seconds"] for _ in range(gpu_iterations))
+    draws = sorted(render()["draw_seconds"] for _ in range(gpu_iterations))
     # Phase 3: wall time over p frames.
     total, waits, stored, h2d, last = 0.0, 0, 0, 0.0, {}
     for _ in range(p):
-        frame = next_frame()
         if cache == "cold":
             drop_page_cache(paths)
-        last = renderer.render(frame)
+        last = render()
         total += last["seconds"]
         waits += last["segment_waits"]
         stored += last["stored_bytes"]

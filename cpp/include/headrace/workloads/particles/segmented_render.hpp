@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "headrace/format/container.hpp"
@@ -27,6 +28,12 @@ struct SegmentedRenderOptions {
   // false: every batch is loaded and its segment reused as usual, but nothing is drawn: the streaming
   // time of the frame without rendering, the other half of seed 000's overlap question.
   bool draw = true;
+  // The frame the next call renders, in a series: once this frame's last draw is issued, that frame's
+  // first batches are loaded into the other segments, so they arrive while this frame's last batches
+  // are drawn (a frame of a few batches has nothing else to hide its last draw behind). This call
+  // returns once they are in place and checked: its time covers them and nothing is left in flight.
+  // The next call takes them if it asks for that frame in the same shape; otherwise it overwrites them.
+  std::optional<std::uint32_t> next_frame;
 };
 
 struct SegmentedRenderStats {
@@ -39,6 +46,7 @@ struct SegmentedRenderStats {
   // The queue's copy stream busy with this frame's H2D copies (CUDA events; 0 on the host): set
   // against `seconds` streaming alone, it tells a slow copy from a pipeline that leaves gaps.
   double h2d_seconds = 0;
+  std::uint64_t loaded_ahead = 0;  // of its batches, those the call before loaded (its next_frame)
 };
 
 // Consecutive chunks of (frame, field), grouped so that a batch holds at most batch_particles (but at
@@ -63,14 +71,18 @@ class SegmentedRenderer {
 
   // The renderer is cleared first. Throws UsageError for a field that is not float32 x 8 particles or
   // for options that cannot work, and Error naming the chunk for a batch that could not be read or
-  // decoded (the frame stops there). The queue's destinations must match the renderer: host (device -1)
-  // for the reference renderer, the renderer's GPU for the GPU one.
+  // decoded (the frame stops there, and loads for a next frame are cancelled). The queue's destinations
+  // must match the renderer: host (device -1) for the reference renderer, the renderer's GPU for the
+  // GPU one.
   SegmentedRenderStats render(queue::Queue& queue, queue::FileId file, const format::Container& container,
                               std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options);
+
+  struct NextLoads;  // a next frame's first batches, loaded by the frame before (options.next_frame)
 
  private:
   struct Target;
   std::unique_ptr<Target> target_;
+  std::unique_ptr<NextLoads> next_;
 };
 
 }  // namespace headrace::workloads::particles
