@@ -24,17 +24,26 @@ def _gbps(seconds: list[float], size: int) -> dict[str, float]:
     return {"best_gbps": size / min(seconds) / 1e9, "median_gbps": size / statistics.median(seconds) / 1e9}
 
 
-def _copies(cupy, destination, source: int, size: int, piece: int, stream, repeats: int) -> list[float]:
+def _timed(cupy, stream, issue, repeats: int) -> list[float]:
+    """Seconds of ``issue()``'s copies on ``stream`` by CUDA events, ``repeats`` times after one uncounted
+    pass that warms the path up."""
     start, end = cupy.cuda.Event(), cupy.cuda.Event()
     seconds = []
-    for _ in range(repeats + 1):  # the first pass warms the path up, uncounted
+    for _ in range(repeats + 1):
         start.record(stream)
-        for at in range(0, size, piece):
-            cupy.cuda.runtime.memcpyAsync(destination.data.ptr + at, source + at, min(piece, size - at), 1, stream.ptr)
+        issue()
         end.record(stream)
         end.synchronize()
         seconds.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
     return seconds[1:]
+
+
+def _copies(cupy, destination, source: int, size: int, piece: int, stream, repeats: int) -> list[float]:
+    def pieces() -> None:
+        for at in range(0, size, piece):
+            cupy.cuda.runtime.memcpyAsync(destination.data.ptr + at, source + at, min(piece, size - at), 1, stream.ptr)
+
+    return _timed(cupy, stream, pieces, repeats)
 
 
 def _chunk_copies(cupy, path: str, destination, address: int, stream, repeats: int) -> dict[str, object]:
@@ -46,17 +55,6 @@ def _chunk_copies(cupy, path: str, destination, address: int, stream, repeats: i
     pitch, size = offsets[1] - offsets[0], sizes[0]
     count = next((k for k in range(1, count) if offsets[k] - offsets[k - 1] != pitch), count)
     total = size * count
-    start, end = cupy.cuda.Event(), cupy.cuda.Event()
-
-    def timed(issue) -> list[float]:
-        seconds = []
-        for _ in range(repeats + 1):
-            start.record(stream)
-            issue()
-            end.record(stream)
-            end.synchronize()
-            seconds.append(cupy.cuda.get_elapsed_time(start, end) / 1e3)
-        return seconds[1:]
 
     def one_by_one() -> None:
         for k in range(count):
@@ -65,8 +63,9 @@ def _chunk_copies(cupy, path: str, destination, address: int, stream, repeats: i
     def rows() -> None:
         cupy.cuda.runtime.memcpy2DAsync(destination.data.ptr, size, address + offsets[0], pitch, size, count, 1, stream.ptr)
 
-    return {"chunk_bytes": size, "file_pitch": pitch, "chunks": count, "one_copy_each": _gbps(timed(one_by_one), total),
-            "one_2d_copy": _gbps(timed(rows), total)}
+    return {"chunk_bytes": size, "file_pitch": pitch, "chunks": count,
+            "one_copy_each": _gbps(_timed(cupy, stream, one_by_one, repeats), total),
+            "one_2d_copy": _gbps(_timed(cupy, stream, rows, repeats), total)}
 
 
 def main() -> int:
@@ -78,7 +77,9 @@ def main() -> int:
     import cupy
     import numpy as np
 
-    pieces = [int(p[:-1]) << 20 if p.endswith("M") else int(p) for p in args.piece_bytes.split(",")]
+    from headrace.cli._arguments import parse_size
+
+    pieces = [parse_size(p) for p in args.piece_bytes.split(",")]
     stream = cupy.cuda.Stream(non_blocking=True)
     result: dict[str, object] = {"file": args.file, "device": cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()}
 

@@ -155,6 +155,20 @@ class DeviceTarget {
 
 using NextLoads = SegmentedRenderer::NextLoads;
 
+// The segmented buffer a frame's batches need: how many segments (every batch, preloaded), and the
+// bytes of the largest batch. Frames of the same shape can share segments, and a series loads ahead
+// only into a buffer of this frame's shape.
+struct BufferShape {
+  std::uint64_t segments = 1, segment_bytes = 0;
+};
+BufferShape shape_of(const std::vector<ParticleBatch>& batches, const SegmentedRenderOptions& options) {
+  std::uint64_t largest = 0;
+  for (const auto& batch : batches) largest = std::max(largest, batch.particles);
+  const std::uint64_t n = batches.size();
+  return {std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n), 1),
+          largest * sizeof(Particle)};
+}
+
 template <typename Target>
 SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& carried, queue::Queue& queue, queue::FileId file,
                                  const format::Container& container, std::uint32_t frame, std::uint32_t field,
@@ -164,19 +178,18 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   const auto chunks = container.chunks_of(frame, field);
   const std::uint64_t first_chunk_number = container.frame_field(frame, field).first_chunk;
   const std::uint64_t n = batches.size();
-  std::uint64_t largest = 0;
-  for (const auto& batch : batches) largest = std::max(largest, batch.particles);
-  const std::uint64_t segments = std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n), 1);
+  const BufferShape shape = shape_of(batches, options);
+  const std::uint64_t segments = shape.segments;
 
   // The first batches of this frame, when the call before loaded them for it (data at rest in the
   // segments, checked); otherwise the segments are simply reused.
   const std::unique_ptr<NextLoads> ready = std::move(carried);
   const bool adopted = ready && ready->path == container.path() && ready->frame == frame && ready->field == field &&
                        ready->batch_particles == options.batch_particles && ready->segments == segments &&
-                       !options.preload && ready->segment_bytes >= largest * sizeof(Particle);
+                       !options.preload && ready->segment_bytes >= shape.segment_bytes;
   const std::uint64_t have = adopted ? ready->batches : 0;
   const std::uint64_t base = adopted ? ready->first_segment : 0;  // batch i sits in segment (base + i) % segments
-  const std::uint64_t segment_bytes = adopted ? ready->segment_bytes : largest * sizeof(Particle);
+  const std::uint64_t segment_bytes = adopted ? ready->segment_bytes : shape.segment_bytes;
   target.prepare(segment_bytes, segments);
   auto segment_of = [&](std::uint64_t i) { return (base + i) % segments; };
 
@@ -224,16 +237,18 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   };
   // A failed read or decode stops the frame, naming its chunk; GPU decoding reports after the draw was
   // issued, so the frame is checked once more at the end and fails then, never returning its image.
-  auto failure = [&](const std::vector<queue::RequestId>& ids) -> std::string {
+  // Finished requests also add their copy time to *h2d.
+  auto failure = [&](const std::vector<queue::RequestId>& ids, double* h2d = nullptr) -> std::string {
     for (const queue::RequestId id : ids) {
       const queue::RequestStatus status = queue.status(id);
       if (status.state == queue::RequestState::failed || status.state == queue::RequestState::cancelled)
         return status.message;
+      if (h2d != nullptr) *h2d += status.h2d_s;
     }
     return {};
   };
-  auto check = [&](std::uint64_t b) {
-    if (const std::string why = failure(requests[b]); !why.empty())
+  auto check = [&](std::uint64_t b, double* h2d = nullptr) {
+    if (const std::string why = failure(requests[b], h2d); !why.empty())
       throw Error("frame " + std::to_string(frame) + " stopped: " + why);
   };
 
@@ -276,10 +291,8 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
                     container.path() + ": no next frame " + std::to_string(g) + " (" +
                         std::to_string(container.frames().size()) + " frames)");
     const std::vector<ParticleBatch> following = particle_batches(container, g, field, options.batch_particles);
-    std::uint64_t following_largest = 0;
-    for (const auto& batch : following) following_largest = std::max(following_largest, batch.particles);
-    const std::uint64_t following_segments = std::max<std::uint64_t>(std::min<std::uint64_t>(options.segments, following.size()), 1);
-    if (following_segments == segments && following_largest * sizeof(Particle) <= segment_bytes) {
+    const BufferShape following_shape = shape_of(following, options);
+    if (following_shape.segments == segments && following_shape.segment_bytes <= segment_bytes) {
       next_loads = std::make_unique<NextLoads>();
       *next_loads = {container.path(), g, field, options.batch_particles, segments, segment_bytes, (base + n) % segments,
                      std::min<std::uint64_t>(following.size(), segments - 1), 0, 0};
@@ -299,20 +312,15 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   if (next_loads && next_loads->batches > 0) queue.wait(next_fence);  // the next frame's loads are within this frame's clock
   stats.seconds = seconds_since(start);
   queue.drain();
-  for (std::uint64_t b = have; b < n; ++b) {
-    check(b);
-    for (const queue::RequestId id : requests[b]) stats.h2d_seconds += queue.status(id).h2d_s;
-  }
+  for (std::uint64_t b = have; b < n; ++b) check(b, &stats.h2d_seconds);
   for (const auto& batch : batches) stats.particles += batch.particles;
   for (const double s : stats.batch_draw_seconds) stats.draw_seconds += s;
   // Carried only when every next-frame load arrived; a failed one is read again, and reported, by the
   // call that draws it.
   if (next_loads && next_loads->batches > 0 &&
-      std::all_of(next_requests.begin(), next_requests.end(), [&](const auto& ids) { return failure(ids).empty(); })) {
-    for (const auto& ids : next_requests)
-      for (const queue::RequestId id : ids) next_loads->h2d_seconds += queue.status(id).h2d_s;
+      std::all_of(next_requests.begin(), next_requests.end(),
+                  [&](const auto& ids) { return failure(ids, &next_loads->h2d_seconds).empty(); }))
     carried = std::move(next_loads);
-  }
   return stats;
 }
 
