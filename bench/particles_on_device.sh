@@ -5,7 +5,7 @@
 #   bash bench/particles_on_device.sh setup build data ceilings cold compressed plots
 #   bash bench/particles_on_device.sh setup build data tune large plots      (large: 100 M particles a frame)
 #   bash bench/particles_on_device.sh setup build data overlap plots      (medians of paired frames)
-#   bash bench/particles_on_device.sh setup build gputests data series plots   (frames loading the next ahead)
+#   bash bench/particles_on_device.sh setup build gputests data series plots   (a series against single frames)
 # `ceilings` measures this call's yardsticks (the disk by `headrace probe`, the H2D paths by
 # bench/h2d_ceilings.py), which `plots` sets the study's throughput against.
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (KvikIO, nvCOMP).
@@ -70,11 +70,14 @@ compressed() {
     --batches 128000,500000,1000000 --segments 64 --cache cold --wall-seconds 0.5 --overlap --out "$OUT/particles-zstd.csv"
 }
 
-series() {  # the overlap of a series: each frame loads the next one's first batches as it ends, hot
+series() {  # a series (each frame loads the next one's batches while it is drawn) and single frames, hot, in turns
+  local mode
   for n in 1000000 10000000; do
-    within 120 python3 -m headrace bench particles "$work/p$n.hrc" --device 0 --grid --methods vram,ram-pinned,pread \
-      --batches 128000,500000,1000000 --segments 64 --staging 256M --cache hot --wall-seconds 0.5 --series --overlap \
-      --out "$OUT/particles-$n-hot-series.csv"
+    for mode in overlap series; do
+      within 120 python3 -m headrace bench particles "$work/p$n.hrc" --device 0 --grid --methods vram,ram-pinned,pread \
+        --batches 128000,500000,1000000 --segments 64 --staging 256M --cache hot --wall-seconds 0.5 --overlap \
+        $([[ $mode == series ]] && echo --series) --out "$OUT/particles-$n-hot-$mode.csv"
+    done
   done
 }
 

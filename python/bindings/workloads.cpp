@@ -242,7 +242,7 @@ void bind_workloads(nb::module_& m) {
            "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "batch_particles"_a, "segments"_a, "preload"_a,
            "draw"_a = true, "next_frame"_a = nb::none(),
            "Seed 000's streaming render loop over one frame (cleared first): its statistics. next_frame: the frame "
-           "the next call renders, whose first batches are loaded while this frame's last ones are drawn.")
+           "the next call renders, whose first batches are loaded while this frame is drawn.")
       .def("clear", &FrameRenderer::clear, "stream"_a = 0, "Back to the background, on a CUDA stream (GPU only).")
       .def("draw_device", &FrameRenderer::draw_device, "particles"_a, "count"_a, "first_index"_a, "stream"_a = 0,
            "Draws `count` particles already in GPU memory at address `particles` (GPU only), on a CUDA stream.")

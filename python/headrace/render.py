@@ -144,7 +144,7 @@ class StreamingRenderer:
     def render(self, frame: int, *, draw: bool = True, next_frame: int | None = None) -> dict[str, Any]:
         """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap).
         ``next_frame``: the frame the next call renders (a series): its first batches are loaded while this
-        frame's last ones are drawn, within this frame's time (``loaded_ahead`` of the next call's stats)."""
+        frame is drawn, within this frame's time (``loaded_ahead`` of the next call's stats)."""
         ds = self.dataset
         _expect_frame(ds, frame)
         if next_frame is not None:

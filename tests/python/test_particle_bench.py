@@ -191,6 +191,23 @@ def test_the_report_tabulates_figure_5_the_overlap_and_the_peer():
     assert "cufile (no /run/udev)" in text
 
 
+def test_the_report_sets_a_series_against_single_frames_streamed_alone():
+    from headrace.bench.particles_report import report
+
+    def row(method, series, frame_s, **extra):
+        return {"file": "/d/p.hrc", "particles_per_frame": "1000000", "device": "0", "cache": "hot", "series": str(series),
+                "method": method, "batch": "128000", "frame_seconds": str(frame_s), "segment_waits_per_frame": "0.0", **extra}
+
+    rows = [row("vram", False, 0.0007), row("ram-pinned", False, 0.0014, stream_only_s="0.0010", overlap_frame_s="0.0014"),
+            row("vram", True, 0.0007), row("ram-pinned", True, 0.0012, stream_only_s="0.0012", overlap_frame_s="0.0012")]
+    single, series = report(rows).split("### ")[1:]
+    assert "hot, series" in series and "against single frames" not in single
+    assert "streaming alone 1.2 ms) = **1.00**" in series  # its own halves
+    # Against the faster single frame streamed alone, the series' ratio is what the frames gained.
+    assert ("the series' 1.2 ms over max(vram 0.7 ms, a single frame streamed alone 1.0 ms) = **1.20**; "
+            "single frames streamed and drawn: best 1.4 ms (ram-pinned)") in series
+
+
 def test_the_report_compares_the_peer_like_for_like_and_sets_throughput_against_the_calls_yardsticks():
     from headrace.bench.particles_report import report
 

@@ -128,14 +128,17 @@ def test_render_command_refuses_bad_input(particles, tmp_path, capsys, arguments
 
 
 def test_a_series_loads_the_next_frame_ahead_and_each_frame_is_still_its_own(particles):
-    streamer = render.StreamingRenderer(particles, method="pread", device="cpu", width=96, height=72, batch=4096, segments=3)
-    own_bytes = streamer.render(0)["stored_bytes"]  # every frame holds as many particles in as many chunks
-    order = [0, 1, 2, 1]
-    for n, frame in enumerate(order):
-        stats = streamer.render(frame, next_frame=order[n + 1] if n + 1 < len(order) else None)
-        np.testing.assert_array_equal(streamer.image(), render.render_frame(particles, frame, width=96, height=72))
-        assert stats["loaded_ahead"] == (0 if n == 0 else 2)  # 5 batches in 3 segments: 2 loaded ahead
-        assert stats["stored_bytes"] == own_bytes  # its own bytes, read ahead or not
-    assert streamer.render(0)["loaded_ahead"] == 0  # the last call asked for nothing ahead
+    # 5 batches in 3 segments: 2 loaded ahead; in 10 segments, the whole next frame.
+    for segments, ahead in ((3, 2), (10, 5)):
+        streamer = render.StreamingRenderer(particles, method="pread", device="cpu", width=96, height=72, batch=4096,
+                                            segments=segments)
+        own_bytes = streamer.render(0)["stored_bytes"]  # every frame holds as many particles in as many chunks
+        order = [0, 1, 2, 1]
+        for n, frame in enumerate(order):
+            stats = streamer.render(frame, next_frame=order[n + 1] if n + 1 < len(order) else None)
+            np.testing.assert_array_equal(streamer.image(), render.render_frame(particles, frame, width=96, height=72))
+            assert stats["loaded_ahead"] == (0 if n == 0 else ahead)
+            assert stats["stored_bytes"] == own_bytes  # its own bytes, read ahead or not
+        assert streamer.render(0)["loaded_ahead"] == 0  # the last call asked for nothing ahead
     with pytest.raises(headrace.UsageError, match="no frame 3"):
         streamer.render(0, next_frame=3)

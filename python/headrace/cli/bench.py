@@ -70,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pa.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
     pa.add_argument("--seed", type=int, default=0, help="--sample's random seed")
     pa.add_argument("--series", action="store_true",
-                    help="each frame loads the next one's first batches while its last ones are drawn (hot only; "
+                    help="each frame loads the next one's first batches while it is drawn (hot only; "
                          "the KvikIO peer renders frame by frame, so it has no series rows)")
     pa.add_argument("--overlap", action="store_true",
                     help="also stream each configuration's frames without drawing: frame time over max(streaming "

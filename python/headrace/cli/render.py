@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     images = []
     start = time.perf_counter()
-    for n, frame in enumerate(frames):  # each frame loads the next one's first batches as it ends
+    for n, frame in enumerate(frames):  # each frame loads the next one's first batches while it is drawn
         image = draw(frame, frames[n + 1] if n + 1 < len(frames) else None)
         render.write_image(folder / f"frame_{frame:05d}.png", image)
         if args.video:

@@ -178,15 +178,20 @@ TEST(SegmentedRenderSeries, TheNextFramesFirstBatchesAreLoadedAheadAndEveryFrame
     const queue::FileId id = queue.add_file(file.path);
     ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
     SegmentedRenderer segmented(renderer);
-    // 300 a batch: 4 batches in 3 segments, 2 loaded ahead; 100: 10 batches in 2 segments, 1 ahead.
-    for (const std::uint64_t batch : {300u, 100u}) {
-      const unsigned segments = batch == 300 ? 3 : 2;
+    // {particles a batch, segments, batches loaded ahead}: 4 batches in 3 segments, 2 ahead; 10 in 2, 1
+    // ahead; 4 in 8 segments, the whole next frame ahead (each into a segment this frame does not use).
+    struct Case {
+      std::uint64_t batch;
+      unsigned segments;
+      std::uint64_t ahead;
+    };
+    for (const auto [batch, segments, ahead] : {Case{300, 3, 2}, Case{100, 2, 1}, Case{300, 8, 4}}) {
       const std::vector<std::pair<std::uint32_t, std::optional<std::uint32_t>>> calls = {
           {0, 1}, {1, 2}, {2, 0}, {0, 1}, {2, std::nullopt}, {1, 1}, {1, std::nullopt}};  // {2, …} after {0, 1}: not taken
       std::optional<std::uint32_t> asked;  // the frame the call before loaded ahead
       for (const auto& [frame, next] : calls) {
         const auto stats = segmented.render(queue, id, container, frame, 0, {.batch_particles = batch, .segments = segments, .next_frame = next});
-        EXPECT_EQ(stats.loaded_ahead, asked == frame ? segments - 1 : 0u) << "batch " << batch << " frame " << frame;
+        EXPECT_EQ(stats.loaded_ahead, asked == frame ? ahead : 0u) << "batch " << batch << " frame " << frame;
         asked = next;
         EXPECT_EQ(renderer.image(), reference_image(file.frames[frame]))
             << io::to_string(backend) << " batch " << batch << " frame " << frame;
@@ -304,14 +309,18 @@ TEST(SegmentedRenderGpu, ASeriesLoadingTheNextFrameAheadDrawsEachFramesReference
     GpuRenderer renderer(0, test_camera(), 0xff000000u);
     SegmentedRenderer segmented(renderer);
     const std::uint32_t frames[] = {0, 1, 2, 0};
-    for (std::size_t call = 0; call < std::size(frames); ++call) {
-      const std::uint32_t frame = frames[call];
-      const auto stats = segmented.render(queue, id, container, frame, 0,
-                                          {.batch_particles = 300, .segments = 3, .next_frame = (frame + 1) % 3});
-      EXPECT_EQ(renderer.image(nullptr), reference_image(file.frames[frame])) << "pinned " << pin_files << " frame " << frame;
-      EXPECT_EQ(stats.stored_bytes, 10u * 3200);
-      EXPECT_GT(stats.h2d_seconds, 0.0);
-      EXPECT_EQ(stats.loaded_ahead, call == 0 ? 0u : 2u);  // 4 batches in 3 segments: 2 loaded ahead
+    // 4 batches in 3 segments: 2 loaded ahead, into segments still being drawn; in 8: all 4, into free ones.
+    for (const unsigned segments : {3u, 8u}) {
+      for (std::size_t call = 0; call < std::size(frames); ++call) {
+        const std::uint32_t frame = frames[call];
+        const auto stats = segmented.render(queue, id, container, frame, 0,
+                                            {.batch_particles = 300, .segments = segments, .next_frame = (frame + 1) % 3});
+        EXPECT_EQ(renderer.image(nullptr), reference_image(file.frames[frame]))
+            << "pinned " << pin_files << " segments " << segments << " frame " << frame;
+        EXPECT_EQ(stats.stored_bytes, 10u * 3200);
+        EXPECT_GT(stats.h2d_seconds, 0.0);
+        EXPECT_EQ(stats.loaded_ahead, call == 0 ? 0u : segments == 3 ? 2u : 4u);
+      }
     }
   }
 }

@@ -18,7 +18,8 @@ namespace headrace::workloads::particles {
 struct SegmentedRenderer::NextLoads {
   std::string path;
   std::uint32_t frame = 0, field = 0;
-  std::uint64_t batch_particles = 0, segments = 0, segment_bytes = 0;
+  std::uint64_t batch_particles = 0, asked_segments = 0;  // the options it was loaded for
+  std::uint64_t segments = 0, segment_bytes = 0;          // the buffer it sits in
   std::uint64_t first_segment = 0;  // its batch i sits in segment (first_segment + i) % segments
   std::uint64_t batches = 0;        // how many of its first batches
   std::uint64_t stored_bytes = 0;
@@ -155,18 +156,10 @@ class DeviceTarget {
 
 using NextLoads = SegmentedRenderer::NextLoads;
 
-// The segmented buffer a frame's batches need: how many segments (every batch, preloaded), and the
-// bytes of the largest batch. Frames of the same shape can share segments, and a series loads ahead
-// only into a buffer of this frame's shape.
-struct BufferShape {
-  std::uint64_t segments = 1, segment_bytes = 0;
-};
-BufferShape shape_of(const std::vector<ParticleBatch>& batches, const SegmentedRenderOptions& options) {
+std::uint64_t largest_batch_bytes(const std::vector<ParticleBatch>& batches) {
   std::uint64_t largest = 0;
   for (const auto& batch : batches) largest = std::max(largest, batch.particles);
-  const std::uint64_t n = batches.size();
-  return {std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n), 1),
-          largest * sizeof(Particle)};
+  return largest * sizeof(Particle);
 }
 
 template <typename Target>
@@ -178,18 +171,41 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   const auto chunks = container.chunks_of(frame, field);
   const std::uint64_t first_chunk_number = container.frame_field(frame, field).first_chunk;
   const std::uint64_t n = batches.size();
-  const BufferShape shape = shape_of(batches, options);
-  const std::uint64_t segments = shape.segments;
+
+  // A series: the next frame's batches, the first of them loaded into this frame's buffer.
+  std::vector<ParticleBatch> following;
+  std::span<const format::ChunkInfo> following_chunks;
+  std::uint64_t following_first = 0;
+  if (options.next_frame) {
+    const std::uint32_t g = *options.next_frame;
+    HEADRACE_EXPECT(g < container.frames().size(), UsageError,
+                    container.path() + ": no next frame " + std::to_string(g) + " (" +
+                        std::to_string(container.frames().size()) + " frames)");
+    if (!options.preload) {
+      following = particle_batches(container, g, field, options.batch_particles);
+      following_chunks = container.chunks_of(g, field);
+      following_first = container.frame_field(g, field).first_chunk;
+    }
+  }
 
   // The first batches of this frame, when the call before loaded them for it (data at rest in the
-  // segments, checked); otherwise the segments are simply reused.
+  // segments, checked): the buffer is kept as it is. Otherwise the buffer holds a segment per batch of
+  // both frames, up to options.segments (preload: every batch of this one), and is simply reused.
   const std::unique_ptr<NextLoads> ready = std::move(carried);
   const bool adopted = ready && ready->path == container.path() && ready->frame == frame && ready->field == field &&
-                       ready->batch_particles == options.batch_particles && ready->segments == segments &&
-                       !options.preload && ready->segment_bytes >= shape.segment_bytes;
+                       ready->batch_particles == options.batch_particles && ready->asked_segments == options.segments &&
+                       !options.preload && ready->segment_bytes >= largest_batch_bytes(batches);
   const std::uint64_t have = adopted ? ready->batches : 0;
   const std::uint64_t base = adopted ? ready->first_segment : 0;  // batch i sits in segment (base + i) % segments
-  const std::uint64_t segment_bytes = adopted ? ready->segment_bytes : shape.segment_bytes;
+  const std::uint64_t segments =
+      adopted ? ready->segments
+              : std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n + following.size()), 1);
+  const std::uint64_t segment_bytes =
+      adopted ? ready->segment_bytes : std::max(largest_batch_bytes(batches), largest_batch_bytes(following));
+  // Of the next frame's batches, those loaded ahead: never into the segment of this frame's last draw,
+  // which would wait for it.
+  const std::uint64_t ahead =
+      largest_batch_bytes(following) <= segment_bytes ? std::min<std::uint64_t>(following.size(), segments - 1) : 0;
   target.prepare(segment_bytes, segments);
   auto segment_of = [&](std::uint64_t i) { return (base + i) % segments; };
 
@@ -207,6 +223,14 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
       }
     }
   } stop_loads{queue, tag};
+
+  // The next frame's loads (a series): handed to the next call once every one of them has arrived.
+  std::unique_ptr<NextLoads> next_loads;
+  std::vector<std::vector<queue::RequestId>> next_requests(ahead);
+  queue::FenceId next_fence = 0;
+  if (ahead > 0)
+    next_loads = std::make_unique<NextLoads>(NextLoads{container.path(), *options.next_frame, field, options.batch_particles,
+                                                       options.segments, segments, segment_bytes, segment_of(n), ahead, 0, 0});
 
   SegmentedRenderStats stats;
   stats.batches = n;
@@ -267,11 +291,19 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
       stats.stored_bytes += ready->stored_bytes;
       stats.h2d_seconds += ready->h2d_seconds;
     }
+    // Index i < n is this frame's batch i, i >= n the next frame's batch i - n: each loads as soon as its
+    // segment's previous batch, index i - segments, is drawn, so the next frame's loads run while this
+    // one is drawn (all of them at once when the buffer has a free segment for each).
+    auto load_index = [&](std::uint64_t i) {
+      if (target.wait_for_segment(segment_of(i))) ++stats.segment_waits;
+      if (i < n) return load_own(i);
+      const auto [stored, fence] =
+          load(following[i - n], following_chunks, *options.next_frame, following_first, segment_of(i), next_requests[i - n]);
+      next_loads->stored_bytes += stored;
+      next_fence = fence;
+    };
     for (std::uint64_t b = 0, next = have; b < n; ++b) {
-      for (; next < n && next < b + segments; ++next) {
-        if (target.wait_for_segment(segment_of(next))) ++stats.segment_waits;
-        load_own(next);
-      }
+      for (; next < n + ahead && next < b + segments; ++next) load_index(next);
       if (b >= have) {
         target.await_load(queue, fences[b]);
         check(b);
@@ -280,36 +312,8 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
       target.segment_done(segment_of(b));
     }
   }
-
-  // The next frame's first batches, into every segment but the last batch's, while the last draws run.
-  std::unique_ptr<NextLoads> next_loads;
-  std::vector<std::vector<queue::RequestId>> next_requests;
-  queue::FenceId next_fence = 0;
-  if (options.next_frame && !options.preload) {
-    const std::uint32_t g = *options.next_frame;
-    HEADRACE_EXPECT(g < container.frames().size(), UsageError,
-                    container.path() + ": no next frame " + std::to_string(g) + " (" +
-                        std::to_string(container.frames().size()) + " frames)");
-    const std::vector<ParticleBatch> following = particle_batches(container, g, field, options.batch_particles);
-    const BufferShape following_shape = shape_of(following, options);
-    if (following_shape.segments == segments && following_shape.segment_bytes <= segment_bytes) {
-      next_loads = std::make_unique<NextLoads>();
-      *next_loads = {container.path(), g, field, options.batch_particles, segments, segment_bytes, (base + n) % segments,
-                     std::min<std::uint64_t>(following.size(), segments - 1), 0, 0};
-      const auto following_chunks = container.chunks_of(g, field);
-      const std::uint64_t following_first = container.frame_field(g, field).first_chunk;
-      next_requests.resize(next_loads->batches);
-      for (std::uint64_t j = 0; j < next_loads->batches; ++j) {
-        const std::uint64_t s = segment_of(n + j);
-        if (target.wait_for_segment(s)) ++stats.segment_waits;
-        const auto [stored, fence] = load(following[j], following_chunks, g, following_first, s, next_requests[j]);
-        next_loads->stored_bytes += stored;
-        next_fence = fence;
-      }
-    }
-  }
   target.finish(stats);
-  if (next_loads && next_loads->batches > 0) queue.wait(next_fence);  // the next frame's loads are within this frame's clock
+  if (next_loads) queue.wait(next_fence);  // the next frame's loads are within this frame's clock
   stats.seconds = seconds_since(start);
   queue.drain();
   for (std::uint64_t b = have; b < n; ++b) check(b, &stats.h2d_seconds);
@@ -317,8 +321,7 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   for (const double s : stats.batch_draw_seconds) stats.draw_seconds += s;
   // Carried only when every next-frame load arrived; a failed one is read again, and reported, by the
   // call that draws it.
-  if (next_loads && next_loads->batches > 0 &&
-      std::all_of(next_requests.begin(), next_requests.end(),
+  if (next_loads && std::all_of(next_requests.begin(), next_requests.end(),
                   [&](const auto& ids) { return failure(ids, &next_loads->h2d_seconds).empty(); }))
     carried = std::move(next_loads);
   return stats;

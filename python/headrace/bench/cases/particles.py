@@ -156,7 +156,7 @@ def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str
 def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int = 4, wall_seconds: float = 2.0,
                gpu_iterations: int = 8, max_frames: int = 1000, series: bool = False) -> Algorithm3:
     """Seed 000's algorithm 3 over ``renderer`` (a StreamingRenderer), frames round robin. ``series``
-    (hot only): each frame loads the next one's first batches while its last ones are drawn."""
+    (hot only): each frame loads the next one's first batches while it is drawn."""
     if series and cache == "cold":
         raise UsageError("a series loads the next frame ahead, before the cold run would drop its pages: hot only")
     turn = 0

@@ -28,11 +28,12 @@ struct SegmentedRenderOptions {
   // false: every batch is loaded and its segment reused as usual, but nothing is drawn: the streaming
   // time of the frame without rendering, the other half of seed 000's overlap question.
   bool draw = true;
-  // The frame the next call renders, in a series: once this frame's last draw is issued, that frame's
-  // first batches are loaded into the other segments, so they arrive while this frame's last batches
-  // are drawn (a frame of a few batches has nothing else to hide its last draw behind). This call
-  // returns once they are in place and checked: its time covers them and nothing is left in flight.
-  // The next call takes them if it asks for that frame in the same shape; otherwise it overwrites them.
+  // The frame the next call renders, in a series: its first batches load while this frame is drawn,
+  // each as soon as a segment is free: at once into segments this frame does not use (the buffer then
+  // holds up to `segments` for both frames: a whole small frame loads during the one before, seed 003's
+  // double buffering), otherwise into this frame's as their batches are drawn, never the last one's. This
+  // call returns once they are in place and checked: its time covers them and nothing is left in flight.
+  // The next call takes them if it asks for that frame with the same options; otherwise it overwrites them.
   std::optional<std::uint32_t> next_frame;
 };
 
