@@ -6,6 +6,7 @@
 #   bash bench/particles_on_device.sh setup build data tune large plots      (large: 100 M particles a frame)
 #   bash bench/particles_on_device.sh setup build data overlap plots      (medians of paired frames)
 #   bash bench/particles_on_device.sh setup build gputests data series plots   (a series against single frames)
+#   bash bench/particles_on_device.sh setup build data factors plots   (in flight 2 to 256; a sample against the grid)
 # `ceilings` measures this call's yardsticks (the disk by `headrace probe`, the H2D paths by
 # bench/h2d_ceilings.py), which `plots` sets the study's throughput against.
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (KvikIO, nvCOMP).
@@ -79,6 +80,18 @@ series() {  # a series (each frame loads the next one's batches while it is draw
         $([[ $mode == series ]] && echo --series) --out "$OUT/particles-$n-hot-$mode.csv"
     done
   done
+}
+
+factors() {
+  # Seed 000's factors at 10 M particles a frame, hot: batches in flight 2 to 256 against batch size per
+  # method (figure 5 by factor, figure 9), then a sample of the same space with staging as well (the
+  # paper's wish), which the report sets against the grid's best.
+  within 270 python3 -m headrace bench particles "$work/p10000000.hrc" --device 0 --grid \
+    --methods ram-pinned,ram,pread,uring-batched --batches 128000,500000,1000000 --segments 2,4,16,64,256 \
+    --staging 256M --cache hot --wall-seconds 0.5 --gpu-iterations 4 --out "$OUT/particles-10000000-hot-factors.csv"
+  within 150 python3 -m headrace bench particles "$work/p10000000.hrc" --device 0 --sample 20 --seed 1 \
+    --methods ram-pinned,ram,pread,uring-batched,mmap-all --batches 128000,1000000 --segments 2,256 \
+    --staging 64M,256M,1G --cache hot --wall-seconds 0.5 --gpu-iterations 4 --out "$OUT/particles-10000000-hot-sample.csv"
 }
 
 make_large() {  # 100 M particles per frame (3.2 GB), two frames

@@ -85,7 +85,7 @@ def test_bench_particles_measures_resumes_and_plots(small, tmp_path, capsys):
                "--gpu-iterations", "2", "--width", "64", "--height", "48", "--overlap", "--out", str(out)]
     assert main(command) == 0
     rows = list(csv.DictReader(open(out)))
-    assert len(rows) == 3 * 2
+    assert len(rows) == 3 * 2 and {r["design"] for r in rows} == {"grid"}
     measured = [r for r in rows if not r.get("error")]
     assert {r["method"] for r in measured} == {"pread", "mmap-batch"}
     assert all("needs a GPU" in r["error"] for r in rows if r["method"] == "vram")  # said, not dropped
@@ -101,6 +101,21 @@ def test_bench_particles_measures_resumes_and_plots(small, tmp_path, capsys):
     assert "6 of 6 configurations already" in " ".join(capsys.readouterr().out.split())
     assert main(["plot", str(out), "--out", str(figure)]) == 0
     assert figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_bench_particles_samples_the_space_and_says_so_in_each_row(small, tmp_path, capsys):
+    out = tmp_path / "s.csv"
+    command = ["bench", "particles", str(small), "--device", "cpu", "--sample", "3", "--seed", "2", "--methods",
+               "pread,ram", "--batches", "1000,4000", "--segments", "2,8", "--staging", "16M", "--wall-seconds", "0.02",
+               "--prewarm", "1", "--gpu-iterations", "1", "--width", "32", "--height", "24", "--out", str(out)]
+    assert main(command) == 0
+    rows = list(csv.DictReader(open(out)))
+    assert len({(r["method"], r["batch"], r["segments"]) for r in rows}) == 3
+    assert {r["design"] for r in rows} == {"sample of 3, seed 2"} and all(float(r["frame_seconds"]) > 0 for r in rows)
+    assert all(1000 <= int(r["batch"]) <= 4000 and r["segments"] in ("2", "4", "8") for r in rows)
+    capsys.readouterr()
+    assert main(command) == 0  # the same seed draws the same configurations: all measured already
+    assert "3 of 3 configurations already" in " ".join(capsys.readouterr().out.split())
 
 
 def test_tune_stores_a_profile_that_render_uses(small, tmp_path, capsys):
@@ -206,6 +221,41 @@ def test_the_report_sets_a_series_against_single_frames_streamed_alone():
     # Against the faster single frame streamed alone, the series' ratio is what the frames gained.
     assert ("the series' 1.2 ms over max(vram 0.7 ms, a single frame streamed alone 1.0 ms) = **1.20**; "
             "single frames streamed and drawn: best 1.4 ms (ram-pinned)") in series
+
+
+def test_the_report_lists_a_samples_best_and_sets_it_against_the_grids():
+    from headrace.bench.particles_report import report
+
+    def row(method, batch, segments, frame_s, design="grid"):
+        return {"file": "/d/p.hrc", "particles_per_frame": "1000000", "device": "0", "cache": "hot", "method": method,
+                "batch": str(batch), "segments": str(segments), "staging_bytes": str(256 << 20), "design": design,
+                "frame_seconds": str(frame_s), "segment_waits_per_frame": "0.0"}
+
+    drawn = "sample of 3, seed 1"
+    rows = [row("pread", 128000, 4, 0.010), row("pread", 128000, 64, 0.008), row("vram", 128000, 64, 0.001),
+            row("ram", 237000, 8, 0.0088, drawn), row("pread", 611000, 2, 0.012, drawn), row("vram", 611000, 2, 0.0009, drawn)]
+    grid, sample = report(rows).split("### ")[1:]
+    assert "237,000" not in grid  # a sample's odd batch sizes stay out of the grid's table
+    assert "hot, sample of 3, seed 1" in sample
+    assert "| 1 | ram | 237,000 | 8 | 256 MiB | 8.8 |" in sample and "| 2 | pread | 611,000 | 2 | 256 MiB | 12.0 |" in sample
+    assert ("the sample's best over the grid's best: 8.8 ms (2 configurations drawn) over 8.0 ms (pread, 128,000 per "
+            "batch, 64 in flight; 2 configurations) = **1.10**") in sample
+
+
+def test_the_plot_draws_figure_5_by_every_factor_that_varies_and_figure_9_by_the_batches_in_flight():
+    from headrace.cli.plot import _particle_panels
+
+    rows = [{"method": m, "batch": str(b), "segments": str(s), "staging_bytes": "1024", "frame_seconds": str(b * s / 10**9),
+             "segment_waits_per_frame": str(64 / s)} for m in ("pread", "ram") for b in (1000, 4000) for s in (2, 16)]
+    panels = list(_particle_panels(rows + [{"method": "cufile", "error": "no /run/udev"}]))
+    assert [(title.split(" (")[0], x) for title, x, *_ in panels] == [
+        ("frame time by particles per batch", "particles per batch"), ("frame time by batches in flight", "batches in flight"),
+        ("waits for a free segment", "batches in flight")]
+    assert not any(panel[6] for panel in panels)  # a grid's levels are joined by lines, a sample's are not
+    assert all(panel[6] for panel in _particle_panels([{**r, "design": "sample of 8, seed 0"} for r in rows]))
+    xs, ys = zip(*panels[1][3]["pread"])
+    assert xs == (2.0, 16.0) and ys == pytest.approx((2e-6, 16e-6))  # the best over the batch sizes
+    assert panels[2][3]["ram"] == [(2.0, 32.0), (16.0, 4.0)]
 
 
 def test_the_report_compares_the_peer_like_for_like_and_sets_throughput_against_the_calls_yardsticks():

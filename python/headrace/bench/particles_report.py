@@ -8,7 +8,8 @@ the overlap as issue 7 defines it (the best streaming configuration's frame time
 time, the same configuration streaming without drawing), the two measured in turns; a series is also set
 against single frames streamed alone, when the results hold both), and headrace's best
 against the KvikIO peer's: like for like, the best method that reads the file during the frame, as the
-peer does (the in-memory methods are reported beside it, not compared).
+peer does (the in-memory methods are reported beside it, not compared). A sample of the space (``headrace
+bench particles --sample N``) is listed by its best configurations and set against the grid's best.
 
 With ``--ceiling probe.json`` (``headrace probe --json`` of the same call) and ``--h2d h2d.json``
 (``bench/h2d_ceilings.py``), each table also gives its throughput over the yardstick of its cache state:
@@ -41,12 +42,34 @@ def _fastest(rows: list[dict[str, str]]) -> dict[str, str] | None:
     return min(rows, key=lambda r: float(r["frame_seconds"])) if rows else None
 
 
+def _sample(name: str, particles: str, device: str, cache: str, group: list[dict[str, str]],
+            groups: dict[tuple[str, str, str, str], list[dict[str, str]]]) -> list[str]:
+    """A sample of the factor space (the paper's wish): its best configurations, and its best over the best
+    of the grid of the same file and cache state, when the results hold one."""
+    ranked = sorted((r for r in group if r["method"] not in BASELINES), key=lambda r: float(r["frame_seconds"]))
+    out = [f"### {name}: {int(particles):,} particles per frame, device {device}, {cache}\n",
+           "| rank | method | particles per batch | in flight | staging | ms per frame |", "|---:|---|---:|---:|---:|---:|"]
+    for n, r in enumerate(ranked[:5], 1):
+        out.append(f"| {n} | {r['method']} | {int(r['batch']):,} | {r['segments']} | {int(r['staging_bytes']) >> 20} MiB "
+                   f"| {_ms(float(r['frame_seconds']))} |")
+    grid = [r for r in groups.get((name, particles, device, cache.split(", sample of ")[0]), []) if r["method"] not in BASELINES]
+    if ranked and grid:
+        best = _fastest(grid)
+        out.append(f"\nthe sample's best over the grid's best: {_ms(float(ranked[0]['frame_seconds']))} ms "
+                   f"({len(ranked)} configurations drawn) over {_ms(float(best['frame_seconds']))} ms ({best['method']}, "
+                   f"{int(best['batch']):,} per batch, {best['segments']} in flight; {len(grid)} configurations) = "
+                   f"**{float(ranked[0]['frame_seconds']) / float(best['frame_seconds']):.2f}**")
+    return out + [""]
+
+
 def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | None = None) -> str:
     """Markdown for results rows; ``ceiling`` and ``h2d``: the yardsticks measured in the same call."""
     groups: dict[tuple[str, str, str, str], list[dict[str, str]]] = defaultdict(list)
     for row in rows:
         if row.get("frame_seconds"):
             cache = row["cache"] + (", series" if row.get("series") == "True" else "")
+            if row.get("design", "grid") != "grid":
+                cache += f", {row['design']}"
             groups[(Path(row["file"]).name, row["particles_per_frame"], row["device"], cache)].append(row)
     out: list[str] = []
     yardsticks = []
@@ -59,6 +82,9 @@ def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | 
     if yardsticks:
         out.append("yardsticks of this call: " + "; ".join(yardsticks) + "\n")
     for (name, particles, device, cache), group in sorted(groups.items()):
+        if ", sample of " in cache:
+            out.extend(_sample(name, particles, device, cache, group, groups))
+            continue
         batches = sorted({int(r["batch"]) for r in group})
         methods = list(dict.fromkeys(r["method"] for r in group))
         best: dict[tuple[str, int], dict[str, str]] = {}

@@ -162,7 +162,8 @@ def run_particles(args: argparse.Namespace) -> int:
     space = particle_space(args, device, ds.codecs)
     configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
     rows: list[dict[str, object]] = list(read_rows(args.out))
-    common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache, "series": args.series}
+    common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache, "series": args.series,
+              "design": f"sample of {args.sample}, seed {args.seed}" if args.sample else "grid"}
     done = {tuple(str(row.get(k, "")) for k in study.KEY) for row in rows}
     todo = [c for c in configurations if tuple(str({**common, **c}[k]) for k in study.KEY) not in done]
     if len(todo) < len(configurations):

@@ -4,8 +4,9 @@ Streamline studies (seed 002): scaling draws time against threads per implementa
 side by side, like the paper's figure 8); io and concurrency draw time against the Hilbert unit size per
 thread count (figures 4 and 7; hilbert-mmap as a dashed line); banks against the bank count (figure 5);
 madvise against threads per interval (figure 6). Particle studies (seed 000, ``headrace bench
-particles``): wall-clock frame time against the batch size per method, the best over the other factors
-(figure 5), and the waits for a free segment per frame (figure 9). One panel per study found in the file.
+particles``): wall-clock frame time per method against each factor that varies (batch size, batches in
+flight, staging), the best over the others (figure 5 grouped by factor), and the waits for a free segment
+per frame against the batches in flight (figure 9). One panel per study found in the file.
 """
 
 from __future__ import annotations
@@ -35,25 +36,38 @@ def _series(rows, x: str, label) -> dict[str, list[tuple[float, float]]]:
 SECONDS = "time to completion (s)"
 
 
+# Seed 000's factors besides the method, as the panels name them.
+PARTICLE_FACTORS = (("batch", "particles per batch"), ("segments", "batches in flight"), ("staging_bytes", "staging (bytes)"))
+
+
 def _particle_panels(rows):
-    """Seed 000's figures 5 and 9 from the rows that measured something."""
+    """Seed 000's figure 5 grouped by factor (frame time per method against each factor that varies, the
+    best over the others) and figure 9 (the waits for a free segment per frame, against the batches in
+    flight when they vary), from the rows that measured something."""
     measured = [r for r in rows if r.get("frame_seconds") not in (None, "")]
     if not measured:
         return
-    best: dict[str, dict[float, float]] = defaultdict(dict)
+    varying = [f for f in PARTICLE_FACTORS if len({r[f[0]] for r in measured}) > 1] or list(PARTICLE_FACTORS[:1])
+    # A sample's points are single draws at scattered levels: drawn as points, lines would suggest a trend.
+    points_only = any(r.get("design", "grid") != "grid" for r in measured)
+    for key, label in varying:
+        best: dict[str, dict[float, float]] = defaultdict(dict)
+        for r in measured:
+            x = float(r[key])
+            best[r["method"]][x] = min(best[r["method"]].get(x, float("inf")), float(r["frame_seconds"]))
+        yield (f"frame time by {label} (seed 000, figure 5)", label, "wall-clock frame time (s)",
+               {m: sorted(points.items()) for m, points in sorted(best.items())}, True, True, points_only)
+    key, label = next((f for f in varying if f[0] == "segments"), varying[0])
     waits: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in measured:
-        batch, name = float(r["batch"]), r["method"]
-        best[name][batch] = min(best[name].get(batch, float("inf")), float(r["frame_seconds"]))
-        waits[name][batch].append(float(r["segment_waits_per_frame"]))
-    yield ("frame time per method (seed 000, figure 5)", "particles per batch", "wall-clock frame time (s)",
-           {m: sorted(points.items()) for m, points in sorted(best.items())}, True, True)
-    yield ("waits for a free segment (figure 9)", "particles per batch", "waits per frame (mean)",
-           {m: sorted((b, sum(v) / len(v)) for b, v in points.items()) for m, points in sorted(waits.items())}, True, False)
+        waits[r["method"]][float(r[key])].append(float(r["segment_waits_per_frame"]))
+    yield ("waits for a free segment (figure 9)", label, "waits per frame (mean)",
+           {m: sorted((x, sum(v) / len(v)) for x, v in points.items()) for m, points in sorted(waits.items())}, True, False,
+           points_only)
 
 
 def _panels(rows):
-    """(title, x label, y label, series, log x, log y) per panel, from the studies present."""
+    """(title, x label, y label, series, log x, log y[, points only]) per panel, from the studies present."""
     yield from _particle_panels(rows)
     by_study: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
@@ -98,11 +112,11 @@ def run(args: argparse.Namespace) -> int:
     if not panels:
         raise UsageError(f"{args.results}: no rows of a study this command draws")
     figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    names = dict.fromkeys(name for _, _, _, series, _, _ in panels for name in series)
+    names = dict.fromkeys(name for panel in panels for name in panel[3])
     colors = {name: f"C{n % 10}" for n, name in enumerate(names)}  # one colour per series in every panel
-    for axis, (title, xlabel, ylabel, series, log_x, log_y) in zip(axes[0], panels):
+    for axis, (title, xlabel, ylabel, series, log_x, log_y, *points_only) in zip(axes[0], panels):
         for name, points in series.items():
-            style = "--" if name.startswith("hilbert-mmap,") else "-o"
+            style = "--" if name.startswith("hilbert-mmap,") else "o" if any(points_only) else "-o"
             axis.plot([p for p, _ in points], [t for _, t in points], style, label=name, markersize=4, color=colors[name])
         axis.set(title=title, xlabel=xlabel, ylabel=ylabel)
         if log_x:
