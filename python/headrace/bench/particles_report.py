@@ -42,12 +42,16 @@ def _fastest(rows: list[dict[str, str]]) -> dict[str, str] | None:
     return min(rows, key=lambda r: float(r["frame_seconds"])) if rows else None
 
 
+def _heading(name: str, particles: str, device: str, cache: str) -> str:
+    return f"### {name}: {int(particles):,} particles per frame, device {device}, {cache}\n"
+
+
 def _sample(name: str, particles: str, device: str, cache: str, group: list[dict[str, str]],
             groups: dict[tuple[str, str, str, str], list[dict[str, str]]]) -> list[str]:
     """A sample of the factor space (the paper's wish): its best configurations, and its best over the best
     of the grid of the same file and cache state, when the results hold one."""
     ranked = sorted((r for r in group if r["method"] not in BASELINES), key=lambda r: float(r["frame_seconds"]))
-    out = [f"### {name}: {int(particles):,} particles per frame, device {device}, {cache}\n",
+    out = [_heading(name, particles, device, cache),
            "| rank | method | particles per batch | in flight | staging | ms per frame |", "|---:|---|---:|---:|---:|---:|"]
     for n, r in enumerate(ranked[:5], 1):
         out.append(f"| {n} | {r['method']} | {int(r['batch']):,} | {r['segments']} | {int(r['staging_bytes']) >> 20} MiB "
@@ -92,7 +96,7 @@ def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | 
             key = (r["method"], int(r["batch"]))
             if key not in best or float(r["frame_seconds"]) < float(best[key]["frame_seconds"]):
                 best[key] = r
-        out.append(f"### {name}: {int(particles):,} particles per frame, device {device}, {cache}\n")
+        out.append(_heading(name, particles, device, cache))
         out.append("| method | " + " | ".join(f"{b:,} per batch" for b in batches) + " | waits per frame |")
         out.append("|---|" + "---:|" * (len(batches) + 1))
         for m in methods:

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{result.best_seconds * 1e3:.1f} ms per frame")
     measured_default = result.evaluations[0]
     if "frame_seconds" in measured_default:
-        console.print(f"  the defaults ({default['method']}, {default['batch']} particles, {default['segments']} in flight, 256 MiB): "
+        console.print(f"  the defaults ({default['method']}, {default['batch']} particles, {default['segments']} in flight, {default['staging_bytes'] >> 20} MiB): "
                       f"{measured_default['frame_seconds'] * 1e3:.1f} ms per frame; tuned is "
                       f"{measured_default['frame_seconds'] / result.best_seconds:.2f} x faster")
     else:

@@ -156,10 +156,20 @@ class DeviceTarget {
 
 using NextLoads = SegmentedRenderer::NextLoads;
 
-std::uint64_t largest_batch_bytes(const std::vector<ParticleBatch>& batches) {
-  std::uint64_t largest = 0;
-  for (const auto& batch : batches) largest = std::max(largest, batch.particles);
-  return largest * sizeof(Particle);
+// A frame's batches of one field, with the chunks they group and what a load and a segment need of them.
+struct FrameBatches {
+  std::uint32_t frame = 0;
+  std::vector<ParticleBatch> batches;
+  std::span<const format::ChunkInfo> chunks;
+  std::uint64_t first_chunk = 0;    // the number of the frame's first chunk in the file (for labels)
+  std::uint64_t largest_bytes = 0;  // of its largest batch
+};
+FrameBatches batches_of(const format::Container& container, std::uint32_t frame, std::uint32_t field,
+                        std::uint64_t batch_particles) {
+  FrameBatches of{frame, particle_batches(container, frame, field, batch_particles), container.chunks_of(frame, field),
+                  container.frame_field(frame, field).first_chunk, 0};
+  for (const auto& batch : of.batches) of.largest_bytes = std::max(of.largest_bytes, batch.particles * sizeof(Particle));
+  return of;
 }
 
 template <typename Target>
@@ -167,25 +177,18 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
                                  const format::Container& container, std::uint32_t frame, std::uint32_t field,
                                  const SegmentedRenderOptions& options) {
   expect_particles(container, frame, field, options);
-  const std::vector<ParticleBatch> batches = particle_batches(container, frame, field, options.batch_particles);
-  const auto chunks = container.chunks_of(frame, field);
-  const std::uint64_t first_chunk_number = container.frame_field(frame, field).first_chunk;
+  const FrameBatches own = batches_of(container, frame, field, options.batch_particles);
+  const std::vector<ParticleBatch>& batches = own.batches;
   const std::uint64_t n = batches.size();
 
   // A series: the next frame's batches, the first of them loaded into this frame's buffer.
-  std::vector<ParticleBatch> following;
-  std::span<const format::ChunkInfo> following_chunks;
-  std::uint64_t following_first = 0;
+  FrameBatches following;
   if (options.next_frame) {
     const std::uint32_t g = *options.next_frame;
     HEADRACE_EXPECT(g < container.frames().size(), UsageError,
                     container.path() + ": no next frame " + std::to_string(g) + " (" +
                         std::to_string(container.frames().size()) + " frames)");
-    if (!options.preload) {
-      following = particle_batches(container, g, field, options.batch_particles);
-      following_chunks = container.chunks_of(g, field);
-      following_first = container.frame_field(g, field).first_chunk;
-    }
+    if (!options.preload) following = batches_of(container, g, field, options.batch_particles);
   }
 
   // The first batches of this frame, when the call before loaded them for it (data at rest in the
@@ -194,18 +197,17 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   const std::unique_ptr<NextLoads> ready = std::move(carried);
   const bool adopted = ready && ready->path == container.path() && ready->frame == frame && ready->field == field &&
                        ready->batch_particles == options.batch_particles && ready->asked_segments == options.segments &&
-                       !options.preload && ready->segment_bytes >= largest_batch_bytes(batches);
+                       !options.preload && ready->segment_bytes >= own.largest_bytes;
   const std::uint64_t have = adopted ? ready->batches : 0;
   const std::uint64_t base = adopted ? ready->first_segment : 0;  // batch i sits in segment (base + i) % segments
   const std::uint64_t segments =
       adopted ? ready->segments
-              : std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n + following.size()), 1);
-  const std::uint64_t segment_bytes =
-      adopted ? ready->segment_bytes : std::max(largest_batch_bytes(batches), largest_batch_bytes(following));
+              : std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n + following.batches.size()), 1);
+  const std::uint64_t segment_bytes = adopted ? ready->segment_bytes : std::max(own.largest_bytes, following.largest_bytes);
   // Of the next frame's batches, those loaded ahead: never into the segment of this frame's last draw,
   // which would wait for it.
   const std::uint64_t ahead =
-      largest_batch_bytes(following) <= segment_bytes ? std::min<std::uint64_t>(following.size(), segments - 1) : 0;
+      following.largest_bytes <= segment_bytes ? std::min<std::uint64_t>(following.batches.size(), segments - 1) : 0;
   target.prepare(segment_bytes, segments);
   auto segment_of = [&](std::uint64_t i) { return (base + i) % segments; };
 
@@ -237,15 +239,15 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   stats.loaded_ahead = have;
   std::vector<std::vector<queue::RequestId>> requests(n);
   std::vector<queue::FenceId> fences(n);
-  // Enqueues a batch's chunks (of frame in_frame) into segment s, then a fence: (stored bytes, fence).
-  auto load = [&](const ParticleBatch& batch, std::span<const format::ChunkInfo> of, std::uint32_t in_frame,
-                  std::uint64_t first_number, std::uint64_t s, std::vector<queue::RequestId>& ids) {
+  // Enqueues batch b of a frame's chunks into segment s, then a fence: (stored bytes, fence).
+  auto load = [&](const FrameBatches& of, std::uint64_t b, std::uint64_t s, std::vector<queue::RequestId>& ids) {
+    const ParticleBatch& batch = of.batches[b];
     std::uint64_t stored = 0;
     for (std::uint64_t k = batch.first_chunk; k < batch.first_chunk + batch.chunk_count; ++k) {
-      const format::ChunkInfo& chunk = of[k];
+      const format::ChunkInfo& chunk = of.chunks[k];
       const std::uintptr_t at = target.segment(s) + (chunk.first_element - batch.first_particle) * sizeof(Particle);
       queue::Request request = queue::chunk_request(file, chunk, {target.memory(), at, chunk.raw_size});
-      request.label = queue::chunk_label(container, in_frame, field, first_number + k, chunk);
+      request.label = queue::chunk_label(container, of.frame, field, of.first_chunk + k, chunk);
       request.tag = tag;
       ids.push_back(queue.enqueue(std::move(request)));
       stored += chunk.stored_size;
@@ -255,7 +257,7 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
     return std::pair{stored, fence};
   };
   auto load_own = [&](std::uint64_t b) {
-    const auto [stored, fence] = load(batches[b], chunks, frame, first_chunk_number, segment_of(b), requests[b]);
+    const auto [stored, fence] = load(own, b, segment_of(b), requests[b]);
     stats.stored_bytes += stored;
     fences[b] = fence;
   };
@@ -297,8 +299,7 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
     auto load_index = [&](std::uint64_t i) {
       if (target.wait_for_segment(segment_of(i))) ++stats.segment_waits;
       if (i < n) return load_own(i);
-      const auto [stored, fence] =
-          load(following[i - n], following_chunks, *options.next_frame, following_first, segment_of(i), next_requests[i - n]);
+      const auto [stored, fence] = load(following, i - n, segment_of(i), next_requests[i - n]);
       next_loads->stored_bytes += stored;
       next_fence = fence;
     };
