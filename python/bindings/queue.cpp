@@ -35,21 +35,61 @@ nb::dict status_dict(const queue::RequestStatus& s) {
   d["transfer_s"] = s.transfer_s;
   d["h2d_s"] = s.h2d_s;
   d["decode_s"] = s.decode_s;
+  d["source"] = queue::to_string(s.source);
   return d;
 }
 
 }  // namespace
 
 void bind_queue(nb::module_& m) {
+  nb::class_<queue::QueueStats>(m, "QueueStats", "A queue's counters since it was made (bounded: no history).")
+      .def_ro("requests_done", &queue::QueueStats::requests_done)
+      .def_ro("requests_failed", &queue::QueueStats::requests_failed)
+      .def_ro("requests_cancelled", &queue::QueueStats::requests_cancelled)
+      .def_ro("stored_bytes", &queue::QueueStats::stored_bytes)
+      .def_ro("raw_bytes", &queue::QueueStats::raw_bytes)
+      .def_ro("bytes_from_cache", &queue::QueueStats::bytes_from_cache)
+      .def_ro("bytes_from_disk", &queue::QueueStats::bytes_from_disk)
+      .def_ro("bytes_pinned", &queue::QueueStats::bytes_pinned)
+      .def_ro("backend_submits", &queue::QueueStats::backend_submits)
+      .def_ro("backend_reads", &queue::QueueStats::backend_reads)
+      .def_ro("staging_waits", &queue::QueueStats::staging_waits)
+      .def_ro("checksums_checked", &queue::QueueStats::checksums_checked)
+      .def_ro("max_reads_in_flight", &queue::QueueStats::max_reads_in_flight)
+      .def_ro("mean_reads_in_flight", &queue::QueueStats::mean_reads_in_flight)
+      .def_ro("busy_seconds", &queue::QueueStats::busy_seconds)
+      .def_ro("retained_requests", &queue::QueueStats::retained_requests);
+
+  nb::class_<queue::RequestSummary>(m, "RequestSummary", "A set of requests summed up (a frame, a batch).")
+      .def_ro("requests", &queue::RequestSummary::requests)
+      .def_ro("done", &queue::RequestSummary::done)
+      .def_ro("failed", &queue::RequestSummary::failed)
+      .def_ro("cancelled", &queue::RequestSummary::cancelled)
+      .def_ro("unfinished", &queue::RequestSummary::unfinished)
+      .def_ro("first_failure", &queue::RequestSummary::first_failure)
+      .def_ro("stored_bytes", &queue::RequestSummary::stored_bytes)
+      .def_ro("raw_bytes", &queue::RequestSummary::raw_bytes)
+      .def_ro("bytes_from_cache", &queue::RequestSummary::bytes_from_cache)
+      .def_ro("bytes_from_disk", &queue::RequestSummary::bytes_from_disk)
+      .def_ro("bytes_pinned", &queue::RequestSummary::bytes_pinned)
+      .def_ro("bytes_other", &queue::RequestSummary::bytes_other)
+      .def_ro("queue_wait_s", &queue::RequestSummary::queue_wait_s)
+      .def_ro("io_s", &queue::RequestSummary::io_s)
+      .def_ro("transfer_s", &queue::RequestSummary::transfer_s)
+      .def_ro("h2d_s", &queue::RequestSummary::h2d_s)
+      .def_ro("decode_s", &queue::RequestSummary::decode_s);
+
   nb::class_<Queue>(m, "Queue", "The request queue (see headrace.Queue for the typed API).")
-      .def("__init__", [](Queue* self, const std::string& backend, int device, std::uint64_t staging_bytes, unsigned max_batch,
-                          std::uint64_t max_direct_bytes, bool decode_on_gpu, unsigned decode_threads,
-                          std::optional<unsigned> threads, std::optional<unsigned> queue_depth,
+      .def("__init__", [](Queue* self, const std::string& backend, const std::string& cache_policy, int device,
+                          std::uint64_t staging_bytes, unsigned max_batch, std::uint64_t max_direct_bytes, bool decode_on_gpu,
+                          unsigned decode_threads, std::optional<unsigned> threads, std::optional<unsigned> queue_depth,
                           std::optional<std::uint64_t> task_size_bytes, std::optional<bool> o_direct, bool cufile,
-                          bool pin_files, bool verify_checksums, bool stream_value_fences,
+                          const std::string& pin_files, std::uint64_t pin_budget_bytes, bool verify_checksums,
+                          bool stream_value_fences, bool strict, std::uint64_t status_history,
                           std::optional<std::string> mmap_mode, std::optional<unsigned> mmap_window_segments) {
              queue::QueueOptions options;
-             options.backend = io::parse_backend_kind(backend);
+             if (backend != "auto") options.backend = io::parse_backend_kind(backend);
+             options.cache_policy = io::parse_cache_policy(cache_policy);
              options.device = device;
              options.staging_bytes = staging_bytes;
              options.max_batch = max_batch;
@@ -57,24 +97,29 @@ void bind_queue(nb::module_& m) {
              options.decode_on_gpu = decode_on_gpu;
              options.decode_threads = decode_threads;
              options.cufile = cufile;
-             options.pin_files = pin_files;
+             options.pin_files = queue::parse_pin_policy(pin_files);
+             options.pin_budget_bytes = pin_budget_bytes;
              options.verify_checksums = verify_checksums;
              options.stream_value_fences = stream_value_fences;
+             options.strict = strict;
+             options.status_history = status_history;
              assign_if_given(options.io.threads, threads);
              assign_if_given(options.io.queue_depth, queue_depth);
              assign_if_given(options.io.task_size_bytes, task_size_bytes);
              assign_if_given(options.io.uring_o_direct, o_direct);
              if (mmap_mode) options.io.mmap_mode = parse_mmap_mode(*mmap_mode);
              assign_if_given(options.io.mmap_window_segments, mmap_window_segments);
-             options.io.validate();
+             options.validate();
              nb::gil_scoped_release release;
              new (self) Queue(std::move(options));
-           }, "backend"_a = "uring", "device"_a = -1, "staging_bytes"_a = std::uint64_t{256} << 20, "max_batch"_a = 64u,
-           "max_direct_bytes"_a = std::uint64_t{256} << 20, "decode_on_gpu"_a = true, "decode_threads"_a = 0u,
+           }, "backend"_a = "auto", "cache_policy"_a = "auto", "device"_a = -1, "staging_bytes"_a = queue::default_staging_bytes,
+           "max_batch"_a = 64u, "max_direct_bytes"_a = std::uint64_t{256} << 20, "decode_on_gpu"_a = true, "decode_threads"_a = 0u,
            "threads"_a = nb::none(), "queue_depth"_a = nb::none(), "task_size_bytes"_a = nb::none(), "o_direct"_a = nb::none(),
-           "cufile"_a = false, "pin_files"_a = false, "verify_checksums"_a = true,
-           "stream_value_fences"_a = false, "mmap_mode"_a = nb::none(), "mmap_window_segments"_a = nb::none())
+           "cufile"_a = false, "pin_files"_a = "auto", "pin_budget_bytes"_a = 0, "verify_checksums"_a = true,
+           "stream_value_fences"_a = false, "strict"_a = false, "status_history"_a = queue::default_status_history,
+           "mmap_mode"_a = nb::none(), "mmap_window_segments"_a = nb::none())
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("close_file", &Queue::close_file, "file"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,
                          std::uintptr_t destination, const std::string& kind, const std::string& codec,
                          std::optional<std::uint64_t> checksum, int priority, std::uint64_t tag, const std::string& label) {
@@ -117,7 +162,13 @@ void bind_queue(nb::module_& m) {
       .def("status", [](const Queue& q, queue::RequestId id) { return status_dict(q.status(id)); }, "request"_a)
       .def("states", [](const Queue& q, const std::vector<queue::RequestId>& ids) {
              std::vector<std::string> states;
-             for (auto id : ids) states.emplace_back(queue::to_string(q.status(id).state));
+             for (auto id : ids) {
+               try {
+                 states.emplace_back(queue::to_string(q.status(id).state));
+               } catch (const UsageError&) {  // retired (status_history): it finished long ago
+                 states.emplace_back("retired");
+               }
+             }
              return states;
            }, "requests"_a)
       .def("is_signaled", &Queue::is_signaled, "fence"_a)
@@ -125,21 +176,11 @@ void bind_queue(nb::module_& m) {
       .def("fence_event", &Queue::fence_event, "fence"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("wait_on_stream", &Queue::wait_on_stream, "fence"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("drain", &Queue::drain, nb::call_guard<nb::gil_scoped_release>())
-      .def("stats", [](const Queue& q) {
-             const auto s = q.stats();
-             nb::dict d;
-             d["requests_done"] = s.requests_done;
-             d["requests_failed"] = s.requests_failed;
-             d["requests_cancelled"] = s.requests_cancelled;
-             d["stored_bytes"] = s.stored_bytes;
-             d["raw_bytes"] = s.raw_bytes;
-             d["backend_submits"] = s.backend_submits;
-             d["backend_reads"] = s.backend_reads;
-             d["staging_waits"] = s.staging_waits;
-             d["checksums_checked"] = s.checksums_checked;
-             d["depth_samples"] = s.depth_samples;
-             return d;
-           })
+      .def("stats", &Queue::stats)
+      .def("summarize", [](const Queue& q, const std::vector<queue::RequestId>& ids) { return q.summarize(ids); }, "requests"_a)
+      .def("fallbacks", &Queue::fallbacks)
+      .def_prop_ro("pinned_host_bytes", &Queue::pinned_host_bytes)
+      .def_prop_ro("device_bytes", &Queue::device_bytes)
       .def_prop_ro("has_gpu", &Queue::has_gpu)
       .def_prop_ro("copy_stream", &Queue::copy_stream)
       .def("describe", &Queue::describe);

@@ -8,6 +8,7 @@ from __future__ import annotations
 from headrace import _ext
 from headrace._libraries import register_wheel_library_directories
 from headrace.dataset import Dataset, Field, Frame, open
+from headrace.engine import Engine, release_engines, shared_engine, shared_engines
 from headrace.errors import BadDataError, Error, UsageError
 from headrace.queue import Fence, Queue
 from headrace.stream import FrameStream
@@ -21,6 +22,7 @@ register_wheel_library_directories(_ext.add_library_directory)
 __all__ = [
     "BadDataError",
     "Dataset",
+    "Engine",
     "Error",
     "Fence",
     "FrameStream",
@@ -32,5 +34,8 @@ __all__ = [
     "Writer",
     "__version__",
     "open",
+    "release_engines",
+    "shared_engine",
+    "shared_engines",
     "trace",
 ]

@@ -91,7 +91,7 @@ class Dataset:
                         out.reshape(-1).view(np.uint8), verify)
         return out
 
-    def stream(self, fields: list[str] | None = None, *, device: int | str | None = None, prefetch: int = 2,
+    def stream(self, fields: list[str] | None = None, *, device: int | str | None = None, prefetch: int = 3,
                **options: Any) -> Any:
         """A :class:`headrace.FrameStream` playing this dataset's frames into GPU ``device`` (or ``"cpu"``)."""
         from headrace.stream import FrameStream

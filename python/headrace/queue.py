@@ -4,7 +4,7 @@ Enqueue reads (a file range or a container chunk, into a NumPy array or GPU memo
 compressed), enqueue fences, submit them in one batch, cancel by request or tag, and read each
 request's status::
 
-    q = headrace.Queue(backend="uring", device=0)
+    q = headrace.Queue(device=0)                 # the read path: page cache or O_DIRECT, per request
     f = q.add_file("p.hrc")
     ids = q.enqueue_chunks(f, ds, frame=0, field="particles", destination=gpu_array)
     fence = q.enqueue_signal()
@@ -39,6 +39,7 @@ class RequestStatus:
     transfer_s: float
     h2d_s: float
     decode_s: float
+    source: str  # where its stored bytes came from: page-cache, disk, pinned, buffered, cufile (none until read)
 
     @property
     def finished(self) -> bool:
@@ -93,34 +94,45 @@ class Fence:
 class Queue:
     """A request queue on one set of files; see the module docstring.
 
-    ``backend`` is a host backend (posix, direct, mmap, uring, ram) or ``cufile``: GPU destinations are
-    then read by cuFile straight into GPU memory (GDS where nvidia-fs serves it, else its compatibility
-    mode; :meth:`describe` says which).
+    ``backend="auto"`` (the default) is the read path: per request it asks the page cache
+    (``cache_policy``: ``auto`` reads cached ranges buffered on ``threads`` workers and the rest with
+    O_DIRECT through io_uring; ``bypass`` reads everything O_DIRECT; ``use`` everything buffered). A host
+    backend name (posix, direct, mmap, uring, ram) forces that backend for every request; ``cufile``
+    reads GPU destinations with cuFile straight into GPU memory (GDS where nvidia-fs serves it, else its
+    compatibility mode; :meth:`describe` says which).
 
-    Knobs beyond the backend's own (``threads``, ``queue_depth``, ``task_size_bytes``, ``o_direct``,
-    ``mmap_mode`` whole|segment|window, ``mmap_window_segments``):
-    ``pin_files=True`` page-locks each added file's mapping so GPU destinations are copied by DMA from
-    the page cache with no read and no CPU copy (the hot path; adding a file then reads it whole and
-    keeps it in RAM), ``verify_checksums=False`` skips the per-chunk checksum check (except for chunks
-    nvCOMP decodes: it trusts its input), and ``stream_value_fences=True`` lets
-    :meth:`Fence.wait_on_stream` return at once, even before :meth:`submit` (with ``decode_on="cpu"``
-    only; see docs/engine.md for the rule it imposes on the rest of the process).
+    ``pin_files`` ("auto", "on"/True, "off"/False) page-locks each added file's mapping so GPU destinations
+    are copied by DMA from the page cache with no read and no CPU copy: ``auto`` does so for files the
+    page cache holds whole, within ``pin_budget_bytes`` (0: a quarter of the machine's memory), with the
+    read path only. ``verify_checksums=False`` skips the per-chunk checksum check (except for chunks nvCOMP
+    decodes: it trusts its input), ``stream_value_fences=True`` lets :meth:`Fence.wait_on_stream` return at
+    once, even before :meth:`submit` (with ``decode_on="cpu"`` only; see docs/engine.md), ``strict=True``
+    turns every fallback into an error, ``status_history`` bounds the statuses kept. Backend knobs:
+    ``threads``, ``queue_depth``, ``task_size_bytes``, ``o_direct``, ``mmap_mode``, ``mmap_window_segments``.
     """
 
-    def __init__(self, *, backend: str = "uring", device: int | None = None, staging_bytes: int = 256 << 20,
-                 max_batch: int = 64, decode_on: str = "gpu", decode_threads: int = 0, **knobs: Any) -> None:
+    def __init__(self, *, backend: str = "auto", device: int | None = None, staging_bytes: int = 256 << 20,
+                 max_batch: int = 64, decode_on: str = "gpu", decode_threads: int = 0, pin_files: bool | str = "auto",
+                 **knobs: Any) -> None:
         if decode_on not in ("gpu", "cpu"):
             raise _ext.UsageError(f"decode_on must be 'gpu' or 'cpu', got {decode_on!r}")
         self.device = device
-        if backend == "cufile":  # GPU destinations through cuFile; host ones (if any) through posix
-            backend, knobs["cufile"] = "posix", True
+        if backend == "cufile":  # GPU destinations through cuFile; host ones (if any) through the read path
+            backend, knobs["cufile"] = "auto", True
+        pin = {True: "on", False: "off"}.get(pin_files, pin_files) if isinstance(pin_files, bool) else str(pin_files)
         self._native = _ext.Queue(backend=backend, device=-1 if device is None else int(device),
                                   staging_bytes=int(staging_bytes), max_batch=int(max_batch),
-                                  decode_on_gpu=decode_on == "gpu", decode_threads=int(decode_threads), **knobs)
+                                  decode_on_gpu=decode_on == "gpu", decode_threads=int(decode_threads), pin_files=pin,
+                                  **knobs)
         self._keep: dict[int, Any] = {}  # destinations of requests not known to be finished
 
     def add_file(self, path: str | os.PathLike[str]) -> int:
+        """The file's id: opened once per version of it (the same path, unchanged, gives the same id)."""
         return self._native.add_file(os.fspath(path))
+
+    def close_file(self, file: int) -> None:
+        """Closes (and unpins) a file no unfinished request reads; UsageError otherwise."""
+        self._native.close_file(file)
 
     def enqueue(self, file: int, offset: int, stored_size: int, destination: Any, *, codec: str = "none",
                 checksum: int | None = None, priority: int = 0, tag: int = 0, label: str = "") -> int:
@@ -133,8 +145,10 @@ class Queue:
         return request
 
     def enqueue_chunks(self, file: int, dataset: Any, frame: int, field: str, destination: Any, *,
-                       priority: int = 0, tag: int = 0) -> list[int]:
-        """Every chunk of ``field`` in ``frame`` of an open :class:`headrace.Dataset`, checksums verified."""
+                       priority: int = 0, tag: int = 0, keep_alive: bool = True) -> list[int]:
+        """Every chunk of ``field`` in ``frame`` of an open :class:`headrace.Dataset`, checksums verified.
+        ``keep_alive=False``: the caller keeps ``destination`` alive until the requests finish (a streamer
+        that owns its buffers), so the queue holds no reference per request."""
         address, size, kind = destination_of(destination)
         index = dataset.container.field_index(field)
         needed = dataset.element_count(frame, field) * dataset.container.fields[index].element_bytes
@@ -142,8 +156,9 @@ class Queue:
             raise _ext.UsageError(f"destination of {size} bytes for frame {frame} field {field!r} of {needed} bytes")
         requests = self._native.enqueue_chunks(file, dataset.container, frame, index, address, kind=kind,
                                                priority=priority, tag=tag)
-        for request in requests:
-            self._keep[request] = destination
+        if keep_alive:
+            for request in requests:
+                self._keep[request] = destination
         return requests
 
     def enqueue_signal(self) -> Fence:
@@ -169,12 +184,32 @@ class Queue:
         """Waits until every submitted request has finished."""
         self._native.drain()
         finished = [r for r, state in zip(self._keep, self._native.states(list(self._keep)))
-                    if state in ("done", "failed", "cancelled")]
+                    if state in ("done", "failed", "cancelled", "retired")]
         for request in finished:
             del self._keep[request]
 
-    def stats(self) -> dict[str, Any]:
+    def summarize(self, requests: list[int]) -> Any:
+        """A set of requests summed up (``_ext.RequestSummary``): counts by state, the first failure,
+        bytes by source (page cache, disk, pinned pages) and summed times."""
+        return self._native.summarize(requests)
+
+    def stats(self) -> Any:
+        """The queue's counters (``_ext.QueueStats``; bounded: no history)."""
         return self._native.stats()
+
+    def fallbacks(self) -> list[str]:
+        """The fallbacks taken so far, each once (``strict=True`` makes each an error instead)."""
+        return self._native.fallbacks()
+
+    @property
+    def pinned_host_bytes(self) -> int:
+        """Page-locked host memory the queue holds: staging and page-locked files."""
+        return self._native.pinned_host_bytes
+
+    @property
+    def device_bytes(self) -> int:
+        """GPU memory the queue holds: the staging twin for decoding and the fence words."""
+        return self._native.device_bytes
 
     @property
     def copy_stream(self) -> int:

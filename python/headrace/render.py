@@ -56,6 +56,7 @@ def parse_camera(spec: str, bbox: Sequence[Sequence[float]]) -> dict[str, Any]:
 
 # Seed 000's methods on Linux: (queue backend, queue knobs, frame resident before the clock starts).
 METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
+    "auto": ("auto", {}, False),                      # the engine's read path: page cache, O_DIRECT or DMA, per read
     "vram": ("posix", {}, True),                      # the static baseline: the frame already in GPU memory
     "ram": ("ram", {}, False),                        # the file in RAM, copied batch by batch
     "ram-pinned": ("mmap", {"pin_files": True}, False),  # the file page-locked in RAM, DMA'd batch by batch
@@ -106,12 +107,13 @@ def _expect_frame(ds: Any, frame: int) -> None:
 
 
 class StreamingRenderer:
-    """Seed 000's renderer with its pipeline set up once: a queue for ``method`` on one file and a
-    renderer (GPU ``device``, or the CPU reference) of one camera; :meth:`render` streams a frame through
+    """Seed 000's renderer with its pipeline set up once: the shared engine of ``method`` (``auto``, the
+    default: the engine's read path) on one file and a renderer (GPU ``device``, or the CPU reference) of
+    one camera; :meth:`render` streams a frame through
     it and returns the frame's statistics, :meth:`image` the last image. Options as for
     :func:`render_streamed`."""
 
-    def __init__(self, source: Any, *, method: str = "pread", device: int | str | None = "cpu",
+    def __init__(self, source: Any, *, method: str = "auto", device: int | str | None = "cpu",
                  camera: str = "orbit:30,20", field: str = "particles", width: int = 1024, height: int = 768,
                  fov: float = 45.0, background: Sequence[int] = (0, 0, 0), batch: int = 1 << 20, segments: int = 4,
                  threads: int = 0, camera_frame: int = 0, **queue_knobs: Any) -> None:
@@ -133,9 +135,11 @@ class StreamingRenderer:
         if field not in fields:
             raise UsageError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
         self.field, self.batch, self.segments = fields.index(field), int(batch), int(segments)
-        self.queue = headrace.Queue(backend=backend, device=None if self.ordinal < 0 else self.ordinal,
-                                    decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
-        self.file = self.queue.add_file(ds.path)
+        # The process's engine for this method: its queue, staging and page-locked files outlive the renderer.
+        self.engine = headrace.shared_engine(None if self.ordinal < 0 else self.ordinal, backend=backend,
+                                             decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
+        self.queue = self.engine.queue
+        self.file = self.engine.add_file(ds.path)
         _expect_frame(ds, camera_frame)
         # One camera for the series, framed on one frame's bounding box.
         view = _camera(width, height, fov, **parse_camera(camera, ds.frames[camera_frame].bbox))

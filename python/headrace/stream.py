@@ -1,6 +1,8 @@
 """The frame streamer: play a container's frames into GPU (or host) memory through the request queue.
 
-``prefetch`` frames are in flight at once (2: double buffering, 3: triple; seed ``003_…``): each owns a
+``prefetch`` frames are in flight at once (2: double buffering, 3: triple, the default; seed ``003_…``;
+with two, a frame the disk must read waits for the frame before it to be handed out, so a series whose
+frames are partly cached leaves the disk idle between them): each owns a
 slot of buffers, and a frame's slot is refilled with the frame ``prefetch`` ahead once it is released.
 Jumping (:meth:`FrameStream.seek`) cancels what is in flight and starts over at the new frame, so its
 cost is one frame's read plus the prefetch, whatever the frame::
@@ -11,6 +13,10 @@ cost is one frame's read plus the prefetch, whatever the frame::
         frame.release(stream=cupy.cuda.get_current_stream().ptr)
 
 The previous frame is released when the loop asks for the next one, unless released before.
+
+Streams run on the process's engine for their device and options (:mod:`headrace.engine`): the queue,
+its staging and decoders and the files it opened or page-locked are made once and shared, so opening a
+stream again costs nothing but its slot buffers.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
-from headrace.queue import Queue
+from headrace.engine import Engine, shared_engine
 
 __all__ = ["FieldArray", "Frame", "FrameStats", "FrameStream"]
 
@@ -104,7 +110,9 @@ class FrameStats:
     transfer_s: float  # summed: read done -> bytes in place (H2D, decode, waiting between them)
     h2d_s: float  # summed: copies to the GPU (CUDA events)
     decode_s: float  # summed: decoding (CPU, or nvCOMP by CUDA events)
-    staging_waits: int  # dispatches of the stream so far that found staging full
+    bytes_from_cache: int  # stored bytes served by the page cache (buffered reads, page-locked pages)
+    bytes_from_disk: int  # stored bytes read with O_DIRECT
+    staging_waits: int  # dispatches of the engine's queue so far that found staging full
 
 
 @dataclass
@@ -176,11 +184,15 @@ class Frame:
 
 
 class FrameStream:
-    """Plays frames of a dataset through a :class:`headrace.Queue`; see the module docstring."""
+    """Plays frames of a dataset through an engine's queue; see the module docstring.
+
+    ``engine``: the :class:`headrace.Engine` to use; by default the process's engine for ``device`` and
+    ``queue_options`` (``backend``, ``cache_policy``, ``pin_files``, ``staging_bytes``, ``decode_on``, ...:
+    see :class:`headrace.Queue`), made on first use and shared."""
 
     def __init__(self, dataset: Any, *, fields: Sequence[str] | None = None, device: int | str | None = None,
-                 prefetch: int = 2, backend: str = "uring", decode_on: str = "gpu", loop: int = 1,
-                 start: int = 0, staging_bytes: int = 256 << 20, **knobs: Any) -> None:
+                 prefetch: int = 3, loop: int = 1, start: int = 0, engine: Engine | None = None,
+                 **queue_options: Any) -> None:
         if prefetch < 1:
             raise _ext.UsageError(f"prefetch must be at least 1, got {prefetch}")
         if loop < 1:
@@ -189,35 +201,40 @@ class FrameStream:
         self.fields = list(fields) if fields else [f.name for f in dataset.fields]
         for name in self.fields:
             dataset.field(name)  # UsageError naming the fields there are
-        self.device = None if device in (None, "cpu") else int(device)
-        if self.device is not None and _ext.gpu_count() <= self.device:
-            why = _ext.gpu_unavailable_reason() or f"{_ext.gpu_count()} GPUs"
-            raise _ext.UnavailableError(f"GPU {self.device} unavailable: {why}; use device='cpu' for host memory")
+        if engine is not None and queue_options:
+            raise _ext.UsageError(f"give an engine or queue options, not both (got {', '.join(queue_options)})")
+        self._engine = engine if engine is not None else shared_engine(device, **queue_options)
+        self.device = self._engine.device
         self.prefetch, self.loop = int(prefetch), int(loop)
-        self._queue = Queue(backend=backend, device=self.device, staging_bytes=staging_bytes, decode_on=decode_on, **knobs)
-        self._file = self._queue.add_file(dataset.path)
+        self._queue = self._engine.queue
+        self._file = self._engine.add_file(dataset.path)
+        self._frame_bytes = _bytes_per_frame(dataset, self.fields)
         self._slots = [_Slot(self._allocate()) for _ in range(self.prefetch)]
         self._free: deque[_Slot] = deque(self._slots)
         self._in_flight: deque[_Slot] = deque()
         self._releasing: deque[tuple[_Slot, Any]] = deque()  # released with a consumer stream still reading
         self._order: list[int] = []
         self._next = 0  # position in _order of the next frame to schedule
-        self._generation = 0  # tags the requests of one seek, so a seek cancels exactly those
+        self._tag = self._engine.new_tag()  # this stream's requests: a seek or close cancels exactly those
         self._current: Frame | None = None
         self.history: list[FrameStats] = []
         self.seek(start)
 
     def _allocate(self) -> dict[str, Any]:
+        """A slot: per field a buffer for its largest frame, from the engine (spare ones of closed streams
+        first). Host slots are NumPy arrays of the field's dtype viewing the engine's bytes."""
         buffers = {}
         for name in self.fields:
             info = self._dataset.field(name)
             largest = max(self._dataset.element_count(t, name) for t in range(len(self._dataset.frames)))
             size = largest * info.components * np.dtype(info.dtype).itemsize
-            if self.device is None:
-                buffers[name] = np.empty(largest * info.components, dtype=info.dtype)
-            else:
-                buffers[name] = _ext.DeviceBuffer(self.device, size)
+            buffer = self._engine.slot_buffer(size)
+            buffers[name] = buffer[:size].view(info.dtype) if self.device is None else buffer
         return buffers
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
 
     def describe(self) -> str:
         return f"{self._queue.describe()} prefetch={self.prefetch}"
@@ -228,19 +245,22 @@ class FrameStream:
         frames = len(self._dataset.frames)
         if not 0 <= frame < frames:
             raise _ext.UsageError(f"frame {frame} out of range ({frames} frames)")
+        self._stop()
+        self._order = list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)]
+        self._next = 0
+        self._fill()
+
+    def _stop(self) -> None:
+        """Releases the current frame, cancels this stream's requests and waits until none writes a slot."""
         if self._current is not None:
             self._current.release()
-        self._queue.cancel_tag(self._generation)
+        self._queue.cancel_tag(self._tag)
         while self._releasing:
             self._reclaim(block=True)
         for slot in self._in_flight:
             slot.fence.wait()  # cancelled or finished: nothing writes the slot after this
             self._free.append(slot)
         self._in_flight.clear()
-        self._generation += 1
-        self._order = list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)]
-        self._next = 0
-        self._fill()
 
     def _fill(self) -> None:
         scheduled = False
@@ -251,7 +271,7 @@ class FrameStream:
             slot.requests = []
             for name in self.fields:
                 slot.requests += self._queue.enqueue_chunks(self._file, self._dataset, slot.frame, name, slot.buffers[name],
-                                                            tag=self._generation)
+                                                            tag=self._tag, keep_alive=False)
             slot.fence = self._queue.enqueue_signal()
             slot.submitted_at = time.perf_counter()
             self._in_flight.append(slot)
@@ -296,57 +316,54 @@ class FrameStream:
         else:
             _ = slot.fence.event  # every read done and its GPU work issued; the event covers the rest
         now = time.perf_counter()
-        statuses = [self._queue.status(r) for r in slot.requests]
-        failed = [s for s in statuses if s.state == "failed"]
-        if failed:
+        summary = self._queue.summarize(slot.requests)
+        if summary.failed or summary.cancelled:
             self._free.append(slot)
             self._fill()
-            raise _ext.Error(f"frame {slot.frame}: {len(failed)} of {len(statuses)} reads failed; "
-                             f"the first: {failed[0].message}")
-        info = self._frame_bytes(slot.frame)
+            raise _ext.Error(f"frame {slot.frame}: {summary.failed + summary.cancelled} of {summary.requests} reads failed; "
+                             f"the first: {summary.first_failure}")
+        stored, raw = self._frame_bytes[slot.frame]
         stats = FrameStats(
-            frame=slot.frame, stored_bytes=info[0], raw_bytes=info[1], requests=len(slot.requests),
-            ready_s=now - slot.submitted_at, consumer_wait_s=now - waited,
-            queue_wait_s=sum(s.queue_wait_s for s in statuses), io_s=sum(s.io_s for s in statuses),
-            transfer_s=sum(s.transfer_s for s in statuses), h2d_s=sum(s.h2d_s for s in statuses),
-            decode_s=sum(s.decode_s for s in statuses), staging_waits=self._queue.stats()["staging_waits"],
+            frame=slot.frame, stored_bytes=stored, raw_bytes=raw, requests=summary.requests,
+            ready_s=now - slot.submitted_at, consumer_wait_s=now - waited, queue_wait_s=summary.queue_wait_s,
+            io_s=summary.io_s, transfer_s=summary.transfer_s, h2d_s=summary.h2d_s, decode_s=summary.decode_s,
+            bytes_from_cache=summary.bytes_from_cache, bytes_from_disk=summary.bytes_from_disk,
+            staging_waits=self._queue.stats().staging_waits,
         )
         self.history.append(stats)
         self._current = Frame(self, slot, stats)
         return self._current
 
-    def _frame_bytes(self, frame: int) -> tuple[int, int]:
-        table = self._chunk_table()
-        stored = raw = 0
-        for name in self.fields:
-            index = self._dataset.container.field_index(name)
-            mask = (table["frame"] == frame) & (table["field"] == index)
-            stored += int(table["stored_size"][mask].sum())
-            raw += int(table["raw_size"][mask].sum())
-        return stored, raw
-
-    def _chunk_table(self) -> dict[str, Any]:
-        if not hasattr(self, "_table"):
-            self._table = self._dataset.container.chunk_table()
-        return self._table
-
     def stats(self) -> dict[str, Any]:
-        """The queue's counters and the per-frame history."""
+        """The engine queue's counters (since the engine was made) and this stream's per-frame history."""
         return {"queue": self._queue.stats(), "frames": [asdict(s) for s in self.history]}
 
     def close(self) -> None:
-        """Cancels what is in flight and frees the buffers."""
-        if self._current is not None:
-            self._current.release()
-        self._queue.close()
-        while self._releasing:
-            self._reclaim(block=True)
-        self._slots.clear()
+        """Cancels what is in flight and gives the slot buffers back to the engine for the next stream."""
+        self._stop()
         self._free.clear()
-        self._in_flight.clear()
+        slots, self._slots = self._slots, []
+        self._engine.keep_slot_buffers([_root(b) for slot in slots for b in slot.buffers.values()])
 
     def __enter__(self) -> FrameStream:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _root(buffer: Any) -> Any:
+    """The engine's buffer under a host slot's typed view (GPU slots are the engine's buffers)."""
+    while isinstance(buffer, np.ndarray) and buffer.base is not None:
+        buffer = buffer.base
+    return buffer
+
+
+def _bytes_per_frame(dataset: Any, fields: Sequence[str]) -> list[tuple[int, int]]:
+    """(stored, raw) bytes of the streamed fields per frame, from the chunk table once."""
+    table = dataset.container.chunk_table()
+    frames = len(dataset.frames)
+    mask = np.isin(table["field"], [dataset.container.field_index(name) for name in fields])
+    stored = np.bincount(table["frame"][mask], weights=table["stored_size"][mask], minlength=frames)
+    raw = np.bincount(table["frame"][mask], weights=table["raw_size"][mask], minlength=frames)
+    return [(int(s), int(r)) for s, r in zip(stored, raw)]

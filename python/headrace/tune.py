@@ -99,11 +99,11 @@ def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget
 
 
 def default_configuration(device: int | str, codec: str) -> dict[str, Any]:
-    """What the renderer uses without a profile: pread (or the file's codec decoded), batches of 1 Mi
-    particles, 16 in flight (seed 001's queue depth), 256 MiB of staging. pread is the choice that is
-    never far off: on the GPU machine it read a cold 10 M frame within 2 % of the fastest method and
-    a hot one 10 x faster than the O_DIRECT methods, which go to the disk hot or not (docs/results.md)."""
-    method = "pread" if codec == "none" else f"compressed-{codec}"
+    """What the renderer uses without a profile: the engine's read path (``auto``: what the page cache
+    holds is read buffered or DMA'd from its page-locked pages, the rest O_DIRECT; compressed chunks
+    decoded on the GPU), batches of 1 Mi particles, 16 in flight (seed 001's queue depth), 256 MiB of
+    staging (docs/results.md, issue 15: hot frames at the pinned H2D rate, cold ones at the disk's)."""
+    method = "auto"
     return {"method": method, "batch": 1 << 20, "segments": 16, "staging_bytes": 256 << 20}
 
 

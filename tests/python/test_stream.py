@@ -76,8 +76,81 @@ def test_stream_command_reports_rates(codec_files, capsys, tmp_path):
 
 def test_stream_command_refuses_pinned_files_without_a_gpu(codec_files, capsys):
     paths, _ = codec_files
-    assert main(["stream", str(paths["none"]), "--device", "cpu", "--pin-files"]) == 2
+    assert main(["stream", str(paths["none"]), "--device", "cpu", "--pin-files", "on"]) == 2
     assert "pin_files" in capsys.readouterr().err
+
+
+def test_streams_share_one_engine_and_a_second_stream_opens_nothing(codec_files):
+    paths, frames = codec_files
+    ds = headrace.open(paths["none"])
+    with ds.stream(device="cpu") as first:
+        assert [f.index for f in first] == [0, 1, 2, 3]
+        engine, file = first.engine, first._file
+    spare = engine.memory()["spare_slot_bytes"]
+    assert spare >= 3 * 30000 * 32  # the closed stream's three slots, kept for the next
+    with ds.stream(device="cpu") as second:
+        assert second.engine is engine and second._file == file  # the queue and the open file reused
+        assert engine.memory()["spare_slot_bytes"] == 0  # and the slots: nothing allocated
+        np.testing.assert_array_equal(np.asarray(next(second)["particles"]), frames[0])
+    assert headrace.shared_engine("cpu") is engine
+    with ds.stream(device="cpu", backend="posix") as other:
+        assert other.engine is not engine  # other options: an engine of their own
+    assert "read-path=auto" in engine.describe() and "posix (forced)" in other.engine.describe()
+    assert engine.close_file(paths["none"]) and not engine.close_file(paths["none"])
+    headrace.release_engines()
+    assert headrace.shared_engine("cpu") is not engine
+
+
+def test_frames_say_where_their_bytes_came_from(codec_files):
+    paths, _ = codec_files
+    ds = headrace.open(paths["zstd"])
+    headrace.release_engines()
+    with ds.stream(device="cpu") as stream:
+        for frame in stream:  # just written: the page cache holds it
+            assert frame.stats.bytes_from_cache == frame.stats.stored_bytes > 0
+            assert frame.stats.bytes_from_disk == 0
+    assert stream.stats()["queue"].bytes_from_cache == ds.stored_bytes
+
+
+def test_per_frame_cost_stays_flat_over_ten_thousand_frames(tmp_path):
+    """The queue keeps no growing history: the last thousand frames cost what the first thousand did."""
+    import time
+
+    path = tmp_path / "small.hrc"
+    with headrace.Writer(path, [headrace.FieldSpec("particles", "float32", 8)]) as w:
+        for t in range(1000):
+            w.write(w.add_frame(time=float(t)), "particles", np.full((64, 8), t, np.float32))
+    ds = headrace.open(path)
+    times = []
+    with ds.stream(device="cpu", loop=10) as stream:
+        last = time.perf_counter()
+        for frame in stream:
+            frame.release()
+            now = time.perf_counter()
+            times.append(now - last)
+            last = now
+        assert stream.stats()["queue"].retained_requests <= 1 << 16
+    assert len(times) == 10000
+    first, final = np.median(times[:1000]), np.median(times[-1000:])
+    assert final < 1.5 * first, f"per frame: first thousand {first * 1e6:.0f} us, last thousand {final * 1e6:.0f} us"
+
+
+@pytest.mark.gpu
+def test_gpu_small_frames_from_a_pinned_file_land_in_their_own_slots(tmp_path):
+    """One chunk a frame, frames in slots of their own: copies from a page-locked file must not merge
+    across two allocations (cuMemcpy2D refused them: CUDA_ERROR_INVALID_VALUE)."""
+    import cupy
+
+    path = tmp_path / "small.hrc"
+    with headrace.Writer(path, [headrace.FieldSpec("particles", "float32", 8)]) as w:
+        for t in range(64):
+            w.write(w.add_frame(time=float(t)), "particles", np.full((1000, 8), t, np.float32))
+    ds = headrace.open(path)
+    with ds.stream(device=0, prefetch=2, pin_files="on", loop=2) as stream:
+        for frame in stream:
+            values = cupy.asnumpy(cupy.from_dlpack(frame["particles"]))
+            assert (values == frame.index).all(), frame.index
+            frame.release(stream=cupy.cuda.get_current_stream().ptr)
 
 
 @pytest.mark.gpu

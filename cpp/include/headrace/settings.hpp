@@ -20,7 +20,7 @@ struct Settings {
   // Large requests are split into tasks of this size so threads share them. HEADRACE_TASK_SIZE_BYTES.
   std::uint64_t task_size_bytes = std::uint64_t{4} << 20;
   // io_uring: reads kept in flight. HEADRACE_QUEUE_DEPTH.
-  unsigned queue_depth = 32;
+  unsigned queue_depth = 64;
   // io_uring: SQEs prepared before one io_uring_submit. HEADRACE_SUBMIT_BATCH.
   unsigned submit_batch = 8;
   // io_uring: read through registered (fixed) bounce buffers. HEADRACE_URING_REGISTER_BUFFERS.

@@ -9,31 +9,51 @@ static_assert(sizeof(Memcpy2D) == 128, "Memcpy2D must have CUDA_MEMCPY2D's layou
 // we know); rows further apart than this stay separate copies.
 constexpr std::uint64_t most_pitch = std::uint64_t{1} << 30;
 
+CUdeviceptr driver_allocation_end(CUdeviceptr address) {
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  check(require_driver().cuMemGetAddressRange(&base, &size, address), "cuMemGetAddressRange");
+  return base + size;
+}
+
 }  // namespace
 
-void HostToDeviceCopies::add(CUdeviceptr destination, const std::byte* source, std::uint64_t size) {
+HostToDeviceCopies::HostToDeviceCopies() : allocation_end_(driver_allocation_end) {}
+HostToDeviceCopies::HostToDeviceCopies(AllocationEnd allocation_end) : allocation_end_(std::move(allocation_end)) {}
+
+bool HostToDeviceCopies::same_allocation(Copy& run, CUdeviceptr destination, std::uint64_t size) {
+  if (run.destination_end == 0) run.destination_end = allocation_end_(run.destination);
+  return destination + size <= run.destination_end;
+}
+
+void HostToDeviceCopies::add(CUdeviceptr destination, const std::byte* source, std::uint64_t size,
+                             const std::byte* source_end) {
   if (size == 0) return;
-  if (!runs_.empty()) {
+  if (!runs_.empty() && runs_.back().source_end == source_end) {
     Copy& last = runs_.back();
-    if (last.rows == 1 && last.source + last.size == source && last.destination + last.size == destination) {
+    if (last.rows == 1 && last.source + last.size == source && last.destination + last.size == destination &&
+        same_allocation(last, destination, size)) {
       last.size += size;
       return;
     }
     if (size == last.size && last.rows == 1 && source > last.source && destination > last.destination) {
       const auto source_pitch = static_cast<std::uint64_t>(source - last.source);
       const std::uint64_t destination_pitch = destination - last.destination;
-      if (source_pitch >= size && destination_pitch >= size && source_pitch <= most_pitch && destination_pitch <= most_pitch) {
-        last = {last.destination, last.source, size, 2, source_pitch, destination_pitch};
+      if (source_pitch >= size && destination_pitch >= size && source_pitch <= most_pitch && destination_pitch <= most_pitch &&
+          same_allocation(last, destination, size)) {
+        last.rows = 2;
+        last.source_pitch = source_pitch;
+        last.destination_pitch = destination_pitch;
         return;
       }
     }
     if (size == last.size && last.rows > 1 && source == last.source + last.rows * last.source_pitch &&
-        destination == last.destination + last.rows * last.destination_pitch) {
+        destination == last.destination + last.rows * last.destination_pitch && same_allocation(last, destination, size)) {
       ++last.rows;
       return;
     }
   }
-  runs_.push_back({destination, source, size});
+  runs_.push_back({destination, source, size, 1, 0, 0, source_end, 0});
 }
 
 void HostToDeviceCopies::issue(CUstream stream) const {

@@ -11,6 +11,9 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <thread>
 #include <tuple>
 
@@ -30,6 +33,7 @@
 #include "headrace/gpu/pinned_file.hpp"
 #include "headrace/gpu/stream.hpp"
 #include "headrace/io/read_coalescing.hpp"
+#include "headrace/io/read_path.hpp"
 #include "headrace/staging/staging_ring.hpp"
 
 namespace headrace::queue {
@@ -47,6 +51,45 @@ const char* to_string(RequestState state) noexcept {
   return "?";
 }
 
+const char* to_string(ReadSource source) noexcept {
+  switch (source) {
+    case ReadSource::none: return "none";
+    case ReadSource::page_cache: return "page-cache";
+    case ReadSource::disk: return "disk";
+    case ReadSource::buffered: return "buffered";
+    case ReadSource::pinned: return "pinned";
+    case ReadSource::cufile: return "cufile";
+  }
+  return "?";
+}
+
+const char* to_string(PinPolicy policy) noexcept {
+  switch (policy) {
+    case PinPolicy::off: return "off";
+    case PinPolicy::on: return "on";
+    case PinPolicy::auto_: return "auto";
+  }
+  return "?";
+}
+
+PinPolicy parse_pin_policy(const std::string& text) {
+  if (text == "auto") return PinPolicy::auto_;
+  if (text == "on" || text == "true" || text == "1") return PinPolicy::on;
+  if (text == "off" || text == "false" || text == "0") return PinPolicy::off;
+  throw UsageError("pin_files '" + text + "': expected auto|on|off");
+}
+
+void QueueOptions::validate() const {
+  io::ReadPathOptions{backend, cache_policy, io, strict}.validate();
+  HEADRACE_EXPECT(device >= -1, UsageError, "device must be a GPU ordinal >= 0, or -1 for host memory, got " + std::to_string(device));
+  HEADRACE_EXPECT(staging_bytes >= (std::uint64_t{64} << 10) && staging_bytes <= (std::uint64_t{1} << 40), UsageError,
+                  "staging_bytes must be in 64 KiB..1 TiB, got " + std::to_string(staging_bytes));
+  HEADRACE_EXPECT(max_batch >= 1 && max_batch <= 65536, UsageError, "max_batch must be in 1..65536, got " + std::to_string(max_batch));
+  HEADRACE_EXPECT(max_direct_bytes >= 4096, UsageError, "max_direct_bytes must be at least 4096, got " + std::to_string(max_direct_bytes));
+  HEADRACE_EXPECT(decode_threads <= 1024, UsageError, "decode_threads must be in 0..1024 (0: one per core), got " + std::to_string(decode_threads));
+  HEADRACE_EXPECT(status_history >= 1024, UsageError, "status_history must be at least 1024, got " + std::to_string(status_history));
+}
+
 namespace {
 
 using Clock = detail::SteadyClock;
@@ -54,7 +97,9 @@ using format::CodecId;
 using format::layout::align_up;
 
 constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
+constexpr std::size_t retained_fences = 1024;     // fired fences kept before the oldest is retired
 constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit
+constexpr std::uint64_t decoder_total_bytes = std::uint64_t{256} << 20;     // raw bytes one decoder call takes
 
 using detail::seconds_between;
 
@@ -74,8 +119,11 @@ struct Entry {
   RequestStatus status;
   Route route = Route::direct;
   bool pinned = false;  // a device route whose stored bytes are DMA'd from the file's pinned pages
+  const gpu::PinnedFile* pinned_file = nullptr;  // then: the file's page-locked mapping (lives with the queue)
   bool cancel_requested = false;
   bool issued = false;  // will do no more GPU work (finished ones too)
+  // Listed in unsubmitted_ or pending_: it cannot be retired before they drop it.
+  bool listed = false;
   std::optional<staging::Region> region;
   Clock::time_point submitted_at, dispatched_at, read_at;
 };
@@ -97,6 +145,17 @@ struct Fence {
   std::unique_ptr<gpu::Event> event;
 };
 
+// A file the queue reads: its read path, and what else the queue holds for it.
+struct OpenFile {
+  std::string path;
+  std::tuple<dev_t, ino_t, off_t, std::int64_t> identity;  // device, inode, size, mtime (ns)
+  std::unique_ptr<io::FileReadPath> reads;
+  std::unique_ptr<gpu::CufileReader> cufile;
+  std::unique_ptr<gpu::PinnedFile> pinned;
+  std::string pin_note;  // why it is (not) page-locked
+  bool closed = false;   // close_file: its id is never read again
+};
+
 // One backend submission in flight: the finisher waits for it in dispatch order.
 struct Flight {
   std::vector<RequestId> ids;
@@ -112,6 +171,11 @@ struct Flight {
 class Queue::Impl {
  public:
   explicit Impl(QueueOptions options) : options_(std::move(options)), start_(Clock::now()) {
+    options_.validate();
+    if (options_.pin_budget_bytes == 0) {
+      const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
+      options_.pin_budget_bytes = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4;
+    }
     if (options_.device >= 0) {
       device_.emplace(options_.device);
       stream_.emplace();
@@ -133,15 +197,17 @@ class Queue::Impl {
       HEADRACE_EXPECT(why.empty(), UnavailableError, "cuFile unavailable: " + why);
       cufile_pool_.emplace(options_.io.threads);
     }
-    HEADRACE_EXPECT(!options_.pin_files || device_.has_value(), UsageError,
+    HEADRACE_EXPECT(options_.pin_files != PinPolicy::on || device_.has_value(), UsageError,
                     "pin_files page-locks files for GPU copies: it needs a queue made for a GPU (device >= 0)");
     ring_.emplace(options_.staging_bytes, device_.has_value());
     // The finisher's helpers for checksums and CPU decoding (the finisher itself is one more).
     const unsigned check_threads = options_.decode_threads != 0 ? options_.decode_threads
                                                                 : std::max(1u, std::thread::hardware_concurrency());
     if (check_threads > 1) check_pool_.emplace(check_threads - 1);
-    if (device_ && options_.decode_on_gpu) make_decoders();
-    dispatcher_ = std::thread([this] { dispatch_loop(); });
+    dispatcher_ = std::thread([this] {
+      use_context();  // the dispatcher's first staging region allocates the (pinned) ring
+      dispatch_loop();
+    });
     finisher_ = std::thread([this] {
       use_context();
       finish_loop();
@@ -178,42 +244,48 @@ class Queue::Impl {
     }
   }
 
-  // Decoders are made here, never on the data path (see finish_on_device): two per codec, each for a
-  // batch of max_batch chunks of up to max_decode_chunk_bytes and 256 MiB in all.
-  void make_decoders() {
-    decoder_chunks_ = options_.max_batch;
-    decoder_total_bytes_ = std::uint64_t{256} << 20;
-    for (CodecId codec : {CodecId::lz4, CodecId::zstd, CodecId::gdeflate}) {
-      std::string why;
-      if (!codec::gpu::gpu_decoder_available(codec, &why)) {
-        gpu_decode_unavailable_[codec] = why;
-        continue;
-      }
+  // A codec's GPU decoders are made the first time a request needs them, on the caller's thread before
+  // the request is queued, never on the data path (finish_on_device only waits for an idle one): two,
+  // each for a batch of max_batch chunks of up to max_decode_chunk_bytes and 256 MiB in all. Returns
+  // why nvCOMP cannot decode the codec here, or "" when it can.
+  std::string prepare_decoders(CodecId codec) {
+    std::lock_guard lock(prepare_mutex_);
+    if (const auto known = decoders_prepared_.find(codec); known != decoders_prepared_.end()) return known->second;
+    std::string why;
+    if (codec::gpu::gpu_decoder_available(codec, &why)) {
+      use_context();
+      std::vector<std::shared_ptr<PooledDecoder>> made;
       for (int k = 0; k < 2; ++k) {
-        auto decoder = std::make_shared<PooledDecoder>(codec, decoder_chunks_, max_decode_chunk_bytes, decoder_total_bytes_);
-        warm_up(*decoder);
-        idle_decoders_.push_back(std::move(decoder));
+        made.push_back(std::make_shared<PooledDecoder>(codec, options_.max_batch, max_decode_chunk_bytes, decoder_total_bytes));
+        warm_up(*made.back());
       }
+      std::lock_guard pool(decoders_mutex_);
+      for (auto& decoder : made) idle_decoders_.push_back(std::move(decoder));
     }
+    decoders_prepared_[codec] = why;
+    return why;
   }
 
-  // Decodes one small chunk now, so that nvCOMP's kernels are loaded here rather than on the data
-  // path (CUDA loads modules lazily), and a decoder that decodes wrong fails the queue's construction.
+  // Decodes one small chunk now, on a stream and in memory of its own, so that nvCOMP's kernels are
+  // loaded here rather than on the data path (CUDA loads modules lazily), and a decoder that decodes
+  // wrong fails here, naming the codec.
   void warm_up(PooledDecoder& pooled) {
     if (pooled.codec == CodecId::gdeflate && !codec::cpu::gdeflate_available(nullptr)) return;  // no sample to encode
     std::vector<std::byte> raw(4096);
     for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = std::byte(i % 7);
     const auto stored = codec::cpu::encode(pooled.codec, 0, raw);
-    const gpu::CUdeviceptr input = device_scratch_->pointer();
+    const gpu::DeviceBuffer memory(align_up(stored.size()) + raw.size());
+    const gpu::Stream stream;
+    const gpu::CUdeviceptr input = memory.pointer();
     const gpu::CUdeviceptr output = input + align_up(stored.size());
-    const auto stream = stream_->handle();
-    gpu::check(gpu::driver()->cuMemcpyHtoDAsync(input, stored.data(), stored.size(), stream), "cuMemcpyHtoDAsync");
+    gpu::check(gpu::driver()->cuMemcpyHtoDAsync(input, stored.data(), stored.size(), stream.handle()), "cuMemcpyHtoDAsync");
     const codec::gpu::DecodeItem item{input, stored.size(), output, raw.size()};
-    pooled.decoder.decode_async({&item, 1}, stream);
+    pooled.decoder.decode_async({&item, 1}, stream.handle());
     const std::string label = std::string("warm-up ") + format::to_string(pooled.codec) + " chunk";
     pooled.decoder.check({&label, 1});
     std::vector<std::byte> back(raw.size());
     gpu::copy_to_host(back.data(), output, back.size());
+    stream.synchronize();
     HEADRACE_EXPECT(back == raw, CodecError, label + ": the GPU decoded other bytes than the CPU encoded");
   }
 
@@ -223,27 +295,152 @@ class Queue::Impl {
   }
 
   FileId add_file(const std::string& path) {
-    auto backend = io::open_backend(options_.backend, path, io::BackendOptions{options_.io});
-    std::unique_ptr<gpu::CufileReader> reader;
-    if (options_.cufile) reader = std::make_unique<gpu::CufileReader>(path, device_->context());
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) {
+      const int error = errno;
+      if (error == ENOENT) throw FileNotFoundError(path + ": no such file", error);
+      HEADRACE_THROW_SYSTEM("stat", path);
+    }
+    const auto identity = std::tuple{info.st_dev, info.st_ino, info.st_size,
+                                     std::int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec};
+    std::vector<FileId> older;  // versions of the path replaced since (a writer renames a new file in)
+    {
+      std::unique_lock lock(mutex_);
+      for (FileId id = 0; id < files_.size(); ++id) {
+        if (files_[id].closed || files_[id].path != path) continue;
+        if (files_[id].identity != identity) {
+          older.push_back(id);
+          continue;
+        }
+        lock.unlock();
+        pin_if_asked(id);  // auto: cached whole since it was added?
+        return id;
+      }
+    }
+    for (const FileId id : older) {
+      try {
+        close_file(id);  // frees its pin budget; still read by a request: left open, reads go on
+      } catch (const UsageError&) {
+      }
+    }
+    OpenFile file;
+    file.path = path;
+    file.identity = identity;
+    file.reads = std::make_unique<io::FileReadPath>(
+        path, io::ReadPathOptions{options_.backend, options_.cache_policy, options_.io, options_.strict});
+    if (!file.reads->fallback().empty()) {
+      std::lock_guard lock(mutex_);
+      note_fallback_locked(file.reads->fallback());
+    }
+    if (options_.cufile) file.cufile = std::make_unique<gpu::CufileReader>(path, device_->context());
+    FileId id = 0;
+    {
+      std::lock_guard lock(mutex_);
+      files_.push_back(std::move(file));
+      id = static_cast<FileId>(files_.size() - 1);
+    }
+    pin_if_asked(id);
+    return id;
+  }
+
+  // Unpins and closes a file no unfinished request reads; its id is never given again.
+  void close_file(FileId id) {
+    OpenFile closed;
+    {
+      std::lock_guard lock(mutex_);
+      HEADRACE_EXPECT(id < files_.size() && !files_[id].closed, UsageError, "no open file " + std::to_string(id));
+      advance_oldest_open_locked();
+      for (RequestId r = oldest_open_; r < end_id(); ++r) {
+        const Entry& entry = entry_ref(r);
+        HEADRACE_EXPECT(entry.status.finished() || entry.request.file != id, UsageError,
+                        files_[id].path + ": cannot be closed while request " + std::to_string(r) +
+                            " reads it; cancel or wait for its requests first");
+      }
+      if (files_[id].pinned) pinned_bytes_ -= files_[id].pinned->size_bytes();
+      closed = std::move(files_[id]);
+      files_[id] = OpenFile{};
+      files_[id].path = closed.path;
+      files_[id].closed = true;
+    }
+    // Unpinning and closing take a while, so without the lock: nothing of the queue reads the file now.
+    use_context();
+  }
+
+  void note_fallback_locked(const std::string& fallback) const {
+    if (std::find(fallbacks_.begin(), fallbacks_.end(), fallback) == fallbacks_.end()) fallbacks_.push_back(fallback);
+  }
+
+  // Page-locks the file when pin_files asks for it: on, every file of a GPU queue; auto, only with the
+  // read path, only a file the page cache holds whole (pinning faults in what is missing: a cold file
+  // would be read page by page), only within pin_budget_bytes. Pinning runs without the lock (it
+  // takes a while per GB), its budget reserved first.
+  void pin_if_asked(FileId id) {
+    std::string path;
+    const io::PageCacheResidency* residency = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      OpenFile& file = files_[id];
+      if (file.pinned) return;
+      path = file.path;
+      residency = file.reads->residency();
+      if (!device_ || options_.pin_files == PinPolicy::off) {
+        file.pin_note = std::string("not page-locked (") + (device_ ? "pin_files off)" : "no GPU)");
+        return;
+      }
+      if (options_.pin_files == PinPolicy::auto_ && options_.backend) {
+        file.pin_note = std::string("not page-locked (backend ") + io::to_string(*options_.backend) + " forced)";
+        return;
+      }
+    }
+    std::uint64_t size = 0;
+    if (options_.pin_files == PinPolicy::auto_) {
+      size = residency->file_size();
+      const bool cached = residency->fully_resident(0, size);
+      std::lock_guard lock(mutex_);
+      OpenFile& file = files_[id];
+      if (!cached) {
+        file.pin_note = "not page-locked (not cached whole when added)";
+        return;
+      }
+      if (pinned_bytes_ + size > options_.pin_budget_bytes) {
+        file.pin_note = "not page-locked (pin budget " + std::to_string(options_.pin_budget_bytes >> 20) + " MiB, " +
+                        std::to_string(pinned_bytes_ >> 20) + " MiB in use)";
+        return;
+      }
+      pinned_bytes_ += size;
+    }
     std::unique_ptr<gpu::PinnedFile> pinned;
-    if (options_.pin_files && device_) {
+    std::string refusal;
+    try {
       use_context();
       pinned = std::make_unique<gpu::PinnedFile>(path);
+    } catch (const Error& error) {
+      if (options_.pin_files == PinPolicy::on || options_.strict) throw;
+      refusal = error.what();
     }
     std::lock_guard lock(mutex_);
-    files_.push_back(std::move(backend));
-    cufile_readers_.push_back(std::move(reader));
-    pinned_files_.push_back(std::move(pinned));
-    return static_cast<FileId>(files_.size() - 1);
+    OpenFile& file = files_[id];
+    if (!pinned) {
+      pinned_bytes_ -= size;
+      file.pin_note = "not page-locked (the driver refused: " + refusal + ")";
+      note_fallback_locked(path + ": read instead of DMA from its pages: page-locking failed");
+      return;
+    }
+    if (options_.pin_files == PinPolicy::on) pinned_bytes_ += pinned->size_bytes();
+    file.pin_note = options_.pin_files == PinPolicy::on ? "page-locked (pin_files on)" : "page-locked (cached whole, auto)";
+    file.pinned = std::move(pinned);
   }
 
   RequestId enqueue(Request request) {
+    const Route route = route_of(request);
+    const bool on_gpu = request.destination.kind == MemoryKind::device && device_;
+    const std::string no_decoder = on_gpu && route == Route::device_decode ? prepare_decoders(request.codec) : "";
     std::lock_guard lock(mutex_);
     HEADRACE_EXPECT(request.file < files_.size(), UsageError, "request for file " + std::to_string(request.file) +
                                                                   ": only " + std::to_string(files_.size()) + " files added");
-    const std::string name = request.label.empty() ? files_[request.file]->path() + ": offset " + std::to_string(request.offset)
-                                                   : request.label;
+    const OpenFile& file = files_[request.file];
+    HEADRACE_EXPECT(!file.closed, UsageError, file.path + ": file " + std::to_string(request.file) + " was closed; add it again");
+    const std::string name = request.label.empty() ? file.path + ": offset " + std::to_string(request.offset) : request.label;
     HEADRACE_EXPECT(request.stored_size > 0 && request.raw_size > 0, UsageError, name + ": empty request");
     HEADRACE_EXPECT(request.codec != CodecId::none || request.stored_size == request.raw_size, UsageError,
                     name + ": an uncompressed request needs stored size == raw size");
@@ -254,16 +451,15 @@ class Queue::Impl {
     HEADRACE_EXPECT(!device || device_.has_value(), UsageError,
                     name + ": a GPU destination needs a queue made for a GPU (device >= 0)");
     Entry entry;
-    entry.route = route_of(request);
-    entry.pinned = pinned_files_[request.file] != nullptr && request.destination.kind == MemoryKind::device;
+    entry.route = route;
+    entry.pinned = file.pinned != nullptr && request.destination.kind == MemoryKind::device;
+    if (entry.pinned) entry.pinned_file = file.pinned.get();
     if (entry.route == Route::device_decode) {
       HEADRACE_EXPECT(request.checksum.has_value(), UsageError,
                       name + ": GPU decoding needs the chunk's checksum, checked on the host first (nvCOMP trusts its "
                              "input: a corrupt frame can fault the GPU); give a checksum or decode_on='cpu'");
-      const auto missing = gpu_decode_unavailable_.find(request.codec);
-      HEADRACE_EXPECT(missing == gpu_decode_unavailable_.end(), UnavailableError,
-                      name + ": no GPU decoder for " + format::to_string(request.codec) + ": " +
-                          (missing == gpu_decode_unavailable_.end() ? "" : missing->second) +
+      HEADRACE_EXPECT(no_decoder.empty(), UnavailableError,
+                      name + ": no GPU decoder for " + format::to_string(request.codec) + ": " + no_decoder +
                           " (decode_on='cpu' decodes on the CPU)");
       HEADRACE_EXPECT(request.raw_size <= max_decode_chunk_bytes, UsageError,
                       name + ": a GPU-decoded chunk holds at most " + std::to_string(max_decode_chunk_bytes) +
@@ -274,26 +470,35 @@ class Queue::Impl {
                         " bytes of staging, more than the " + std::to_string(ring_->capacity_bytes()) + " there are");
     if (request.label.empty()) request.label = name;
     entry.request = std::move(request);
+    entry.listed = true;
+    ++awaiting_submit_;
+    retire_locked();
     entries_.push_back(std::move(entry));
-    unsubmitted_.push_back(entries_.size() - 1);
-    return entries_.size() - 1;
+    const RequestId id = end_id();
+    unsubmitted_.push_back(id - 1);
+    return id - 1;
   }
 
   FenceId enqueue_signal() {
     std::unique_lock lock(mutex_);
     Fence fence;
-    fence.limit = entries_.size();
+    fence.limit = end_id();
     // A fence covers every request so far, and a finished request is issued: counts, not a scan, so a
     // long-lived queue (a frame loop's thousands of fences) pays nothing for its history.
-    fence.unfinished = entries_.size() - finished_count_;
-    fence.unissued = entries_.size() - issued_count_;
+    fence.unfinished = end_id() - finished_count_;
+    fence.unissued = end_id() - issued_count_;
     fence.signaled = fence.unfinished == 0;
     use_context();
     if (device_) fence.event = std::make_unique<gpu::Event>();
+    // Fences before the oldest open one have fired: only the last retained_fences are kept.
+    while (fences_.size() >= retained_fences && first_fence_ < oldest_unsignaled_ && first_fence_ < oldest_unrecorded_) {
+      fences_.pop_front();
+      ++first_fence_;
+    }
     fences_.push_back(std::move(fence));
-    const FenceId id = fences_.size() - 1;
-    if (fences_[id].unissued == 0) record_fence(id);
-    if (fences_[id].signaled) fences_changed_.notify_all();
+    const FenceId id = first_fence_ + fences_.size() - 1;
+    if (fence_ref(id).unissued == 0) record_fence(id);
+    if (fence_ref(id).signaled) fences_changed_.notify_all();
     return id;
   }
 
@@ -302,10 +507,14 @@ class Queue::Impl {
       std::lock_guard lock(mutex_);
       const auto now = Clock::now();
       for (RequestId id : unsubmitted_) {
-        Entry& entry = entries_[id];
-        if (entry.status.state != RequestState::enqueued) continue;  // cancelled before submit
+        Entry& entry = entry_ref(id);
+        if (entry.status.state != RequestState::enqueued) {  // cancelled before submit
+          entry.listed = false;
+          continue;
+        }
         entry.status.state = RequestState::submitted;
         entry.submitted_at = now;
+        --awaiting_submit_;
         pending_.push(id);
       }
       unsubmitted_.clear();
@@ -315,63 +524,109 @@ class Queue::Impl {
 
   bool cancel(RequestId id) {
     std::unique_lock lock(mutex_);
-    HEADRACE_EXPECT(id < entries_.size(), UsageError, "no request " + std::to_string(id));
+    known(id);
     return cancel_locked(id);
   }
 
+  // Visits the requests not finished yet: those before the oldest open one have all finished.
   std::size_t cancel_tag(std::uint64_t tag) {
     std::unique_lock lock(mutex_);
     std::size_t cancelled = 0;
-    for (RequestId id = 0; id < entries_.size(); ++id)
-      if (entries_[id].request.tag == tag && !entries_[id].status.finished() && cancel_locked(id)) ++cancelled;
+    advance_oldest_open_locked();
+    for (RequestId id = oldest_open_; id < end_id(); ++id) {
+      const Entry& entry = entry_ref(id);
+      if (entry.request.tag == tag && !entry.status.finished() && cancel_locked(id)) ++cancelled;
+    }
     return cancelled;
   }
 
   RequestStatus status(RequestId id) const {
     std::lock_guard lock(mutex_);
-    HEADRACE_EXPECT(id < entries_.size(), UsageError, "no request " + std::to_string(id));
-    return entries_[id].status;
+    return known(id).status;
   }
 
+  RequestSummary summarize(std::span<const RequestId> ids) const {
+    std::lock_guard lock(mutex_);
+    RequestSummary sum;
+    for (const RequestId id : ids) {
+      const Entry& entry = known(id);
+      const RequestStatus& s = entry.status;
+      ++sum.requests;
+      sum.queue_wait_s += s.queue_wait_s;
+      sum.io_s += s.io_s;
+      sum.transfer_s += s.transfer_s;
+      sum.h2d_s += s.h2d_s;
+      sum.decode_s += s.decode_s;
+      switch (s.state) {
+        case RequestState::done:
+          ++sum.done;
+          sum.stored_bytes += entry.request.stored_size;
+          sum.raw_bytes += entry.request.raw_size;
+          break;
+        case RequestState::failed:
+        case RequestState::cancelled:
+          ++(s.state == RequestState::failed ? sum.failed : sum.cancelled);
+          if (sum.first_failure.empty()) sum.first_failure = s.message;
+          break;
+        default: ++sum.unfinished;
+      }
+      // Read (its bytes on their way, or in place) and not failed: where they came from is known.
+      if (s.source != ReadSource::none && s.state != RequestState::failed && s.state != RequestState::cancelled)
+        count_source(s.source, entry.request.stored_size, sum.bytes_from_cache, sum.bytes_from_disk, sum.bytes_pinned,
+                     sum.bytes_other);
+    }
+    return sum;
+  }
+
+  // A retired fence had fired (fences retire in order, once signalled): nothing is left to wait for.
   bool is_signaled(FenceId fence) const {
     std::lock_guard lock(mutex_);
-    return fence_at(fence).signaled;
+    return retired_fence(fence) || fence_ref(fence).signaled;
   }
 
   void wait(FenceId fence) const {
     std::unique_lock lock(mutex_);
-    fence_at(fence);
-    fences_changed_.wait(lock, [&] { return fences_[fence].signaled; });
+    if (retired_fence(fence)) return;
+    fence_ref(fence);
+    fences_changed_.wait(lock, [&] { return retired_fence(fence) || fence_ref(fence).signaled; });
   }
 
   std::uintptr_t fence_event(FenceId fence) const {
     std::unique_lock lock(mutex_);
     HEADRACE_EXPECT(device_.has_value(), UsageError, "fence events need a queue made for a GPU");
-    fence_at(fence);
-    fences_changed_.wait(lock, [&] { return fences_[fence].recorded; });
-    return reinterpret_cast<std::uintptr_t>(fences_[fence].event->handle());
+    HEADRACE_EXPECT(!retired_fence(fence), UsageError,
+                    "fence " + std::to_string(fence) + " fired long ago and was retired with its event; it needs no wait");
+    fence_ref(fence);
+    fences_changed_.wait(lock, [&] { return fence_ref(fence).recorded; });
+    return reinterpret_cast<std::uintptr_t>(fence_ref(fence).event->handle());
   }
 
   void wait_on_stream(FenceId fence, std::uintptr_t stream) const {
     HEADRACE_EXPECT(device_.has_value(), UsageError, "waiting on a stream needs a queue made for a GPU");
     const auto consumer = reinterpret_cast<gpu::CUstream>(stream);
     use_context();
+    {
+      std::lock_guard lock(mutex_);
+      if (retired_fence(fence)) return;  // its GPU work has completed
+      fence_ref(fence);
+    }
     if (memory_operations_) {
-      {
-        std::lock_guard lock(mutex_);
-        fence_at(fence);
-      }
       const gpu::CUresult result = gpu::driver()->cuStreamWaitValue32(consumer, fence_word(fence), fence_generation(fence),
                                                                       gpu::stream_wait_value_geq);
       if (result == gpu::cuda_success) return;
-      memory_operations_ = false;  // refused here: wait for the event from now on
+      HEADRACE_EXPECT(!options_.strict, UnavailableError,
+                      "cuStreamWaitValue32 refused (CUDA error " + std::to_string(result) +
+                          "): value fences unavailable; strict forbids falling back to events");
+      std::lock_guard lock(mutex_);
+      memory_operations_ = false;  // refused here: wait for the event from now on, and say so
+      note_fallback_locked("fences by events: cuStreamWaitValue32 refused (CUDA error " + std::to_string(result) + ")");
     }
     {
       std::lock_guard lock(mutex_);
-      const Fence& f = fence_at(fence);
+      const Fence& f = fence_ref(fence);
       // Without memory operations the host must wait for the event's record: never before a submit.
       const bool unsubmitted = std::any_of(unsubmitted_.begin(), unsubmitted_.end(), [&](RequestId id) {
-        return id < f.limit && entries_[id].status.state == RequestState::enqueued;
+        return id < f.limit && entry_ref(id).status.state == RequestState::enqueued;
       });
       HEADRACE_EXPECT(f.recorded || !unsubmitted, UsageError,
                       "wait_on_stream before submit() needs a queue made with stream_value_fences: submit first");
@@ -380,13 +635,10 @@ class Queue::Impl {
                "cuStreamWaitEvent");
   }
 
+  // Every request is finished or still waits for submit(): counts, not a scan of the history.
   void drain() const {
     std::unique_lock lock(mutex_);
-    fences_changed_.wait(lock, [&] {
-      return std::all_of(entries_.begin(), entries_.end(), [](const Entry& e) {
-        return e.status.state == RequestState::enqueued || e.status.finished();
-      });
-    });
+    fences_changed_.wait(lock, [&] { return end_id() - finished_count_ == awaiting_submit_; });
   }
 
   QueueStats stats() const {
@@ -394,30 +646,64 @@ class Queue::Impl {
     QueueStats result = stats_;
     result.staging_waits = ring_->waits();
     result.checksums_checked = checksums_checked_;
+    result.mean_reads_in_flight = stats_.busy_seconds > 0 ? depth_seconds_ / stats_.busy_seconds : 0;
+    result.retained_requests = entries_.size();
     return result;
   }
 
   bool has_gpu() const noexcept { return device_.has_value(); }
   std::uintptr_t copy_stream() const noexcept { return stream_ ? reinterpret_cast<std::uintptr_t>(stream_->handle()) : 0; }
 
+  std::uint64_t pinned_host_bytes() const {
+    std::lock_guard lock(mutex_);
+    return (ring_->pinned() ? ring_->allocated_bytes() : 0) + pinned_bytes_;
+  }
+  std::uint64_t device_bytes() const {
+    return (device_scratch_ ? device_scratch_->size_bytes() : 0) + (fence_memory_ ? fence_memory_->size_bytes() : 0);
+  }
+
   std::string describe() const {
-    std::string text = std::string("queue backend=") + io::to_string(options_.backend) +
-                       " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB" +
-                       (ring_->pinned() ? " pinned" : " pageable") + " batch=" + std::to_string(options_.max_batch);
-    if (!device_) return text + " destinations=host";
-    text += " gpu=" + std::to_string(options_.device);
-    if (options_.cufile) {
-      const auto driver = gpu::CufileDriver::shared();
-      text += std::string(" cufile=") + shim::to_string(driver->mode()) + " (" + driver->mode_reason() + ")";
+    std::lock_guard lock(mutex_);
+    std::string text = "queue read-path=";
+    if (options_.backend) {
+      text += std::string(io::to_string(*options_.backend)) + " (forced)";
+    } else {
+      text += std::string("auto cache=") + io::to_string(options_.cache_policy) +
+              " (cached: posix threads=" + std::to_string(options_.io.threads) + ", uncached: " +
+              (options_.cache_policy == io::CachePolicy::use ? "posix" : "uring O_DIRECT qd=" + std::to_string(options_.io.queue_depth)) + ")";
     }
-    if (options_.pin_files) {
-      double seconds = 0;
-      for (const auto& pinned : pinned_files_) seconds += pinned ? pinned->register_seconds() : 0;
-      text += " pinned-files (page-locked in " + std::to_string(seconds) + " s)";
+    text += " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB" + (ring_->pinned() ? " pinned" : " pageable") +
+            " batch=" + std::to_string(options_.max_batch);
+    if (device_) {
+      text += " gpu=" + std::to_string(options_.device);
+      if (options_.cufile) {
+        const auto driver = gpu::CufileDriver::shared();
+        text += std::string(" cufile=") + shim::to_string(driver->mode()) + " (" + driver->mode_reason() + ")";
+      }
+      text += std::string(" pin-files=") + to_string(options_.pin_files) + " (budget " +
+              std::to_string(options_.pin_budget_bytes >> 20) + " MiB, " + std::to_string(pinned_bytes_ >> 20) + " MiB locked)";
+      text += std::string(" fences=") + (memory_operations_ ? "stream-value" : "event");
+      text += std::string(" decode=") + (options_.decode_on_gpu ? "gpu (nvCOMP)" : "cpu");
+    } else {
+      text += " destinations=host";
     }
     if (!options_.verify_checksums) text += " checksums=off";
-    text += std::string(" fences=") + (memory_operations_ ? "stream-value" : "event");
-    return text + " decode=" + (options_.decode_on_gpu ? "gpu (nvCOMP)" : "cpu");
+    // Per file, at most a few: a long series of files is summed up.
+    constexpr std::size_t listed_files = 4;
+    for (std::size_t f = 0; f < files_.size() && f < listed_files; ++f) {
+      const OpenFile& file = files_[f];
+      if (file.closed) continue;
+      text += "; " + file.path + ": " + file.pin_note;
+      if (file.pinned) text += " in " + std::to_string(file.pinned->register_seconds()) + " s";
+    }
+    if (files_.size() > listed_files) text += "; and " + std::to_string(files_.size() - listed_files) + " more files";
+    for (const std::string& fallback : fallbacks_) text += "; fallback: " + fallback;
+    return text;
+  }
+
+  std::vector<std::string> fallbacks() const {
+    std::lock_guard lock(mutex_);
+    return fallbacks_;
   }
 
  private:
@@ -444,15 +730,21 @@ class Queue::Impl {
   static bool needs_region(Route route, bool pinned) { return uses_staging(route) && !(pinned && route == Route::device_copy); }
 
   // Where a request's stored bytes are once read (or, pinned, where they always were).
-  const std::byte* stored_bytes(const Entry& entry) const {
+  static const std::byte* stored_bytes(const Entry& entry) {
     const Request& r = entry.request;
-    if (entry.pinned) return pinned_files_[r.file]->data() + r.offset;
+    if (entry.pinned) return entry.pinned_file->data() + r.offset;
     if (entry.route == Route::direct) return reinterpret_cast<const std::byte*>(r.destination.address);
     return entry.region->data;
   }
 
+  // The end of the host buffer a request's stored bytes lie in: its page-locked file, or staging.
+  const std::byte* source_end(const Entry& entry) const {
+    if (entry.pinned) return entry.pinned_file->data() + entry.pinned_file->size_bytes();
+    return entry.region->data - entry.region->offset + ring_->capacity_bytes();
+  }
+
   struct CufileRead {
-    FileId file;
+    gpu::CufileReader* reader;
     std::uint64_t offset, size;
     gpu::CUdeviceptr destination;
   };
@@ -464,7 +756,7 @@ class Queue::Impl {
       cufile_pool_->submit([this, batch, read = reads[i], i](unsigned) {
         io::ReadStatus status;
         try {
-          status.bytes_read = cufile_readers_[read.file]->read(read.destination, read.size, read.offset);
+          status.bytes_read = read.reader->read(read.destination, read.size, read.offset);
         } catch (const std::exception& error) {
           status.error_number = EIO;
           status.message = error.what();
@@ -475,9 +767,53 @@ class Queue::Impl {
     return batch;
   }
 
-  const Fence& fence_at(FenceId fence) const {
-    HEADRACE_EXPECT(fence < fences_.size(), UsageError, "no fence " + std::to_string(fence));
-    return fences_[fence];
+  // ---- the history: ids stay valid, memory stays bounded ----
+  RequestId end_id() const { return first_id_ + entries_.size(); }
+  Entry& entry_ref(RequestId id) { return entries_[id - first_id_]; }
+  const Entry& entry_ref(RequestId id) const { return entries_[id - first_id_]; }
+  // The entry of a request a caller names; UsageError for one never given or retired.
+  const Entry& known(RequestId id) const {
+    HEADRACE_EXPECT(id < end_id(), UsageError, "no request " + std::to_string(id));
+    HEADRACE_EXPECT(id >= first_id_, UsageError,
+                    "request " + std::to_string(id) + " was retired: the queue keeps the status of its last " +
+                        std::to_string(options_.status_history) + " requests (status_history)");
+    return entry_ref(id);
+  }
+
+  // With the lock held: drops the oldest finished requests beyond status_history. Only entries no list
+  // names, whose region is back and whose GPU work is over, at the front: every later one keeps its id.
+  void retire_locked() {
+    while (entries_.size() >= options_.status_history) {
+      const Entry& front = entries_.front();
+      if (!front.status.finished() || front.listed || !front.issued || front.region) return;
+      entries_.pop_front();
+      ++first_id_;
+    }
+  }
+
+  void advance_oldest_open_locked() {
+    oldest_open_ = std::max(oldest_open_, first_id_);
+    while (oldest_open_ < end_id() && entry_ref(oldest_open_).status.finished()) ++oldest_open_;
+  }
+
+  bool retired_fence(FenceId fence) const {
+    HEADRACE_EXPECT(fence < first_fence_ + fences_.size(), UsageError, "no fence " + std::to_string(fence));
+    return fence < first_fence_;
+  }
+  Fence& fence_ref(FenceId fence) { return fences_[fence - first_fence_]; }
+  const Fence& fence_ref(FenceId fence) const {
+    HEADRACE_EXPECT(fence >= first_fence_ && fence < first_fence_ + fences_.size(), UsageError, "no fence " + std::to_string(fence));
+    return fences_[fence - first_fence_];
+  }
+
+  static void count_source(ReadSource source, std::uint64_t bytes, std::uint64_t& cache, std::uint64_t& disk,
+                           std::uint64_t& pinned, std::uint64_t& other) {
+    switch (source) {
+      case ReadSource::page_cache: cache += bytes; break;
+      case ReadSource::pinned: cache += bytes; pinned += bytes; break;
+      case ReadSource::disk: disk += bytes; break;
+      default: other += bytes;
+    }
   }
 
   gpu::CUdeviceptr fence_word(FenceId fence) const {
@@ -487,7 +823,7 @@ class Queue::Impl {
 
   // With the lock held: every earlier request of this fence is issued (or finished).
   void record_fence(FenceId id) {
-    Fence& fence = fences_[id];
+    Fence& fence = fence_ref(id);
     if (fence.recorded) return;
     if (device_) {
       use_context();
@@ -502,9 +838,11 @@ class Queue::Impl {
 
   // With the lock held.
   bool cancel_locked(RequestId id) {
-    Entry& entry = entries_[id];
+    Entry& entry = entry_ref(id);
     switch (entry.status.state) {
       case RequestState::enqueued:
+        --awaiting_submit_;
+        [[fallthrough]];
       case RequestState::submitted:  // the dispatcher drops it without reading it
         entry.cancel_requested = true;
         finish_locked(id, RequestState::cancelled, "cancelled before it was read");
@@ -527,13 +865,14 @@ class Queue::Impl {
   // Fences cover growing prefixes of the requests, so they are recorded and signaled in order: the loops
   // start at the oldest one still open.
   void mark_issued_locked(RequestId id) {
-    Entry& entry = entries_[id];
+    Entry& entry = entry_ref(id);
     if (entry.issued) return;
     entry.issued = true;
     ++issued_count_;
-    while (oldest_unrecorded_ < fences_.size() && fences_[oldest_unrecorded_].recorded) ++oldest_unrecorded_;
-    for (FenceId f = oldest_unrecorded_; f < fences_.size(); ++f) {
-      Fence& fence = fences_[f];
+    const FenceId end = first_fence_ + fences_.size();
+    while (oldest_unrecorded_ < end && fence_ref(oldest_unrecorded_).recorded) ++oldest_unrecorded_;
+    for (FenceId f = oldest_unrecorded_; f < end; ++f) {
+      Fence& fence = fence_ref(f);
       if (fence.recorded || id >= fence.limit) continue;
       if (--fence.unissued == 0) record_fence(f);
     }
@@ -541,7 +880,7 @@ class Queue::Impl {
 
   // With the lock held.
   void finish_locked(RequestId id, RequestState state, std::string message) {
-    Entry& entry = entries_[id];
+    Entry& entry = entry_ref(id);
     if (entry.status.finished()) return;
     entry.status.state = state;
     entry.status.message = std::move(message);
@@ -553,30 +892,41 @@ class Queue::Impl {
       ++stats_.requests_done;
       stats_.stored_bytes += entry.request.stored_size;
       stats_.raw_bytes += entry.request.raw_size;
+      std::uint64_t other = 0;
+      count_source(entry.status.source, entry.request.stored_size, stats_.bytes_from_cache, stats_.bytes_from_disk,
+                   stats_.bytes_pinned, other);
     } else if (state == RequestState::failed) {
       ++stats_.requests_failed;
     } else {
       ++stats_.requests_cancelled;
     }
     mark_issued_locked(id);
-    while (oldest_unsignaled_ < fences_.size() && fences_[oldest_unsignaled_].signaled) ++oldest_unsignaled_;
-    for (FenceId f = oldest_unsignaled_; f < fences_.size(); ++f) {
-      Fence& fence = fences_[f];
+    const FenceId end = first_fence_ + fences_.size();
+    while (oldest_unsignaled_ < end && fence_ref(oldest_unsignaled_).signaled) ++oldest_unsignaled_;
+    for (FenceId f = oldest_unsignaled_; f < end; ++f) {
+      Fence& fence = fence_ref(f);
       if (fence.signaled || id >= fence.limit) continue;
       if (--fence.unfinished == 0) fence.signaled = true;
     }
     fences_changed_.notify_all();
   }
 
-  void sample_depth_locked() {
-    stats_.depth_samples.emplace_back(seconds_between(start_, Clock::now()), reads_in_flight_);
+  // With the lock held, before reads_in_flight_ changes: the depth since the last change, integrated.
+  void account_depth_locked() {
+    const auto now = Clock::now();
+    if (reads_in_flight_ > 0) {
+      const double seconds = seconds_between(depth_changed_at_, now);
+      depth_seconds_ += seconds * reads_in_flight_;
+      stats_.busy_seconds += seconds;
+    }
+    depth_changed_at_ = now;
   }
 
   // ---- dispatcher: priority order, staging, batched backend submits ----
   struct PendingOrder {
-    const std::deque<Entry>* entries;
+    const Impl* queue;
     bool operator()(RequestId a, RequestId b) const {  // true: a after b
-      const int pa = (*entries)[a].request.priority, pb = (*entries)[b].request.priority;
+      const int pa = queue->entry_ref(a).request.priority, pb = queue->entry_ref(b).request.priority;
       return pa != pb ? pa < pb : a > b;
     }
   };
@@ -587,9 +937,11 @@ class Queue::Impl {
       work_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
       if (pending_.empty()) return;  // stopping, and nothing left
       Flight flight;
-      std::vector<std::vector<io::ReadRequest>> reads(files_.size());
-      std::vector<std::vector<bool>> staged(files_.size());  // its memory gap is staging padding
-      std::vector<std::vector<RequestId>> read_ids(files_.size());
+      // Reads by (file, route): route 0 the file's buffered backend (or its forced one), 1 O_DIRECT.
+      const std::size_t lists = files_.size() * 2;
+      std::vector<std::vector<io::ReadRequest>> reads(lists);
+      std::vector<std::vector<bool>> staged(lists);  // its memory gap is staging padding
+      std::vector<std::vector<RequestId>> read_ids(lists);
       std::vector<CufileRead> cufile_reads;
       std::vector<RequestId> cufile_ids, pinned_ids;
       // A flight is finished as a whole (its reads, then their checks and copies), so one flight
@@ -598,9 +950,10 @@ class Queue::Impl {
       std::uint64_t flight_bytes = 0;
       while (!pending_.empty() && flight.ids.size() < options_.max_batch) {
         const RequestId id = pending_.top();
-        Entry& entry = entries_[id];
+        Entry& entry = entry_ref(id);
         if (entry.status.finished() || stopping_) {
           pending_.pop();
+          entry.listed = false;
           finish_locked(id, RequestState::cancelled, "cancelled: the queue was destroyed");
           continue;
         }
@@ -631,39 +984,48 @@ class Queue::Impl {
           target = entry.region->data;
         }
         pending_.pop();
+        entry.listed = false;
         flight_bytes += entry_bytes;
         entry.status.state = RequestState::reading;
         entry.dispatched_at = Clock::now();
         entry.status.queue_wait_s = seconds_between(entry.submitted_at, entry.dispatched_at);
+        const Request& r = entry.request;
         if (entry.pinned) {
+          entry.status.source = ReadSource::pinned;
           pinned_ids.push_back(id);
         } else if (is_cufile(entry.route)) {
-          cufile_reads.push_back({entry.request.file, entry.request.offset, entry.request.stored_size,
-                                  static_cast<gpu::CUdeviceptr>(entry.request.destination.address)});
+          entry.status.source = ReadSource::cufile;
+          cufile_reads.push_back({files_[r.file].cufile.get(), r.offset, r.stored_size,
+                                  static_cast<gpu::CUdeviceptr>(r.destination.address)});
           cufile_ids.push_back(id);
         } else {
-          reads[entry.request.file].push_back({entry.request.offset, entry.request.stored_size, target});
-          staged[entry.request.file].push_back(entry.region.has_value());
-          read_ids[entry.request.file].push_back(id);
+          const io::ReadRoute route = files_[r.file].reads->route(r.offset, r.stored_size);
+          entry.status.source = source_of(route);
+          const std::size_t list = std::size_t{r.file} * 2 + (route == io::ReadRoute::direct ? 1 : 0);
+          reads[list].push_back({r.offset, r.stored_size, target});
+          staged[list].push_back(entry.region.has_value());
+          read_ids[list].push_back(id);
         }
         flight.ids.push_back(id);
+        account_depth_locked();
         ++reads_in_flight_;
       }
       if (flight.ids.empty()) continue;
-      sample_depth_locked();
+      stats_.max_reads_in_flight = std::max(stats_.max_reads_in_flight, reads_in_flight_);
       ++stats_.backend_submits;
-      std::vector<std::pair<FileId, std::vector<io::ReadRequest>>> batches;
+      std::vector<std::pair<io::Backend*, std::vector<io::ReadRequest>>> batches;
       // Order of ids in the flight = order of the reads the finisher gets back: batch by batch.
       flight.ids.clear();
       std::size_t reads_before = 0;
-      for (FileId f = 0; f < reads.size(); ++f) {
-        if (reads[f].empty()) continue;
-        auto joined = io::coalesce_reads(reads[f], staged[f], {.file_size = files_[f]->file_size()});
+      for (std::size_t list = 0; list < lists; ++list) {
+        if (reads[list].empty()) continue;
+        io::Backend* backend = &files_[list / 2].reads->backend(list % 2 == 1 ? io::ReadRoute::direct : io::ReadRoute::cached);
+        auto joined = io::coalesce_reads(reads[list], staged[list], {.file_size = backend->file_size()});
         for (auto [read, offset] : joined.carried_by) flight.carried_by.emplace_back(reads_before + read, offset);
         reads_before += joined.reads.size();
         stats_.backend_reads += joined.reads.size();
-        flight.ids.insert(flight.ids.end(), read_ids[f].begin(), read_ids[f].end());
-        batches.emplace_back(f, std::move(joined.reads));
+        flight.ids.insert(flight.ids.end(), read_ids[list].begin(), read_ids[list].end());
+        batches.emplace_back(backend, std::move(joined.reads));
       }
       for (std::size_t i = 0; i < cufile_ids.size(); ++i) flight.carried_by.emplace_back(reads_before + i, 0);
       stats_.backend_reads += cufile_ids.size();
@@ -671,12 +1033,22 @@ class Queue::Impl {
       flight.ids.insert(flight.ids.end(), pinned_ids.begin(), pinned_ids.end());
       flight.pinned = pinned_ids.size();
       lock.unlock();
-      for (auto& [file, requests] : batches) flight.batches.push_back(files_[file]->submit(std::move(requests)));
+      for (auto& [backend, requests] : batches) flight.batches.push_back(backend->submit(std::move(requests)));
       if (!cufile_reads.empty()) flight.batches.push_back(submit_cufile(std::move(cufile_reads)));
       lock.lock();
       flights_.push_back(std::move(flight));
       flights_changed_.notify_all();
     }
+  }
+
+  static ReadSource source_of(io::ReadRoute route) {
+    switch (route) {
+      case io::ReadRoute::cached: return ReadSource::page_cache;
+      case io::ReadRoute::direct:
+      case io::ReadRoute::forced_direct: return ReadSource::disk;
+      case io::ReadRoute::forced_buffered: return ReadSource::buffered;
+    }
+    return ReadSource::none;
   }
 
   // ---- finisher: checks, decode, H2D, completion ----
@@ -709,13 +1081,14 @@ class Queue::Impl {
         const auto [read, offset] = flight.carried_by[i];
         io::ReadStatus status = carried[read];
         if (status.ok())
-          status.bytes_read = std::min(entries_[flight.ids[i]].request.stored_size, status.bytes_read > offset ? status.bytes_read - offset : 0);
+          status.bytes_read = std::min(entry_ref(flight.ids[i]).request.stored_size, status.bytes_read > offset ? status.bytes_read - offset : 0);
         reads.push_back(std::move(status));
       }
       for (std::size_t i = flight.ids.size() - flight.pinned; i < flight.ids.size(); ++i) {
-        const Request& r = entries_[flight.ids[i]].request;
+        const Entry& entry = entry_ref(flight.ids[i]);
+        const Request& r = entry.request;
         io::ReadStatus status;
-        const std::uint64_t size = pinned_files_[r.file]->size_bytes();
+        const std::uint64_t size = entry.pinned_file->size_bytes();
         status.bytes_read = r.offset < size ? std::min(r.stored_size, size - r.offset) : 0;  // a short "read" fails below
         reads.push_back(std::move(status));
       }
@@ -724,8 +1097,9 @@ class Queue::Impl {
     std::vector<RequestId> host_work, device_work;
     {
       std::lock_guard lock(mutex_);
+      account_depth_locked();
       for (std::size_t i = 0; i < flight.ids.size(); ++i) {
-        Entry& entry = entries_[flight.ids[i]];
+        Entry& entry = entry_ref(flight.ids[i]);
         --reads_in_flight_;
         if (!uses_staging(entry.route)) direct_bytes_ -= entry.request.stored_size;
         entry.read_at = read_at;
@@ -748,7 +1122,6 @@ class Queue::Impl {
           device_work.push_back(flight.ids[i]);
         }
       }
-      sample_depth_locked();
       flights_changed_.notify_all();  // direct bytes freed
     }
     finish_on_host(host_work);
@@ -765,7 +1138,7 @@ class Queue::Impl {
     std::vector<const Entry*> entries(ids.size());
     {
       std::lock_guard lock(mutex_);
-      for (std::size_t i = 0; i < ids.size(); ++i) entries[i] = &entries_[ids[i]];
+      for (std::size_t i = 0; i < ids.size(); ++i) entries[i] = &entry_ref(ids[i]);
     }
     auto check_one = [&](std::uint64_t i) {
       const Entry& entry = *entries[i];
@@ -827,8 +1200,8 @@ class Queue::Impl {
     {
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < ids.size(); ++i) {
-        entries_[ids[i]].status.decode_s = decode_seconds[i];
-        release_region_locked(entries_[ids[i]]);
+        entry_ref(ids[i]).status.decode_s = decode_seconds[i];
+        release_region_locked(entry_ref(ids[i]));
         finish_locked(ids[i], errors[i].empty() ? RequestState::done : RequestState::failed, errors[i]);
       }
     }
@@ -848,7 +1221,7 @@ class Queue::Impl {
       std::lock_guard lock(mutex_);
       completion->started.record(stream);
       for (std::size_t i = 0; i < ids.size(); ++i) {
-        Entry& entry = entries_[ids[i]];
+        Entry& entry = entry_ref(ids[i]);
         entry.status.decode_s = decode_seconds[i];
         if (!errors[i].empty()) {
           release_region_locked(entry);
@@ -858,14 +1231,14 @@ class Queue::Impl {
         const Request& r = entry.request;
         const auto destination = static_cast<gpu::CUdeviceptr>(r.destination.address);
         if (entry.route == Route::device_copy) {
-          copies.add(destination, stored_bytes(entry), r.raw_size);
+          copies.add(destination, stored_bytes(entry), r.raw_size, source_end(entry));
         } else if (entry.route == Route::device_cpu_decode) {
-          copies.add(destination, entry.region->data + align_up(r.stored_size), r.raw_size);
+          copies.add(destination, entry.region->data + align_up(r.stored_size), r.raw_size, source_end(entry));
         } else {
           const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.region->offset;
           // A staged chunk is copied with its region's padding, so that neighbours in staging,
           // neighbours in the scratch twin too, travel as one copy.
-          copies.add(scratch, stored_bytes(entry), entry.pinned ? r.stored_size : align_up(r.stored_size));
+          copies.add(scratch, stored_bytes(entry), entry.pinned ? r.stored_size : align_up(r.stored_size), source_end(entry));
           DecodeGroup& group = groups[r.codec];
           group.indices.push_back(completion->ids.size());
           group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
@@ -888,8 +1261,8 @@ class Queue::Impl {
         for (std::size_t first = 0; first < group.items.size();) {
           DecodeGroup part;
           std::uint64_t total = 0;
-          while (first < group.items.size() && part.items.size() < decoder_chunks_ &&
-                 total + group.items[first].raw_size <= decoder_total_bytes_) {
+          while (first < group.items.size() && part.items.size() < options_.max_batch &&
+                 total + group.items[first].raw_size <= decoder_total_bytes) {
             total += group.items[first].raw_size;
             part.indices.push_back(group.indices[first]);
             part.items.push_back(group.items[first]);
@@ -912,7 +1285,7 @@ class Queue::Impl {
       for (auto& group : completion->groups)
         if (group.decoder) return_decoder(std::move(group.decoder));
       for (RequestId id : issued) {
-        release_region_locked(entries_[id]);
+        release_region_locked(entry_ref(id));
         finish_locked(id, RequestState::failed, failure);
       }
       return;
@@ -976,7 +1349,7 @@ class Queue::Impl {
       }
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < completion->ids.size(); ++i) {
-        Entry& entry = entries_[completion->ids[i]];
+        Entry& entry = entry_ref(completion->ids[i]);
         // Each request's share of its batch's times, by bytes.
         if (copied_total > 0) entry.status.h2d_s = copy_s * static_cast<double>(completion->copied_bytes[i]) / copied_total;
         if (completion->decoded_bytes[i] != 0)
@@ -1029,34 +1402,37 @@ class Queue::Impl {
   std::condition_variable work_, flights_changed_, completions_changed_;
   std::deque<std::unique_ptr<Completion>> completions_;
   bool finisher_done_ = false;
-  std::vector<std::unique_ptr<io::Backend>> files_;
-  std::vector<std::unique_ptr<gpu::CufileReader>> cufile_readers_;  // per file, when options_.cufile
-  std::vector<std::unique_ptr<gpu::PinnedFile>> pinned_files_;       // per file, when options_.pin_files
+  std::deque<OpenFile> files_;  // by FileId; a deque: an entry's pointers into one stay valid
+  std::uint64_t pinned_bytes_ = 0;      // of files page-locked (auto reserves before pinning)
+  mutable std::vector<std::string> fallbacks_;  // taken, each once: describe() lists them
   std::optional<detail::ThreadPool> cufile_pool_;
   std::optional<detail::ThreadPool> check_pool_;  // empty with one decode thread: the finisher alone
   mutable std::mutex verified_mutex_;
   std::set<VerifiedRange> verified_;  // ranges of pinned files whose checksums passed
   std::atomic<std::uint64_t> checksums_checked_{0};
-  std::deque<Entry> entries_;
+  std::deque<Entry> entries_;  // entries_[0] is request first_id_: older ones are retired
+  RequestId first_id_ = 0, oldest_open_ = 0;
+  std::uint64_t awaiting_submit_ = 0;  // enqueued, not cancelled, not yet submitted
   std::vector<RequestId> unsubmitted_;
-  std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder> pending_{PendingOrder{&entries_}};
+  std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder> pending_{PendingOrder{this}};
   std::uint64_t issued_count_ = 0, finished_count_ = 0;
-  std::vector<Fence> fences_;
-  FenceId oldest_unrecorded_ = 0, oldest_unsignaled_ = 0;
+  std::deque<Fence> fences_;  // fences_[0] is fence first_fence_
+  FenceId first_fence_ = 0, oldest_unrecorded_ = 0, oldest_unsignaled_ = 0;
   std::deque<Flight> flights_;
   std::uint64_t completed_ = 0;
   std::uint64_t direct_bytes_ = 0;
   std::uint32_t reads_in_flight_ = 0;
+  Clock::time_point depth_changed_at_;
+  double depth_seconds_ = 0;  // reads in flight integrated over time
   QueueStats stats_;
   bool stopping_ = false;
   bool dispatcher_done_ = false;
 
   std::mutex decoders_mutex_;
   std::condition_variable decoders_returned_;
-  std::map<CodecId, std::string> gpu_decode_unavailable_;  // codecs nvCOMP cannot decode here, and why
-  std::size_t decoder_chunks_ = 0;
-  std::uint64_t decoder_total_bytes_ = 0;
   std::vector<std::shared_ptr<PooledDecoder>> idle_decoders_;
+  std::mutex prepare_mutex_;
+  std::map<CodecId, std::string> decoders_prepared_;  // per codec asked for: why nvCOMP cannot decode it ("" : it can)
 
   std::thread dispatcher_, finisher_, completer_;
 };
@@ -1064,12 +1440,14 @@ class Queue::Impl {
 Queue::Queue(QueueOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Queue::~Queue() noexcept = default;
 FileId Queue::add_file(const std::string& path) { return impl_->add_file(path); }
+void Queue::close_file(FileId file) { impl_->close_file(file); }
 RequestId Queue::enqueue(Request request) { return impl_->enqueue(std::move(request)); }
 FenceId Queue::enqueue_signal() { return impl_->enqueue_signal(); }
 void Queue::submit() { impl_->submit(); }
 bool Queue::cancel(RequestId id) { return impl_->cancel(id); }
 std::size_t Queue::cancel_tag(std::uint64_t tag) { return impl_->cancel_tag(tag); }
 RequestStatus Queue::status(RequestId id) const { return impl_->status(id); }
+RequestSummary Queue::summarize(std::span<const RequestId> ids) const { return impl_->summarize(ids); }
 bool Queue::is_signaled(FenceId fence) const { return impl_->is_signaled(fence); }
 void Queue::wait(FenceId fence) const { impl_->wait(fence); }
 std::uintptr_t Queue::fence_event(FenceId fence) const { return impl_->fence_event(fence); }
@@ -1079,5 +1457,8 @@ QueueStats Queue::stats() const { return impl_->stats(); }
 bool Queue::has_gpu() const noexcept { return impl_->has_gpu(); }
 std::uintptr_t Queue::copy_stream() const noexcept { return impl_->copy_stream(); }
 std::string Queue::describe() const { return impl_->describe(); }
+std::vector<std::string> Queue::fallbacks() const { return impl_->fallbacks(); }
+std::uint64_t Queue::pinned_host_bytes() const { return impl_->pinned_host_bytes(); }
+std::uint64_t Queue::device_bytes() const { return impl_->device_bytes(); }
 
 }  // namespace headrace::queue

@@ -8,6 +8,9 @@ namespace headrace::staging {
 StagingRing::StagingRing(std::uint64_t capacity_bytes, bool pinned)
     : capacity_(format::layout::align_up(capacity_bytes)), pinned_(pinned) {
   HEADRACE_EXPECT(capacity_bytes > 0, UsageError, "staging capacity must be positive");
+}
+
+void StagingRing::allocate_memory_locked() {
   if (pinned_) {
     pinned_memory_ = gpu::PinnedBuffer(capacity_);
     base_ = pinned_memory_.data();
@@ -17,7 +20,13 @@ StagingRing::StagingRing(std::uint64_t capacity_bytes, bool pinned)
   }
 }
 
+std::uint64_t StagingRing::allocated_bytes() const {
+  std::lock_guard lock(mutex_);
+  return base_ != nullptr ? capacity_ : 0;
+}
+
 std::optional<Region> StagingRing::allocate_locked(std::uint64_t size) {
+  if (base_ == nullptr) allocate_memory_locked();
   // The free space is [head_, oldest offset) circularly; a region never wraps, so a tail too short
   // for it is skipped (counted with the region, returned with it).
   const std::uint64_t free_bytes = capacity_ - used_;

@@ -81,9 +81,9 @@ def headrace_case(path: str, cache: str, repeats: int, backend: str, keep_queue:
         fence.wait()
         cupy.cuda.runtime.deviceSynchronize()
         stats = q.stats()
-        if stats["requests_failed"] > before["requests_failed"]:
-            raise headrace.Error(f"{stats['requests_failed'] - before['requests_failed']} requests failed")
-        return stats["raw_bytes"] - before["raw_bytes"]
+        if stats.requests_failed > before.requests_failed:
+            raise headrace.Error(f"{stats.requests_failed - before.requests_failed} requests failed")
+        return stats.raw_bytes - before.raw_bytes
 
     knob_text = " ".join(f"{k}={v}" for k, v in knobs.items()) + (" (one queue, replayed)" if keep_queue else "")
     result = measure(f"headrace/{backend}", body, files=[path], cache=cache, repeats=repeats, setup=setup,
@@ -94,7 +94,7 @@ def headrace_case(path: str, cache: str, repeats: int, backend: str, keep_queue:
     if not np.array_equal(got, first):
         raise headrace.BadDataError(f"{path}: frame 0 on the GPU differs from the CPU reference ({backend} {knob_text})")
     result.parameters["describe"] = queue_holder[0].describe()
-    result.parameters["checksums_checked"] = queue_holder[0].stats()["checksums_checked"]
+    result.parameters["checksums_checked"] = queue_holder[0].stats().checksums_checked
     result.parameters["setup_s"] = round(min(setup_seconds), 3)
     queue_holder.clear()
     return result

@@ -101,11 +101,14 @@ def measure(
     repeats: int = 3,
     parameters: dict[str, object] | None = None,
     setup: Callable[[], None] | None = None,
+    prepare_cache: Callable[[], str] | None = None,
 ) -> Measurement:
     """Runs ``body`` ``repeats`` times, preparing the cache state before each; body returns bytes moved.
 
     ``setup`` runs before the cache state is prepared, untimed: it opens what must be opened anew for a
     cold repeat (a whole-file mapping keeps its pages resident through a page-cache drop).
+    ``prepare_cache`` replaces the preparation of ``cache`` before every repeat (a state between cold and
+    hot, e.g. part of the file cached); it returns how, which is recorded.
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -115,7 +118,9 @@ def measure(
     for repeat in range(repeats):
         if setup is not None:
             setup()
-        if cache == "cold":
+        if prepare_cache is not None:
+            method = prepare_cache()
+        elif cache == "cold":
             method = drop_page_cache(files)
         elif repeat == 0:  # hot: one read fills the cache for every repeat
             method = warm_page_cache(files)

@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="particles per batch (default: the tuned profile's, headrace tune, else 1048576)")
     parser.add_argument("--segments", type=int, default=None, help="batches in flight (default: the profile's, else 16)")
     parser.add_argument("--method", default=None,
-                        help="streaming method (default: the profile's, else pread)")
+                        help="streaming method (default: the profile's, else auto, the engine's read path)")
     parser.add_argument("--field", default="particles", help="the particle field (default particles)")
     parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
     parser.add_argument("--threads", type=int, default=0, help="CPU threads of the reference renderer (default: all)")
@@ -81,9 +81,11 @@ def run(args: argparse.Namespace) -> int:
 
     codecs = ds.codecs
     tuned = tune.default_configuration(device, codecs[0] if codecs else "none")
+    profile_used = False
     if None in (args.method, args.batch, args.segments):
         profile = tune.load_profile(device, codecs[0]) if len(codecs) == 1 else None
         if profile:
+            profile_used = True
             tuned.update({k: profile[k] for k in tuned if k in profile})
             console.print(f"this machine's tuned profile ({tune.profile_path()}): {tuned['method']}, "
                           f"{tuned['batch']} particles per batch, {tuned['segments']} in flight")
@@ -94,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field, width=args.width, height=args.height,
                                         fov=args.fov, background=background, batch=batch, segments=segments,
                                         threads=args.threads, method=method, device=device, camera_frame=first,
-                                        staging_bytes=tuned["staging_bytes"])
+                                        **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
 
     def draw(frame: int, next_frame: int | None = None):
         stats = renderer.render(frame, next_frame=next_frame)

@@ -20,16 +20,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("file")
     parser.add_argument("--fields", help="comma-separated fields (default: all)")
     parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
-    parser.add_argument("--backend", default=None, choices=("posix", "direct", "mmap", "uring", "ram", "cufile"),
-                        help="host backend into pinned staging, or cufile: straight into GPU memory (default: "
-                             "the backend of this machine's tuned profile, headrace tune, else uring)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "posix", "direct", "mmap", "uring", "ram", "cufile"),
+                        help="auto (default): the read path, which reads what the page cache holds buffered and the "
+                             "rest with O_DIRECT; a host backend forces it for every read; cufile: straight into GPU memory")
+    parser.add_argument("--cache-policy", default="auto", choices=("auto", "bypass", "use"),
+                        help="the read path: auto asks the page cache per read; bypass reads everything O_DIRECT; "
+                             "use reads everything buffered")
     parser.add_argument("--codec-on", choices=("gpu", "cpu"), default="gpu", help="where compressed chunks are decoded")
     parser.add_argument("--prefetch", type=int, default=3, help="frames in flight (2: double buffering, 3: triple)")
     parser.add_argument("--loop", type=int, default=1, help="play the frames this many times")
-    parser.add_argument("--staging-bytes", type=int, default=None,
-                        help="pinned staging (default: the tuned profile's, else 256 MiB)")
-    parser.add_argument("--pin-files", action="store_true",
-                        help="page-lock the file and copy frames by DMA from the page cache (hot data sets that fit in RAM)")
+    parser.add_argument("--staging-bytes", type=int, default=None, help="pinned staging (default 256 MiB)")
+    parser.add_argument("--pin-files", choices=("auto", "on", "off"), default="auto",
+                        help="page-lock the file and copy frames by DMA from the page cache: auto (default) when the "
+                             "file is cached whole and fits the pin budget")
     parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
     parser.add_argument("--csv", metavar="OUT.csv", help="write per-frame statistics as CSV")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -37,10 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def summarize(history: list[dict], seconds: float, queue_stats: dict) -> dict:
+def summarize(history: list[dict], seconds: float, queue_stats: object) -> dict:
     stored = sum(f["stored_bytes"] for f in history)
     raw = sum(f["raw_bytes"] for f in history)
-    depth = [d for _, d in queue_stats["depth_samples"]] or [0]
 
     def spread(key: str) -> dict:
         values = [f[key] for f in history] or [0.0]
@@ -61,9 +63,11 @@ def summarize(history: list[dict], seconds: float, queue_stats: dict) -> dict:
         "transfer_s_per_frame": spread("transfer_s"),
         "h2d_s_per_frame": spread("h2d_s"),
         "decode_s_per_frame": spread("decode_s"),
-        "staging_waits": queue_stats["staging_waits"],
-        "backend_submits": queue_stats["backend_submits"],
-        "reads_in_flight": {"mean": statistics.fmean(depth), "max": max(depth)},
+        "bytes_from_cache": sum(f["bytes_from_cache"] for f in history),
+        "bytes_from_disk": sum(f["bytes_from_disk"] for f in history),
+        "staging_waits": queue_stats.staging_waits,
+        "backend_submits": queue_stats.backend_submits,
+        "reads_in_flight": {"mean": queue_stats.mean_reads_in_flight, "max": queue_stats.max_reads_in_flight},
     }
 
 
@@ -71,20 +75,11 @@ def run(args: argparse.Namespace) -> int:
     ds = headrace.open(args.file)
     device = choose_device(args.device)
     fields = args.fields.split(",") if args.fields else None
-    backend, staging = args.backend or "uring", args.staging_bytes or 256 << 20
-    if args.backend is None or args.staging_bytes is None:
-        from headrace import tune
-        from headrace.render import METHODS
-
-        codecs = ds.codecs
-        profile = tune.load_profile(device, codecs[0]) if len(codecs) == 1 else None
-        if profile and profile.get("method") in METHODS:
-            backend = args.backend or METHODS[profile["method"]][0]
-            staging = args.staging_bytes or int(profile["staging_bytes"])
-            console.print(f"this machine's tuned profile ({tune.profile_path()}): {backend}, {staging >> 20} MiB staging")
-    stream = ds.stream(fields, device=device, prefetch=args.prefetch, backend=backend, decode_on=args.codec_on,
-                       loop=args.loop, staging_bytes=staging, pin_files=args.pin_files,
-                       **backend_options(args))
+    options = dict(backend=args.backend, cache_policy=args.cache_policy, decode_on=args.codec_on, pin_files=args.pin_files,
+                   **backend_options(args))
+    if args.staging_bytes is not None:
+        options["staging_bytes"] = args.staging_bytes
+    stream = ds.stream(fields, device=device, prefetch=args.prefetch, loop=args.loop, **options)
     started = time.perf_counter()
     for frame in stream:
         if device == "cpu":
@@ -110,9 +105,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console.print(f"{ds.path}: {summary['frames']} frames to {'GPU ' + str(device) if device != 'cpu' else 'host memory'} "
                   f"in {seconds:.3f} s ({described})")
-    console.print(f"  disk {human_bytes(summary['stored_bytes'])} at [bold]{summary['disk_gbps']:.3f} GB/s[/], delivered "
+    console.print(f"  stored {human_bytes(summary['stored_bytes'])} at [bold]{summary['disk_gbps']:.3f} GB/s[/], delivered "
                   f"{human_bytes(summary['raw_bytes'])} at [bold]{summary['delivered_gbps']:.3f} GB/s[/] "
-                  f"(compression ratio {summary['compression_ratio']:.2f})")
+                  f"(compression ratio {summary['compression_ratio']:.2f}); from the page cache "
+                  f"{human_bytes(summary['bytes_from_cache'])}, from the disk {human_bytes(summary['bytes_from_disk'])}")
     if args.stats:
         console.print(f"  consumer wait per frame: mean {summary['consumer_wait_s']['mean'] * 1e3:.2f} ms, "
                       f"max {summary['consumer_wait_s']['max'] * 1e3:.2f} ms; ready after submit: mean "

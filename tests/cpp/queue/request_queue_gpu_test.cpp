@@ -37,7 +37,7 @@ QueueOptions gpu_options(bool decode_on_gpu = true, bool pin_files = false, bool
   options.staging_bytes = 1 << 20;
   options.max_batch = 8;
   options.decode_on_gpu = decode_on_gpu;
-  options.pin_files = pin_files;
+  options.pin_files = pin_files ? queue::PinPolicy::on : queue::PinPolicy::off;
   options.stream_value_fences = stream_value_fences;
   return options;
 }
@@ -108,7 +108,7 @@ TEST_P(QueueGpuTest, DeliversEveryChunkIntoDeviceMemory) {
   const auto got = to_host(out);
   EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0) << queue.describe();
   EXPECT_EQ(queue.stats().raw_bytes, got.size());
-  if (pinned) EXPECT_NE(queue.describe().find("pinned-files"), std::string::npos) << queue.describe();
+  if (pinned) EXPECT_NE(queue.describe().find("page-locked (pin_files on)"), std::string::npos) << queue.describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -271,7 +271,7 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
     const auto expected = reference_image(file.particles);
     queue::QueueOptions options = host_queue(io::BackendKind::posix);
     options.device = 0;
-    options.pin_files = c.pin_files;
+    options.pin_files = c.pin_files ? queue::PinPolicy::on : queue::PinPolicy::off;
     queue::Queue queue(options);
     const queue::FileId id = queue.add_file(file.path);
     GpuRenderer renderer(0, test_camera(), 0xff000000u);
@@ -303,7 +303,7 @@ TEST(SegmentedRenderGpu, ASeriesLoadingTheNextFrameAheadDrawsEachFramesReference
   for (const bool pin_files : {false, true}) {
     queue::QueueOptions options = host_queue(io::BackendKind::posix);
     options.device = 0;
-    options.pin_files = pin_files;
+    options.pin_files = pin_files ? queue::PinPolicy::on : queue::PinPolicy::off;
     queue::Queue queue(options);
     const queue::FileId id = queue.add_file(file.path);
     GpuRenderer renderer(0, test_camera(), 0xff000000u);

@@ -65,6 +65,7 @@ struct CudaDriver {
   CUresult (*cuMemHostRegister)(void*, std::size_t, unsigned);
   CUresult (*cuMemHostUnregister)(void*);
   CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*);
+  CUresult (*cuMemGetAddressRange)(CUdeviceptr*, std::size_t*, CUdeviceptr);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, std::size_t, CUstream);
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream);
   CUresult (*cuMemcpy2DAsync)(const Memcpy2D*, CUstream);

@@ -5,10 +5,14 @@
 //   chunks are padded to whole pages while a segment holds them back to back, so a batch of 128 KB
 //   chunks is a grid of rows: one call, not one per chunk (a copy call costs about what 128 KB takes
 //   to cross PCIe, so one by one they ran at half the link's rate).
+// A merged copy never spans two host buffers or two device allocations: CUDA refuses a 2D copy whose
+// rows lie in different cuMemAlloc allocations (CUDA_ERROR_INVALID_VALUE, seen with frames in slots
+// of their own).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "headrace/gpu/cuda_driver.hpp"
@@ -24,15 +28,27 @@ class HostToDeviceCopies {
     std::uint64_t size = 0;
     std::uint64_t rows = 1;
     std::uint64_t source_pitch = 0, destination_pitch = 0;  // rows > 1 only
+    const std::byte* source_end = nullptr;  // the end of the host buffer the source lies in
+    CUdeviceptr destination_end = 0;        // the end of the destination's allocation; 0: not asked yet
   };
+  // The end of the device allocation holding an address (by default cuMemGetAddressRange).
+  using AllocationEnd = std::function<CUdeviceptr(CUdeviceptr)>;
 
-  void add(CUdeviceptr destination, const std::byte* source, std::uint64_t size);
+  HostToDeviceCopies();
+  explicit HostToDeviceCopies(AllocationEnd allocation_end);
+
+  // source lies in a host buffer ending at source_end (staging, a page-locked file).
+  void add(CUdeviceptr destination, const std::byte* source, std::uint64_t size, const std::byte* source_end);
   // One cuMemcpyHtoDAsync per run of one row, one cuMemcpy2DAsync per run of rows, in the order added;
   // throws CudaError.
   void issue(CUstream stream) const;
   [[nodiscard]] const std::vector<Copy>& runs() const noexcept { return runs_; }
 
  private:
+  // Whether destination .. destination + size lies in the allocation `run` starts in.
+  bool same_allocation(Copy& run, CUdeviceptr destination, std::uint64_t size);
+
+  AllocationEnd allocation_end_;
   std::vector<Copy> runs_;
 };
 

@@ -67,6 +67,17 @@ struct Request {
   return r;
 }
 
+// Where a request's stored bytes came from.
+enum class ReadSource : std::uint8_t {
+  none,        // not read (yet)
+  page_cache,  // the read path found its pages cached: buffered read
+  disk,        // O_DIRECT read (the read path, or a forced O_DIRECT backend)
+  buffered,    // a forced buffered backend: the kernel served it from the cache or the disk
+  pinned,      // DMA from the file's page-locked pages
+  cufile,      // cuFile into GPU memory
+};
+[[nodiscard]] const char* to_string(ReadSource source) noexcept;
+
 enum class RequestState : std::uint8_t {
   enqueued,   // not yet submitted
   submitted,  // waiting for staging or the backend
@@ -89,6 +100,7 @@ struct RequestStatus {
   // Within transfer: its copy to the GPU (its share, by bytes, of its batch's copies, timed by CUDA
   // events) and its decoding (on the CPU, or its share by raw bytes of its batch's nvCOMP time).
   double h2d_s = 0, decode_s = 0;
+  ReadSource source = ReadSource::none;  // where its stored bytes came from
   [[nodiscard]] bool finished() const noexcept {
     return state == RequestState::done || state == RequestState::failed || state == RequestState::cancelled;
   }

@@ -15,32 +15,56 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "headrace/io/backend.hpp"
+#include "headrace/io/page_cache.hpp"
 #include "headrace/queue/request.hpp"
 
 namespace headrace::queue {
 
+// Whether add_file page-locks a file for DMA from its page-cache pages (gpu/pinned_file.hpp).
+enum class PinPolicy : std::uint8_t {
+  off,
+  on,     // every file of a GPU queue: adding a cold file reads it whole
+  auto_,  // the read path's choice: a file whose pages are all cached and that fits pin_budget_bytes
+};
+[[nodiscard]] const char* to_string(PinPolicy policy) noexcept;
+// Parses "auto" | "on" | "off"; throws UsageError otherwise.
+[[nodiscard]] PinPolicy parse_pin_policy(const std::string& text);
+
+// Staging a queue allocates unless told otherwise (seed 001: >= 256 MiB).
+inline constexpr std::uint64_t default_staging_bytes = std::uint64_t{256} << 20;
+// Finished requests whose status a queue keeps (older ones are retired: memory stays bounded).
+inline constexpr std::uint64_t default_status_history = std::uint64_t{1} << 16;
+
 struct QueueOptions {
-  io::BackendKind backend = io::BackendKind::uring;
-  Settings io = settings();  // knobs of the backend
+  // nullopt: the read path, which asks the page cache per request (cache_policy): cached ranges are
+  // read buffered by io.threads workers, the rest with O_DIRECT through io_uring. A kind forces that
+  // one backend for every request (the benchmark lab's methods).
+  std::optional<io::BackendKind> backend;
+  io::CachePolicy cache_policy = io::CachePolicy::auto_;
+  Settings io = settings();  // knobs of the backends
   int device = -1;           // GPU ordinal for device destinations; -1: host destinations only
-  std::uint64_t staging_bytes = std::uint64_t{256} << 20;  // seed 001: >= 256 MiB
-  unsigned max_batch = 64;                                 // requests per backend submit
+  std::uint64_t staging_bytes = default_staging_bytes;
+  unsigned max_batch = 64;  // requests per backend submit
   // Bytes of reads in flight straight into host destinations (those bypass staging).
   std::uint64_t max_direct_bytes = std::uint64_t{256} << 20;
   unsigned decode_threads = 0;  // CPU decoding; 0: hardware concurrency
   bool decode_on_gpu = true;    // device destinations: nvCOMP; false: decode on the CPU, then H2D
   // Device destinations are read by cuFile straight into GPU memory (GDS, or its compatibility mode),
-  // by io.threads workers; host destinations still use `backend`.
+  // by io.threads workers; host destinations still use the host read path.
   bool cufile = false;
-  // Device destinations are copied by DMA straight from each file's page-cache pages, mapped and
-  // page-locked when the file is added (gpu/pinned_file.hpp): no read, no CPU copy into staging.
-  // Adding a file then reads it whole and keeps it in RAM: for hot data sets read again and again.
-  bool pin_files = false;
+  // Device destinations of a pinned file are copied by DMA straight from its page-cache pages, mapped
+  // and page-locked when the file is added: no read, no CPU copy into staging. Page-locking faults in
+  // every page and keeps them in RAM while the queue lives. auto pins only with the read path
+  // (backend nullopt), only files already cached whole, within pin_budget_bytes.
+  PinPolicy pin_files = PinPolicy::auto_;
+  // Bytes of files auto may keep page-locked; 0: a quarter of the machine's memory.
+  std::uint64_t pin_budget_bytes = 0;
   // Checks each request's checksum, when it has one, before its bytes reach the destination. Chunks
   // that nvCOMP decodes are always checked: it trusts its input, and a corrupt frame can read wild
   // addresses and kill the GPU context (compute-sanitizer shows it for a truncated zstd frame).
@@ -53,18 +77,39 @@ struct QueueOptions {
   // Off (the default), wait_on_stream waits on the host until the fence's event is recorded.
   // Needs decode_on_gpu = false (nvCOMP loads and launches kernels on the queue's own threads).
   bool stream_value_fences = false;
+  // Every fallback (O_DIRECT or io_uring unavailable, value fences refused) fails instead of being
+  // taken and reported in describe().
+  bool strict = false;
+  // Finished requests whose status() stays readable; older ones are retired.
+  std::uint64_t status_history = default_status_history;
+
+  // Checks every value; throws UsageError naming the option and its valid range.
+  void validate() const;
+};
+
+// A set of requests (a frame, a batch) summed up: what a consumer reports per unit of work.
+struct RequestSummary {
+  std::uint64_t requests = 0, done = 0, failed = 0, cancelled = 0, unfinished = 0;
+  std::string first_failure;  // the message of the first failed (or cancelled) request, in the order asked
+  std::uint64_t stored_bytes = 0, raw_bytes = 0;  // of the done ones
+  // Stored bytes of the done ones by source: the page cache (buffered reads and pinned pages) or the disk.
+  std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0, bytes_other = 0;
+  double queue_wait_s = 0, io_s = 0, transfer_s = 0, h2d_s = 0, decode_s = 0;  // summed
 };
 
 struct QueueStats {
   std::uint64_t requests_done = 0, requests_failed = 0, requests_cancelled = 0;
   std::uint64_t stored_bytes = 0;  // read from disk for done requests
   std::uint64_t raw_bytes = 0;     // delivered to destinations
+  std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0;  // stored bytes of done requests
   std::uint64_t backend_submits = 0;
   std::uint64_t backend_reads = 0;  // reads handed to backends: adjacent staged chunks travel as one
   std::uint64_t staging_waits = 0;  // dispatches that waited because all staging was in use
   std::uint64_t checksums_checked = 0;  // chunks whose checksum was computed (pinned files: once each)
-  // (seconds since the queue was made, reads in flight) after every change: queue depth over time.
-  std::vector<std::pair<double, std::uint32_t>> depth_samples;
+  // Queue depth without a history: the most reads in flight, and its mean over the time any were.
+  std::uint32_t max_reads_in_flight = 0;
+  double mean_reads_in_flight = 0, busy_seconds = 0;
+  std::uint64_t retained_requests = 0;  // whose status is still kept (bounded by status_history)
 };
 
 class Queue {
@@ -75,9 +120,14 @@ class Queue {
   Queue(const Queue&) = delete;
   Queue& operator=(const Queue&) = delete;
 
-  // Opens path with the queue's backend (and page-locks it with pin_files); throws UnavailableError,
-  // FileNotFoundError, or CudaError when the driver refuses to page-lock the file.
+  // Opens path with the queue's read path (and page-locks it by pin_files). Adding a file the queue
+  // holds already, unchanged (same device, inode, size and modification time), returns its id again
+  // at no cost (an auto pin is reconsidered: the file may have become cached). Throws
+  // UnavailableError, FileNotFoundError, or CudaError when the driver refuses to page-lock the file.
   FileId add_file(const std::string& path);
+  // Closes the file (and unpins it): throws UsageError while an unfinished request reads it. Adding
+  // the path again opens it anew with a new id.
+  void close_file(FileId file);
   // Throws UsageError for a request that cannot be served (bad file id, sizes, a device destination
   // without a GPU, a stored size larger than staging).
   RequestId enqueue(Request request);
@@ -87,7 +137,9 @@ class Queue {
   bool cancel(RequestId id);
   std::size_t cancel_tag(std::uint64_t tag);
 
+  // Throws UsageError for an id never given or retired (status_history).
   [[nodiscard]] RequestStatus status(RequestId id) const;
+  [[nodiscard]] RequestSummary summarize(std::span<const RequestId> ids) const;
   [[nodiscard]] bool is_signaled(FenceId fence) const;
   void wait(FenceId fence) const;
   // The fence's CUevent, waiting until it is recorded (every earlier request issued to the GPU).
@@ -102,7 +154,14 @@ class Queue {
   [[nodiscard]] QueueStats stats() const;
   [[nodiscard]] bool has_gpu() const noexcept;
   [[nodiscard]] std::uintptr_t copy_stream() const noexcept;  // the CUstream the GPU work runs on
+  // The read path and every choice it made (backends per route, pinned files and why not, fences,
+  // decoding, fallbacks taken).
   [[nodiscard]] std::string describe() const;
+  // The fallbacks taken so far, each once (strict makes each an error instead).
+  [[nodiscard]] std::vector<std::string> fallbacks() const;
+  // Host and device bytes the queue holds (staging, device scratch, page-locked files).
+  [[nodiscard]] std::uint64_t pinned_host_bytes() const;
+  [[nodiscard]] std::uint64_t device_bytes() const;
 
   class Impl;
 

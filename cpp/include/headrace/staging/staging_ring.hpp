@@ -2,6 +2,9 @@
 // H2D copies run at full speed and asynchronously) handed out as a ring of variable-size regions.
 // A region is released only when the copy or kernel that reads it has finished (seed 000, figure 1:
 // no segment is overwritten while the GPU still reads it); regions are reused in ring order.
+// The memory is allocated by the first acquire (page-locking 256 MiB takes a third of a second): a
+// queue whose reads never stage (DMA from page-locked files) never pays for it. Pinned memory needs
+// the GPU's context current on the thread that acquires first.
 #pragma once
 
 #include <condition_variable>
@@ -42,6 +45,8 @@ class StagingRing {
   [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return capacity_; }
   [[nodiscard]] bool pinned() const noexcept { return pinned_; }
   [[nodiscard]] std::uint64_t in_use_bytes() const;
+  // capacity_bytes() once the first acquire allocated the memory, 0 before.
+  [[nodiscard]] std::uint64_t allocated_bytes() const;
   // acquire() calls that had to wait because every byte was in use (seed 000, figure 9).
   [[nodiscard]] std::uint64_t waits() const;
 
@@ -52,6 +57,7 @@ class StagingRing {
     bool released;
   };
   std::optional<Region> allocate_locked(std::uint64_t size);
+  void allocate_memory_locked();
 
   std::uint64_t capacity_;
   bool pinned_;

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
+#   bash bench/user_stream_on_device.sh setup build udev data user
+#   (phases: setup build udev tests gputests data probe user render sweep fresh hotprobe)
+# carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
+# KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
+source "$(dirname "$0")/device_session.sh"
+work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
+
+udev() {
+  # cuFile asks udev what file system a disk holds; the VM runs no udev, so its answer is written here.
+  local dev
+  for block in /sys/block/vd*; do
+    dev=$(cat "$block/dev")
+    mkdir -p /run/udev/data
+    printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > "/run/udev/data/b$dev"
+  done
+  ls /run/udev/data
+}
+
+tests() {
+  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 within 240 ctest --test-dir build/device -j 16 --timeout 120 \
+    --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
+  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Failure|Which is" build/device-ctest.log | head -30
+  gputests
+}
+
+gputests() {
+  within 150 python3 -m pytest -q -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 | tail -15
+}
+
+data() {
+  mkdir -p "$work"
+  # 3.2 GB: 12.5 M particles x 8 frames (400 MB a frame), and 2,500 frames of 1,000 particles (32 KB).
+  [[ -f $work/particles.hrc ]] || python3 -m headrace generate particles "$work/particles.hrc" \
+    --particles 12500000 --frames 8 --seed 0 > /dev/null
+  [[ -f $work/small.hrc ]] || python3 -m headrace generate particles "$work/small.hrc" \
+    --particles 1000 --frames 2500 --seed 1 > /dev/null
+  ls -la "$work"
+}
+
+probe() {
+  mkdir -p "$work"
+  python3 -m headrace probe "$work" --size 8G --patterns sequential --block-sizes 4M --queue-depths 32,64 \
+    --threads 1,4 --seconds 2 --json > "$OUT/ceiling.json" 2> build/device-probe.log || { tail build/device-probe.log; return 1; }
+  python3 -c "import json; print(json.load(open('$OUT/ceiling.json'))['ceiling_line'])"
+}
+
+user() {
+  probe
+  within 420 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-5}" \
+    --probe "$OUT/ceiling.json" --small "$work/small.hrc" --small-loop 4 --out "$OUT"
+}
+
+render() {
+  # The particle render loop's default method (auto) on a 100 M-particle frame from the page cache,
+  # beside ram-pinned, pread and vram (seed 000's algorithm 3; 128 KB chunks as in issue 7's files).
+  [[ -f $work/p100m.hrc ]] || python3 -m headrace generate particles "$work/p100m.hrc" \
+    --particles 100000000 --frames 1 --chunk-size 128000 > /dev/null
+  within 240 python3 -m headrace bench particles "$work/p100m.hrc" --device 0 --grid \
+    --methods auto,ram-pinned,pread,vram --batches 1000000 --segments 16 --cache hot --wall-seconds 0.5 \
+    --out "$OUT/render-100m.csv" | tail -12
+}
+
+fresh() {
+  # The second run of a script: one pass over the hot file in a new process each time, headrace's
+  # defaults against KvikIO (POSIX mode), the clock from before the import to the end of the pass.
+  cat "$work/particles.hrc" > /dev/null
+  local i
+  for i in 1 2 3; do
+    python3 -c "
+import time; start = time.perf_counter()
+import cupy, headrace
+ds = headrace.open('$work/particles.hrc'); s = cupy.cuda.get_current_stream(); raw = 0
+with ds.stream(device=0) as frames:
+    for f in frames:
+        cupy.from_dlpack(f['particles']); raw += f.stats.raw_bytes; f.release(stream=s.ptr)
+s.synchronize(); print(f'fresh process, headrace defaults: {raw / (time.perf_counter() - start) / 1e9:.2f} GB/s')"
+    python3 -c "
+import time; start = time.perf_counter()
+import cupy, kvikio, kvikio.defaults, headrace
+ds = headrace.open('$work/particles.hrc'); size = ds.container.index_offset - 4096
+b = cupy.empty(size, dtype=cupy.uint8)
+with kvikio.defaults.set({'compat_mode': True, 'num_threads': 16, 'task_size': 16 << 20}):
+    with kvikio.CuFile('$work/particles.hrc', 'r') as f: f.pread(b, size, 4096).get()
+cupy.cuda.runtime.deviceSynchronize(); print(f'fresh process, KvikIO POSIX: {size / (time.perf_counter() - start) / 1e9:.2f} GB/s')"
+  done
+}
+
+hotprobe() {
+  within 200 python3 bench/hot_path_probe.py "$work/particles.hrc" --rounds 3
+}
+
+source "$(dirname "$0")/cold_sweep.sh"
+
+run_phases "$@"

@@ -1,0 +1,61 @@
+// One file as the read path reads it: per read, cached ranges through a buffered backend (memory speed)
+// and the rest with O_DIRECT (disk speed, the cache neither read nor filled), as the cache policy says;
+// or one forced backend for every read (the benchmark lab's methods). Fallbacks (no io_uring, no
+// O_DIRECT on this file system) are taken and said, or refused when strict.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "headrace/io/backend.hpp"
+#include "headrace/io/page_cache.hpp"
+
+namespace headrace::io {
+
+// How a read travels, and so where its bytes come from.
+enum class ReadRoute : std::uint8_t {
+  cached,           // buffered read of pages the cache holds
+  direct,           // O_DIRECT read from the disk
+  forced_buffered,  // a forced buffered backend: the kernel serves the cache or the disk
+  forced_direct,    // a forced O_DIRECT backend
+};
+
+struct ReadPathOptions {
+  std::optional<BackendKind> forced;  // nullopt: the read path
+  CachePolicy cache_policy = CachePolicy::auto_;
+  Settings settings = headrace::settings();
+  bool strict = false;  // a fallback throws UnavailableError instead
+
+  // A cache policy other than auto needs the read path; throws UsageError naming both.
+  void validate() const;
+};
+
+class FileReadPath {
+ public:
+  // Opens path's backends; throws FileNotFoundError, UnavailableError (a forced backend that cannot
+  // work here, or a fallback under strict) or UsageError (a cache policy with a forced backend).
+  FileReadPath(const std::string& path, const ReadPathOptions& options);
+
+  // The route of a read of [offset, offset + size), asking the page cache when the policy says auto.
+  [[nodiscard]] ReadRoute route(std::uint64_t offset, std::uint64_t size) const;
+  // The backend that carries a route's reads (thread-safe to submit to).
+  [[nodiscard]] Backend& backend(ReadRoute route) const;
+  // The read path's view of the page cache; null with a forced backend.
+  [[nodiscard]] const PageCacheResidency* residency() const noexcept { return residency_.get(); }
+  // The fallback taken when the file was opened ("" for none), e.g. O_DIRECT unavailable.
+  [[nodiscard]] const std::string& fallback() const noexcept { return fallback_; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+ private:
+  std::string path_;
+  CachePolicy policy_;
+  std::unique_ptr<Backend> buffered_;  // cached reads; with a forced backend, every read
+  std::unique_ptr<Backend> direct_;    // uncached reads, O_DIRECT; null when forced or without O_DIRECT
+  ReadRoute forced_route_ = ReadRoute::cached;  // what a forced backend's reads are
+  bool forced_ = false;
+  std::unique_ptr<PageCacheResidency> residency_;
+  std::string fallback_;
+};
+
+}  // namespace headrace::io

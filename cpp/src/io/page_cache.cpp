@@ -1,0 +1,75 @@
+#include "headrace/io/page_cache.hpp"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "headrace/error.hpp"
+
+namespace headrace::io {
+
+const char* to_string(CachePolicy policy) noexcept {
+  switch (policy) {
+    case CachePolicy::auto_: return "auto";
+    case CachePolicy::bypass: return "bypass";
+    case CachePolicy::use: return "use";
+  }
+  return "?";
+}
+
+CachePolicy parse_cache_policy(const std::string& text) {
+  if (text == "auto") return CachePolicy::auto_;
+  if (text == "bypass") return CachePolicy::bypass;
+  if (text == "use") return CachePolicy::use;
+  throw UsageError("cache policy '" + text + "': expected auto|bypass|use");
+}
+
+PageCacheResidency::PageCacheResidency(const std::string& path)
+    : path_(path), fd_(headrace::detail::FileDescriptor::open_read(path, 0)) {
+  struct stat info {};
+  if (::fstat(fd_.get(), &info) != 0) HEADRACE_THROW_SYSTEM("fstat", path);
+  file_size_ = static_cast<std::uint64_t>(info.st_size);
+  if (file_size_ > 0)
+    mapping_ = headrace::detail::MemoryMapping::map_read(fd_.get(), 0, file_size_, path + " (page-cache residency)",
+                                                         headrace::detail::MemoryMapping::Sharing::shared_pages);
+}
+
+std::uint64_t PageCacheResidency::resident_bytes(std::uint64_t offset, std::uint64_t size) const {
+  return scan(offset, size, false);
+}
+
+bool PageCacheResidency::fully_resident(std::uint64_t offset, std::uint64_t size) const {
+  return size > 0 && offset + size <= file_size_ && scan(offset, size, true) == size;
+}
+
+std::uint64_t PageCacheResidency::scan(std::uint64_t offset, std::uint64_t size, bool stop_at_absent) const {
+  static const std::uint64_t page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t end = std::min(offset + size, file_size_);
+  if (offset >= end) return 0;
+  // mincore answers a page per byte; a window bounds the vector for ranges of any size.
+  constexpr std::uint64_t window_pages = 1 << 16;
+  std::vector<unsigned char> pages(static_cast<std::size_t>(std::min(window_pages, (end - offset + page - 1) / page + 1)));
+  std::uint64_t resident = 0;
+  for (std::uint64_t first = offset - offset % page; first < end; first += window_pages * page) {
+    const std::uint64_t last = std::min(end, first + window_pages * page);
+    const std::uint64_t count = (last - first + page - 1) / page;
+    auto* at = const_cast<std::byte*>(mapping_.data()) + first;
+    if (::mincore(at, last - first, pages.data()) != 0) HEADRACE_THROW_SYSTEM("mincore", path_);
+    for (std::uint64_t p = 0; p < count; ++p) {
+      if ((pages[p] & 1u) == 0) {
+        if (stop_at_absent) return resident;
+        continue;
+      }
+      const std::uint64_t page_start = std::max(first + p * page, offset);
+      const std::uint64_t page_end = std::min(first + (p + 1) * page, end);
+      resident += page_end - page_start;
+    }
+  }
+  return resident;
+}
+
+}  // namespace headrace::io

@@ -1,0 +1,57 @@
+#include "headrace/io/read_path.hpp"
+
+#include "headrace/error.hpp"
+#include "headrace/io/uring_backend.hpp"
+
+namespace headrace::io {
+
+void ReadPathOptions::validate() const {
+  settings.validate();
+  HEADRACE_EXPECT(!forced || cache_policy == CachePolicy::auto_, UsageError,
+                  std::string("cache_policy=") + to_string(cache_policy) + " needs the read path (backend auto); backend " +
+                      to_string(*forced) + " decides alone where its bytes come from");
+}
+
+FileReadPath::FileReadPath(const std::string& path, const ReadPathOptions& options)
+    : path_(path), policy_(options.cache_policy) {
+  options.validate();
+  const BackendOptions backend_options{options.settings};
+  if (options.forced) {
+    buffered_ = open_backend(*options.forced, path, backend_options);
+    forced_ = true;
+    const bool o_direct = *options.forced == BackendKind::direct ||
+                          (*options.forced == BackendKind::uring && options.settings.uring_o_direct);
+    forced_route_ = o_direct ? ReadRoute::forced_direct : ReadRoute::forced_buffered;
+    return;
+  }
+  buffered_ = open_backend(BackendKind::posix, path, backend_options);
+  residency_ = std::make_unique<PageCacheResidency>(path);
+  if (policy_ == CachePolicy::use) return;
+  // Uncached ranges: io_uring with O_DIRECT, else O_DIRECT on threads, else buffered (said).
+  Settings direct_settings = options.settings;
+  direct_settings.uring_o_direct = true;
+  const auto no_o_direct = unavailable_reason(BackendKind::direct, path);
+  const auto no_uring = uring_unavailable_reason(direct_settings);
+  if (!no_o_direct && !no_uring) {
+    direct_ = open_backend(BackendKind::uring, path, BackendOptions{direct_settings});
+    return;
+  }
+  if (!no_o_direct) {
+    fallback_ = "uncached reads by O_DIRECT on threads (io_uring unavailable: " + *no_uring + ")";
+    direct_ = open_backend(BackendKind::direct, path, backend_options);
+  } else {
+    fallback_ = "uncached reads buffered (O_DIRECT unavailable: " + *no_o_direct + ")";
+  }
+  HEADRACE_EXPECT(!options.strict, UnavailableError, path + ": " + fallback_ + "; strict forbids the fallback");
+}
+
+ReadRoute FileReadPath::route(std::uint64_t offset, std::uint64_t size) const {
+  if (forced_) return forced_route_;
+  if (!direct_) return ReadRoute::cached;
+  if (policy_ == CachePolicy::bypass) return ReadRoute::direct;
+  return residency_->fully_resident(offset, size) ? ReadRoute::cached : ReadRoute::direct;
+}
+
+Backend& FileReadPath::backend(ReadRoute route) const { return route == ReadRoute::direct ? *direct_ : *buffered_; }
+
+}  // namespace headrace::io

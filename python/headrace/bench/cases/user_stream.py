@@ -1,0 +1,285 @@
+"""The engine as users call it (issue 15): ``for f in ds.stream(device=0)`` with every default, set against
+KvikIO on the same file in the same process, round by round, and against the call's yardsticks.
+
+    python3 -m headrace.bench.cases.user_stream FILE [--rounds 5] [--probe ceiling.json] [--small SMALL.hrc] --out DIR
+
+Per round and cache state (hot: the file in the page cache; cold: caches dropped; half: caches dropped,
+then every other frame read once), headrace then KvikIO, each after the state was prepared anew:
+
+- headrace: ``ds.stream(device=0)``, a CuPy consumer (``cupy.from_dlpack`` on each field, released on
+  CuPy's stream), the clock from the ``stream()`` call until CuPy's stream has passed the last frame;
+- KvikIO: ``CuFile.pread`` of the container's data region into one CuPy buffer (16 threads, 16 MiB
+  tasks), in its POSIX compatibility mode and, where cuFile registers the file, its cuFile mode; its
+  best mode per state is the peer.
+
+Then a stream opened again over the hot file (its first frame's time against the frame's bytes at the
+round's hot rate), and, with ``--small``, 10,000 small frames through one stream (the last thousand
+against the first). Yardsticks of the same call: pinned H2D (CuPy) and the disk (``--probe``).
+Writes ``user_stream.json`` and ``user_stream.csv`` under ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import headrace
+from headrace.bench.harness import Measurement, drop_page_cache, measure, warm_page_cache, write_csv
+
+__all__ = ["main"]
+
+MiB = 1 << 20
+
+
+def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, int]]:
+    """One pass of a user's loop over every frame (``options``: none, the defaults); returns (raw bytes,
+    bytes by source)."""
+    import cupy
+
+    ds = headrace.open(path)
+    stream = cupy.cuda.get_current_stream()
+    raw = cached = disk = 0
+    with ds.stream(device=0, **options) as frames:
+        for frame in frames:
+            for name in frame.fields:
+                cupy.from_dlpack(frame[name])
+            raw += frame.stats.raw_bytes
+            cached += frame.stats.bytes_from_cache
+            disk += frame.stats.bytes_from_disk
+            frame.release(stream=stream.ptr)
+    stream.synchronize()
+    return raw, {"bytes_from_cache": cached, "bytes_from_disk": disk}
+
+
+def data_region(path: str) -> tuple[int, int]:
+    """(offset, size) of a container's chunks: what KvikIO is asked to move."""
+    ds = headrace.open(path)
+    return 4096, ds.container.index_offset - 4096
+
+
+def kvikio_pass(path: str, compat: bool, buffer: Any) -> int:
+    import cupy
+    import kvikio
+    import kvikio.defaults
+
+    offset, size = data_region(path)
+    with kvikio.defaults.set({"compat_mode": compat, "num_threads": 16, "task_size": 16 * MiB}):
+        with kvikio.CuFile(path, "r") as f:
+            read = f.pread(buffer[:size], size, offset).get()
+    cupy.cuda.runtime.deviceSynchronize()
+    return int(read)
+
+
+def kvikio_cufile_works(path: str, buffer: Any) -> str:
+    """'' when KvikIO's cuFile mode reads the file here, else why not."""
+    try:
+        import kvikio
+
+        import kvikio.defaults
+
+        with kvikio.defaults.set({"compat_mode": False}):
+            with kvikio.CuFile(path, "r") as f:
+                f.pread(buffer[:4096], 4096, 4096).get()
+        return ""
+    except Exception as error:  # the mode is optional: its absence is reported
+        return str(error).splitlines()[0]
+
+
+def let_go(path: str) -> None:
+    """The engines close the file: a page-locked file's pages stay in RAM through a cache drop, so a cold
+    round starts with the file not held (the engines stay made: a process that streamed before)."""
+    for held in headrace.shared_engines():
+        held.close_file(path)
+
+
+def drop_caches(path: str) -> str:
+    let_go(path)
+    return drop_page_cache([path])
+
+
+def warm_every_other_frame(path: str) -> str:
+    """Drops the caches, then reads every other frame's chunks once (buffered): half the file cached."""
+    drop_caches(path)
+    table = headrace.open(path).container.chunk_table()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for offset, size, frame in zip(table["offset"], table["stored_size"], table["frame"]):
+            if frame % 2 == 0:
+                os.pread(fd, int(size), int(offset))
+    finally:
+        os.close(fd)
+    return "drop_caches, then every other frame preread"
+
+
+def h2d_pinned_gbps(repeats: int = 5) -> float:
+    """Pinned host -> device copy rate (1 GiB, CuPy alone, CUDA events): the hot yardstick."""
+    import cupy
+
+    size = 1 << 30
+    pinned = cupy.cuda.alloc_pinned_memory(size)
+    host = np.frombuffer(pinned, dtype=np.uint8, count=size)
+    host[:] = 1
+    device = cupy.empty(size, dtype=cupy.uint8)
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    best = 0.0
+    for _ in range(repeats + 1):
+        start.record()
+        cupy.cuda.runtime.memcpyAsync(device.data.ptr, pinned.ptr, size, 1, cupy.cuda.get_current_stream().ptr)
+        end.record()
+        end.synchronize()
+        best = max(best, size / (cupy.cuda.get_elapsed_time(start, end) / 1e3) / 1e9)
+    return best
+
+
+def rounds(path: str, state: str, count: int, kvikio_modes: list[bool], buffer: Any,
+           options: dict[str, Any]) -> list[Measurement]:
+    """``count`` rounds of headrace then each KvikIO mode, the cache state prepared before each."""
+    results: list[Measurement] = []
+    prepare = {"hot": None, "cold": drop_caches, "half": warm_every_other_frame}[state]
+    cache = "hot" if state == "hot" else "cold"
+    for r in range(count):
+        sources: dict[str, int] = {}
+
+        def ours() -> int:
+            raw, by_source = stream_pass(path, options)
+            sources.update(by_source)
+            return raw
+
+        cases = [("headrace defaults" if not options else "headrace tuned", ours, dict(options))]
+        for compat in kvikio_modes:
+            cases.append((f"kvikio {'posix' if compat else 'cufile'}", lambda compat=compat: kvikio_pass(path, compat, buffer),
+                          {"compat_mode": compat}))
+        for name, body, parameters in cases:
+            m = measure(name, body, files=[path], cache=cache, repeats=1, parameters=dict(parameters),
+                        prepare_cache=None if prepare is None else lambda: prepare(path))
+            m.parameters.update(state=state, round=r)
+            if name.startswith("headrace"):
+                m.parameters.update(sources)
+            results.append(m)
+            print(f"{state} round {r}: {name:<20} {m.best_gbps:7.2f} GB/s {m.parameters}", flush=True)
+    return results
+
+
+def reopen_first_frame(path: str, options: dict[str, Any]) -> dict[str, float]:
+    """A stream opened again over the hot file: seconds from ``stream()`` to its first frame on the GPU."""
+    import cupy
+
+    ds = headrace.open(path)
+    stream = cupy.cuda.get_current_stream()
+    start = time.perf_counter()
+    with ds.stream(device=0, **options) as frames:
+        frame = next(frames)
+        for name in frame.fields:
+            cupy.from_dlpack(frame[name])
+        stream.synchronize()
+        seconds = time.perf_counter() - start
+        raw = frame.stats.raw_bytes
+    return {"first_frame_s": seconds, "frame_bytes": raw}
+
+
+def small_frames(path: str, loop: int) -> dict[str, float]:
+    """Per-frame seconds of one stream over many small frames: the first and the last thousand."""
+    ds = headrace.open(path)
+    times: list[float] = []
+    with ds.stream(device=0, loop=loop) as frames:
+        last = time.perf_counter()
+        for frame in frames:
+            frame.wait()
+            frame.release()
+            now = time.perf_counter()
+            times.append(now - last)
+            last = now
+    first, final = statistics.median(times[:1000]), statistics.median(times[-1000:])
+    return {"frames": len(times), "first_thousand_median_s": first, "last_thousand_median_s": final,
+            "last_over_first": final / first}
+
+
+def summarize(results: list[Measurement], h2d: float, disk: float | None, reopen: dict[str, float]) -> dict[str, Any]:
+    summary: dict[str, Any] = {"h2d_pinned_gbps": h2d, "disk_ceiling_gbps": disk}
+    for state in ("hot", "cold", "half"):
+        rows = [m for m in results if m.parameters["state"] == state]
+        if not rows:
+            continue
+        by_case: dict[str, list[float]] = {}
+        for m in rows:
+            by_case.setdefault(m.case, []).append(m.best_gbps)
+        medians = {case: statistics.median(v) for case, v in by_case.items()}
+        name = next(case for case in by_case if case.startswith("headrace"))
+        ours = by_case[name]
+        peers = {case: v for case, v in medians.items() if case.startswith("kvikio")}
+        best_peer = max(peers, key=peers.get) if peers else None
+        entry: dict[str, Any] = {
+            "headrace": name, "headrace_gbps": ours, "headrace_median_gbps": medians[name],
+            "headrace_spread": (max(ours) - min(ours)) / statistics.median(ours),
+            "headrace_first_round_gbps": ours[0], "kvikio_median_gbps": peers, "kvikio_best_mode": best_peer,
+        }
+        if best_peer:
+            entry["x_kvikio"] = medians[name] / peers[best_peer]
+        if state == "hot":
+            entry["x_h2d"] = medians[name] / h2d
+        if state == "cold" and disk:
+            entry["x_disk"] = medians[name] / disk
+        summary[state] = entry
+    if reopen and "hot" in summary:
+        at_hot_rate = reopen["frame_bytes"] / (summary["hot"]["headrace_median_gbps"] * 1e9)
+        summary["reopen"] = {**reopen, "frame_at_hot_rate_s": at_hot_rate, "x_hot_rate": reopen["first_frame_s"] / at_hot_rate}
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--states", default="hot,cold,half")
+    parser.add_argument("--probe", help="headrace probe --json output: the disk ceiling of this call")
+    parser.add_argument("--small", help="a container of small frames for the per-frame overhead check")
+    parser.add_argument("--small-loop", type=int, default=1)
+    parser.add_argument("--kvikio-modes", default="posix,cufile", help="KvikIO's modes to run (where they work)")
+    parser.add_argument("--options", default="{}", help="JSON of stream() options: a hand-tuned configuration "
+                                                        "instead of the defaults")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    import cupy
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    disk = None
+    if args.probe:
+        disk = float(json.loads(Path(args.probe).read_text())["ceiling"]["gigabytes_per_second"])
+    h2d = h2d_pinned_gbps()
+    print(f"pinned H2D {h2d:.2f} GB/s; disk ceiling {disk}", flush=True)
+    buffer = cupy.empty(data_region(args.file)[1], dtype=cupy.uint8)
+    why_not = kvikio_cufile_works(args.file, buffer)
+    asked = args.kvikio_modes.split(",")
+    modes = [compat for compat, name in ((True, "posix"), (False, "cufile")) if name in asked and (compat or not why_not)]
+    options = json.loads(args.options)
+    print(f"KvikIO modes: posix{'' if why_not else ', cufile'}{' (cuFile: ' + why_not + ')' if why_not else ''}", flush=True)
+    results: list[Measurement] = []
+    reopen: dict[str, float] = {}
+    for state in args.states.split(","):
+        results += rounds(args.file, state, args.rounds, modes, buffer, options)
+        write_csv(str(out / "user_stream.csv"), results)
+        if state == "hot":
+            warm_page_cache([args.file])
+            reopen = reopen_first_frame(args.file, options)
+    summary = summarize(results, h2d, disk, reopen)
+    summary["engine"] = headrace.shared_engine(0, **options).describe()
+    summary["options"] = options
+    summary["kvikio_cufile"] = why_not or "works"
+    if args.small:
+        warm_page_cache([args.small])
+        summary["small_frames"] = small_frames(args.small, args.small_loop)
+    (out / "user_stream.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,157 @@
+"""The engine: what streaming needs that outlives one stream.
+
+A :class:`headrace.Queue` owns pinned staging, the GPU twin of staging, nvCOMP's prepared decoders,
+its threads, the files it opened and the files it page-locked. Making them costs far more than reading
+a hot frame (a page-locked 3 GB file takes a fraction of a second), so the process keeps one engine
+per device and set of options, as KvikIO keeps its thread pool, and every :meth:`Dataset.stream`
+uses it: a second stream over the same file opens nothing and pins nothing::
+
+    for frame in ds.stream(device=0): ...           # the engine for GPU 0 is made here, once
+    for frame in ds.stream(device=0): ...           # reused: no setup, the file already pinned
+    headrace.shared_engine(device=0).describe()     # what it holds and why
+
+Memory is bounded: staging (``staging_bytes``, allocated by the first read that stages), the files
+page-locked (``pin_budget_bytes``, a quarter of the machine's memory unless set), the statuses kept
+(``status_history``) and the slot buffers closed streams left for the next (:data:`SPARE_SLOT_BYTES`).
+At most :data:`MAX_SHARED_ENGINES` engines are kept; :func:`release_engines` drops them all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from headrace import _ext
+from headrace.queue import Queue
+
+__all__ = ["MAX_SHARED_ENGINES", "SPARE_SLOT_BYTES", "Engine", "release_engines", "shared_engine", "shared_engines"]
+
+# Distinct (device, options) engines the process keeps; the least recently used beyond is dropped
+# (a stream that still holds it keeps it alive until it closes).
+MAX_SHARED_ENGINES = 4
+# Slot buffers of closed streams an engine keeps for the next stream (allocating GPU memory for a
+# frame's slots costs as much as reading a hot frame); beyond this the oldest are freed.
+SPARE_SLOT_BYTES = 8 << 30
+
+
+class Engine:
+    """One queue with everything it owns, shared by the streams that use it."""
+
+    def __init__(self, device: int | None = None, **options: Any) -> None:
+        _validate_device(device)
+        self.device = device
+        self.options = dict(options)
+        self.queue = Queue(device=device, **options)
+        self._tags = itertools.count(1)
+        self._lock = threading.Lock()
+        self._files: dict[str, int] = {}
+        self._spare: list[Any] = []  # slot buffers of closed streams, oldest first
+
+    def slot_buffer(self, size: int) -> Any:
+        """A buffer of at least ``size`` bytes for a stream's slot (GPU memory, or host memory for a host
+        engine): a spare one of closed streams when one fits without wasting half, else a new one."""
+        with self._lock:
+            fits = [b for b in self._spare if size <= _size_of(b) <= 2 * max(size, 1)]
+            if fits:
+                chosen = min(fits, key=_size_of)
+                self._spare.remove(chosen)
+                return chosen
+        if self.device is None:
+            return np.empty(max(size, 1), dtype=np.uint8)
+        return _ext.DeviceBuffer(self.device, max(size, 1))
+
+    def keep_slot_buffers(self, buffers: list[Any]) -> None:
+        """Takes back a closed stream's slot buffers, keeping at most SPARE_SLOT_BYTES of them."""
+        with self._lock:
+            self._spare.extend(buffers)
+            while sum(_size_of(b) for b in self._spare) > SPARE_SLOT_BYTES:
+                self._spare.pop(0)
+
+    def add_file(self, path: str | os.PathLike[str]) -> int:
+        """The file's id in the queue: opened (and page-locked, by ``pin_files``) once per version of it."""
+        file = self.queue.add_file(path)
+        with self._lock:
+            self._files[os.fspath(path)] = file
+        return file
+
+    def close_file(self, path: str | os.PathLike[str]) -> bool:
+        """Lets go of a file (unpins it, closes it); False when the engine does not hold it. UsageError
+        while a stream still reads it."""
+        with self._lock:
+            file = self._files.pop(os.fspath(path), None)
+        if file is None:
+            return False
+        self.queue.close_file(file)
+        return True
+
+    def new_tag(self) -> int:
+        """A tag no other user of the engine has: cancelling it touches only the caller's requests."""
+        with self._lock:
+            return next(self._tags)
+
+    def memory(self) -> dict[str, int]:
+        """Bytes held: page-locked host memory (staging and pinned files), GPU memory of the queue, and
+        spare slot buffers."""
+        with self._lock:
+            spare = sum(_size_of(b) for b in self._spare)
+        return {"pinned_host_bytes": self.queue.pinned_host_bytes, "device_bytes": self.queue.device_bytes,
+                "spare_slot_bytes": spare}
+
+    def describe(self) -> str:
+        held = self.memory()
+        return (f"engine device={'cpu' if self.device is None else self.device} holds "
+                f"{held['pinned_host_bytes'] >> 20} MiB page-locked, {held['device_bytes'] >> 20} MiB on the GPU, "
+                f"{held['spare_slot_bytes'] >> 20} MiB of spare slots; {self.queue.describe()}")
+
+    def close(self) -> None:
+        self.queue.close()
+
+
+_shared: dict[tuple[Any, ...], Engine] = {}
+_shared_lock = threading.Lock()
+
+
+def _key(device: int | None, options: dict[str, Any]) -> tuple[Any, ...]:
+    return (device, tuple(sorted((name, repr(value)) for name, value in options.items())))
+
+
+def shared_engine(device: int | str | None = None, **options: Any) -> Engine:
+    """The process's engine for ``device`` (a GPU ordinal, or None / "cpu" for host memory) and these
+    queue options, made on first use."""
+    device = None if device in (None, "cpu") else int(device)
+    key = _key(device, options)
+    with _shared_lock:
+        found = _shared.pop(key, None)
+        if found is None:
+            found = Engine(device, **options)
+        _shared[key] = found  # most recently used last
+        while len(_shared) > MAX_SHARED_ENGINES:
+            del _shared[next(iter(_shared))]
+        return found
+
+
+def shared_engines() -> list[Engine]:
+    """The engines kept, least recently used first."""
+    with _shared_lock:
+        return list(_shared.values())
+
+
+def release_engines() -> None:
+    """Drops every kept engine (each closes once no stream holds it): frees staging and unpins files."""
+    with _shared_lock:
+        _shared.clear()
+
+
+def _size_of(buffer: Any) -> int:
+    return int(buffer.nbytes) if isinstance(buffer, np.ndarray) else int(buffer.size_bytes)
+
+
+def _validate_device(device: int | None) -> None:
+    """UnavailableError naming why for a GPU this machine does not have."""
+    if device is not None and _ext.gpu_count() <= device:
+        why = _ext.gpu_unavailable_reason() or f"{_ext.gpu_count()} GPUs"
+        raise _ext.UnavailableError(f"GPU {device} unavailable: {why}; use device='cpu' for host memory")

@@ -1,0 +1,53 @@
+// A file's read path picks a route per read: cached pages buffered, the rest O_DIRECT, or as the policy
+// or a forced backend says; the backend of each route reads the right bytes.
+#include "headrace/io/read_path.hpp"
+
+#include <gtest/gtest.h>
+
+#include "headrace/error.hpp"
+#include "support/evict.hpp"
+#include "support/raw_file.hpp"
+
+namespace headrace::io {
+namespace {
+
+ReadPathOptions options(CachePolicy policy, std::optional<BackendKind> forced = std::nullopt) {
+  ReadPathOptions o;
+  o.forced = forced;
+  o.cache_policy = policy;
+  o.settings.threads = 2;
+  o.settings.queue_depth = 4;
+  o.settings.submit_batch = 2;
+  return o;
+}
+
+TEST(FileReadPath, RoutesFollowThePageCacheAndThePolicy) {
+  testing::RawFile raw(256 << 10);
+  const FileReadPath path(raw.path, options(CachePolicy::auto_));
+  if (!path.fallback().empty()) GTEST_SKIP() << path.fallback();
+  EXPECT_EQ(path.route(0, 4096), ReadRoute::cached);  // just written: cached
+  EXPECT_EQ(FileReadPath(raw.path, options(CachePolicy::bypass)).route(0, 4096), ReadRoute::direct);
+  EXPECT_EQ(FileReadPath(raw.path, options(CachePolicy::use)).route(0, 4096), ReadRoute::cached);
+  EXPECT_EQ(FileReadPath(raw.path, options(CachePolicy::auto_, BackendKind::posix)).route(0, 4096), ReadRoute::forced_buffered);
+  EXPECT_EQ(FileReadPath(raw.path, options(CachePolicy::auto_, BackendKind::direct)).route(0, 4096), ReadRoute::forced_direct);
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  EXPECT_EQ(path.route(0, 4096), ReadRoute::direct);
+  std::vector<std::byte> out(8192);
+  const auto statuses = path.backend(ReadRoute::direct).read({{4096, 8192, out.data()}});
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0].message;
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), raw.bytes.begin() + 4096));
+  EXPECT_EQ(path.residency()->resident_bytes(4096, 8192), 0u);  // O_DIRECT left the cache alone
+}
+
+TEST(FileReadPath, ACachePolicyWithAForcedBackendIsAUsageError) {
+  testing::RawFile raw(4096);
+  try {
+    FileReadPath path(raw.path, options(CachePolicy::use, BackendKind::uring));
+    FAIL() << "accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("cache_policy=use needs the read path"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace headrace::io

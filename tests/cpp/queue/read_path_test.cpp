@@ -1,0 +1,217 @@
+// The read path (backend auto): each request goes where its bytes are (the page cache or the disk),
+// reports where they came from, and the policies force either; files are opened once per version;
+// the history stays bounded (statuses and fences retire) while ids stay valid.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "headrace/error.hpp"
+#include "headrace/io/page_cache.hpp"
+#include "headrace/queue/request_queue.hpp"
+#include "support/evict.hpp"
+#include "support/raw_file.hpp"
+
+namespace headrace::queue {
+namespace {
+
+constexpr std::uint64_t piece = 64 << 10;
+
+QueueOptions read_path(io::CachePolicy policy = io::CachePolicy::auto_) {
+  QueueOptions options;
+  options.cache_policy = policy;
+  options.io.threads = 4;
+  options.io.queue_depth = 8;
+  options.io.submit_batch = 4;
+  options.io.task_size_bytes = piece;
+  options.staging_bytes = 1 << 20;
+  options.max_batch = 8;
+  return options;
+}
+
+// Reads the whole file in pieces into out; returns the requests' summary.
+RequestSummary read_all(Queue& queue, FileId file, std::vector<std::byte>& out) {
+  std::vector<RequestId> ids;
+  for (std::uint64_t at = 0; at < out.size(); at += piece)
+    ids.push_back(queue.enqueue(range_request(file, at, piece, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data() + at))));
+  const FenceId fence = queue.enqueue_signal();
+  queue.submit();
+  queue.wait(fence);
+  return queue.summarize(ids);
+}
+
+bool o_direct_here(const std::string& path) { return !io::unavailable_reason(io::BackendKind::direct, path); }
+
+TEST(ReadPath, CachedBytesComeFromThePageCacheAndEvictedOnesFromTheDisk) {
+  testing::RawFile raw(1 << 20);
+  if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;
+  Queue queue(read_path());
+  const FileId file = queue.add_file(raw.path);
+  std::vector<std::byte> out(raw.bytes.size());
+  RequestSummary hot = read_all(queue, file, out);
+  EXPECT_EQ(hot.done, 16u);
+  EXPECT_EQ(hot.bytes_from_cache, raw.bytes.size());
+  EXPECT_EQ(hot.bytes_from_disk, 0u);
+  EXPECT_EQ(out, raw.bytes);
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  std::fill(out.begin(), out.end(), std::byte{0});
+  const RequestSummary cold = read_all(queue, file, out);
+  EXPECT_EQ(cold.bytes_from_disk, raw.bytes.size());
+  EXPECT_EQ(cold.bytes_from_cache, 0u);
+  EXPECT_EQ(out, raw.bytes);
+  EXPECT_EQ(queue.status(0).source, ReadSource::page_cache);
+  EXPECT_EQ(queue.stats().bytes_from_disk, raw.bytes.size());
+  EXPECT_EQ(queue.stats().bytes_from_cache, raw.bytes.size());
+}
+
+TEST(ReadPath, AHalfCachedFileIsServedByBothRoutesAtOnce) {
+  testing::RawFile raw(1 << 20);
+  if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;
+  // Evicted whole (page-cache folios may span several pieces), then every other piece read again
+  // without readahead.
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  const int fd = ::open(raw.path.c_str(), O_RDONLY);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+  std::vector<std::byte> scratch(piece);
+  for (std::uint64_t at = 0; at < raw.bytes.size(); at += 2 * piece)
+    ASSERT_EQ(::pread(fd, scratch.data(), piece, static_cast<off_t>(at)), static_cast<ssize_t>(piece));
+  ::close(fd);
+  if (io::PageCacheResidency(raw.path).resident_bytes(0, raw.bytes.size()) != raw.bytes.size() / 2)
+    GTEST_SKIP() << "the kernel cached more than the pieces read";
+  Queue queue(read_path());
+  const FileId file = queue.add_file(raw.path);
+  std::vector<std::byte> out(raw.bytes.size());
+  const RequestSummary half = read_all(queue, file, out);
+  EXPECT_EQ(half.bytes_from_cache, raw.bytes.size() / 2);
+  EXPECT_EQ(half.bytes_from_disk, raw.bytes.size() / 2);
+  EXPECT_EQ(out, raw.bytes);
+  for (RequestId id = 0; id < 16; ++id)
+    EXPECT_EQ(queue.status(id).source, id % 2 == 0 ? ReadSource::page_cache : ReadSource::disk) << id;
+}
+
+TEST(ReadPath, BypassReadsEverythingFromTheDiskAndUseEverythingBuffered) {
+  testing::RawFile raw(512 << 10);
+  if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;
+  std::vector<std::byte> out(raw.bytes.size());
+  {
+    Queue queue(read_path(io::CachePolicy::bypass));
+    const RequestSummary all = read_all(queue, queue.add_file(raw.path), out);
+    EXPECT_EQ(all.bytes_from_disk, raw.bytes.size());
+    EXPECT_EQ(out, raw.bytes);
+  }
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  Queue queue(read_path(io::CachePolicy::use));
+  std::fill(out.begin(), out.end(), std::byte{0});
+  const RequestSummary all = read_all(queue, queue.add_file(raw.path), out);
+  EXPECT_EQ(all.bytes_from_cache, raw.bytes.size());  // buffered: the kernel read it and keeps it
+  EXPECT_EQ(out, raw.bytes);
+  EXPECT_TRUE(io::PageCacheResidency(raw.path).fully_resident(0, raw.bytes.size()));
+}
+
+TEST(ReadPath, AForcedBackendTakesNoCachePolicyAndSaysWhatItIs) {
+  testing::RawFile raw(256 << 10);
+  QueueOptions options = read_path(io::CachePolicy::bypass);
+  options.backend = io::BackendKind::posix;
+  try {
+    Queue queue(options);
+    FAIL() << "accepted";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("cache_policy=bypass"), std::string::npos) << error.what();
+  }
+  options.cache_policy = io::CachePolicy::auto_;
+  Queue queue(options);
+  std::vector<std::byte> out(raw.bytes.size());
+  const RequestSummary all = read_all(queue, queue.add_file(raw.path), out);
+  EXPECT_EQ(all.bytes_other, raw.bytes.size());  // buffered by a forced backend: the kernel decided
+  EXPECT_NE(queue.describe().find("posix (forced)"), std::string::npos) << queue.describe();
+}
+
+TEST(ReadPath, OptionsOutOfRangeAreUsageErrorsNamingTheOption) {
+  const auto refused = [](QueueOptions options, const std::string& name) {
+    try {
+      Queue queue(options);
+      ADD_FAILURE() << name << " accepted";
+    } catch (const UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find(name), std::string::npos) << error.what();
+    }
+  };
+  QueueOptions options = read_path();
+  options.staging_bytes = 100;
+  refused(options, "staging_bytes");
+  options = read_path();
+  options.max_batch = 0;
+  refused(options, "max_batch");
+  options = read_path();
+  options.status_history = 10;
+  refused(options, "status_history");
+  options = read_path();
+  options.device = -5;
+  refused(options, "device");
+}
+
+TEST(ReadPath, AFileIsOpenedOncePerVersionAndClosedOnlyWhenIdle) {
+  testing::TempDirectory dir;
+  const auto bytes = testing::pseudo_random_bytes(256 << 10, 3);
+  const std::string path = dir.write("data.bin", bytes);
+  Queue queue(read_path());
+  const FileId first = queue.add_file(path);
+  EXPECT_EQ(queue.add_file(path), first);  // unchanged: the same file, nothing opened
+  // A writer replaces it (a new file renamed over it): a new version, the old one closed.
+  const auto replacement = testing::pseudo_random_bytes(256 << 10, 4);
+  const std::string written = dir.write("data.bin.partial", replacement);
+  std::filesystem::rename(written, path);
+  const FileId second = queue.add_file(path);
+  EXPECT_NE(second, first);
+  std::vector<std::byte> out(replacement.size());
+  EXPECT_THROW(queue.enqueue(range_request(first, 0, 4096, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data()))),
+               UsageError);
+  read_all(queue, second, out);
+  EXPECT_EQ(out, replacement);
+  // A request not yet submitted still reads it: closing waits for nobody, it refuses.
+  const RequestId pending =
+      queue.enqueue(range_request(second, 0, 4096, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data())));
+  EXPECT_THROW(queue.close_file(second), UsageError);
+  queue.cancel(pending);
+  queue.close_file(second);
+  EXPECT_THROW(queue.close_file(second), UsageError);
+  EXPECT_NE(queue.add_file(path), second);  // opened anew
+}
+
+TEST(ReadPath, TheHistoryIsBoundedWhileRecentIdsStayValid) {
+  testing::RawFile raw(64 << 10);
+  QueueOptions options = read_path();
+  options.status_history = 1024;
+  Queue queue(options);
+  const FileId file = queue.add_file(raw.path);
+  std::vector<std::byte> out(4096);
+  std::vector<FenceId> fences;
+  RequestId last = 0;
+  for (int round = 0; round < 5000; ++round) {
+    last = queue.enqueue(range_request(file, (round % 16) * 4096, 4096, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data())));
+    fences.push_back(queue.enqueue_signal());
+    queue.submit();
+    queue.wait(fences.back());
+  }
+  const QueueStats stats = queue.stats();
+  EXPECT_EQ(stats.requests_done, 5000u);
+  EXPECT_LE(stats.retained_requests, 1025u);
+  EXPECT_EQ(queue.status(last).state, RequestState::done);
+  try {
+    (void)queue.status(0);
+    FAIL() << "request 0 still kept";
+  } catch (const UsageError& error) {
+    EXPECT_NE(std::string(error.what()).find("retired"), std::string::npos) << error.what();
+  }
+  EXPECT_TRUE(queue.is_signaled(fences.front()));  // a retired fence had fired
+  queue.wait(fences.front());
+  EXPECT_EQ(queue.cancel_tag(7), 0u);
+  queue.drain();
+  EXPECT_THROW((void)queue.status(last + 1), UsageError);
+}
+
+}  // namespace
+}  // namespace headrace::queue
