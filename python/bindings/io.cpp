@@ -1,6 +1,6 @@
-// Python bindings of the host I/O layer (headrace._ext): backend kinds, why a backend cannot work
-// here, and Backend.read_into NumPy destinations. Strings from Python become enums here and
-// nowhere deeper; None keeps the settings() default (environment or documented default).
+// Python bindings of the host I/O layer (headrace._ext): the typed I/O settings, backend kinds, why a
+// backend cannot work here, and Backend.read_into NumPy destinations. Strings from Python become enums
+// here and nowhere deeper. Settings' fields are the one list of I/O knobs: Python sets them by name.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -35,24 +35,10 @@ using headrace::io::ReadStatus;
 using ByteArray = nb::ndarray<std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using StatusTuple = std::tuple<std::uint64_t, int, std::string>;
 
-std::unique_ptr<Backend> open_with_options(const std::string& kind, const std::string& path, std::optional<unsigned> threads,
-                              std::optional<unsigned> queue_depth, std::optional<std::uint64_t> task_size_bytes,
-                              std::optional<unsigned> submit_batch, std::optional<bool> o_direct,
-                              std::optional<bool> register_buffers, std::optional<bool> register_files,
-                              std::optional<std::string> mmap_mode, std::optional<unsigned> mmap_window_segments,
-                              std::optional<std::uint64_t> mmap_dontneed_bytes) {
+std::unique_ptr<Backend> open_with_settings(const std::string& kind, const std::string& path,
+                                            std::optional<headrace::Settings> settings) {
   headrace::io::BackendOptions options;
-  headrace::Settings& s = options.settings;
-  headrace::python::assign_if_given(s.threads, threads);
-  headrace::python::assign_if_given(s.queue_depth, queue_depth);
-  headrace::python::assign_if_given(s.task_size_bytes, task_size_bytes);
-  headrace::python::assign_if_given(s.submit_batch, submit_batch);
-  headrace::python::assign_if_given(s.uring_o_direct, o_direct);
-  headrace::python::assign_if_given(s.uring_register_buffers, register_buffers);
-  headrace::python::assign_if_given(s.uring_register_files, register_files);
-  if (mmap_mode) s.mmap_mode = headrace::parse_mmap_mode(*mmap_mode);
-  headrace::python::assign_if_given(s.mmap_window_segments, mmap_window_segments);
-  headrace::python::assign_if_given(s.mmap_dontneed_bytes, mmap_dontneed_bytes);
+  if (settings) options.settings = *settings;
   const BackendKind parsed = headrace::io::parse_backend_kind(kind);
   nb::gil_scoped_release release;  // ram reads the whole file here
   return headrace::io::open_backend(parsed, path, options);
@@ -91,6 +77,34 @@ std::vector<StatusTuple> read_into(Backend& backend, const std::vector<std::uint
 }  // namespace
 
 void bind_io(nb::module_& m) {
+  using headrace::Settings;
+  nb::class_<Settings>(m, "Settings",
+                       "The I/O knobs (docs/settings.md): Settings() holds the documented defaults, Settings.current() "
+                       "the process's (defaults overridden by HEADRACE_<NAME>). validate() raises UsageError naming a "
+                       "knob out of its range.")
+      .def(nb::init<>())
+      .def_static("current", [] { return headrace::settings(); }, "The process's settings (HEADRACE_* applied).")
+      .def_rw("threads", &Settings::threads, "worker threads of the thread-pool backends (posix, direct, mmap, ram)")
+      .def_rw("task_size_bytes", &Settings::task_size_bytes, "large requests are split into tasks (uring: blocks) of this size")
+      .def_rw("queue_depth", &Settings::queue_depth, "io_uring reads in flight")
+      .def_rw("submit_batch", &Settings::submit_batch, "io_uring SQEs prepared per io_uring_submit")
+      .def_rw("uring_register_buffers", &Settings::uring_register_buffers, "io_uring reads through registered bounce buffers")
+      .def_rw("uring_register_files", &Settings::uring_register_files, "the file registered with the ring")
+      .def_rw("uring_o_direct", &Settings::uring_o_direct, "the uring backend opens the file with O_DIRECT")
+      .def_prop_rw(
+          "mmap_mode", [](const Settings& s) { return std::string(headrace::to_string(s.mmap_mode)); },
+          [](Settings& s, const std::string& mode) { s.mmap_mode = headrace::parse_mmap_mode(mode); },
+          "mmap backend mapping policy: whole, segment or window")
+      .def_rw("mmap_window_segments", &Settings::mmap_window_segments, "mmap window mode: mappings in flight")
+      .def_rw("mmap_dontneed_bytes", &Settings::mmap_dontneed_bytes, "mmap: madvise(MADV_DONTNEED) after this many bytes; 0: never")
+      .def("validate", &Settings::validate)
+      .def("__repr__", [](const Settings& s) {
+        return "Settings(threads=" + std::to_string(s.threads) + ", task_size_bytes=" + std::to_string(s.task_size_bytes) +
+               ", queue_depth=" + std::to_string(s.queue_depth) + ", submit_batch=" + std::to_string(s.submit_batch) +
+               ", uring_o_direct=" + (s.uring_o_direct ? "True" : "False") + ", mmap_mode='" + headrace::to_string(s.mmap_mode) +
+               "', ...)";
+      });
+
   auto kinds = nb::enum_<BackendKind>(m, "BackendKind", "Host I/O backends (docs/io.md).");
   for (BackendKind kind : headrace::io::all_backend_kinds()) kinds.value(headrace::io::to_string(kind), kind);
 
@@ -114,11 +128,8 @@ void bind_io(nb::module_& m) {
            "every i, without holding the GIL. Returns (bytes_read, errno, message) per request; errno is 0 and "
            "message empty on success, errno is ENODATA when the file ended first.");
 
-  m.def("open_backend", &open_with_options, "kind"_a, "path"_a, "threads"_a = nb::none(), "queue_depth"_a = nb::none(),
-        "task_size_bytes"_a = nb::none(), "submit_batch"_a = nb::none(), "o_direct"_a = nb::none(),
-        "register_buffers"_a = nb::none(), "register_files"_a = nb::none(), "mmap_mode"_a = nb::none(),
-        "mmap_window_segments"_a = nb::none(), "mmap_dontneed_bytes"_a = nb::none(),
-        "Opens `path` with backend `kind` (posix|direct|mmap|uring|ram). Arguments left None keep the settings "
-        "defaults (HEADRACE_* environment variables). Raises UnavailableError when the backend cannot work here "
-        "and FileOpenError when the path cannot be opened.");
+  m.def("open_backend", &open_with_settings, "kind"_a, "path"_a, "settings"_a = nb::none(),
+        "Opens path with backend kind (posix, direct, mmap, uring, ram) and these I/O settings (default: "
+        "Settings.current()). Raises UnavailableError when the backend cannot work here and FileNotFoundError "
+        "when the file cannot be opened.");
 }

@@ -16,6 +16,7 @@ using namespace nb::literals;
 namespace headrace::python {
 namespace {
 
+using headrace::Settings;
 using queue::MemoryKind;
 using queue::Queue;
 
@@ -82,11 +83,9 @@ void bind_queue(nb::module_& m) {
   nb::class_<Queue>(m, "Queue", "The request queue (see headrace.Queue for the typed API).")
       .def("__init__", [](Queue* self, const std::string& backend, const std::string& cache_policy, int device,
                           std::uint64_t staging_bytes, unsigned max_batch, std::uint64_t max_direct_bytes, bool decode_on_gpu,
-                          unsigned decode_threads, std::optional<unsigned> threads, std::optional<unsigned> queue_depth,
-                          std::optional<std::uint64_t> task_size_bytes, std::optional<bool> o_direct, bool cufile,
+                          unsigned decode_threads, std::optional<Settings> io, bool cufile,
                           const std::string& pin_files, std::uint64_t pin_budget_bytes, bool verify_checksums,
-                          bool stream_value_fences, bool strict, std::uint64_t status_history,
-                          std::optional<std::string> mmap_mode, std::optional<unsigned> mmap_window_segments) {
+                          bool stream_value_fences, bool strict, std::uint64_t status_history) {
              queue::QueueOptions options;
              if (backend != "auto") options.backend = io::parse_backend_kind(backend);
              options.cache_policy = io::parse_cache_policy(cache_policy);
@@ -103,21 +102,14 @@ void bind_queue(nb::module_& m) {
              options.stream_value_fences = stream_value_fences;
              options.strict = strict;
              options.status_history = status_history;
-             assign_if_given(options.io.threads, threads);
-             assign_if_given(options.io.queue_depth, queue_depth);
-             assign_if_given(options.io.task_size_bytes, task_size_bytes);
-             assign_if_given(options.io.uring_o_direct, o_direct);
-             if (mmap_mode) options.io.mmap_mode = parse_mmap_mode(*mmap_mode);
-             assign_if_given(options.io.mmap_window_segments, mmap_window_segments);
+             if (io) options.io = *io;
              options.validate();
              nb::gil_scoped_release release;
              new (self) Queue(std::move(options));
            }, "backend"_a = "auto", "cache_policy"_a = "auto", "device"_a = -1, "staging_bytes"_a = queue::default_staging_bytes,
            "max_batch"_a = 64u, "max_direct_bytes"_a = std::uint64_t{256} << 20, "decode_on_gpu"_a = true, "decode_threads"_a = 0u,
-           "threads"_a = nb::none(), "queue_depth"_a = nb::none(), "task_size_bytes"_a = nb::none(), "o_direct"_a = nb::none(),
-           "cufile"_a = false, "pin_files"_a = "auto", "pin_budget_bytes"_a = 0, "verify_checksums"_a = true,
-           "stream_value_fences"_a = false, "strict"_a = false, "status_history"_a = queue::default_status_history,
-           "mmap_mode"_a = nb::none(), "mmap_window_segments"_a = nb::none())
+           "io"_a = nb::none(), "cufile"_a = false, "pin_files"_a = "auto", "pin_budget_bytes"_a = 0, "verify_checksums"_a = true,
+           "stream_value_fences"_a = false, "strict"_a = false, "status_history"_a = queue::default_status_history)
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("close_file", &Queue::close_file, "file"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,

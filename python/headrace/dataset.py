@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
+from headrace.settings import io_settings
 
 __all__ = ["Dataset", "Field", "Frame", "open"]
 
@@ -76,7 +77,7 @@ class Dataset:
         """The backend ``kind`` opened on this file with ``options`` (kept open: ``ram`` preloads)."""
         key = (kind, tuple(sorted(options.items())))
         if key not in self._backends:
-            self._backends[key] = _ext.open_backend(kind, self.path, **options)
+            self._backends[key] = _ext.open_backend(kind, self.path, io_settings(**options))
         return self._backends[key]
 
     def read(self, frame: int, field: str | None = None, *, backend: str = "posix", verify: bool = True,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
+from headrace.settings import KNOBS, io_settings, split_knobs
 
 __all__ = ["Fence", "Queue", "RequestStatus", "destination_of"]
 
@@ -107,8 +108,9 @@ class Queue:
     read path only. ``verify_checksums=False`` skips the per-chunk checksum check (except for chunks nvCOMP
     decodes: it trusts its input), ``stream_value_fences=True`` lets :meth:`Fence.wait_on_stream` return at
     once, even before :meth:`submit` (with ``decode_on="cpu"`` only; see docs/engine.md), ``strict=True``
-    turns every fallback into an error, ``status_history`` bounds the statuses kept. Backend knobs:
-    ``threads``, ``queue_depth``, ``task_size_bytes``, ``o_direct``, ``mmap_mode``, ``mmap_window_segments``.
+    turns every fallback into an error, ``status_history`` bounds the statuses kept. The I/O knobs
+    (``threads``, ``queue_depth``, ``task_size_bytes``, ``submit_batch``, ``uring_o_direct``, ...:
+    :data:`headrace.settings.KNOBS`) are taken by name too.
     """
 
     def __init__(self, *, backend: str = "auto", device: int | None = None, staging_bytes: int = 256 << 20,
@@ -120,10 +122,16 @@ class Queue:
         if backend == "cufile":  # GPU destinations through cuFile; host ones (if any) through the read path
             backend, knobs["cufile"] = "auto", True
         pin = {True: "on", False: "off"}.get(pin_files, pin_files) if isinstance(pin_files, bool) else str(pin_files)
-        self._native = _ext.Queue(backend=backend, device=-1 if device is None else int(device),
-                                  staging_bytes=int(staging_bytes), max_batch=int(max_batch),
-                                  decode_on_gpu=decode_on == "gpu", decode_threads=int(decode_threads), pin_files=pin,
-                                  **knobs)
+        io_knobs, options = split_knobs(knobs)
+        try:
+            self._native = _ext.Queue(backend=backend, device=-1 if device is None else int(device),
+                                      staging_bytes=int(staging_bytes), max_batch=int(max_batch),
+                                      decode_on_gpu=decode_on == "gpu", decode_threads=int(decode_threads), pin_files=pin,
+                                      io=io_settings(**io_knobs), **options)
+        except TypeError:  # nanobind: an unknown option or a value of the wrong type
+            given = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "(none beyond the named ones)"
+            raise _ext.UsageError(f"queue options {given}: an unknown option or a value of the wrong type (headrace.Queue "
+                                  f"lists the options; the I/O knobs: {', '.join(KNOBS)})") from None
         self._keep: dict[int, Any] = {}  # destinations of requests not known to be finished
 
     def add_file(self, path: str | os.PathLike[str]) -> int:

@@ -131,7 +131,8 @@ def test_per_frame_cost_stays_flat_over_ten_thousand_frames(tmp_path):
             last = now
         assert stream.stats()["queue"].retained_requests <= 1 << 16
     assert len(times) == 10000
-    first, final = np.median(times[:1000]), np.median(times[-1000:])
+    # Lower quartiles: a frame's own cost, less what other processes on a small machine add to some frames.
+    first, final = np.percentile(times[:1000], 25), np.percentile(times[-1000:], 25)
     assert final < 1.5 * first, f"per frame: first thousand {first * 1e6:.0f} us, last thousand {final * 1e6:.0f} us"
 
 
@@ -183,3 +184,13 @@ def test_gpu_frames_reach_torch_and_numba(codec_files):
         frame.wait()
         device_array = numba_cuda.as_cuda_array(frame["particles"])
         np.testing.assert_array_equal(device_array.copy_to_host(), frames[0])
+
+
+def test_stream_without_a_gpu_says_it_streams_into_host_memory(codec_files, capsys):
+    if headrace._ext.gpu_count() > 0:
+        pytest.skip("a GPU is here: the default device is GPU 0")
+    paths, _ = codec_files
+    assert main(["stream", str(paths["none"]), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "no GPU (" in captured.err and "host memory instead" in captured.err
+    assert json.loads(captured.out)["device"] == "cpu"  # stdout stays JSON

@@ -40,7 +40,7 @@ COLD: list[tuple[str, dict[str, object]]] = [
     ("uring", {"queue_depth": 32}),
     ("uring", {"queue_depth": 64}),
     ("uring", {"queue_depth": 32, "task_size_bytes": 1 * MiB}),
-    ("uring", {"queue_depth": 32, "register_buffers": True}),
+    ("uring", {"queue_depth": 32, "uring_register_buffers": True}),
 ]
 # The hot axis: threads against the page cache (memory bandwidth and copy cost).
 HOT: list[tuple[str, dict[str, object]]] = [
@@ -50,7 +50,7 @@ HOT: list[tuple[str, dict[str, object]]] = [
     ("posix", {"threads": 16}),
     ("posix", {"threads": 32}),
     ("mmap", {"threads": 16}),
-    ("uring", {"queue_depth": 32, "o_direct": False}),
+    ("uring", {"queue_depth": 32, "uring_o_direct": False}),
     ("ram", {"threads": 16}),
 ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import sys
 
 __all__ = ["parse_size", "choose_device"]
 
@@ -11,12 +12,17 @@ _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 <<
           "t": 1 << 40, "tib": 1 << 40}
 
 
-def choose_device(text: str | None) -> int | str:
-    """--device: a GPU ordinal or "cpu"; none given, GPU 0 when there is one, else "cpu"."""
+def choose_device(text: str | None, instead: str = "host memory instead") -> int | str:
+    """--device: a GPU ordinal or "cpu"; none given, GPU 0 when there is one, else "cpu", said on stderr
+    with ``instead`` (a fallback is never silent)."""
     if text is None:
         from headrace import _ext
 
-        return 0 if _ext.gpu_count() > 0 else "cpu"
+        if _ext.gpu_count() > 0:
+            return 0
+        print(f"headrace: no GPU ({_ext.gpu_unavailable_reason() or '0 devices'}): {instead} "
+              "(--device cpu asks for it and silences this)", file=sys.stderr)
+        return "cpu"
     return "cpu" if text == "cpu" else int(text)
 
 

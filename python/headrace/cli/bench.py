@@ -121,13 +121,7 @@ def particle_methods(device: int | str) -> tuple[str, ...]:
 
 def particle_device(device: str | None, doing: str) -> int | str:
     """The GPU ordinal or "cpu" of --device; without one, GPU 0 when there is one, else the CPU, said once."""
-    import headrace
-    from headrace.cli._output import console
-
-    chosen = choose_device(device)
-    if device is None and chosen == "cpu":
-        console.print(f"no GPU ({headrace._ext.gpu_unavailable_reason()}): {doing} the CPU reference renderer")
-    return chosen
+    return choose_device(device, f"{doing} the CPU reference renderer")
 
 
 def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str]):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import headrace
 from headrace import _ext
+from headrace.settings import io_settings
 from headrace.bench.harness import CacheState, Measurement, measure
 
 __all__ = ["BACKENDS", "available_backends", "read_container", "sweep"]
@@ -35,7 +36,7 @@ def read_container(path: str, backend: str, cache: CacheState, repeats: int = 1,
 
     def reopen() -> None:
         opened.clear()  # closes the previous backend (and unmaps) before the next opens
-        opened.append(_ext.open_backend(backend, path, **options))
+        opened.append(_ext.open_backend(backend, path, io_settings(**options)))
 
     def body() -> int:
         return _ext.scan_chunks(ds.container, opened[0], window_bytes=window_bytes, verify=verify,
