@@ -81,35 +81,39 @@ void bind_queue(nb::module_& m) {
       .def_ro("decode_s", &queue::RequestSummary::decode_s);
 
   nb::class_<Queue>(m, "Queue", "The request queue (see headrace.Queue for the typed API).")
-      .def("__init__", [](Queue* self, const std::string& backend, const std::string& cache_policy, int device,
-                          std::uint64_t staging_bytes, unsigned max_batch, std::uint64_t max_direct_bytes, bool decode_on_gpu,
-                          unsigned decode_threads, std::optional<Settings> io, bool cufile,
-                          const std::string& pin_files, std::uint64_t pin_budget_bytes, bool verify_checksums,
-                          bool stream_value_fences, bool strict, std::uint64_t status_history) {
-             queue::QueueOptions options;
-             if (backend != "auto") options.backend = io::parse_backend_kind(backend);
-             options.cache_policy = io::parse_cache_policy(cache_policy);
+      .def("__init__", [](Queue* self, int device, std::optional<std::string> backend, std::optional<std::string> cache_policy,
+                          std::optional<std::uint64_t> staging_bytes, std::optional<unsigned> max_batch,
+                          std::optional<std::uint64_t> max_direct_bytes, std::optional<bool> decode_on_gpu,
+                          std::optional<unsigned> decode_threads, std::optional<Settings> io, std::optional<bool> cufile,
+                          std::optional<std::string> pin_files, std::optional<std::uint64_t> pin_budget_bytes,
+                          std::optional<bool> verify_checksums, std::optional<bool> stream_value_fences,
+                          std::optional<bool> strict, std::optional<std::uint64_t> status_history) {
+             // Every option not given keeps its default, overridden by HEADRACE_<NAME> (docs/settings.md).
+             queue::QueueOptions options = queue::QueueOptions::from_environment();
              options.device = device;
-             options.staging_bytes = staging_bytes;
-             options.max_batch = max_batch;
-             options.max_direct_bytes = max_direct_bytes;
-             options.decode_on_gpu = decode_on_gpu;
-             options.decode_threads = decode_threads;
-             options.cufile = cufile;
-             options.pin_files = queue::parse_pin_policy(pin_files);
-             options.pin_budget_bytes = pin_budget_bytes;
-             options.verify_checksums = verify_checksums;
-             options.stream_value_fences = stream_value_fences;
-             options.strict = strict;
-             options.status_history = status_history;
+             if (backend) options.backend = *backend == "auto" ? std::nullopt : std::optional(io::parse_backend_kind(*backend));
+             if (cache_policy) options.cache_policy = io::parse_cache_policy(*cache_policy);
+             assign_if_given(options.staging_bytes, staging_bytes);
+             assign_if_given(options.max_batch, max_batch);
+             assign_if_given(options.max_direct_bytes, max_direct_bytes);
+             assign_if_given(options.decode_on_gpu, decode_on_gpu);
+             assign_if_given(options.decode_threads, decode_threads);
              if (io) options.io = *io;
+             assign_if_given(options.cufile, cufile);
+             if (pin_files) options.pin_files = queue::parse_pin_policy(*pin_files);
+             assign_if_given(options.pin_budget_bytes, pin_budget_bytes);
+             assign_if_given(options.verify_checksums, verify_checksums);
+             assign_if_given(options.stream_value_fences, stream_value_fences);
+             assign_if_given(options.strict, strict);
+             assign_if_given(options.status_history, status_history);
              options.validate();
              nb::gil_scoped_release release;
              new (self) Queue(std::move(options));
-           }, "backend"_a = "auto", "cache_policy"_a = "auto", "device"_a = -1, "staging_bytes"_a = queue::default_staging_bytes,
-           "max_batch"_a = 64u, "max_direct_bytes"_a = std::uint64_t{256} << 20, "decode_on_gpu"_a = true, "decode_threads"_a = 0u,
-           "io"_a = nb::none(), "cufile"_a = false, "pin_files"_a = "auto", "pin_budget_bytes"_a = 0, "verify_checksums"_a = true,
-           "stream_value_fences"_a = false, "strict"_a = false, "status_history"_a = queue::default_status_history)
+           }, "device"_a = -1, "backend"_a = nb::none(), "cache_policy"_a = nb::none(), "staging_bytes"_a = nb::none(),
+           "max_batch"_a = nb::none(), "max_direct_bytes"_a = nb::none(), "decode_on_gpu"_a = nb::none(),
+           "decode_threads"_a = nb::none(), "io"_a = nb::none(), "cufile"_a = nb::none(), "pin_files"_a = nb::none(),
+           "pin_budget_bytes"_a = nb::none(), "verify_checksums"_a = nb::none(), "stream_value_fences"_a = nb::none(),
+           "strict"_a = nb::none(), "status_history"_a = nb::none())
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("close_file", &Queue::close_file, "file"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,

@@ -113,20 +113,21 @@ class Queue:
     :data:`headrace.settings.KNOBS`) are taken by name too.
     """
 
-    def __init__(self, *, backend: str = "auto", device: int | None = None, staging_bytes: int = 256 << 20,
-                 max_batch: int = 64, decode_on: str = "gpu", decode_threads: int = 0, pin_files: bool | str = "auto",
-                 **knobs: Any) -> None:
-        if decode_on not in ("gpu", "cpu"):
+    def __init__(self, *, device: int | None = None, backend: str | None = None, decode_on: str | None = None,
+                 pin_files: bool | str | None = None, **options: Any) -> None:
+        # An option not given keeps its default, overridden by HEADRACE_<NAME> (docs/settings.md).
+        if decode_on not in (None, "gpu", "cpu"):
             raise _ext.UsageError(f"decode_on must be 'gpu' or 'cpu', got {decode_on!r}")
         self.device = device
         if backend == "cufile":  # GPU destinations through cuFile; host ones (if any) through the read path
-            backend, knobs["cufile"] = "auto", True
-        pin = {True: "on", False: "off"}.get(pin_files, pin_files) if isinstance(pin_files, bool) else str(pin_files)
-        io_knobs, options = split_knobs(knobs)
+            backend, options["cufile"] = "auto", True
+        if decode_on is not None:
+            options["decode_on_gpu"] = decode_on == "gpu"
+        if pin_files is not None:
+            options["pin_files"] = {True: "on", False: "off"}[pin_files] if isinstance(pin_files, bool) else str(pin_files)
+        io_knobs, options = split_knobs(options)
         try:
-            self._native = _ext.Queue(backend=backend, device=-1 if device is None else int(device),
-                                      staging_bytes=int(staging_bytes), max_batch=int(max_batch),
-                                      decode_on_gpu=decode_on == "gpu", decode_threads=int(decode_threads), pin_files=pin,
+            self._native = _ext.Queue(device=-1 if device is None else int(device), backend=backend,
                                       io=io_settings(**io_knobs), **options)
         except TypeError:  # nanobind: an unknown option or a value of the wrong type
             given = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "(none beyond the named ones)"

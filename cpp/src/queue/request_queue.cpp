@@ -10,21 +10,18 @@
 #include <queue>
 #include <map>
 #include <numeric>
-#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <thread>
 #include <tuple>
 
-#include "headrace/codec/cpu/chunk_codec.hpp"
-#include "headrace/codec/cpu/gdeflate.hpp"
-#include "headrace/codec/gpu/batched_decoder.hpp"
-#include "headrace/detail/parallel_for.hpp"
+#include "headrace/codec/chunk_checks.hpp"
+#include "headrace/codec/gpu/decoder_pool.hpp"
+#include "headrace/detail/environment.hpp"
 #include "headrace/detail/seconds.hpp"
 #include "headrace/detail/thread_pool.hpp"
 #include "headrace/error.hpp"
-#include "headrace/format/checksum.hpp"
 #include "headrace/format/layout.hpp"
 #include "headrace/gpu/cufile_reader.hpp"
 #include "headrace/gpu/device.hpp"
@@ -90,6 +87,27 @@ void QueueOptions::validate() const {
   HEADRACE_EXPECT(status_history >= 1024, UsageError, "status_history must be at least 1024, got " + std::to_string(status_history));
 }
 
+QueueOptions QueueOptions::from_environment() {
+  using detail::environment;
+  using detail::parse_bool;
+  using detail::parse_unsigned;
+  QueueOptions o;
+  if (auto v = environment("HEADRACE_BACKEND"); v && *v != "auto") o.backend = io::parse_backend_kind(*v);
+  if (auto v = environment("HEADRACE_CACHE_POLICY")) o.cache_policy = io::parse_cache_policy(*v);
+  if (auto v = environment("HEADRACE_PIN_FILES")) o.pin_files = parse_pin_policy(*v);
+  if (auto v = environment("HEADRACE_PIN_BUDGET_BYTES")) o.pin_budget_bytes = parse_unsigned("HEADRACE_PIN_BUDGET_BYTES", *v);
+  if (auto v = environment("HEADRACE_STAGING_BYTES")) o.staging_bytes = parse_unsigned("HEADRACE_STAGING_BYTES", *v);
+  if (auto v = environment("HEADRACE_MAX_BATCH"))
+    o.max_batch = static_cast<unsigned>(std::min<std::uint64_t>(parse_unsigned("HEADRACE_MAX_BATCH", *v), ~0u));
+  if (auto v = environment("HEADRACE_DECODE_THREADS"))
+    o.decode_threads = static_cast<unsigned>(std::min<std::uint64_t>(parse_unsigned("HEADRACE_DECODE_THREADS", *v), ~0u));
+  if (auto v = environment("HEADRACE_VERIFY_CHECKSUMS")) o.verify_checksums = parse_bool("HEADRACE_VERIFY_CHECKSUMS", *v);
+  if (auto v = environment("HEADRACE_STRICT")) o.strict = parse_bool("HEADRACE_STRICT", *v);
+  if (auto v = environment("HEADRACE_STATUS_HISTORY")) o.status_history = parse_unsigned("HEADRACE_STATUS_HISTORY", *v);
+  o.validate();
+  return o;
+}
+
 namespace {
 
 using Clock = detail::SteadyClock;
@@ -128,14 +146,6 @@ struct Entry {
   Clock::time_point submitted_at, dispatched_at, read_at;
 };
 
-// A GPU decoder of one codec; one batch uses it at a time.
-struct PooledDecoder {
-  CodecId codec;
-  codec::gpu::BatchedDecoder decoder;
-  PooledDecoder(CodecId c, std::size_t chunks, std::uint64_t largest, std::uint64_t total)
-      : codec(c), decoder(c, {chunks, largest, total}) {}
-};
-
 struct Fence {
   RequestId limit = 0;           // covers requests with id < limit
   std::uint64_t unfinished = 0;  // of those
@@ -170,8 +180,7 @@ struct Flight {
 
 class Queue::Impl {
  public:
-  explicit Impl(QueueOptions options) : options_(std::move(options)), start_(Clock::now()) {
-    options_.validate();
+  explicit Impl(QueueOptions options) : options_(validated(std::move(options))), start_(Clock::now()) {
     if (options_.pin_budget_bytes == 0) {
       const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
       options_.pin_budget_bytes = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4;
@@ -190,6 +199,7 @@ class Queue::Impl {
                       "stream waits on a fence, which deadlocks");
       memory_operations_ = options_.stream_value_fences;
       device_scratch_.emplace(align_up(options_.staging_bytes));
+      decoders_.emplace(2, codec::gpu::BatchedDecoderLimits{options_.max_batch, max_decode_chunk_bytes, decoder_total_bytes});
     }
     if (options_.cufile) {
       HEADRACE_EXPECT(device_.has_value(), UsageError, "cuFile reads need a queue made for a GPU (device >= 0)");
@@ -200,10 +210,6 @@ class Queue::Impl {
     HEADRACE_EXPECT(options_.pin_files != PinPolicy::on || device_.has_value(), UsageError,
                     "pin_files page-locks files for GPU copies: it needs a queue made for a GPU (device >= 0)");
     ring_.emplace(options_.staging_bytes, device_.has_value());
-    // The finisher's helpers for checksums and CPU decoding (the finisher itself is one more).
-    const unsigned check_threads = options_.decode_threads != 0 ? options_.decode_threads
-                                                                : std::max(1u, std::thread::hardware_concurrency());
-    if (check_threads > 1) check_pool_.emplace(check_threads - 1);
     dispatcher_ = std::thread([this] {
       use_context();  // the dispatcher's first staging region allocates the (pinned) ring
       dispatch_loop();
@@ -244,49 +250,17 @@ class Queue::Impl {
     }
   }
 
-  // A codec's GPU decoders are made the first time a request needs them, on the caller's thread before
-  // the request is queued, never on the data path (finish_on_device only waits for an idle one): two,
-  // each for a batch of max_batch chunks of up to max_decode_chunk_bytes and 256 MiB in all. Returns
-  // why nvCOMP cannot decode the codec here, or "" when it can.
-  std::string prepare_decoders(CodecId codec) {
-    std::lock_guard lock(prepare_mutex_);
-    if (const auto known = decoders_prepared_.find(codec); known != decoders_prepared_.end()) return known->second;
-    std::string why;
-    if (codec::gpu::gpu_decoder_available(codec, &why)) {
-      use_context();
-      std::vector<std::shared_ptr<PooledDecoder>> made;
-      for (int k = 0; k < 2; ++k) {
-        made.push_back(std::make_shared<PooledDecoder>(codec, options_.max_batch, max_decode_chunk_bytes, decoder_total_bytes));
-        warm_up(*made.back());
-      }
-      std::lock_guard pool(decoders_mutex_);
-      for (auto& decoder : made) idle_decoders_.push_back(std::move(decoder));
-    }
-    decoders_prepared_[codec] = why;
-    return why;
+  // Checked before any member is made from them (the checker's pool, staging).
+  static QueueOptions validated(QueueOptions options) {
+    options.validate();
+    return options;
   }
 
-  // Decodes one small chunk now, on a stream and in memory of its own, so that nvCOMP's kernels are
-  // loaded here rather than on the data path (CUDA loads modules lazily), and a decoder that decodes
-  // wrong fails here, naming the codec.
-  void warm_up(PooledDecoder& pooled) {
-    if (pooled.codec == CodecId::gdeflate && !codec::cpu::gdeflate_available(nullptr)) return;  // no sample to encode
-    std::vector<std::byte> raw(4096);
-    for (std::size_t i = 0; i < raw.size(); ++i) raw[i] = std::byte(i % 7);
-    const auto stored = codec::cpu::encode(pooled.codec, 0, raw);
-    const gpu::DeviceBuffer memory(align_up(stored.size()) + raw.size());
-    const gpu::Stream stream;
-    const gpu::CUdeviceptr input = memory.pointer();
-    const gpu::CUdeviceptr output = input + align_up(stored.size());
-    gpu::check(gpu::driver()->cuMemcpyHtoDAsync(input, stored.data(), stored.size(), stream.handle()), "cuMemcpyHtoDAsync");
-    const codec::gpu::DecodeItem item{input, stored.size(), output, raw.size()};
-    pooled.decoder.decode_async({&item, 1}, stream.handle());
-    const std::string label = std::string("warm-up ") + format::to_string(pooled.codec) + " chunk";
-    pooled.decoder.check({&label, 1});
-    std::vector<std::byte> back(raw.size());
-    gpu::copy_to_host(back.data(), output, back.size());
-    stream.synchronize();
-    HEADRACE_EXPECT(back == raw, CodecError, label + ": the GPU decoded other bytes than the CPU encoded");
+  // A codec's GPU decoders are made the first time a request needs them, on the caller's thread before
+  // the request is queued, never on the data path. Returns why nvCOMP cannot decode it, or "".
+  std::string prepare_decoders(CodecId codec) {
+    use_context();
+    return decoders_->prepare(codec);
   }
 
   // CUDA driver calls need the GPU's context current on the calling thread (any thread may call in).
@@ -645,7 +619,7 @@ class Queue::Impl {
     std::lock_guard lock(mutex_);
     QueueStats result = stats_;
     result.staging_waits = ring_->waits();
-    result.checksums_checked = checksums_checked_;
+    result.checksums_checked = checker_.checksums_checked();
     result.mean_reads_in_flight = stats_.busy_seconds > 0 ? depth_seconds_ / stats_.busy_seconds : 0;
     result.retained_requests = entries_.size();
     return result;
@@ -1128,69 +1102,44 @@ class Queue::Impl {
     finish_on_device(device_work);
   }
 
-  // Checksums and CPU decoding of requests whose bytes end on the host (all of them verify here).
-  // Returns per request an error message (empty when fine).
+  // Checksums and CPU decoding of requests whose bytes pass the host (codec/chunk_checks.hpp). Returns
+  // per request an error message (empty when fine). Chunks nvCOMP decodes are always checked: it trusts
+  // its input, and a corrupt frame can read wild addresses and kill the GPU context.
   std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds) {
-    std::vector<std::string> errors(ids.size());
-    decode_seconds.assign(ids.size(), 0.0);
     // A deque's elements stay put while enqueue appends, but its index of blocks may move: look the
     // entries up under the lock, then work on them without it (nobody else writes what is read here).
-    std::vector<const Entry*> entries(ids.size());
+    std::vector<codec::ChunkCheck> chunks;
+    chunks.reserve(ids.size());
     {
       std::lock_guard lock(mutex_);
-      for (std::size_t i = 0; i < ids.size(); ++i) entries[i] = &entry_ref(ids[i]);
-    }
-    auto check_one = [&](std::uint64_t i) {
-      const Entry& entry = *entries[i];
-      const Request& r = entry.request;
-      if (is_cufile(entry.route)) return;  // uncompressed bytes cuFile put on the GPU: not checked
-      const std::byte* stored = stored_bytes(entry);
-      try {
-        if (r.checksum && (options_.verify_checksums || entry.route == Route::device_decode) && !verified_before(entry)) {
-          const std::uint64_t sum = format::xxh3_64({stored, r.stored_size});
-          HEADRACE_EXPECT(sum == *r.checksum, ChecksumMismatchError,
-                          r.label + ": expected checksum " + std::to_string(*r.checksum) + ", found " + std::to_string(sum));
-          ++checksums_checked_;
-          if (entry.pinned) remember_verified(entry);
+      for (const RequestId id : ids) {
+        const Entry& entry = entry_ref(id);
+        const Request& r = entry.request;
+        codec::ChunkCheck chunk;
+        if (!is_cufile(entry.route)) {  // uncompressed bytes cuFile put on the GPU are not checked
+          chunk.stored = stored_bytes(entry);
+          chunk.stored_size = r.stored_size;
+          chunk.checksum = r.checksum;
+          chunk.verify = options_.verify_checksums || entry.route == Route::device_decode;
+          chunk.codec = r.codec;
+          if (entry.route == Route::host_decode) chunk.decode_into = reinterpret_cast<std::byte*>(r.destination.address);
+          if (entry.route == Route::device_cpu_decode) chunk.decode_into = entry.region->data + align_up(r.stored_size);
+          chunk.raw_size = r.raw_size;
+          chunk.label = r.label;
+          chunk.file_offset = r.offset;
+          if (entry.pinned) chunk.pinned_at = std::pair<std::uint64_t, std::uint64_t>{r.file, r.offset};
         }
-        const auto decode_start = Clock::now();
-        if (entry.route == Route::host_decode) {
-          codec::cpu::decode(r.codec, {stored, r.stored_size},
-                             {reinterpret_cast<std::byte*>(r.destination.address), r.raw_size}, r.label, r.offset);
-        } else if (entry.route == Route::device_cpu_decode) {
-          codec::cpu::decode(r.codec, {stored, r.stored_size}, {entry.region->data + align_up(r.stored_size), r.raw_size},
-                             r.label, r.offset);
-        }
-        if (r.codec != CodecId::none && entry.route != Route::device_decode)
-          decode_seconds[i] = seconds_between(decode_start, Clock::now());
-      } catch (const std::exception& error) {
-        errors[i] = error.what();
+        chunks.push_back(chunk);
       }
-    };
-    if (check_pool_) {
-      detail::parallel_for(*check_pool_, ids.size(), check_one);
-    } else {
-      for (std::uint64_t i = 0; i < ids.size(); ++i) check_one(i);
+    }
+    const auto results = checker_.run(chunks);
+    std::vector<std::string> errors(ids.size());
+    decode_seconds.assign(ids.size(), 0.0);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      errors[i] = results[i].error;
+      decode_seconds[i] = results[i].decode_seconds;
     }
     return errors;
-  }
-
-  // A pinned file's pages stay in RAM and are never read from disk again, so a range checked once
-  // cannot rot; only a writer changing the file in place could change it, and headrace's writers
-  // never do (they write a new file and rename it). Checked once per queue, then DMA alone.
-  using VerifiedRange = std::tuple<FileId, std::uint64_t, std::uint64_t, std::uint64_t>;  // file, offset, size, sum
-  static VerifiedRange range_of(const Entry& entry) {
-    const Request& r = entry.request;
-    return {r.file, r.offset, r.stored_size, *r.checksum};
-  }
-  bool verified_before(const Entry& entry) const {
-    if (!entry.pinned) return false;
-    std::lock_guard lock(verified_mutex_);
-    return verified_.count(range_of(entry)) != 0;
-  }
-  void remember_verified(const Entry& entry) {
-    std::lock_guard lock(verified_mutex_);
-    verified_.insert(range_of(entry));
   }
 
   void finish_on_host(const std::vector<RequestId>& ids) {
@@ -1261,15 +1210,15 @@ class Queue::Impl {
         for (std::size_t first = 0; first < group.items.size();) {
           DecodeGroup part;
           std::uint64_t total = 0;
-          while (first < group.items.size() && part.items.size() < options_.max_batch &&
-                 total + group.items[first].raw_size <= decoder_total_bytes) {
+          while (first < group.items.size() && part.items.size() < decoders_->limits().max_chunks &&
+                 total + group.items[first].raw_size <= decoders_->limits().max_total_raw_bytes) {
             total += group.items[first].raw_size;
             part.indices.push_back(group.indices[first]);
             part.items.push_back(group.items[first]);
             part.labels.push_back(group.labels[first]);
             ++first;
           }
-          part.decoder = take_decoder(codec);
+          part.decoder = decoders_->take(codec);
           part.decoder->decoder.decode_async(part.items, stream);
           completion->groups.push_back(std::move(part));
         }
@@ -1283,7 +1232,7 @@ class Queue::Impl {
       // The batch never reaches the completer: wait for what was issued, then fail it.
       stream_->synchronize();
       for (auto& group : completion->groups)
-        if (group.decoder) return_decoder(std::move(group.decoder));
+        if (group.decoder) decoders_->give_back(std::move(group.decoder));
       for (RequestId id : issued) {
         release_region_locked(entry_ref(id));
         finish_locked(id, RequestState::failed, failure);
@@ -1300,7 +1249,7 @@ class Queue::Impl {
     std::vector<std::size_t> indices;  // into Completion::ids
     std::vector<codec::gpu::DecodeItem> items;
     std::vector<std::string> labels;
-    std::shared_ptr<PooledDecoder> decoder;
+    std::shared_ptr<codec::gpu::DecoderPool::Pooled> decoder;
   };
 
   // A batch of GPU work: its requests are done once its event is.
@@ -1345,7 +1294,7 @@ class Queue::Impl {
         } catch (const std::exception& error) {  // the results could not be read: the group fails
           for (std::size_t index : group.indices) decode_failures[index] = error.what();
         }
-        return_decoder(std::move(group.decoder));
+        decoders_->give_back(std::move(group.decoder));
       }
       std::lock_guard lock(mutex_);
       for (std::size_t i = 0; i < completion->ids.size(); ++i) {
@@ -1360,26 +1309,6 @@ class Queue::Impl {
         else finish_locked(completion->ids[i], RequestState::done, "");
       }
     }
-  }
-
-  // An idle decoder for codec, waiting for one the completer returns.
-  std::shared_ptr<PooledDecoder> take_decoder(CodecId codec) {
-    std::unique_lock lock(decoders_mutex_);
-    decoders_returned_.wait(lock, [&] {
-      return std::any_of(idle_decoders_.begin(), idle_decoders_.end(), [&](const auto& d) { return d->codec == codec; });
-    });
-    const auto it = std::find_if(idle_decoders_.begin(), idle_decoders_.end(), [&](const auto& d) { return d->codec == codec; });
-    auto decoder = *it;
-    idle_decoders_.erase(it);
-    return decoder;
-  }
-
-  void return_decoder(std::shared_ptr<PooledDecoder> decoder) {
-    {
-      std::lock_guard lock(decoders_mutex_);
-      idle_decoders_.push_back(std::move(decoder));
-    }
-    decoders_returned_.notify_all();
   }
 
   void release_region_locked(Entry& entry) {
@@ -1406,10 +1335,7 @@ class Queue::Impl {
   std::uint64_t pinned_bytes_ = 0;      // of files page-locked (auto reserves before pinning)
   mutable std::vector<std::string> fallbacks_;  // taken, each once: describe() lists them
   std::optional<detail::ThreadPool> cufile_pool_;
-  std::optional<detail::ThreadPool> check_pool_;  // empty with one decode thread: the finisher alone
-  mutable std::mutex verified_mutex_;
-  std::set<VerifiedRange> verified_;  // ranges of pinned files whose checksums passed
-  std::atomic<std::uint64_t> checksums_checked_{0};
+  codec::ChunkChecker checker_{options_.decode_threads};  // the finisher and decode_threads - 1 helpers
   std::deque<Entry> entries_;  // entries_[0] is request first_id_: older ones are retired
   RequestId first_id_ = 0, oldest_open_ = 0;
   std::uint64_t awaiting_submit_ = 0;  // enqueued, not cancelled, not yet submitted
@@ -1428,11 +1354,8 @@ class Queue::Impl {
   bool stopping_ = false;
   bool dispatcher_done_ = false;
 
-  std::mutex decoders_mutex_;
-  std::condition_variable decoders_returned_;
-  std::vector<std::shared_ptr<PooledDecoder>> idle_decoders_;
-  std::mutex prepare_mutex_;
-  std::map<CodecId, std::string> decoders_prepared_;  // per codec asked for: why nvCOMP cannot decode it ("" : it can)
+  // Two decoders per codec, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
+  std::optional<codec::gpu::DecoderPool> decoders_;
 
   std::thread dispatcher_, finisher_, completer_;
 };

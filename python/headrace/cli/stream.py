@@ -20,19 +20,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("file")
     parser.add_argument("--fields", help="comma-separated fields (default: all)")
     parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "posix", "direct", "mmap", "uring", "ram", "cufile"),
-                        help="auto (default): the read path, which reads what the page cache holds buffered and the "
+    parser.add_argument("--backend", choices=("auto", "posix", "direct", "mmap", "uring", "ram", "cufile"),
+                        help="auto (default, or HEADRACE_BACKEND): the read path, which reads what the page cache holds buffered and the "
                              "rest with O_DIRECT; a host backend forces it for every read; cufile: straight into GPU memory")
-    parser.add_argument("--cache-policy", default="auto", choices=("auto", "bypass", "use"),
-                        help="the read path: auto asks the page cache per read; bypass reads everything O_DIRECT; "
+    parser.add_argument("--cache-policy", choices=("auto", "bypass", "use"),
+                        help="the read path (default auto, or HEADRACE_CACHE_POLICY): auto asks the page cache per read; bypass reads everything O_DIRECT; "
                              "use reads everything buffered")
-    parser.add_argument("--codec-on", choices=("gpu", "cpu"), default="gpu", help="where compressed chunks are decoded")
+    parser.add_argument("--codec-on", choices=("gpu", "cpu"), help="where compressed chunks are decoded (default gpu)")
     parser.add_argument("--prefetch", type=int, default=3, help="frames in flight (2: double buffering, 3: triple)")
     parser.add_argument("--loop", type=int, default=1, help="play the frames this many times")
     parser.add_argument("--staging-bytes", type=int, default=None, help="pinned staging (default 256 MiB)")
-    parser.add_argument("--pin-files", choices=("auto", "on", "off"), default="auto",
-                        help="page-lock the file and copy frames by DMA from the page cache: auto (default) when the "
-                             "file is cached whole and fits the pin budget")
+    parser.add_argument("--pin-files", choices=("auto", "on", "off"),
+                        help="page-lock the file and copy frames by DMA from the page cache: auto (default, or "
+                             "HEADRACE_PIN_FILES) when the file is cached whole and fits the pin budget")
     parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
     parser.add_argument("--csv", metavar="OUT.csv", help="write per-frame statistics as CSV")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -75,10 +75,10 @@ def run(args: argparse.Namespace) -> int:
     ds = headrace.open(args.file)
     device = choose_device(args.device)
     fields = args.fields.split(",") if args.fields else None
-    options = dict(backend=args.backend, cache_policy=args.cache_policy, decode_on=args.codec_on, pin_files=args.pin_files,
-                   **backend_options(args))
-    if args.staging_bytes is not None:
-        options["staging_bytes"] = args.staging_bytes
+    # Options not given keep their defaults, overridden by HEADRACE_<NAME> (docs/settings.md).
+    given = dict(backend=args.backend, cache_policy=args.cache_policy, decode_on=args.codec_on, pin_files=args.pin_files,
+                 staging_bytes=args.staging_bytes)
+    options = {name: value for name, value in given.items() if value is not None} | backend_options(args)
     stream = ds.stream(fields, device=device, prefetch=args.prefetch, loop=args.loop, **options)
     started = time.perf_counter()
     for frame in stream:

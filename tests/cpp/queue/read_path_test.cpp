@@ -215,3 +215,43 @@ TEST(ReadPath, TheHistoryIsBoundedWhileRecentIdsStayValid) {
 
 }  // namespace
 }  // namespace headrace::queue
+
+namespace headrace::queue {
+namespace {
+
+// Sets a variable for the test's lifetime.
+struct ScopedVariable {
+  ScopedVariable(const char* name, const char* value) : name(name) { ::setenv(name, value, 1); }
+  ~ScopedVariable() { ::unsetenv(name); }
+  const char* name;
+};
+
+TEST(QueueOptions, TheEnvironmentOverridesTheDefaultsAndABadValueNamesItsVariable) {
+  {
+    const ScopedVariable policy("HEADRACE_CACHE_POLICY", "bypass");
+    const ScopedVariable staging("HEADRACE_STAGING_BYTES", "1048576");
+    const ScopedVariable strict("HEADRACE_STRICT", "on");
+    const QueueOptions options = QueueOptions::from_environment();
+    EXPECT_EQ(options.cache_policy, io::CachePolicy::bypass);
+    EXPECT_EQ(options.staging_bytes, 1u << 20);
+    EXPECT_TRUE(options.strict);
+    EXPECT_FALSE(options.backend.has_value());
+  }
+  EXPECT_EQ(QueueOptions::from_environment().cache_policy, io::CachePolicy::auto_);
+  const auto refused = [](const char* name, const char* value, const std::string& expected) {
+    const ScopedVariable variable(name, value);
+    try {
+      (void)QueueOptions::from_environment();
+      ADD_FAILURE() << name << "=" << value << " accepted";
+    } catch (const UsageError& error) {
+      EXPECT_NE(std::string(error.what()).find(expected), std::string::npos) << error.what();
+    }
+  };
+  refused("HEADRACE_PIN_FILES", "sometimes", "expected auto|on|off");
+  refused("HEADRACE_STATUS_HISTORY", "-3", "HEADRACE_STATUS_HISTORY=-3: expected a non-negative integer");
+  refused("HEADRACE_MAX_BATCH", "0", "max_batch must be in 1..65536");
+  refused("HEADRACE_BACKEND", "floppy", "expected posix|direct|mmap|uring|ram");
+}
+
+}  // namespace
+}  // namespace headrace::queue

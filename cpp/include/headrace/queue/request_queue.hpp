@@ -85,6 +85,10 @@ struct QueueOptions {
 
   // Checks every value; throws UsageError naming the option and its valid range.
   void validate() const;
+  // The documented defaults overridden by HEADRACE_<NAME> (docs/settings.md: BACKEND, CACHE_POLICY,
+  // PIN_FILES, PIN_BUDGET_BYTES, STAGING_BYTES, MAX_BATCH, DECODE_THREADS, VERIFY_CHECKSUMS, STRICT,
+  // STATUS_HISTORY), validated; io = settings().
+  [[nodiscard]] static QueueOptions from_environment();
 };
 
 // A set of requests (a frame, a batch) summed up: what a consumer reports per unit of work.

@@ -326,7 +326,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   else
     runner = std::make_unique<HostRounds<Units>>(units, trace, table.unit_bytes, slots, std::move(lines), options.threads);
   // Made after the runner, so destroyed before it: the queue waits for its reads into the pool.
-  queue::QueueOptions queue_options;
+  queue::QueueOptions queue_options = queue::QueueOptions::from_environment();
   queue_options.backend = options.backend;
   queue_options.device = options.device;
   queue::Queue queue(queue_options);

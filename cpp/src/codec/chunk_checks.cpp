@@ -1,0 +1,67 @@
+#include "headrace/codec/chunk_checks.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/detail/parallel_for.hpp"
+#include "headrace/detail/seconds.hpp"
+#include "headrace/error.hpp"
+#include "headrace/format/checksum.hpp"
+
+namespace headrace::codec {
+
+ChunkChecker::ChunkChecker(unsigned threads) {
+  const unsigned count = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  if (count > 1) pool_.emplace(count - 1);
+}
+
+std::optional<ChunkChecker::VerifiedRange> ChunkChecker::range_of(const ChunkCheck& chunk) {
+  if (!chunk.pinned_at || !chunk.checksum) return std::nullopt;
+  return VerifiedRange{chunk.pinned_at->first, chunk.pinned_at->second, chunk.stored_size, *chunk.checksum};
+}
+
+ChunkCheckResult ChunkChecker::check_one(const ChunkCheck& chunk) {
+  ChunkCheckResult result;
+  try {
+    const auto range = range_of(chunk);
+    bool checked_before = false;
+    if (range) {
+      std::lock_guard lock(verified_mutex_);
+      checked_before = verified_.count(*range) != 0;
+    }
+    if (chunk.checksum && chunk.verify && !checked_before) {
+      const std::uint64_t sum = format::xxh3_64({chunk.stored, chunk.stored_size});
+      HEADRACE_EXPECT(sum == *chunk.checksum, ChecksumMismatchError,
+                      std::string(chunk.label) + ": expected checksum " + std::to_string(*chunk.checksum) + ", found " +
+                          std::to_string(sum));
+      ++checksums_checked_;
+      if (range) {
+        std::lock_guard lock(verified_mutex_);
+        verified_.insert(*range);
+      }
+    }
+    if (chunk.decode_into != nullptr) {
+      const auto start = detail::SteadyClock::now();
+      cpu::decode(chunk.codec, {chunk.stored, chunk.stored_size}, {chunk.decode_into, chunk.raw_size}, std::string(chunk.label),
+                  chunk.file_offset);
+      result.decode_seconds = detail::seconds_since(start);
+    }
+  } catch (const std::exception& error) {
+    result.error = error.what();
+  }
+  return result;
+}
+
+std::vector<ChunkCheckResult> ChunkChecker::run(std::span<const ChunkCheck> chunks) {
+  std::vector<ChunkCheckResult> results(chunks.size());
+  auto one = [&](std::uint64_t i) { results[i] = check_one(chunks[i]); };
+  if (pool_) {
+    detail::parallel_for(*pool_, chunks.size(), one);
+  } else {
+    for (std::uint64_t i = 0; i < chunks.size(); ++i) one(i);
+  }
+  return results;
+}
+
+}  // namespace headrace::codec
