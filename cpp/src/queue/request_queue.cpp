@@ -1,18 +1,18 @@
 #include "headrace/queue/request_queue.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <queue>
-#include <map>
-#include <numeric>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <thread>
 #include <tuple>
 
@@ -180,7 +180,7 @@ struct Flight {
 
 class Queue::Impl {
  public:
-  explicit Impl(QueueOptions options) : options_(validated(std::move(options))), start_(Clock::now()) {
+  explicit Impl(QueueOptions options) : options_(validated(std::move(options))) {
     if (options_.pin_budget_bytes == 0) {
       const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
       options_.pin_budget_bytes = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4;
@@ -1318,7 +1318,6 @@ class Queue::Impl {
   }
 
   QueueOptions options_;
-  Clock::time_point start_;
   std::optional<gpu::Device> device_;
   std::optional<gpu::Stream> stream_;
   std::optional<gpu::DeviceBuffer> fence_memory_;
