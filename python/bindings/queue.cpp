@@ -80,6 +80,22 @@ void bind_queue(nb::module_& m) {
       .def_ro("h2d_s", &queue::RequestSummary::h2d_s)
       .def_ro("decode_s", &queue::RequestSummary::decode_s);
 
+  m.def("queue_defaults", [] {
+        const auto o = queue::QueueOptions::from_environment();
+        nb::dict d;
+        d["backend"] = o.backend ? io::to_string(*o.backend) : "auto";
+        d["cache_policy"] = io::to_string(o.cache_policy);
+        d["pin_files"] = queue::to_string(o.pin_files);
+        d["pin_budget_bytes"] = o.pin_budget_bytes;  // 0: a quarter of the machine's memory
+        d["staging_bytes"] = o.staging_bytes;
+        d["max_batch"] = o.max_batch;
+        d["decode_threads"] = o.decode_threads;
+        d["verify_checksums"] = o.verify_checksums;
+        d["strict"] = o.strict;
+        d["status_history"] = o.status_history;
+        return d;
+      }, "The queue options a queue gets when none are given: defaults, then HEADRACE_<NAME> (docs/settings.md).");
+
   nb::class_<Queue>(m, "Queue", "The request queue (see headrace.Queue for the typed API).")
       .def("__init__", [](Queue* self, int device, std::optional<std::string> backend, std::optional<std::string> cache_policy,
                           std::optional<std::uint64_t> staging_bytes, std::optional<unsigned> max_batch,

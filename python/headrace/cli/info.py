@@ -1,4 +1,5 @@
-"""``headrace info``: version, backends and why not, GPUs, CUDA/driver, cuFile mode, liburing, nvCOMP."""
+"""``headrace info``: version, backends and why not, GPUs, CUDA/driver, cuFile mode, liburing, nvCOMP, and
+the streaming engine's defaults and memory limits."""
 
 from __future__ import annotations
 
@@ -44,6 +45,23 @@ def collect(directory: str) -> dict:
         "nvcomp": environment["nvcomp"],
         "nvcomp_cpu": environment["nvcomp_cpu"],
         "settings": _ext.settings(),
+        "engine": engine_limits(),
+    }
+
+
+def engine_limits() -> dict:
+    """What an engine takes with no options given (defaults, then HEADRACE_<NAME>) and what bounds its
+    memory, with the engines this process holds now."""
+    from headrace import engine
+
+    queue = _ext.queue_defaults()
+    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    return {
+        "queue": queue,
+        "pin_budget_bytes": queue["pin_budget_bytes"] or memory // 4,
+        "spare_slot_bytes": engine.SPARE_SLOT_BYTES,
+        "max_shared_engines": engine.MAX_SHARED_ENGINES,
+        "held": [held.describe() for held in engine.shared_engines()],
     }
 
 
@@ -77,6 +95,13 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"cuFile: {_library_line(report['cufile'])}; mode {report['cufile_mode']} ({report['cufile_mode_reason']})")
     console.print(f"nvCOMP: {_library_line(report['nvcomp'])}; CPU codecs: {_library_line(report['nvcomp_cpu'])}")
     console.print(f"liburing: {'[green]yes[/]' if report['liburing'] else '[red]no[/]: ' + report['backends']['uring']['why']}")
+    limits = report["engine"]
+    queue = limits["queue"]
+    console.print(f"engine: read path {queue['backend']} (cache policy {queue['cache_policy']}), pin files "
+                  f"{queue['pin_files']}; holds at most {human_bytes(queue['staging_bytes'])} of staging, "
+                  f"{human_bytes(limits['pin_budget_bytes'])} of page-locked files, {human_bytes(limits['spare_slot_bytes'])} "
+                  f"of spare slots and {queue['status_history']} statuses; {limits['max_shared_engines']} engines a process"
+                  f"{'; held now: ' + '; '.join(limits['held']) if limits['held'] else ''}")
     settings = ", ".join(f"{k}={v}" for k, v in report["settings"].items())
     console.print(f"settings: {settings}")
     return 0
