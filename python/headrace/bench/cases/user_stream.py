@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 import headrace
+from headrace.bench.engine import data_region
 from headrace.bench.harness import Measurement, drop_page_cache, measure, warm_page_cache, write_csv
 
 __all__ = ["main"]
@@ -56,12 +57,6 @@ def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, int]
             frame.release(stream=stream.ptr)
     stream.synchronize()
     return raw, {"bytes_from_cache": cached, "bytes_from_disk": disk}
-
-
-def data_region(path: str) -> tuple[int, int]:
-    """(offset, size) of a container's chunks: what KvikIO is asked to move."""
-    ds = headrace.open(path)
-    return 4096, ds.container.index_offset - 4096
 
 
 def kvikio_pass(path: str, compat: bool, buffer: Any) -> int:
