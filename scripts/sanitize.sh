@@ -5,7 +5,7 @@
 # (without the CUDA kernels: nothing runs them here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-filter='*Queue*:*ReadPath*:PageCache*:ChunkChecker*:*Staging*:*Backend*:*Io*:Container*:ContainerWriter*:ChunkCodec*:BlockCache*:BlockedField*:HilbertField*:MappedUnits*:StreamlineTracer*:TraceContainer*:Resident*:SphereGlyphs*:ParticleBatches*:*SegmentedRender*'
+filter='*Queue*:SlotStream*:*Book*:RequestBook*:*ReadPath*:PageCache*:ChunkChecker*:*Staging*:*Backend*:*Io*:Container*:ContainerWriter*:ChunkCodec*:BlockCache*:BlockedField*:HilbertField*:MappedUnits*:StreamlineTracer*:TraceContainer*:Resident*:SphereGlyphs*:ParticleBatches*:*SegmentedRender*'
 cmake -S . -B build/asan -G Ninja -DHEADRACE_BUILD_TESTS=ON -DHEADRACE_SANITIZE=ON -DHEADRACE_GPU_KERNELS=OFF -DCMAKE_BUILD_TYPE=Debug > /dev/null
 cmake --build build/asan --target headrace_tests > /dev/null
 ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 ./build/asan/headrace_tests --gtest_filter="$filter" --gtest_brief=1

@@ -1,5 +1,6 @@
 // queue layer: the request queue. Destinations are addresses here; the Python Queue keeps the
 // arrays behind them alive until their requests finish.
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -8,7 +9,9 @@
 #include "bindings.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/container.hpp"
-#include "headrace/queue/request_queue.hpp"
+#include "headrace/engine/frame_fill.hpp"
+#include "headrace/engine/queue.hpp"
+#include "headrace/engine/slot_stream.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -18,7 +21,7 @@ namespace {
 
 using headrace::Settings;
 using queue::MemoryKind;
-using queue::Queue;
+using engine::Queue;
 
 MemoryKind parse_memory_kind(const std::string& text) {
   if (text == "host") return MemoryKind::host;
@@ -43,23 +46,23 @@ nb::dict status_dict(const queue::RequestStatus& s) {
 }  // namespace
 
 void bind_queue(nb::module_& m) {
-  nb::class_<queue::QueueStats>(m, "QueueStats", "A queue's counters since it was made (bounded: no history).")
-      .def_ro("requests_done", &queue::QueueStats::requests_done)
-      .def_ro("requests_failed", &queue::QueueStats::requests_failed)
-      .def_ro("requests_cancelled", &queue::QueueStats::requests_cancelled)
-      .def_ro("stored_bytes", &queue::QueueStats::stored_bytes)
-      .def_ro("raw_bytes", &queue::QueueStats::raw_bytes)
-      .def_ro("bytes_from_cache", &queue::QueueStats::bytes_from_cache)
-      .def_ro("bytes_from_disk", &queue::QueueStats::bytes_from_disk)
-      .def_ro("bytes_pinned", &queue::QueueStats::bytes_pinned)
-      .def_ro("backend_submits", &queue::QueueStats::backend_submits)
-      .def_ro("backend_reads", &queue::QueueStats::backend_reads)
-      .def_ro("staging_waits", &queue::QueueStats::staging_waits)
-      .def_ro("checksums_checked", &queue::QueueStats::checksums_checked)
-      .def_ro("max_reads_in_flight", &queue::QueueStats::max_reads_in_flight)
-      .def_ro("mean_reads_in_flight", &queue::QueueStats::mean_reads_in_flight)
-      .def_ro("busy_seconds", &queue::QueueStats::busy_seconds)
-      .def_ro("retained_requests", &queue::QueueStats::retained_requests);
+  nb::class_<engine::QueueStats>(m, "QueueStats", "A queue's counters since it was made (bounded: no history).")
+      .def_ro("requests_done", &engine::QueueStats::requests_done)
+      .def_ro("requests_failed", &engine::QueueStats::requests_failed)
+      .def_ro("requests_cancelled", &engine::QueueStats::requests_cancelled)
+      .def_ro("stored_bytes", &engine::QueueStats::stored_bytes)
+      .def_ro("raw_bytes", &engine::QueueStats::raw_bytes)
+      .def_ro("bytes_from_cache", &engine::QueueStats::bytes_from_cache)
+      .def_ro("bytes_from_disk", &engine::QueueStats::bytes_from_disk)
+      .def_ro("bytes_pinned", &engine::QueueStats::bytes_pinned)
+      .def_ro("backend_submits", &engine::QueueStats::backend_submits)
+      .def_ro("backend_reads", &engine::QueueStats::backend_reads)
+      .def_ro("staging_waits", &engine::QueueStats::staging_waits)
+      .def_ro("checksums_checked", &engine::QueueStats::checksums_checked)
+      .def_ro("max_reads_in_flight", &engine::QueueStats::max_reads_in_flight)
+      .def_ro("mean_reads_in_flight", &engine::QueueStats::mean_reads_in_flight)
+      .def_ro("busy_seconds", &engine::QueueStats::busy_seconds)
+      .def_ro("retained_requests", &engine::QueueStats::retained_requests);
 
   nb::class_<queue::RequestSummary>(m, "RequestSummary", "A set of requests summed up (a frame, a batch).")
       .def_ro("requests", &queue::RequestSummary::requests)
@@ -81,11 +84,11 @@ void bind_queue(nb::module_& m) {
       .def_ro("decode_s", &queue::RequestSummary::decode_s);
 
   m.def("queue_defaults", [] {
-        const auto o = queue::QueueOptions::from_environment();
+        const auto o = engine::QueueOptions::from_environment();
         nb::dict d;
         d["backend"] = o.backend ? io::to_string(*o.backend) : "auto";
         d["cache_policy"] = io::to_string(o.cache_policy);
-        d["pin_files"] = queue::to_string(o.pin_files);
+        d["pin_files"] = staging::to_string(o.pin_files);
         d["pin_budget_bytes"] = o.pin_budget_bytes;  // 0: a quarter of the machine's memory
         d["staging_bytes"] = o.staging_bytes;
         d["max_batch"] = o.max_batch;
@@ -100,12 +103,12 @@ void bind_queue(nb::module_& m) {
       .def("__init__", [](Queue* self, int device, std::optional<std::string> backend, std::optional<std::string> cache_policy,
                           std::optional<std::uint64_t> staging_bytes, std::optional<unsigned> max_batch,
                           std::optional<std::uint64_t> max_direct_bytes, std::optional<bool> decode_on_gpu,
-                          std::optional<unsigned> decode_threads, std::optional<Settings> io, std::optional<bool> cufile,
+                          std::optional<unsigned> decode_threads, std::optional<Settings> io,
                           std::optional<std::string> pin_files, std::optional<std::uint64_t> pin_budget_bytes,
                           std::optional<bool> verify_checksums, std::optional<bool> stream_value_fences,
                           std::optional<bool> strict, std::optional<std::uint64_t> status_history) {
              // Every option not given keeps its default, overridden by HEADRACE_<NAME> (docs/settings.md).
-             queue::QueueOptions options = queue::QueueOptions::from_environment();
+             engine::QueueOptions options = engine::QueueOptions::from_environment();
              options.device = device;
              if (backend) options.backend = *backend == "auto" ? std::nullopt : std::optional(io::parse_backend_kind(*backend));
              if (cache_policy) options.cache_policy = io::parse_cache_policy(*cache_policy);
@@ -115,8 +118,7 @@ void bind_queue(nb::module_& m) {
              assign_if_given(options.decode_on_gpu, decode_on_gpu);
              assign_if_given(options.decode_threads, decode_threads);
              if (io) options.io = *io;
-             assign_if_given(options.cufile, cufile);
-             if (pin_files) options.pin_files = queue::parse_pin_policy(*pin_files);
+             if (pin_files) options.pin_files = staging::parse_pin_policy(*pin_files);
              assign_if_given(options.pin_budget_bytes, pin_budget_bytes);
              assign_if_given(options.verify_checksums, verify_checksums);
              assign_if_given(options.stream_value_fences, stream_value_fences);
@@ -127,7 +129,7 @@ void bind_queue(nb::module_& m) {
              new (self) Queue(std::move(options));
            }, "device"_a = -1, "backend"_a = nb::none(), "cache_policy"_a = nb::none(), "staging_bytes"_a = nb::none(),
            "max_batch"_a = nb::none(), "max_direct_bytes"_a = nb::none(), "decode_on_gpu"_a = nb::none(),
-           "decode_threads"_a = nb::none(), "io"_a = nb::none(), "cufile"_a = nb::none(), "pin_files"_a = nb::none(),
+           "decode_threads"_a = nb::none(), "io"_a = nb::none(), "pin_files"_a = nb::none(),
            "pin_budget_bytes"_a = nb::none(), "verify_checksums"_a = nb::none(), "stream_value_fences"_a = nb::none(),
            "strict"_a = nb::none(), "status_history"_a = nb::none())
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
@@ -196,6 +198,43 @@ void bind_queue(nb::module_& m) {
       .def_prop_ro("has_gpu", &Queue::has_gpu)
       .def_prop_ro("copy_stream", &Queue::copy_stream)
       .def("describe", &Queue::describe);
+
+  nb::class_<engine::SlotDelivery>(m, "SlotDelivery", "A unit handed out by a slot stream: its slot, fence and requests.")
+      .def_ro("unit", &engine::SlotDelivery::unit)
+      .def_ro("slot", &engine::SlotDelivery::slot)
+      .def_ro("fence", &engine::SlotDelivery::fence)
+      .def_ro("requests", &engine::SlotDelivery::requests)
+      .def_ro("summary", &engine::SlotDelivery::summary)
+      .def_ro("ready_seconds", &engine::SlotDelivery::ready_seconds)
+      .def_ro("waited_seconds", &engine::SlotDelivery::waited_seconds);
+
+  nb::class_<engine::SlotStream>(m, "FrameSlotStream",
+                                 "The engine's slot stream (engine/slot_stream.hpp) over frames of a container: slot s "
+                                 "holds field fields[k] at destinations[s][k].")
+      .def("__init__", [](engine::SlotStream* self, Queue& queue, const format::Container& container, queue::FileId file,
+                          std::vector<std::uint32_t> fields, std::vector<std::vector<std::uintptr_t>> destinations,
+                          const std::string& kind, std::uint64_t tag) {
+             engine::SlotStreamOptions options;
+             options.slots = static_cast<std::uint32_t>(destinations.size());
+             options.tag = tag;
+             options.name = [](std::uint64_t frame) { return "frame " + std::to_string(frame); };
+             new (self) engine::SlotStream(
+                 queue, engine::frame_fill(container, file, std::move(fields), std::move(destinations), parse_memory_kind(kind)),
+                 std::move(options));
+           }, "queue"_a, "container"_a, "file"_a, "fields"_a, "destinations"_a, "kind"_a, "tag"_a = 0,
+           nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>())
+      .def("play", &engine::SlotStream::play, "order"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("extend", [](engine::SlotStream& s, const std::vector<std::uint64_t>& units) { s.extend(units); }, "units"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("next", [](engine::SlotStream& s, bool issued) {
+             return s.next(issued ? engine::Readiness::issued : engine::Readiness::done);
+           }, "issued"_a = false, nb::call_guard<nb::gil_scoped_release>(),
+           "The next frame (None at the end); issued: hand it out once its GPU work is issued, not done.")
+      .def("release", &engine::SlotStream::release, "slot"_a, "consumer"_a = 0, nb::call_guard<nb::gil_scoped_release>())
+      .def("stop", &engine::SlotStream::stop, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("in_flight", &engine::SlotStream::in_flight)
+      .def_prop_ro("release_waits", &engine::SlotStream::release_waits)
+      .def_prop_ro("tag", &engine::SlotStream::tag);
 }
 
 }  // namespace headrace::python

@@ -84,7 +84,7 @@ class FrameRenderer {
       segmented_.emplace(*cpu_);
     }
   }
-  pt::SegmentedRenderStats render(queue::Queue& q, queue::FileId file, const format::Container& container,
+  pt::SegmentedRenderStats render(engine::Queue& q, queue::FileId file, const format::Container& container,
                                   std::uint32_t frame, std::uint32_t field, const pt::SegmentedRenderOptions& options) {
     return segmented_->render(q, file, container, frame, field, options);
   }
@@ -219,7 +219,7 @@ void bind_workloads(nb::module_& m) {
       .def(nb::init<const CameraSpec&, std::uint32_t, int, unsigned>(), "camera"_a, "background"_a, "device"_a,
            "threads"_a = 0u, nb::call_guard<nb::gil_scoped_release>())
       .def("render",
-           [](FrameRenderer& self, queue::Queue& q, queue::FileId file, const format::Container& container,
+           [](FrameRenderer& self, engine::Queue& q, queue::FileId file, const format::Container& container,
               std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles, unsigned segments, bool preload,
               bool draw, std::optional<std::uint32_t> next_frame) {
              pt::SegmentedRenderStats stats;

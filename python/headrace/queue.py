@@ -119,8 +119,6 @@ class Queue:
         if decode_on not in (None, "gpu", "cpu"):
             raise _ext.UsageError(f"decode_on must be 'gpu' or 'cpu', got {decode_on!r}")
         self.device = device
-        if backend == "cufile":  # GPU destinations through cuFile; host ones (if any) through the read path
-            backend, options["cufile"] = "auto", True
         if decode_on is not None:
             options["decode_on_gpu"] = decode_on == "gpu"
         if pin_files is not None:

@@ -14,6 +14,10 @@ cost is one frame's read plus the prefetch, whatever the frame::
 
 The previous frame is released when the loop asks for the next one, unless released before.
 
+The schedule (slots filled through the queue, a fence each, released, refilled, looked ahead) is the
+engine's slot stream (``engine/slot_stream.hpp``), the same one the renderer and the tracer use; this
+module declares what a slot holds (every chunk of the streamed fields of one frame) and wraps frames.
+
 Streams run on the process's engine for their device and options (:mod:`headrace.engine`): the queue,
 its staging and decoders and the files it opened or page-locked are made once and shared, so opening a
 stream again costs nothing but its slot buffers.
@@ -21,16 +25,15 @@ stream again costs nothing but its slot buffers.
 
 from __future__ import annotations
 
-import time
-from collections import deque
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from headrace import _ext
 from headrace.engine import Engine, shared_engine
+from headrace.queue import Fence, destination_of
 
 __all__ = ["FieldArray", "Frame", "FrameStats", "FrameStream"]
 
@@ -117,11 +120,10 @@ class FrameStats:
 
 @dataclass
 class _Slot:
+    index: int  # the slot stream's slot
     buffers: dict[str, Any]  # field -> DeviceBuffer or NumPy array, sized for the largest frame
     frame: int = -1
-    requests: list[int] = field(default_factory=list)
-    fence: Any = None
-    submitted_at: float = 0.0
+    fence: Fence | None = None
 
 
 class Frame:
@@ -209,13 +211,11 @@ class FrameStream:
         self._queue = self._engine.queue
         self._file = self._engine.add_file(dataset.path)
         self._frame_bytes = _bytes_per_frame(dataset, self.fields)
-        self._slots = [_Slot(self._allocate()) for _ in range(self.prefetch)]
-        self._free: deque[_Slot] = deque(self._slots)
-        self._in_flight: deque[_Slot] = deque()
-        self._releasing: deque[tuple[_Slot, Any]] = deque()  # released with a consumer stream still reading
-        self._order: list[int] = []
-        self._next = 0  # position in _order of the next frame to schedule
-        self._tag = self._engine.new_tag()  # this stream's requests: a seek or close cancels exactly those
+        self._slots = [_Slot(i, self._allocate()) for i in range(self.prefetch)]
+        destinations = [[destination_of(slot.buffers[name])[0] for name in self.fields] for slot in self._slots]
+        self._native = _ext.FrameSlotStream(
+            self._queue._native, dataset.container, self._file, [dataset.container.field_index(n) for n in self.fields],
+            destinations, "host" if self.device is None else "device", tag=self._engine.new_tag())
         self._current: Frame | None = None
         self.history: list[FrameStats] = []
         self.seek(start)
@@ -239,64 +239,21 @@ class FrameStream:
     def describe(self) -> str:
         return f"{self._queue.describe()} prefetch={self.prefetch}"
 
-    # ---- scheduling ----
+    # ---- scheduling: the engine's slot stream ----
     def seek(self, frame: int) -> None:
         """Restarts playback at ``frame``: cancels what is in flight, then prefetches from there."""
         frames = len(self._dataset.frames)
         if not 0 <= frame < frames:
             raise _ext.UsageError(f"frame {frame} out of range ({frames} frames)")
-        self._stop()
-        self._order = list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)]
-        self._next = 0
-        self._fill()
-
-    def _stop(self) -> None:
-        """Releases the current frame, cancels this stream's requests and waits until none writes a slot."""
         if self._current is not None:
             self._current.release()
-        self._queue.cancel_tag(self._tag)
-        while self._releasing:
-            self._reclaim(block=True)
-        for slot in self._in_flight:
-            slot.fence.wait()  # cancelled or finished: nothing writes the slot after this
-            self._free.append(slot)
-        self._in_flight.clear()
-
-    def _fill(self) -> None:
-        scheduled = False
-        while self._free and self._next < len(self._order):
-            slot = self._free.popleft()
-            slot.frame = self._order[self._next]
-            self._next += 1
-            slot.requests = []
-            for name in self.fields:
-                slot.requests += self._queue.enqueue_chunks(self._file, self._dataset, slot.frame, name, slot.buffers[name],
-                                                            tag=self._tag, keep_alive=False)
-            slot.fence = self._queue.enqueue_signal()
-            slot.submitted_at = time.perf_counter()
-            self._in_flight.append(slot)
-            scheduled = True
-        if scheduled:
-            self._queue.submit()  # one batch for everything scheduled now
+        order = list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)]
+        self._native.play(order)  # stops what is in flight first
 
     def _release(self, slot: _Slot, stream: int | None) -> None:
-        if self.device is not None and stream is not None:
-            # The slot is refilled once the consumer's work on it is done. Waiting for it on the host
-            # (in _reclaim) rather than on the queue's copy stream keeps the other slots' copies
-            # running meanwhile: a stream wait would hold every later copy behind this consumer.
-            self._releasing.append((slot, _ext.Event(self.device, int(stream))))
-        else:
-            self._free.append(slot)
-        self._reclaim(block=False)
-        self._fill()
-
-    def _reclaim(self, block: bool) -> None:
-        """Frees released slots whose consumer work is done (waiting for the oldest if ``block``)."""
-        while self._releasing and (self._releasing[0][1].query() or block):
-            slot, event = self._releasing.popleft()
-            event.synchronize()
-            self._free.append(slot)
-            block = False
+        # The slot is refilled once the consumer's work on it is done: the slot stream records an event
+        # on that stream and waits for it on the host, so the other slots' copies keep running meanwhile.
+        self._native.release(slot.index, int(stream) if self.device is not None and stream is not None else 0)
 
     # ---- delivery ----
     def __iter__(self) -> Iterator[Frame]:
@@ -305,27 +262,18 @@ class FrameStream:
     def __next__(self) -> Frame:
         if self._current is not None and not self._current.released:
             self._current.release()
-        self._reclaim(block=not self._in_flight and bool(self._releasing))
-        self._fill()
-        if not self._in_flight:
+        # GPU slots are handed out once every read is done and its GPU work issued; the frame's event
+        # covers the rest. Host slots once their bytes are in place.
+        delivery = self._native.next(issued=self.device is not None)
+        if delivery is None:
             raise StopIteration
-        slot = self._in_flight.popleft()
-        waited = time.perf_counter()
-        if self.device is None:
-            slot.fence.wait()
-        else:
-            _ = slot.fence.event  # every read done and its GPU work issued; the event covers the rest
-        now = time.perf_counter()
-        summary = self._queue.summarize(slot.requests)
-        if summary.failed or summary.cancelled:
-            self._free.append(slot)
-            self._fill()
-            raise _ext.Error(f"frame {slot.frame}: {summary.failed + summary.cancelled} of {summary.requests} reads failed; "
-                             f"the first: {summary.first_failure}")
+        slot = self._slots[delivery.slot]
+        slot.frame, slot.fence = delivery.unit, Fence(self._queue, delivery.fence)
+        summary = delivery.summary
         stored, raw = self._frame_bytes[slot.frame]
         stats = FrameStats(
             frame=slot.frame, stored_bytes=stored, raw_bytes=raw, requests=summary.requests,
-            ready_s=now - slot.submitted_at, consumer_wait_s=now - waited, queue_wait_s=summary.queue_wait_s,
+            ready_s=delivery.ready_seconds, consumer_wait_s=delivery.waited_seconds, queue_wait_s=summary.queue_wait_s,
             io_s=summary.io_s, transfer_s=summary.transfer_s, h2d_s=summary.h2d_s, decode_s=summary.decode_s,
             bytes_from_cache=summary.bytes_from_cache, bytes_from_disk=summary.bytes_from_disk,
             staging_waits=self._queue.stats().staging_waits,
@@ -340,8 +288,9 @@ class FrameStream:
 
     def close(self) -> None:
         """Cancels what is in flight and gives the slot buffers back to the engine for the next stream."""
-        self._stop()
-        self._free.clear()
+        if self._current is not None:
+            self._current.release()
+        self._native.stop()
         slots, self._slots = self._slots, []
         self._engine.keep_slot_buffers([_root(b) for slot in slots for b in slot.buffers.values()])
 

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "headrace/error.hpp"
+#include "headrace/io/cufile_backend.hpp"
 #include "headrace/io/detail/file_reads.hpp"
 #include "headrace/io/direct_backend.hpp"
 #include "headrace/io/mmap_backend.hpp"
@@ -20,6 +21,7 @@ const char* to_string(BackendKind kind) noexcept {
     case BackendKind::mmap: return "mmap";
     case BackendKind::uring: return "uring";
     case BackendKind::ram: return "ram";
+    case BackendKind::cufile: return "cufile";
   }
   return "?";
 }
@@ -28,7 +30,8 @@ BackendKind parse_backend_kind(const std::string& name) {
   for (BackendKind kind : all_backend_kinds()) {
     if (name == to_string(kind)) return kind;
   }
-  throw UsageError("backend '" + name + "': expected posix|direct|mmap|uring|ram");
+  if (name == to_string(BackendKind::cufile)) return BackendKind::cufile;
+  throw UsageError("backend '" + name + "': expected posix|direct|mmap|uring|ram|cufile");
 }
 
 std::vector<BackendKind> all_backend_kinds() {
@@ -107,6 +110,10 @@ std::optional<std::string> unavailable_reason(BackendKind kind, const std::strin
     case BackendKind::posix:
     case BackendKind::mmap:
     case BackendKind::ram: return std::nullopt;
+    case BackendKind::cufile: {
+      std::string why = cufile_unavailable_reason();
+      return why.empty() ? std::nullopt : std::optional(std::move(why));
+    }
   }
   return std::nullopt;
 }
@@ -119,6 +126,10 @@ std::unique_ptr<Backend> open_backend(BackendKind kind, const std::string& path,
     case BackendKind::mmap: return std::make_unique<MmapBackend>(path, options.settings);
     case BackendKind::uring: return std::make_unique<UringBackend>(path, options.settings);
     case BackendKind::ram: return std::make_unique<RamBackend>(path, options.settings);
+    case BackendKind::cufile:
+      HEADRACE_EXPECT(options.gpu_context != nullptr, UsageError,
+                      path + ": a cufile backend reads into GPU memory: give it the GPU's context (BackendOptions::gpu_context)");
+      return std::make_unique<CufileBackend>(path, options.settings, static_cast<gpu::CUcontext>(options.gpu_context));
   }
   throw UsageError("unknown backend kind " + std::to_string(static_cast<int>(kind)));
 }

@@ -1,5 +1,7 @@
 // Every backend, in every mode, returns exactly the bytes of the file (issue 3, item 5): one
 // suite, instantiated for each configuration. Small settings make requests split into many tasks.
+// cufile reads into GPU memory: its case reads through a mirror (GPU buffers laid out like the
+// suite's host ones, copied back once read), so the same checks hold for it where a GPU and cuFile are.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -17,7 +19,10 @@
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/error.hpp"
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/memory.hpp"
 #include "headrace/io/backend.hpp"
+#include "headrace/io/cufile_backend.hpp"
 #include "support/random_bytes.hpp"
 #include "support/temp_directory.hpp"
 
@@ -96,7 +101,59 @@ std::vector<BackendCase> all_cases() {
         s.submit_batch = 1;
       }),
       make_case("ram", BackendKind::ram),
+      make_case("cufile", BackendKind::cufile),
+      make_case("cufile_one_thread", BackendKind::cufile, [](Settings& s) { s.threads = 1; }),
   };
+}
+
+// GPU 0's primary context, retained for the test program (cuFile caches buffers in it).
+gpu::Device& process_device() {
+  static gpu::Device device(0);
+  device.make_current();
+  return device;
+}
+
+// cufile through host destinations: each submit reads into one GPU buffer spanning the requests'
+// destinations (same offsets), then copies each request's bytes back. Synchronous: enough for bytes.
+class DeviceMirror final : public Backend {
+ public:
+  explicit DeviceMirror(std::unique_ptr<Backend> device_backend)
+      : Backend(device_backend->path(), device_backend->file_size()), inner_(std::move(device_backend)) {}
+  [[nodiscard]] BackendKind kind() const noexcept override { return inner_->kind(); }
+  [[nodiscard]] std::string describe() const override { return inner_->describe(); }
+  [[nodiscard]] std::shared_ptr<ReadBatch> submit(std::vector<ReadRequest> requests) override {
+    auto* low = reinterpret_cast<std::byte*>(UINTPTR_MAX);
+    std::byte* high = nullptr;
+    for (const auto& r : requests) {
+      low = std::min(low, static_cast<std::byte*>(r.destination));
+      high = std::max(high, static_cast<std::byte*>(r.destination) + r.size_bytes);
+    }
+    process_device();
+    gpu::DeviceBuffer mirror(std::max<std::size_t>(high > low ? high - low : 0, 1));
+    std::vector<ReadRequest> device_requests = requests;
+    for (auto& r : device_requests)
+      r.destination = reinterpret_cast<void*>(mirror.pointer() + (static_cast<std::byte*>(r.destination) - low));
+    const auto statuses = inner_->read(device_requests);
+    auto batch = std::make_shared<ReadBatch>(requests.size());
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (statuses[i].bytes_read > 0)
+        gpu::copy_to_host(requests[i].destination, reinterpret_cast<std::uintptr_t>(device_requests[i].destination),
+                          statuses[i].bytes_read);
+      batch->complete(i, statuses[i]);
+    }
+    return batch;
+  }
+
+ private:
+  std::unique_ptr<Backend> inner_;
+};
+
+// open_backend, with the GPU's context for cufile (read through a DeviceMirror).
+std::unique_ptr<Backend> open_case(BackendKind kind, const std::string& path) {
+  if (kind != BackendKind::cufile) return open_backend(kind, path);
+  BackendOptions options;
+  options.gpu_context = process_device().context();
+  return std::make_unique<DeviceMirror>(open_backend(kind, path, options));
 }
 
 // Where one request's bytes go inside a shared destination buffer.
@@ -121,7 +178,7 @@ class BackendConformance : public ::testing::TestWithParam<BackendCase> {
   void SetUp() override {
     scoped_.emplace(GetParam().settings);
     if (auto reason = unavailable_reason(GetParam().kind, *path_)) GTEST_SKIP() << *reason;
-    backend_ = open_backend(GetParam().kind, *path_);
+    backend_ = open_case(GetParam().kind, *path_);
   }
 
   // Requests for ranges, placed in one buffer at destination_offset + misalignment each.
@@ -326,7 +383,7 @@ TEST_P(BackendConformance, PastEndOfFileFailsOnlyThatRequest) {
 TEST_P(BackendConformance, MissingPathThrowsFileNotFound) {
   const std::string missing = (scratch_->path() / "no-such-file.bin").string();
   try {
-    (void)open_backend(GetParam().kind, missing);
+    (void)open_case(GetParam().kind, missing);
     FAIL() << "opened a missing file";
   } catch (const FileNotFoundError& error) {
     EXPECT_EQ(error.error_number(), ENOENT);
@@ -336,7 +393,7 @@ TEST_P(BackendConformance, MissingPathThrowsFileNotFound) {
 
 TEST_P(BackendConformance, EmptyFileReadsNothingAndEndsAtZero) {
   const std::string empty = scratch_->write("empty-" + GetParam().name + ".bin", {});
-  auto backend = open_backend(GetParam().kind, empty);
+  auto backend = open_case(GetParam().kind, empty);
   EXPECT_EQ(backend->file_size(), 0u);
   std::byte sink[4] = {};
   const auto statuses = backend->read({ReadRequest{0, 0, sink}, ReadRequest{0, 1, sink}});
@@ -353,7 +410,7 @@ TEST_P(BackendConformance, FileShrunkAfterOpenEndsInAnError) {
   }
   const std::string path = scratch_->write("shrinking-" + GetParam().name + ".bin",
                                            std::vector<std::byte>(contents_->begin(), contents_->begin() + 4 * task_bytes));
-  auto backend = open_backend(GetParam().kind, path);
+  auto backend = open_case(GetParam().kind, path);
   ASSERT_EQ(::truncate(path.c_str(), 100000), 0);
   std::vector<std::byte> buffer(4 * task_bytes);
   const auto status = backend->read({ReadRequest{0, 4 * task_bytes, buffer.data()}})[0];

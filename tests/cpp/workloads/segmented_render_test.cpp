@@ -66,8 +66,8 @@ void corrupt(const std::string& path, const format::ChunkInfo& chunk) {
   testing::write_file(path, bytes);
 }
 
-queue::QueueOptions host_queue(io::BackendKind backend) {
-  queue::QueueOptions options;
+engine::QueueOptions host_queue(io::BackendKind backend) {
+  engine::QueueOptions options;
   options.backend = backend;
   options.staging_bytes = 1 << 20;
   return options;
@@ -94,7 +94,7 @@ TEST_P(SegmentedRender, DrawsTheReferenceImageBatchByBatch) {
   const auto container = format::Container::open(file.path);
   const auto expected = reference_image(file.particles);
   for (const bool preload : {false, true}) {
-    queue::Queue queue(host_queue(backend));
+    engine::Queue queue(host_queue(backend));
     const queue::FileId id = queue.add_file(file.path);
     ReferenceRenderer renderer(test_camera(), 0xff000000u, 3);
     SegmentedRenderer segmented(renderer);
@@ -116,7 +116,7 @@ TEST(SegmentedRenderReuse, OneBufferServesFramesOfEveryShape) {
   const ParticleFile file;
   const auto container = format::Container::open(file.path);
   const auto expected = reference_image(file.particles);
-  queue::Queue queue(host_queue(io::BackendKind::posix));
+  engine::Queue queue(host_queue(io::BackendKind::posix));
   const queue::FileId id = queue.add_file(file.path);
   ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
   SegmentedRenderer segmented(renderer);
@@ -174,7 +174,7 @@ TEST(SegmentedRenderSeries, TheNextFramesFirstBatchesAreLoadedAheadAndEveryFrame
   const SeriesFile file;
   const auto container = format::Container::open(file.path);
   for (const io::BackendKind backend : {io::BackendKind::posix, io::BackendKind::mmap}) {
-    queue::Queue queue(host_queue(backend));
+    engine::Queue queue(host_queue(backend));
     const queue::FileId id = queue.add_file(file.path);
     ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
     SegmentedRenderer segmented(renderer);
@@ -207,7 +207,7 @@ TEST(SegmentedRenderSeries, ACorruptChunkOfTheNextFrameStopsThatFrameNotThisOne)
   const auto container = format::Container::open(file.path);
   const std::uint64_t number = container.frame_field(1, 0).first_chunk;  // frame 1's first chunk, read ahead
   corrupt(file.path, container.chunks_of(1, 0)[0]);
-  queue::Queue queue(host_queue(io::BackendKind::posix));
+  engine::Queue queue(host_queue(io::BackendKind::posix));
   const queue::FileId id = queue.add_file(file.path);
   ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
   SegmentedRenderer segmented(renderer);
@@ -227,7 +227,7 @@ TEST(SegmentedRenderErrors, ACorruptChunkStopsTheFrameNamingIt) {
   ParticleFile file(CodecId::zstd);
   const auto container = format::Container::open(file.path);
   corrupt(file.path, container.chunks_of(0, 0)[5]);
-  queue::Queue queue(host_queue(io::BackendKind::posix));
+  engine::Queue queue(host_queue(io::BackendKind::posix));
   const queue::FileId id = queue.add_file(file.path);
   ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
   try {
@@ -247,7 +247,7 @@ TEST(SegmentedRenderErrors, RefusesWhatIsNotParticles) {
   writer.write_field(frame, 0, std::as_bytes(std::span<const float>(values)));
   writer.close();
   const auto container = format::Container::open(path);
-  queue::Queue queue(host_queue(io::BackendKind::posix));
+  engine::Queue queue(host_queue(io::BackendKind::posix));
   const queue::FileId id = queue.add_file(path);
   ReferenceRenderer renderer(test_camera(), 0, 1);
   SegmentedRenderer segmented(renderer);
@@ -269,10 +269,10 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
     const ParticleFile file(codec, c.chunk_bytes);
     const auto container = format::Container::open(file.path);
     const auto expected = reference_image(file.particles);
-    queue::QueueOptions options = host_queue(io::BackendKind::posix);
+    engine::QueueOptions options = host_queue(io::BackendKind::posix);
     options.device = 0;
-    options.pin_files = c.pin_files ? queue::PinPolicy::on : queue::PinPolicy::off;
-    queue::Queue queue(options);
+    options.pin_files = c.pin_files ? staging::PinPolicy::on : staging::PinPolicy::off;
+    engine::Queue queue(options);
     const queue::FileId id = queue.add_file(file.path);
     GpuRenderer renderer(0, test_camera(), 0xff000000u);
     SegmentedRenderer segmented(renderer);  // one buffer for every shape: grown, reused, streamed alone
@@ -301,10 +301,10 @@ TEST(SegmentedRenderGpu, ASeriesLoadingTheNextFrameAheadDrawsEachFramesReference
   const SeriesFile file;
   const auto container = format::Container::open(file.path);
   for (const bool pin_files : {false, true}) {
-    queue::QueueOptions options = host_queue(io::BackendKind::posix);
+    engine::QueueOptions options = host_queue(io::BackendKind::posix);
     options.device = 0;
-    options.pin_files = pin_files ? queue::PinPolicy::on : queue::PinPolicy::off;
-    queue::Queue queue(options);
+    options.pin_files = pin_files ? staging::PinPolicy::on : staging::PinPolicy::off;
+    engine::Queue queue(options);
     const queue::FileId id = queue.add_file(file.path);
     GpuRenderer renderer(0, test_camera(), 0xff000000u);
     SegmentedRenderer segmented(renderer);

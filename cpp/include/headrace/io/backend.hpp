@@ -1,5 +1,6 @@
-// One request interface for every host I/O backend: read N ranges of one file into N host
-// destinations, complete asynchronously, report an error per request (never throw for one).
+// One request interface for every I/O backend: read N ranges of one file into N destinations (host
+// memory; GPU memory for cufile), complete asynchronously, report an error per request (never throw
+// for one).
 #pragma once
 
 #include <cerrno>
@@ -15,17 +16,19 @@
 
 namespace headrace::io {
 
-enum class BackendKind : std::uint8_t { posix, direct, mmap, uring, ram };
+enum class BackendKind : std::uint8_t { posix, direct, mmap, uring, ram, cufile };
 
 [[nodiscard]] const char* to_string(BackendKind kind) noexcept;
-// Parses "posix" | "direct" | "mmap" | "uring" | "ram"; throws UsageError otherwise.
+// Parses "posix" | "direct" | "mmap" | "uring" | "ram" | "cufile"; throws UsageError otherwise.
 [[nodiscard]] BackendKind parse_backend_kind(const std::string& name);
+// The backends that read into host memory (every kind but cufile).
 [[nodiscard]] std::vector<BackendKind> all_backend_kinds();
+[[nodiscard]] constexpr bool reads_into_gpu(BackendKind kind) noexcept { return kind == BackendKind::cufile; }
 
 struct ReadRequest {
   std::uint64_t file_offset = 0;
   std::uint64_t size_bytes = 0;
-  void* destination = nullptr;  // host memory of at least size_bytes; any alignment
+  void* destination = nullptr;  // host memory of at least size_bytes, any alignment (cufile: a CUdeviceptr)
 };
 
 struct ReadStatus {
@@ -67,6 +70,7 @@ class ReadBatch {
 // Knobs every backend reads; built from settings() unless given.
 struct BackendOptions {
   Settings settings = headrace::settings();
+  void* gpu_context = nullptr;  // cufile: the CUcontext its workers make current (required)
 };
 
 class Backend {

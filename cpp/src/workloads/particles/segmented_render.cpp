@@ -61,7 +61,7 @@ class HostTarget {
     return reinterpret_cast<std::uintptr_t>(memory_.data() + s * segment_bytes_);
   }
   void clear() { renderer_->clear(); }
-  void await_load(const queue::Queue& queue, queue::FenceId fence) { queue.wait(fence); }
+  void await_load(const engine::Queue& queue, queue::FenceId fence) { queue.wait(fence); }
   bool wait_for_segment(std::uint64_t) { return false; }
   void draw(std::uint64_t s, const ParticleBatch& batch) {
     const auto start = Clock::now();
@@ -111,7 +111,7 @@ class DeviceTarget {
   [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::device; }
   [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const { return memory_.pointer() + s * segment_bytes_; }
   void clear() { renderer_->clear(stream_.handle()); }
-  void await_load(const queue::Queue& queue, queue::FenceId fence) {
+  void await_load(const engine::Queue& queue, queue::FenceId fence) {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
   }
   // True when the segment's last draw was still running (the load waits for it).
@@ -173,7 +173,7 @@ FrameBatches batches_of(const format::Container& container, std::uint32_t frame,
 }
 
 template <typename Target>
-SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& carried, queue::Queue& queue, queue::FileId file,
+SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& carried, engine::Queue& queue, queue::FileId file,
                                  const format::Container& container, std::uint32_t frame, std::uint32_t field,
                                  const SegmentedRenderOptions& options) {
   expect_particles(container, frame, field, options);
@@ -215,7 +215,7 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& car
   // those in flight, so no read lands in the segments after it returned.
   const std::uint64_t tag = reinterpret_cast<std::uintptr_t>(&target);
   struct StopLoads {
-    queue::Queue& queue;
+    engine::Queue& queue;
     std::uint64_t tag;
     ~StopLoads() {
       try {
@@ -355,7 +355,7 @@ SegmentedRenderer::SegmentedRenderer(GpuRenderer& renderer)
     : target_(std::make_unique<Target>(std::in_place_type<DeviceTarget>, renderer)) {}
 SegmentedRenderer::~SegmentedRenderer() = default;
 
-SegmentedRenderStats SegmentedRenderer::render(queue::Queue& queue, queue::FileId file, const format::Container& container,
+SegmentedRenderStats SegmentedRenderer::render(engine::Queue& queue, queue::FileId file, const format::Container& container,
                                                std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options) {
   return std::visit([&](auto& target) { return render_with(target, next_, queue, file, container, frame, field, options); },
                     *target_);  // visited as its variant base (P2162, a defect report libstdc++ applies to C++20)

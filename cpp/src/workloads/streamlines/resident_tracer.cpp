@@ -12,7 +12,8 @@
 #include "headrace/gpu/kernel_module.hpp"
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
-#include "headrace/queue/request_queue.hpp"
+#include "headrace/engine/queue.hpp"
+#include "headrace/engine/slot_stream.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
 #include "headrace/workloads/streamlines/resident_lines.hpp"
@@ -48,7 +49,7 @@ class RoundRunner {
   // Runs one round over the window; fills state.wanted and state.last_used.
   virtual RoundCounters run(RoundState& state) = 0;
   // After the queue loaded units up to `fence`: the next round must see them.
-  virtual void loaded(const queue::Queue& queue, queue::FenceId fence) = 0;
+  virtual void loaded(const engine::Queue& queue, queue::FenceId fence) = 0;
   // The half-lines and their points after the last round.
   virtual void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) = 0;
 };
@@ -102,7 +103,7 @@ class HostRounds final : public RoundRunner<Units> {
     headrace::detail::parallel_for(params.line_count, threads_, [&](std::uint64_t k) { advance_resident_line(params, k); });
     return counters;
   }
-  void loaded(const queue::Queue&, queue::FenceId) override {}  // the queue's wait saw the bytes land
+  void loaded(const engine::Queue&, queue::FenceId) override {}  // the queue's wait saw the bytes land
   void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) override {
     lines = std::move(lines_);
     points = std::move(points_);
@@ -179,7 +180,7 @@ class DeviceRounds final : public RoundRunner<Units> {
     stream_.synchronize();
     return counters;
   }
-  void loaded(const queue::Queue& queue, queue::FenceId fence) override {
+  void loaded(const engine::Queue& queue, queue::FenceId fence) override {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
   }
   void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) override {
@@ -326,11 +327,26 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   else
     runner = std::make_unique<HostRounds<Units>>(units, trace, table.unit_bytes, slots, std::move(lines), options.threads);
   // Made after the runner, so destroyed before it: the queue waits for its reads into the pool.
-  queue::QueueOptions queue_options = queue::QueueOptions::from_environment();
+  engine::QueueOptions queue_options = engine::QueueOptions::from_environment();
   queue_options.backend = options.backend;
   queue_options.device = options.device;
-  queue::Queue queue(queue_options);
+  engine::Queue queue(queue_options);
   const queue::FileId file = queue.add_file(path);
+  // The slots are the resident cache's: the slot table picks which unit goes where (load()).
+  engine::SlotStreamOptions slot_options;
+  slot_options.slots = static_cast<std::uint32_t>(slots);
+  slot_options.name = [&path, &table](std::uint64_t unit) {
+    return path + ": offset " + std::to_string(table.offset[unit]) + ": velocity unit " + std::to_string(unit);
+  };
+  engine::SlotStream loads(
+      queue,
+      [&](std::uint64_t unit, std::uint32_t slot) {
+        queue::Request request = queue::range_request(file, table.offset[unit], table.size[unit], runner->memory(),
+                                                      runner->slot_address(slot));
+        request.label = slot_options.name(unit);
+        return std::vector<queue::Request>{std::move(request)};
+      },
+      slot_options);
 
   ContainerTraceRun run;
   run.layout = flow.layout;
@@ -365,23 +381,13 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
                         " bytes cannot hold the units of one step of one line; give it more bytes");
     const auto load_start = Clock::now();
     bool forced = false;
-    std::vector<queue::RequestId> requests;
     for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions, forced)) {
-      queue::Request request = queue::range_request(file, table.offset[unit], table.size[unit], runner->memory(),
-                                                    runner->slot_address(slot));
-      request.label = path + ": offset " + std::to_string(table.offset[unit]) + ": velocity unit " + std::to_string(unit);
-      requests.push_back(queue.enqueue(std::move(request)));
+      loads.load(unit, static_cast<std::uint32_t>(slot));
       ++stats.units_loaded;
       stats.bytes_read += table.size[unit];
     }
     if (progress && !forced) state.window = std::min(line_count - state.first_line, 2 * state.window);
-    const queue::FenceId fence = queue.enqueue_signal();
-    queue.submit();
-    queue.wait(fence);
-    for (const queue::RequestId id : requests) {
-      const queue::RequestStatus status = queue.status(id);
-      if (status.state != queue::RequestState::done) throw Error("could not load a velocity unit: " + status.message);
-    }
+    const queue::FenceId fence = loads.wait_loaded();
     runner->loaded(queue, fence);
     stats.load_seconds += seconds_since(load_start);
   }

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "headrace/format/container.hpp"
-#include "headrace/queue/request_queue.hpp"
+#include "headrace/engine/queue.hpp"
 #include "headrace/workloads/particles/gpu_renderer.hpp"
 #include "headrace/workloads/particles/reference_renderer.hpp"
 
@@ -75,7 +75,7 @@ class SegmentedRenderer {
   // decoded (the frame stops there, and loads for a next frame are cancelled). The queue's destinations
   // must match the renderer: host (device -1) for the reference renderer, the renderer's GPU for the
   // GPU one.
-  SegmentedRenderStats render(queue::Queue& queue, queue::FileId file, const format::Container& container,
+  SegmentedRenderStats render(engine::Queue& queue, queue::FileId file, const format::Container& container,
                               std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options);
 
   struct NextLoads;  // a next frame's first batches, loaded by the frame before (options.next_frame)

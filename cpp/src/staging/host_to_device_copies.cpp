@@ -1,18 +1,18 @@
-#include "headrace/gpu/host_to_device_copies.hpp"
+#include "headrace/staging/host_to_device_copies.hpp"
 
-namespace headrace::gpu {
+namespace headrace::staging {
 namespace {
 
-static_assert(sizeof(Memcpy2D) == 128, "Memcpy2D must have CUDA_MEMCPY2D's layout");
+static_assert(sizeof(gpu::Memcpy2D) == 128, "gpu::Memcpy2D must have gpu::CUDA_MEMCPY2D's layout");
 
 // cuMemcpy2D refuses pitches above the device's CU_DEVICE_ATTRIBUTE_MAX_PITCH (2^31 - 1 on the GPUs
 // we know); rows further apart than this stay separate copies.
 constexpr std::uint64_t most_pitch = std::uint64_t{1} << 30;
 
-CUdeviceptr driver_allocation_end(CUdeviceptr address) {
-  CUdeviceptr base = 0;
+gpu::CUdeviceptr driver_allocation_end(gpu::CUdeviceptr address) {
+  gpu::CUdeviceptr base = 0;
   std::size_t size = 0;
-  check(require_driver().cuMemGetAddressRange(&base, &size, address), "cuMemGetAddressRange");
+  gpu::check(gpu::require_driver().cuMemGetAddressRange(&base, &size, address), "cuMemGetAddressRange");
   return base + size;
 }
 
@@ -21,12 +21,12 @@ CUdeviceptr driver_allocation_end(CUdeviceptr address) {
 HostToDeviceCopies::HostToDeviceCopies() : allocation_end_(driver_allocation_end) {}
 HostToDeviceCopies::HostToDeviceCopies(AllocationEnd allocation_end) : allocation_end_(std::move(allocation_end)) {}
 
-bool HostToDeviceCopies::same_allocation(Copy& run, CUdeviceptr destination, std::uint64_t size) {
+bool HostToDeviceCopies::same_allocation(Copy& run, gpu::CUdeviceptr destination, std::uint64_t size) {
   if (run.destination_end == 0) run.destination_end = allocation_end_(run.destination);
   return destination + size <= run.destination_end;
 }
 
-void HostToDeviceCopies::add(CUdeviceptr destination, const std::byte* source, std::uint64_t size,
+void HostToDeviceCopies::add(gpu::CUdeviceptr destination, const std::byte* source, std::uint64_t size,
                              const std::byte* source_end) {
   if (size == 0) return;
   if (!runs_.empty() && runs_.back().source_end == source_end) {
@@ -56,24 +56,24 @@ void HostToDeviceCopies::add(CUdeviceptr destination, const std::byte* source, s
   runs_.push_back({destination, source, size, 1, 0, 0, source_end, 0});
 }
 
-void HostToDeviceCopies::issue(CUstream stream) const {
-  const CudaDriver& cuda = require_driver();
+void HostToDeviceCopies::issue(gpu::CUstream stream) const {
+  const gpu::CudaDriver& cuda = gpu::require_driver();
   for (const Copy& copy : runs_) {
     if (copy.rows == 1) {
-      check(cuda.cuMemcpyHtoDAsync(copy.destination, copy.source, copy.size, stream), "cuMemcpyHtoDAsync");
+      gpu::check(cuda.cuMemcpyHtoDAsync(copy.destination, copy.source, copy.size, stream), "cuMemcpyHtoDAsync");
       continue;
     }
-    Memcpy2D rows;
-    rows.src_memory_type = memorytype_host;
+    gpu::Memcpy2D rows;
+    rows.src_memory_type = gpu::memorytype_host;
     rows.src_host = copy.source;
     rows.src_pitch = copy.source_pitch;
-    rows.dst_memory_type = memorytype_device;
+    rows.dst_memory_type = gpu::memorytype_device;
     rows.dst_device = copy.destination;
     rows.dst_pitch = copy.destination_pitch;
     rows.width_bytes = copy.size;
     rows.height = copy.rows;
-    check(cuda.cuMemcpy2DAsync(&rows, stream), "cuMemcpy2DAsync");
+    gpu::check(cuda.cuMemcpy2DAsync(&rows, stream), "cuMemcpy2DAsync");
   }
 }
 
-}  // namespace headrace::gpu
+}  // namespace headrace::staging

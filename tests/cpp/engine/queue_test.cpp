@@ -1,6 +1,6 @@
 // The queue's logic on the CPU (host destinations): bytes, codecs, fences, priorities, cancellation,
 // errors and teardown. The GPU half of the same behaviour is tested in tests/python (gpu marker).
-#include "headrace/queue/request_queue.hpp"
+#include "headrace/engine/queue.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +14,8 @@
 #include "support/raw_file.hpp"
 #include "support/temp_directory.hpp"
 
-namespace headrace::queue {
+namespace headrace::engine {
+using namespace headrace::queue;  // requests, statuses, fences
 namespace {
 
 using format::CodecId;
@@ -267,7 +268,7 @@ TEST(Queue, RejectsRequestsItCannotServe) {
 
 TEST(Queue, GpuOnlyOptionsOnAHostQueueAreRefusedByName) {
   auto options = small_options();
-  options.pin_files = PinPolicy::on;
+  options.pin_files = staging::PinPolicy::on;
   try {
     Queue queue(options);
     FAIL() << "pin_files accepted without a GPU";
@@ -312,4 +313,4 @@ TEST(Queue, DestroyingAQueueWithWorkInFlightIsSafe) {
 }
 
 }  // namespace
-}  // namespace headrace::queue
+}  // namespace headrace::engine

@@ -12,12 +12,13 @@
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
-#include "headrace/queue/request_queue.hpp"
+#include "headrace/engine/queue.hpp"
 #include "support/container_fixture.hpp"
 #include "support/raw_file.hpp"
 #include "support/temp_directory.hpp"
 
-namespace headrace::queue {
+namespace headrace::engine {
+using namespace headrace::queue;  // requests, statuses, fences
 namespace {
 
 using format::CodecId;
@@ -37,7 +38,7 @@ QueueOptions gpu_options(bool decode_on_gpu = true, bool pin_files = false, bool
   options.staging_bytes = 1 << 20;
   options.max_batch = 8;
   options.decode_on_gpu = decode_on_gpu;
-  options.pin_files = pin_files ? queue::PinPolicy::on : queue::PinPolicy::off;
+  options.pin_files = pin_files ? staging::PinPolicy::on : staging::PinPolicy::off;
   options.stream_value_fences = stream_value_fences;
   return options;
 }
@@ -303,4 +304,4 @@ TEST(QueueGpu, PinnedFileRequestBeyondTheEndFailsAsAShortRead) {
 }
 
 }  // namespace
-}  // namespace headrace::queue
+}  // namespace headrace::engine

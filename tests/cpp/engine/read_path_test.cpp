@@ -12,11 +12,12 @@
 
 #include "headrace/error.hpp"
 #include "headrace/io/page_cache.hpp"
-#include "headrace/queue/request_queue.hpp"
+#include "headrace/engine/queue.hpp"
 #include "support/evict.hpp"
 #include "support/raw_file.hpp"
 
-namespace headrace::queue {
+namespace headrace::engine {
+using namespace headrace::queue;  // requests, statuses, fences
 namespace {
 
 constexpr std::uint64_t piece = 64 << 10;
@@ -213,12 +214,6 @@ TEST(ReadPath, TheHistoryIsBoundedWhileRecentIdsStayValid) {
   EXPECT_THROW((void)queue.status(last + 1), UsageError);
 }
 
-}  // namespace
-}  // namespace headrace::queue
-
-namespace headrace::queue {
-namespace {
-
 // Sets a variable for the test's lifetime.
 struct ScopedVariable {
   ScopedVariable(const char* name, const char* value) : name(name) { ::setenv(name, value, 1); }
@@ -254,4 +249,4 @@ TEST(QueueOptions, TheEnvironmentOverridesTheDefaultsAndABadValueNamesItsVariabl
 }
 
 }  // namespace
-}  // namespace headrace::queue
+}  // namespace headrace::engine

@@ -1,4 +1,5 @@
-// A DirectStorage-style request queue for Linux and CUDA (seed 000, algorithms 1 and 2; seed 001).
+// The engine's request queue, DirectStorage-style, for Linux and CUDA (seed 000, algorithms 1 and 2;
+// seed 001):
 //
 //   enqueue(request)      a file range or container chunk -> a host or GPU destination, maybe compressed
 //   enqueue_signal()      a fence: signalled once every request enqueued before it is finished
@@ -6,12 +7,14 @@
 //   cancel(id), cancel_tag(tag)   a cancelled request never writes its destination
 //   status(id)            per-request state, error and timings
 //
-// Data flow: dispatcher (priority order) -> host backend reads, straight into a host destination or
-// into the staging ring (or cuFile reads straight into GPU memory) -> finisher: checksum, then CPU decode into a host destination, or H2D copy
-// on the queue's copy stream and GPU decode (nvCOMP) into a device destination -> done. A fence's
-// CUDA event is recorded on the copy stream once every earlier request's GPU work is issued, and
-// the same moment writes the fence's value so that consumer streams can wait for it before it is
-// reached (wait_on_stream: "fire and forget").
+// It composes the layers below it, data flowing one way: queue/ keeps the requests, fences and
+// cancellation (request_book.hpp); io/ reads (the read path per file, or cuFile into GPU memory);
+// staging/ holds the ring, the page-locked files and the H2D copies; codec/ checks and decodes.
+// Threads: a dispatcher (priority order, staging, batched backend submits) -> a finisher (checksums,
+// CPU decoding, H2D copies and nvCOMP decoding issued on the queue's copy stream) -> a completer (GPU
+// batches done). A fence's CUDA event is recorded on the copy stream once every earlier request's
+// GPU work is issued, and the same moment writes the fence's value so that consumer streams can
+// wait for it before it is reached (wait_on_stream: "fire and forget").
 #pragma once
 
 #include <memory>
@@ -23,18 +26,18 @@
 #include "headrace/io/backend.hpp"
 #include "headrace/io/page_cache.hpp"
 #include "headrace/queue/request.hpp"
+#include "headrace/queue/request_book.hpp"
+#include "headrace/staging/pinned_files.hpp"
 
-namespace headrace::queue {
+namespace headrace::engine {
 
-// Whether add_file page-locks a file for DMA from its page-cache pages (gpu/pinned_file.hpp).
-enum class PinPolicy : std::uint8_t {
-  off,
-  on,     // every file of a GPU queue: adding a cold file reads it whole
-  auto_,  // the read path's choice: a file whose pages are all cached and that fits pin_budget_bytes
-};
-[[nodiscard]] const char* to_string(PinPolicy policy) noexcept;
-// Parses "auto" | "on" | "off"; throws UsageError otherwise.
-[[nodiscard]] PinPolicy parse_pin_policy(const std::string& text);
+using queue::FenceId;
+using queue::FileId;
+using queue::Request;
+using queue::RequestId;
+using queue::RequestStatus;
+using queue::RequestSummary;
+using staging::PinPolicy;
 
 // Staging a queue allocates unless told otherwise (seed 001: >= 256 MiB).
 inline constexpr std::uint64_t default_staging_bytes = std::uint64_t{256} << 20;
@@ -43,8 +46,10 @@ inline constexpr std::uint64_t default_status_history = std::uint64_t{1} << 16;
 
 struct QueueOptions {
   // nullopt: the read path, which asks the page cache per request (cache_policy): cached ranges are
-  // read buffered by io.threads workers, the rest with O_DIRECT through io_uring. A kind forces that
-  // one backend for every request (the benchmark lab's methods).
+  // read buffered by io.threads workers, the rest with O_DIRECT through io_uring. A host kind forces
+  // that one backend for every request (the benchmark lab's methods). cufile: uncompressed device
+  // destinations are read by cuFile straight into GPU memory (GDS, or its compatibility mode), by
+  // io.threads workers per file; the rest take the read path.
   std::optional<io::BackendKind> backend;
   io::CachePolicy cache_policy = io::CachePolicy::auto_;
   Settings io = settings();  // knobs of the backends
@@ -55,9 +60,6 @@ struct QueueOptions {
   std::uint64_t max_direct_bytes = std::uint64_t{256} << 20;
   unsigned decode_threads = 0;  // CPU decoding; 0: hardware concurrency
   bool decode_on_gpu = true;    // device destinations: nvCOMP; false: decode on the CPU, then H2D
-  // Device destinations are read by cuFile straight into GPU memory (GDS, or its compatibility mode),
-  // by io.threads workers; host destinations still use the host read path.
-  bool cufile = false;
   // Device destinations of a pinned file are copied by DMA straight from its page-cache pages, mapped
   // and page-locked when the file is added: no read, no CPU copy into staging. Page-locking faults in
   // every page and keeps them in RAM while the queue lives. auto pins only with the read path
@@ -85,20 +87,12 @@ struct QueueOptions {
 
   // Checks every value; throws UsageError naming the option and its valid range.
   void validate() const;
+  // The backend the host read path is forced to: backend, unless it is nullopt or cufile.
+  [[nodiscard]] std::optional<io::BackendKind> read_path_backend() const;
   // The documented defaults overridden by HEADRACE_<NAME> (docs/settings.md: BACKEND, CACHE_POLICY,
   // PIN_FILES, PIN_BUDGET_BYTES, STAGING_BYTES, MAX_BATCH, DECODE_THREADS, VERIFY_CHECKSUMS, STRICT,
   // STATUS_HISTORY), validated; io = settings().
   [[nodiscard]] static QueueOptions from_environment();
-};
-
-// A set of requests (a frame, a batch) summed up: what a consumer reports per unit of work.
-struct RequestSummary {
-  std::uint64_t requests = 0, done = 0, failed = 0, cancelled = 0, unfinished = 0;
-  std::string first_failure;  // the message of the first failed (or cancelled) request, in the order asked
-  std::uint64_t stored_bytes = 0, raw_bytes = 0;  // of the done ones
-  // Stored bytes of the done ones by source: the page cache (buffered reads and pinned pages) or the disk.
-  std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0, bytes_other = 0;
-  double queue_wait_s = 0, io_s = 0, transfer_s = 0, h2d_s = 0, decode_s = 0;  // summed
 };
 
 struct QueueStats {
@@ -158,6 +152,8 @@ class Queue {
   [[nodiscard]] QueueStats stats() const;
   [[nodiscard]] bool has_gpu() const noexcept;
   [[nodiscard]] std::uintptr_t copy_stream() const noexcept;  // the CUstream the GPU work runs on
+  // Makes the queue's GPU context current on the calling thread (for events on consumer streams).
+  void make_current() const;
   // The read path and every choice it made (backends per route, pinned files and why not, fences,
   // decoding, fallbacks taken).
   [[nodiscard]] std::string describe() const;
@@ -173,4 +169,4 @@ class Queue {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace headrace::queue
+}  // namespace headrace::engine

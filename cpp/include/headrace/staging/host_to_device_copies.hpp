@@ -17,39 +17,39 @@
 
 #include "headrace/gpu/cuda_driver.hpp"
 
-namespace headrace::gpu {
+namespace headrace::staging {
 
 class HostToDeviceCopies {
  public:
   // `rows` copies of `size` bytes, row r from source + r * source_pitch to destination + r * destination_pitch.
   struct Copy {
-    CUdeviceptr destination = 0;
+    gpu::CUdeviceptr destination = 0;
     const std::byte* source = nullptr;
     std::uint64_t size = 0;
     std::uint64_t rows = 1;
     std::uint64_t source_pitch = 0, destination_pitch = 0;  // rows > 1 only
     const std::byte* source_end = nullptr;  // the end of the host buffer the source lies in
-    CUdeviceptr destination_end = 0;        // the end of the destination's allocation; 0: not asked yet
+    gpu::CUdeviceptr destination_end = 0;        // the end of the destination's allocation; 0: not asked yet
   };
   // The end of the device allocation holding an address (by default cuMemGetAddressRange).
-  using AllocationEnd = std::function<CUdeviceptr(CUdeviceptr)>;
+  using AllocationEnd = std::function<gpu::CUdeviceptr(gpu::CUdeviceptr)>;
 
   HostToDeviceCopies();
   explicit HostToDeviceCopies(AllocationEnd allocation_end);
 
   // source lies in a host buffer ending at source_end (staging, a page-locked file).
-  void add(CUdeviceptr destination, const std::byte* source, std::uint64_t size, const std::byte* source_end);
+  void add(gpu::CUdeviceptr destination, const std::byte* source, std::uint64_t size, const std::byte* source_end);
   // One cuMemcpyHtoDAsync per run of one row, one cuMemcpy2DAsync per run of rows, in the order added;
   // throws CudaError.
-  void issue(CUstream stream) const;
+  void issue(gpu::CUstream stream) const;
   [[nodiscard]] const std::vector<Copy>& runs() const noexcept { return runs_; }
 
  private:
   // Whether destination .. destination + size lies in the allocation `run` starts in.
-  bool same_allocation(Copy& run, CUdeviceptr destination, std::uint64_t size);
+  bool same_allocation(Copy& run, gpu::CUdeviceptr destination, std::uint64_t size);
 
   AllocationEnd allocation_end_;
   std::vector<Copy> runs_;
 };
 
-}  // namespace headrace::gpu
+}  // namespace headrace::staging

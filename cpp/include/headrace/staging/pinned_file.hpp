@@ -10,7 +10,7 @@
 #include "headrace/detail/memory_mapping.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 
-namespace headrace::gpu {
+namespace headrace::staging {
 
 class PinnedFile {
  public:
@@ -33,4 +33,4 @@ class PinnedFile {
   double register_seconds_ = 0;
 };
 
-}  // namespace headrace::gpu
+}  // namespace headrace::staging

@@ -1,16 +1,16 @@
 // Neighbouring copies merge into one run, copies of one size at a constant stride into the rows of one
 // 2D copy; anything that breaks the pattern (another size, another stride, a copy that goes back)
 // starts a new run, and order is kept.
-#include "headrace/gpu/host_to_device_copies.hpp"
+#include "headrace/staging/host_to_device_copies.hpp"
 
 #include <gtest/gtest.h>
 
-namespace headrace::gpu {
+namespace headrace::staging {
 namespace {
 
 // One device allocation spans every address of these tests unless a test says otherwise.
 HostToDeviceCopies one_allocation() {
-  return HostToDeviceCopies([](CUdeviceptr) { return CUdeviceptr{1} << 40; });
+  return HostToDeviceCopies([](gpu::CUdeviceptr) { return gpu::CUdeviceptr{1} << 40; });
 }
 
 TEST(HostToDeviceCopies, NeighboursOnBothSidesMergeIntoOneRun) {
@@ -74,7 +74,7 @@ TEST(HostToDeviceCopies, RowsOverlappingOrTooFarApartStaySeparate) {
 TEST(HostToDeviceCopies, RowsInTwoAllocationsOrTwoHostBuffersStaySeparate) {
   std::byte staging[8192], other[8192];
   // Two slots of their own: cuMemcpy2D refuses rows in two allocations (CUDA_ERROR_INVALID_VALUE).
-  HostToDeviceCopies slots([](CUdeviceptr address) { return address < 0x20000 ? CUdeviceptr{0x20000} : CUdeviceptr{0x40000}; });
+  HostToDeviceCopies slots([](gpu::CUdeviceptr address) { return address < 0x20000 ? gpu::CUdeviceptr{0x20000} : gpu::CUdeviceptr{0x40000}; });
   slots.add(0x10000, staging, 4096, std::end(staging));
   slots.add(0x30000, staging + 4096, 4096, std::end(staging));
   EXPECT_EQ(slots.runs().size(), 2u);
@@ -85,4 +85,4 @@ TEST(HostToDeviceCopies, RowsInTwoAllocationsOrTwoHostBuffersStaySeparate) {
 }
 
 }  // namespace
-}  // namespace headrace::gpu
+}  // namespace headrace::staging

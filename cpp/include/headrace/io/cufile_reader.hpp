@@ -13,7 +13,7 @@
 #include "headrace/shim/cufile.hpp"
 #include "headrace/shim/gpu_environment.hpp"
 
-namespace headrace::gpu {
+namespace headrace::io {
 
 // Why cuFile cannot read into GPU memory here (no libcufile, no CUDA driver, no GPU, the driver
 // session would not open), or empty when it can. Opens the process's driver session to find out.
@@ -60,14 +60,14 @@ class CufileBufferRegistration {
  public:
   CufileBufferRegistration() noexcept = default;
   // Throws UnavailableError without cuFile, CudaError (naming the cuFile error, address and size).
-  CufileBufferRegistration(CUdeviceptr base, std::size_t size_bytes);
+  CufileBufferRegistration(gpu::CUdeviceptr base, std::size_t size_bytes);
   ~CufileBufferRegistration() noexcept;
   CufileBufferRegistration(CufileBufferRegistration&& other) noexcept;
   CufileBufferRegistration& operator=(CufileBufferRegistration&& other) noexcept;
   CufileBufferRegistration(const CufileBufferRegistration&) = delete;
   CufileBufferRegistration& operator=(const CufileBufferRegistration&) = delete;
 
-  [[nodiscard]] CUdeviceptr base() const noexcept { return base_; }
+  [[nodiscard]] gpu::CUdeviceptr base() const noexcept { return base_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_bytes_; }
   [[nodiscard]] bool registered() const noexcept { return base_ != 0; }
   // cuFileBufDeregister; idempotent. Call it only when no read into the range is in flight.
@@ -75,12 +75,12 @@ class CufileBufferRegistration {
 
  private:
   std::shared_ptr<const CufileDriver> driver_;
-  CUdeviceptr base_ = 0;
+  gpu::CUdeviceptr base_ = 0;
   std::size_t size_bytes_ = 0;
 };
 
 // Registers [base, base + size_bytes) with cuFile.
-[[nodiscard]] CufileBufferRegistration register_buffer(CUdeviceptr base, std::size_t size_bytes);
+[[nodiscard]] CufileBufferRegistration register_buffer(gpu::CUdeviceptr base, std::size_t size_bytes);
 
 // One file open for cuFile reads. read() is synchronous and thread-safe: callers run several at once.
 class CufileReader {
@@ -90,7 +90,7 @@ class CufileReader {
   // made current on each thread that calls read() (the queue's workers need not know it); without it
   // the caller's current context is used. Throws UnavailableError (cufile_unavailable_reason(), or
   // cuFileHandleRegister refusing this file: then read it another way and say so), FileNotFoundError.
-  explicit CufileReader(const std::string& path, CUcontext context = nullptr);
+  explicit CufileReader(const std::string& path, gpu::CUcontext context = nullptr);
   ~CufileReader() noexcept;
   CufileReader(CufileReader&& other) noexcept;
   CufileReader& operator=(CufileReader&&) = delete;
@@ -100,7 +100,7 @@ class CufileReader {
   // Reads size bytes at file_offset into device memory at destination; loops over short reads and
   // retries EINTR and EAGAIN. Returns size, or fewer when the file ends first. Throws SystemError
   // naming the path, offset, size and the cuFile error (or errno).
-  std::size_t read(CUdeviceptr destination, std::size_t size, std::uint64_t file_offset) const;
+  std::size_t read(gpu::CUdeviceptr destination, std::size_t size, std::uint64_t file_offset) const;
   // The same into a registered buffer, at buffer_offset from its base (cuFile wants the registered
   // base and an offset, not an address inside it).
   std::size_t read(const CufileBufferRegistration& buffer, std::size_t buffer_offset, std::size_t size,
@@ -119,11 +119,11 @@ class CufileReader {
   void close() noexcept;
 
  private:
-  std::size_t read_into(CUdeviceptr base, std::size_t base_offset, std::size_t size, std::uint64_t file_offset) const;
+  std::size_t read_into(gpu::CUdeviceptr base, std::size_t base_offset, std::size_t size, std::uint64_t file_offset) const;
 
   std::shared_ptr<const CufileDriver> driver_;
   std::string path_;
-  CUcontext context_ = nullptr;
+  gpu::CUcontext context_ = nullptr;
   detail::FileDescriptor fd_;
   shim::CufileHandle handle_ = nullptr;
   std::uint64_t file_size_ = 0;
@@ -131,4 +131,4 @@ class CufileReader {
   std::string open_note_;
 };
 
-}  // namespace headrace::gpu
+}  // namespace headrace::io

@@ -1,6 +1,6 @@
 // cuFile reads into GPU memory compared with pread of the same ranges; without cuFile or a GPU, the
 // reason and the UnavailableError are checked exactly.
-#include "headrace/gpu/cufile_reader.hpp"
+#include "headrace/io/cufile_reader.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -21,8 +21,10 @@
 #include "support/random_bytes.hpp"
 #include "support/temp_directory.hpp"
 
-namespace headrace::gpu {
+namespace headrace::io {
 namespace {
+
+using namespace headrace::gpu;  // devices, buffers and copies of the tests
 
 // GPU 0's primary context, retained for the whole test program and current on the calling thread, or
 // nullptr without a GPU: the cuFile session outlives each test and caches its buffers in this context.
@@ -36,7 +38,7 @@ Device* process_device() {
 // The reason cufile_unavailable_reason() must give, from what it depends on; empty when usable.
 std::optional<std::string> expected_reason_before_open() {
   if (shim::cufile() == nullptr) return shim::why_no_cufile();
-  if (driver() == nullptr) return why_no_driver();
+  if (gpu::driver() == nullptr) return why_no_driver();
   if (device_count() == 0) return std::string("no GPU");
   return std::nullopt;  // decided by cuFileDriverOpen
 }
@@ -70,7 +72,7 @@ TEST(CufileErrors, TextNamesTheCufileError) {
 
 TEST(CufileReaderOpen, MissingFileIsFileNotFound) {
   Device* device = process_device();
-  if (device == nullptr) GTEST_SKIP() << "no GPU: " << (driver() == nullptr ? why_no_driver() : "0 devices");
+  if (device == nullptr) GTEST_SKIP() << "no GPU: " << (gpu::driver() == nullptr ? why_no_driver() : "0 devices");
   if (const std::string reason = cufile_unavailable_reason(); !reason.empty()) GTEST_SKIP() << "no cuFile: " << reason;
   testing::TempDirectory directory;
   EXPECT_THROW(CufileReader(directory.file("missing.bin"), device->context()), FileNotFoundError);
@@ -82,7 +84,7 @@ class CufileReaderTest : public ::testing::Test {
  protected:
   void SetUp() override {
     device_ = process_device();
-    if (device_ == nullptr) GTEST_SKIP() << "no GPU: " << (driver() == nullptr ? why_no_driver() : "0 devices");
+    if (device_ == nullptr) GTEST_SKIP() << "no GPU: " << (gpu::driver() == nullptr ? why_no_driver() : "0 devices");
     if (const std::string reason = cufile_unavailable_reason(); !reason.empty()) GTEST_SKIP() << "no cuFile: " << reason;
     bytes_ = testing::pseudo_random_bytes(file_size, 42);
     std::string refusals;
@@ -126,7 +128,7 @@ class CufileReaderTest : public ::testing::Test {
     return out;
   }
 
-  static std::vector<std::byte> download(CUdeviceptr source, std::size_t size) {
+  static std::vector<std::byte> download(gpu::CUdeviceptr source, std::size_t size) {
     std::vector<std::byte> bytes(size);
     if (size > 0) copy_to_host(bytes.data(), source, size);
     return bytes;
@@ -224,4 +226,4 @@ TEST_F(CufileReaderTest, ClosedReaderIsAUsageError) {
 }
 
 }  // namespace
-}  // namespace headrace::gpu
+}  // namespace headrace::io

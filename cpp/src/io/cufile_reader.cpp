@@ -1,4 +1,4 @@
-#include "headrace/gpu/cufile_reader.hpp"
+#include "headrace/io/cufile_reader.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 
 #include "headrace/error.hpp"
 
-namespace headrace::gpu {
+namespace headrace::io {
 namespace {
 
 constexpr int eagain_retries = 64;
@@ -39,8 +39,8 @@ SharedDriver& shared_driver() {
 
 std::string why_unusable() {
   if (shim::cufile() == nullptr) return shim::why_no_cufile();
-  if (driver() == nullptr) return why_no_driver();
-  if (device_count() == 0) return "no GPU";
+  if (gpu::driver() == nullptr) return gpu::why_no_driver();
+  if (gpu::device_count() == 0) return "no GPU";
   return {};
 }
 
@@ -100,7 +100,7 @@ std::string cufile_unavailable_reason() {
   }
 }
 
-CufileBufferRegistration::CufileBufferRegistration(CUdeviceptr base, std::size_t size_bytes)
+CufileBufferRegistration::CufileBufferRegistration(gpu::CUdeviceptr base, std::size_t size_bytes)
     : driver_(CufileDriver::shared()) {
   HEADRACE_EXPECT(base != 0 && size_bytes > 0, UsageError,
                   "cuFileBufRegister: a null or empty range (" + hex(base) + ", " + std::to_string(size_bytes) + " bytes)");
@@ -138,13 +138,13 @@ void CufileBufferRegistration::unregister_buffer() noexcept {
   driver_.reset();
 }
 
-CufileBufferRegistration register_buffer(CUdeviceptr base, std::size_t size_bytes) {
+CufileBufferRegistration register_buffer(gpu::CUdeviceptr base, std::size_t size_bytes) {
   return CufileBufferRegistration(base, size_bytes);
 }
 
-CufileReader::CufileReader(const std::string& path, CUcontext context)
+CufileReader::CufileReader(const std::string& path, gpu::CUcontext context)
     : driver_(CufileDriver::shared()), path_(path), context_(context) {
-  if (context_ != nullptr) check(driver()->cuCtxSetCurrent(context_), "cuCtxSetCurrent", path_);
+  if (context_ != nullptr) gpu::check(gpu::driver()->cuCtxSetCurrent(context_), "cuCtxSetCurrent", path_);
   int fd = -1;
   do {
     fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
@@ -216,7 +216,7 @@ std::string CufileReader::mode_reason() const {
   return driver_->mode_reason();
 }
 
-std::size_t CufileReader::read(CUdeviceptr destination, std::size_t size, std::uint64_t file_offset) const {
+std::size_t CufileReader::read(gpu::CUdeviceptr destination, std::size_t size, std::uint64_t file_offset) const {
   return read_into(destination, 0, size, file_offset);
 }
 
@@ -229,10 +229,10 @@ std::size_t CufileReader::read(const CufileBufferRegistration& buffer, std::size
   return read_into(buffer.base(), buffer_offset, size, file_offset);
 }
 
-std::size_t CufileReader::read_into(CUdeviceptr base, std::size_t base_offset, std::size_t size,
+std::size_t CufileReader::read_into(gpu::CUdeviceptr base, std::size_t base_offset, std::size_t size,
                                     std::uint64_t file_offset) const {
   HEADRACE_EXPECT(handle_ != nullptr, UsageError, path_ + ": read from a closed CufileReader");
-  if (context_ != nullptr) check(driver()->cuCtxSetCurrent(context_), "cuCtxSetCurrent", path_);
+  if (context_ != nullptr) gpu::check(gpu::driver()->cuCtxSetCurrent(context_), "cuCtxSetCurrent", path_);
   const shim::Cufile& api = *shim::cufile();
   std::size_t done = 0;
   int retries = 0;
@@ -258,4 +258,4 @@ std::size_t CufileReader::read_into(CUdeviceptr base, std::size_t base_offset, s
   return done;
 }
 
-}  // namespace headrace::gpu
+}  // namespace headrace::io

@@ -1,0 +1,369 @@
+// The queue's bookkeeping: requests by id with their states, the submitted ones in priority order,
+// fences over growing prefixes of the ids, cancellation, and a bounded history. No I/O, no GPU: the
+// engine (engine/queue.hpp) moves requests through it under its own lock and hangs what it needs for
+// a request's journey (its Plan: route, staging region) and a fence's mark (a CUDA event) on them.
+//
+// Ids stay valid while memory stays bounded: statuses of finished requests retire past
+// status_history, fences after retained_fences newer ones; a retired fence had fired. Every walk
+// starts at the oldest request (or fence) still open, so a long-lived queue pays nothing for its past.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <queue>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "headrace/detail/seconds.hpp"
+#include "headrace/error.hpp"
+#include "headrace/queue/request.hpp"
+
+namespace headrace::queue {
+
+// Totals over every finished request (QueueStats reports them).
+struct RequestTotals {
+  std::uint64_t done = 0, failed = 0, cancelled = 0;
+  std::uint64_t stored_bytes = 0, raw_bytes = 0;  // of done requests
+  std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0;
+};
+
+// A set of requests (a frame, a batch) summed up: what a consumer reports per unit of work.
+struct RequestSummary {
+  std::uint64_t requests = 0, done = 0, failed = 0, cancelled = 0, unfinished = 0;
+  std::string first_failure;  // the message of the first failed (or cancelled) request, in the order asked
+  std::uint64_t stored_bytes = 0, raw_bytes = 0;  // of the done ones
+  // Stored bytes of the done ones by source: the page cache (buffered reads and pinned pages) or the disk.
+  std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0, bytes_other = 0;
+  double queue_wait_s = 0, io_s = 0, transfer_s = 0, h2d_s = 0, decode_s = 0;  // summed
+};
+
+// Adds bytes to the counter of their source: the page cache (pinned pages count there too), the disk, or other.
+inline void count_source(ReadSource source, std::uint64_t bytes, std::uint64_t& cache, std::uint64_t& disk,
+                         std::uint64_t& pinned, std::uint64_t& other) {
+  switch (source) {
+    case ReadSource::page_cache: cache += bytes; break;
+    case ReadSource::pinned: cache += bytes; pinned += bytes; break;
+    case ReadSource::disk: disk += bytes; break;
+    default: other += bytes;
+  }
+}
+
+// Not thread-safe: the owner calls it under one lock. Plan: what the owner keeps per request;
+// FenceMark: per fence (both default-constructible).
+template <class Plan, class FenceMark>
+class RequestBook {
+ public:
+  using Clock = detail::SteadyClock;
+  static constexpr std::size_t retained_fences = 1024;  // fired fences kept before the oldest is retired
+
+  struct Entry {
+    Request request;
+    RequestStatus status;
+    Plan plan;
+    // Read into the owner's memory (staging), not the destination: a cancel after its read still
+    // keeps the destination untouched (the owner drops it instead of finishing it).
+    bool cancellable_after_read = false;
+    bool cancel_requested = false;
+    bool issued = false;  // will do no more GPU work (finished ones too)
+    bool listed = false;  // in the unsubmitted or pending list: not retired before they drop it
+    Clock::time_point submitted_at, dispatched_at, read_at;
+  };
+
+  struct Fence {
+    RequestId limit = 0;           // covers requests with id < limit
+    std::uint64_t unfinished = 0;  // of those
+    std::uint64_t unissued = 0;    // of those, not yet issued to the GPU (or finished)
+    bool signaled = false;
+    bool recorded = false;  // the owner marked it (on_record ran)
+    FenceMark mark;
+  };
+
+  // on_record(id, fence): every request a fence covers is issued: the owner marks it (records its
+  // event) then. Called under the owner's lock, from add_fence, mark_issued and finish.
+  RequestBook(std::uint64_t status_history, std::function<void(FenceId, Fence&)> on_record)
+      : status_history_(status_history), on_record_(std::move(on_record)) {}
+
+  // ---- requests ----
+  [[nodiscard]] RequestId end_id() const noexcept { return first_id_ + entries_.size(); }
+  [[nodiscard]] Entry& entry(RequestId id) { return entries_[id - first_id_]; }
+  [[nodiscard]] const Entry& entry(RequestId id) const { return entries_[id - first_id_]; }
+  // The entry of a request a caller names; UsageError for one never given or retired.
+  [[nodiscard]] const Entry& known(RequestId id) const {
+    HEADRACE_EXPECT(id < end_id(), UsageError, "no request " + std::to_string(id));
+    HEADRACE_EXPECT(id >= first_id_, UsageError,
+                    "request " + std::to_string(id) + " was retired: the queue keeps the status of its last " +
+                        std::to_string(status_history_) + " requests (status_history)");
+    return entry(id);
+  }
+  [[nodiscard]] std::size_t retained() const noexcept { return entries_.size(); }
+
+  // Records an enqueued request; it waits for submit().
+  RequestId add(Request request, Plan plan, bool cancellable_after_read) {
+    retire();
+    Entry e;
+    e.request = std::move(request);
+    e.plan = std::move(plan);
+    e.cancellable_after_read = cancellable_after_read;
+    e.listed = true;
+    entries_.push_back(std::move(e));
+    ++awaiting_submit_;
+    const RequestId id = end_id() - 1;
+    unsubmitted_.push_back(id);
+    return id;
+  }
+
+  // Hands every enqueued (not cancelled) request to the pending list.
+  void submit() {
+    const auto now = Clock::now();
+    for (const RequestId id : unsubmitted_) {
+      Entry& e = entry(id);
+      e.listed = false;
+      if (e.status.state != RequestState::enqueued) continue;  // cancelled before submit
+      e.status.state = RequestState::submitted;
+      e.submitted_at = now;
+      --awaiting_submit_;
+      e.listed = true;
+      pending_.push(id);
+    }
+    unsubmitted_.clear();
+  }
+
+  // An enqueued request of a fence waits for submit() (the host cannot wait for its fence's event yet).
+  [[nodiscard]] bool unsubmitted_before(RequestId limit) const {
+    return std::any_of(unsubmitted_.begin(), unsubmitted_.end(),
+                       [&](RequestId id) { return id < limit && entry(id).status.state == RequestState::enqueued; });
+  }
+
+  // The submitted requests, highest priority first, equal priorities in id order.
+  [[nodiscard]] bool has_pending() const noexcept { return !pending_.empty(); }
+  [[nodiscard]] RequestId next_pending() const { return pending_.top(); }
+  void pop_pending() {
+    entry(pending_.top()).listed = false;
+    pending_.pop();
+  }
+
+  // The owner starts the request's read.
+  void dispatch(RequestId id, ReadSource source) {
+    Entry& e = entry(id);
+    e.status.state = RequestState::reading;
+    e.status.source = source;
+    e.dispatched_at = Clock::now();
+    e.status.queue_wait_s = detail::seconds_between(e.submitted_at, e.dispatched_at);
+  }
+
+  // True when the request will never write its destination. One read into its destination (or one
+  // already on the GPU) cannot be called back.
+  bool cancel(RequestId id) {
+    Entry& e = entry(id);
+    switch (e.status.state) {
+      case RequestState::enqueued:
+      case RequestState::submitted:  // the owner drops it without reading it
+        e.cancel_requested = true;
+        finish(id, RequestState::cancelled, "cancelled before it was read");
+        return true;
+      case RequestState::reading:
+        if (!e.cancellable_after_read) return false;
+        e.cancel_requested = true;  // read into the owner's memory: dropped once read
+        return true;
+      case RequestState::copying:
+      case RequestState::done:
+      case RequestState::failed:
+        return false;
+      case RequestState::cancelled:
+        return true;
+    }
+    return false;
+  }
+
+  // Cancels every unfinished request with this tag; returns how many will not write their destination.
+  std::size_t cancel_tag(std::uint64_t tag) {
+    std::size_t cancelled = 0;
+    advance_oldest_open();
+    for (RequestId id = oldest_open_; id < end_id(); ++id) {
+      const Entry& e = entry(id);
+      if (e.request.tag == tag && !e.status.finished() && cancel(id)) ++cancelled;
+    }
+    return cancelled;
+  }
+
+  // Throws UsageError naming the first unfinished request that reads `file`.
+  void expect_unread(FileId file, const std::string& path) {
+    advance_oldest_open();
+    for (RequestId r = oldest_open_; r < end_id(); ++r) {
+      const Entry& e = entry(r);
+      HEADRACE_EXPECT(e.status.finished() || e.request.file != file, UsageError,
+                      path + ": cannot be closed while request " + std::to_string(r) +
+                          " reads it; cancel or wait for its requests first");
+    }
+  }
+
+  // The request is done, failed or cancelled: it counts, and the fences it closes fire.
+  void finish(RequestId id, RequestState state, std::string message) {
+    Entry& e = entry(id);
+    if (e.status.finished()) return;
+    if (e.status.state == RequestState::enqueued) --awaiting_submit_;
+    e.status.state = state;
+    e.status.message = std::move(message);
+    e.status.completion_index = completed_++;
+    const auto now = Clock::now();
+    if (state == RequestState::done) {
+      e.status.transfer_s = detail::seconds_between(e.read_at, now);
+      ++totals_.done;
+      totals_.stored_bytes += e.request.stored_size;
+      totals_.raw_bytes += e.request.raw_size;
+      std::uint64_t other = 0;
+      count_source(e.status.source, e.request.stored_size, totals_.bytes_from_cache, totals_.bytes_from_disk,
+                   totals_.bytes_pinned, other);
+    } else if (state == RequestState::failed) {
+      ++totals_.failed;
+    } else {
+      ++totals_.cancelled;
+    }
+    mark_issued(id);
+    const FenceId end = end_fence();
+    while (oldest_unsignaled_ < end && fence(oldest_unsignaled_).signaled) ++oldest_unsignaled_;
+    for (FenceId f = oldest_unsignaled_; f < end; ++f) {
+      Fence& fc = fence(f);
+      if (fc.signaled || id >= fc.limit) continue;
+      if (--fc.unfinished == 0) fc.signaled = true;
+    }
+  }
+
+  // The request will do no more GPU work: fences whose every request is issued are recorded.
+  // Fences cover growing prefixes of the ids, so they are recorded (and signalled) in order.
+  void mark_issued(RequestId id) {
+    Entry& e = entry(id);
+    if (e.issued) return;
+    e.issued = true;
+    ++issued_;
+    const FenceId end = end_fence();
+    while (oldest_unrecorded_ < end && fence(oldest_unrecorded_).recorded) ++oldest_unrecorded_;
+    for (FenceId f = oldest_unrecorded_; f < end; ++f) {
+      Fence& fc = fence(f);
+      if (fc.recorded || id >= fc.limit) continue;
+      if (--fc.unissued == 0) record(f);
+    }
+  }
+
+  [[nodiscard]] RequestSummary summarize(std::span<const RequestId> ids) const {
+    RequestSummary sum;
+    for (const RequestId id : ids) {
+      const Entry& e = known(id);
+      const RequestStatus& s = e.status;
+      ++sum.requests;
+      sum.queue_wait_s += s.queue_wait_s;
+      sum.io_s += s.io_s;
+      sum.transfer_s += s.transfer_s;
+      sum.h2d_s += s.h2d_s;
+      sum.decode_s += s.decode_s;
+      switch (s.state) {
+        case RequestState::done:
+          ++sum.done;
+          sum.stored_bytes += e.request.stored_size;
+          sum.raw_bytes += e.request.raw_size;
+          break;
+        case RequestState::failed:
+        case RequestState::cancelled:
+          ++(s.state == RequestState::failed ? sum.failed : sum.cancelled);
+          if (sum.first_failure.empty()) sum.first_failure = s.message;
+          break;
+        default: ++sum.unfinished;
+      }
+      // Read (its bytes on their way, or in place) and not failed: where they came from is known.
+      if (s.source != ReadSource::none && s.state != RequestState::failed && s.state != RequestState::cancelled)
+        count_source(s.source, e.request.stored_size, sum.bytes_from_cache, sum.bytes_from_disk, sum.bytes_pinned,
+                     sum.bytes_other);
+    }
+    return sum;
+  }
+
+  [[nodiscard]] const RequestTotals& totals() const noexcept { return totals_; }
+  // Every request is finished or still waits for submit().
+  [[nodiscard]] bool drained() const noexcept { return end_id() - finished_count() == awaiting_submit_; }
+
+  // ---- fences ----
+  // A fence over every request enqueued so far: counts, not a scan, so thousands of fences cost
+  // nothing for the history. Fences before the oldest open one have fired: only the last
+  // retained_fences are kept.
+  FenceId add_fence(FenceMark mark) {
+    while (fences_.size() >= retained_fences && first_fence_ < oldest_unsignaled_ && first_fence_ < oldest_unrecorded_) {
+      fences_.pop_front();
+      ++first_fence_;
+    }
+    Fence fc;
+    fc.limit = end_id();
+    fc.unfinished = end_id() - finished_count();
+    fc.unissued = end_id() - issued_;
+    fc.signaled = fc.unfinished == 0;
+    fc.mark = std::move(mark);
+    fences_.push_back(std::move(fc));
+    const FenceId id = end_fence() - 1;
+    if (fence(id).unissued == 0) record(id);
+    return id;
+  }
+  [[nodiscard]] FenceId end_fence() const noexcept { return first_fence_ + fences_.size(); }
+  // True for a fence that fired long ago and was retired; UsageError for one never given.
+  [[nodiscard]] bool retired_fence(FenceId id) const {
+    HEADRACE_EXPECT(id < end_fence(), UsageError, "no fence " + std::to_string(id));
+    return id < first_fence_;
+  }
+  [[nodiscard]] Fence& fence(FenceId id) { return fences_[id - first_fence_]; }
+  [[nodiscard]] const Fence& fence(FenceId id) const {
+    HEADRACE_EXPECT(id >= first_fence_ && id < end_fence(), UsageError, "no fence " + std::to_string(id));
+    return fences_[id - first_fence_];
+  }
+  [[nodiscard]] bool signaled(FenceId id) const { return retired_fence(id) || fence(id).signaled; }
+
+ private:
+  [[nodiscard]] std::uint64_t finished_count() const noexcept { return totals_.done + totals_.failed + totals_.cancelled; }
+
+  void record(FenceId id) {
+    Fence& fc = fence(id);
+    if (fc.recorded) return;
+    on_record_(id, fc);
+    fc.recorded = true;
+  }
+
+  // Drops the oldest finished requests beyond status_history: only those no list names and whose GPU
+  // work is over, at the front, so every later one keeps its id. The owner lets go of a request's
+  // memory (its staging region) before it finishes it.
+  void retire() {
+    while (entries_.size() >= status_history_) {
+      const Entry& front = entries_.front();
+      if (!front.status.finished() || front.listed || !front.issued) return;
+      entries_.pop_front();
+      ++first_id_;
+    }
+  }
+
+  void advance_oldest_open() {
+    oldest_open_ = std::max(oldest_open_, first_id_);
+    while (oldest_open_ < end_id() && entry(oldest_open_).status.finished()) ++oldest_open_;
+  }
+
+  struct PendingOrder {
+    const RequestBook* book;
+    bool operator()(RequestId a, RequestId b) const {  // true: a after b
+      const int pa = book->entry(a).request.priority, pb = book->entry(b).request.priority;
+      return pa != pb ? pa < pb : a > b;
+    }
+  };
+
+  std::uint64_t status_history_;
+  std::function<void(FenceId, Fence&)> on_record_;
+  std::deque<Entry> entries_;  // entries_[0] is request first_id_: older ones are retired
+  RequestId first_id_ = 0, oldest_open_ = 0;
+  std::uint64_t awaiting_submit_ = 0;  // enqueued, not cancelled, not yet submitted
+  std::uint64_t issued_ = 0, completed_ = 0;
+  RequestTotals totals_;
+  std::vector<RequestId> unsubmitted_;
+  std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder> pending_{PendingOrder{this}};
+  std::deque<Fence> fences_;  // fences_[0] is fence first_fence_
+  FenceId first_fence_ = 0, oldest_unrecorded_ = 0, oldest_unsignaled_ = 0;
+};
+
+}  // namespace headrace::queue

@@ -1,0 +1,62 @@
+// Which files an engine page-locks for DMA from their page-cache pages (pinned_file.hpp), within a
+// budget of bytes. Thread-safe; pin() takes a while per GB (it faults in and locks every page) and
+// holds no lock meanwhile: its share of the budget is reserved first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "headrace/io/page_cache.hpp"
+#include "headrace/staging/pinned_file.hpp"
+
+namespace headrace::staging {
+
+enum class PinPolicy : std::uint8_t {
+  off,
+  on,     // every file of a GPU engine: adding a cold file reads it whole
+  auto_,  // the read path's choice: a file whose pages are all cached and that fits the budget
+};
+[[nodiscard]] const char* to_string(PinPolicy policy) noexcept;
+// Parses "auto" | "on" | "off"; throws UsageError otherwise.
+[[nodiscard]] PinPolicy parse_pin_policy(const std::string& text);
+
+struct PinnedFilesOptions {
+  PinPolicy policy = PinPolicy::auto_;
+  std::uint64_t budget_bytes = 0;  // bytes auto may keep locked; 0: a quarter of the machine's memory
+  bool gpu = false;                // page-locked files serve GPU copies only
+  std::optional<std::string> forced_backend;  // auto pins only for the read path, not a forced backend
+  bool strict = false;             // a refused page-lock throws instead of being reported
+};
+
+class PinnedFiles {
+ public:
+  explicit PinnedFiles(PinnedFilesOptions options);
+
+  struct Outcome {
+    std::unique_ptr<PinnedFile> file;  // null: not page-locked
+    std::string note;                  // why it is (not) page-locked, for describe()
+    std::string fallback;              // the driver refused and the file is read instead (empty: no fallback)
+  };
+  // Page-locks path when the policy says so (auto asks residency whether the page cache holds it
+  // whole; null: a forced backend, which auto leaves alone). The caller's thread needs the GPU's
+  // context current. Throws CudaError when the driver refuses and the policy is on or strict.
+  Outcome pin(const std::string& path, const io::PageCacheResidency* residency);
+  // Gives a page-locked file's bytes back to the budget (the caller drops the file).
+  void unpin(const PinnedFile& file);
+
+  [[nodiscard]] PinPolicy policy() const noexcept { return options_.policy; }
+  [[nodiscard]] std::uint64_t budget_bytes() const noexcept { return options_.budget_bytes; }
+  [[nodiscard]] std::uint64_t locked_bytes() const;
+  // "pin-files=auto (budget 32768 MiB, 3052 MiB locked)"
+  [[nodiscard]] std::string describe() const;
+
+ private:
+  PinnedFilesOptions options_;
+  mutable std::mutex mutex_;
+  std::uint64_t locked_bytes_ = 0;  // of files page-locked, and reserved by pins under way
+};
+
+}  // namespace headrace::staging

@@ -1,0 +1,136 @@
+// The dispatcher: submitted requests in priority order, each given its staging (or its destination),
+// gathered into flights of batched backend submits, per file and route.
+#include <algorithm>
+
+#include "queue_impl.hpp"
+#include "headrace/io/read_coalescing.hpp"
+
+namespace headrace::engine {
+namespace {
+
+using queue::ReadSource;
+using queue::RequestState;
+
+ReadSource source_of(io::ReadRoute route) {
+  switch (route) {
+    case io::ReadRoute::cached: return ReadSource::page_cache;
+    case io::ReadRoute::direct:
+    case io::ReadRoute::forced_direct: return ReadSource::disk;
+    case io::ReadRoute::forced_buffered: return ReadSource::buffered;
+  }
+  return ReadSource::none;
+}
+
+// Reads of one flight by (file, way): the file's buffered (or forced) backend, its O_DIRECT one, cuFile.
+enum Way : std::size_t { cached_way, direct_way, cufile_way, ways };
+
+}  // namespace
+
+void Queue::Impl::dispatch_loop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    work_.wait(lock, [&] { return stopping_ || book_.has_pending(); });
+    if (!book_.has_pending()) return;  // stopping, and nothing left
+    queue::Flight flight;
+    const std::size_t lists = files_.size() * ways;
+    std::vector<std::vector<io::ReadRequest>> reads(lists);
+    std::vector<std::vector<bool>> staged(lists);  // its memory gap is staging padding
+    std::vector<std::vector<RequestId>> read_ids(lists);
+    std::vector<RequestId> pinned_ids;
+    // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
+    // not hold all of staging, or the disk would idle while it is checked: at most a quarter.
+    const std::uint64_t flight_limit = std::max<std::uint64_t>(ring_->capacity_bytes() / 4, 1);
+    std::uint64_t flight_bytes = 0;
+    std::size_t taken = 0;
+    while (book_.has_pending() && taken < options_.max_batch) {
+      const RequestId id = book_.next_pending();
+      Entry& entry = book_.entry(id);
+      if (entry.status.finished() || stopping_) {
+        book_.pop_pending();
+        finish_locked(id, RequestState::cancelled, "cancelled: the queue was destroyed");
+        continue;
+      }
+      const Request& r = entry.request;
+      if (taken > 0 && flight_bytes + r.stored_size > flight_limit) break;
+      void* target = nullptr;
+      if (!entry.plan.needs_region() && entry.plan.pinned()) {
+        // nothing to reserve: the DMA reads the file's pages
+      } else if (!uses_staging(entry.plan.route)) {
+        if (direct_bytes_ + r.stored_size > options_.max_direct_bytes && direct_bytes_ > 0) {
+          if (taken > 0) break;  // send what we have; the finisher frees room
+          flights_changed_.wait(lock, [&] { return stopping_ || direct_bytes_ == 0; });
+          continue;
+        }
+        direct_bytes_ += r.stored_size;
+        target = reinterpret_cast<void*>(r.destination.address);  // a device address for cuFile
+      } else {
+        const std::uint64_t bytes = staging_bytes_of(r, entry.plan.route);
+        std::optional<staging::Region> region = ring_->try_acquire(bytes);
+        if (!region) {
+          if (taken > 0) break;  // send the batch first: its completion frees staging
+          lock.unlock();
+          region = ring_->acquire(bytes);  // counts a staging wait
+          lock.lock();
+          if (!region) continue;  // closed: the loop cancels it
+          if (book_.entry(id).status.finished()) {  // cancelled while it waited: the region goes back
+            ring_->release(*region);
+            continue;
+          }
+        }
+        entry.plan.region = region;
+        target = region->data;
+      }
+      book_.pop_pending();
+      flight_bytes += r.stored_size;
+      ++taken;
+      if (entry.plan.pinned()) {
+        book_.dispatch(id, ReadSource::pinned);
+        pinned_ids.push_back(id);
+      } else {
+        const OpenFile& file = files_[r.file];
+        std::size_t way = cufile_way;
+        if (entry.plan.route == Route::cufile_copy) {
+          book_.dispatch(id, ReadSource::cufile);
+        } else {
+          const io::ReadRoute route = file.reads->route(r.offset, r.stored_size);
+          book_.dispatch(id, source_of(route));
+          way = route == io::ReadRoute::direct ? direct_way : cached_way;
+        }
+        const std::size_t list = std::size_t{r.file} * ways + way;
+        reads[list].push_back({r.offset, r.stored_size, target});
+        staged[list].push_back(entry.plan.region.has_value());
+        read_ids[list].push_back(id);
+      }
+      account_depth_locked();
+      ++reads_in_flight_;
+    }
+    if (taken == 0) continue;
+    stats_.max_reads_in_flight = std::max(stats_.max_reads_in_flight, reads_in_flight_);
+    ++stats_.backend_submits;
+    // Order of ids in the flight = order of the reads the finisher gets back: batch by batch.
+    std::vector<std::pair<io::Backend*, std::vector<io::ReadRequest>>> batches;
+    std::size_t reads_before = 0;
+    for (std::size_t list = 0; list < lists; ++list) {
+      if (reads[list].empty()) continue;
+      const OpenFile& file = files_[list / ways];
+      io::Backend* backend = list % ways == cufile_way ? static_cast<io::Backend*>(file.cufile.get())
+                             : list % ways == direct_way ? &file.reads->backend(io::ReadRoute::direct)
+                                                         : &file.reads->backend(io::ReadRoute::cached);
+      auto joined = io::coalesce_reads(reads[list], staged[list], {.file_size = backend->file_size()});
+      for (auto [read, offset] : joined.carried_by) flight.carried_by.emplace_back(reads_before + read, offset);
+      reads_before += joined.reads.size();
+      stats_.backend_reads += joined.reads.size();
+      flight.ids.insert(flight.ids.end(), read_ids[list].begin(), read_ids[list].end());
+      batches.emplace_back(backend, std::move(joined.reads));
+    }
+    flight.ids.insert(flight.ids.end(), pinned_ids.begin(), pinned_ids.end());
+    flight.pinned = pinned_ids.size();
+    lock.unlock();
+    for (auto& [backend, requests] : batches) flight.batches.push_back(backend->submit(std::move(requests)));
+    lock.lock();
+    flights_.push_back(std::move(flight));
+    flights_changed_.notify_all();
+  }
+}
+
+}  // namespace headrace::engine

@@ -1,0 +1,274 @@
+// The finisher (flights in dispatch order: read outcomes, checksums and CPU decoding, then H2D copies
+// and nvCOMP decoding issued on the copy stream) and the completer (GPU batches done, in issue order).
+#include <numeric>
+
+#include "queue_impl.hpp"
+#include "headrace/staging/host_to_device_copies.hpp"
+
+namespace headrace::engine {
+
+using format::layout::align_up;
+using queue::RequestState;
+
+const std::byte* Queue::Impl::stored_bytes(const Entry& entry) {
+  const Request& r = entry.request;
+  if (entry.plan.pinned()) return entry.plan.pinned_file->data() + r.offset;
+  if (entry.plan.route == Route::direct) return reinterpret_cast<const std::byte*>(r.destination.address);
+  return entry.plan.region->data;
+}
+
+const std::byte* Queue::Impl::source_end(const Entry& entry) const {
+  if (entry.plan.pinned()) return entry.plan.pinned_file->data() + entry.plan.pinned_file->size_bytes();
+  return entry.plan.region->data - entry.plan.region->offset + ring_->capacity_bytes();
+}
+
+void Queue::Impl::finish_loop() {
+  while (true) {
+    queue::Flight flight;
+    {
+      std::unique_lock lock(mutex_);
+      flights_changed_.wait(lock, [&] { return !flights_.empty() || dispatcher_done_; });
+      if (flights_.empty()) return;
+      flight = std::move(flights_.front());
+      flights_.pop_front();
+    }
+    finish_flight(flight);
+  }
+}
+
+void Queue::Impl::finish_flight(queue::Flight& flight) {
+  std::vector<std::uint64_t> stored_sizes;
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < flight.carried_by.size(); ++i) stored_sizes.push_back(book_.entry(flight.ids[i]).request.stored_size);
+  }
+  // Waits for the flight's reads: a request's status is its share of the read that carried it.
+  std::vector<io::ReadStatus> reads = queue::carried_statuses(flight, stored_sizes);
+  const auto read_at = Clock::now();
+  std::vector<RequestId> host_work, device_work;
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = flight.ids.size() - flight.pinned; i < flight.ids.size(); ++i) {
+      const Entry& entry = book_.entry(flight.ids[i]);
+      const std::uint64_t size = entry.plan.pinned_file->size_bytes(), offset = entry.request.offset;
+      io::ReadStatus status;
+      status.bytes_read = offset < size ? std::min(entry.request.stored_size, size - offset) : 0;  // a short "read" fails below
+      reads.push_back(std::move(status));
+    }
+    account_depth_locked();
+    for (std::size_t i = 0; i < flight.ids.size(); ++i) {
+      const RequestId id = flight.ids[i];
+      Entry& entry = book_.entry(id);
+      const Request& r = entry.request;
+      --reads_in_flight_;
+      if (!uses_staging(entry.plan.route)) direct_bytes_ -= r.stored_size;
+      entry.read_at = read_at;
+      entry.status.io_s = detail::seconds_between(entry.dispatched_at, read_at);
+      const bool short_read = reads[i].ok() && reads[i].bytes_read < r.stored_size;
+      if (!reads[i].ok() || short_read) {
+        finish_locked(id, RequestState::failed,
+                      reads[i].ok() ? r.label + ": expected " + std::to_string(r.stored_size) + " bytes, read " +
+                                          std::to_string(reads[i].bytes_read)
+                                    : reads[i].message);
+      } else if (entry.cancel_requested && entry.cancellable_after_read) {
+        finish_locked(id, RequestState::cancelled, "cancelled after its read; destination untouched");
+      } else if (entry.plan.route == Route::cufile_copy) {
+        finish_locked(id, RequestState::done, "");  // cuFile put the bytes in place
+      } else if (entry.plan.route == Route::direct || entry.plan.route == Route::host_decode) {
+        host_work.push_back(id);
+      } else {
+        device_work.push_back(id);
+      }
+    }
+    flights_changed_.notify_all();  // direct bytes freed
+  }
+  finish_on_host(host_work);
+  finish_on_device(device_work);
+}
+
+// Checksums and CPU decoding of requests whose bytes pass the host (codec/chunk_checks.hpp). Returns
+// per request an error message (empty when fine). Chunks nvCOMP decodes are always checked: it trusts
+// its input, and a corrupt frame can read wild addresses and kill the GPU context.
+std::vector<std::string> Queue::Impl::check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds) {
+  // A deque's elements stay put while enqueue appends, but its index of blocks may move: look the
+  // entries up under the lock, then work on them without it (nobody else writes what is read here).
+  std::vector<codec::ChunkCheck> chunks;
+  chunks.reserve(ids.size());
+  {
+    std::lock_guard lock(mutex_);
+    for (const RequestId id : ids) {
+      const Entry& entry = book_.entry(id);
+      const Request& r = entry.request;
+      const Route route = entry.plan.route;
+      codec::ChunkCheck chunk;
+      chunk.stored = stored_bytes(entry);
+      chunk.stored_size = r.stored_size;
+      chunk.checksum = r.checksum;
+      chunk.verify = options_.verify_checksums || route == Route::device_decode;
+      chunk.codec = r.codec;
+      if (route == Route::host_decode) chunk.decode_into = reinterpret_cast<std::byte*>(r.destination.address);
+      if (route == Route::device_cpu_decode) chunk.decode_into = entry.plan.region->data + align_up(r.stored_size);
+      chunk.raw_size = r.raw_size;
+      chunk.label = r.label;
+      chunk.file_offset = r.offset;
+      if (entry.plan.pinned()) chunk.pinned_at = std::pair<std::uint64_t, std::uint64_t>{r.file, r.offset};
+      chunks.push_back(chunk);
+    }
+  }
+  const auto results = checker_.run(chunks);
+  std::vector<std::string> errors(ids.size());
+  decode_seconds.assign(ids.size(), 0.0);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    errors[i] = results[i].error;
+    decode_seconds[i] = results[i].decode_seconds;
+  }
+  return errors;
+}
+
+void Queue::Impl::finish_on_host(const std::vector<RequestId>& ids) {
+  if (ids.empty()) return;
+  std::vector<double> decode_seconds;
+  const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    book_.entry(ids[i]).status.decode_s = decode_seconds[i];
+    finish_locked(ids[i], errors[i].empty() ? RequestState::done : RequestState::failed, errors[i]);
+  }
+}
+
+void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids) {
+  if (ids.empty()) return;
+  std::vector<double> decode_seconds;
+  const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
+  std::vector<RequestId> issued;
+  auto completion = std::make_unique<Completion>();
+  // Compressed chunks by codec: (indices into completion->ids, items, labels).
+  std::map<format::CodecId, DecodeGroup> groups;
+  staging::HostToDeviceCopies copies;
+  const auto stream = stream_->handle();
+  {
+    std::lock_guard lock(mutex_);
+    completion->started.record(stream);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      Entry& entry = book_.entry(ids[i]);
+      entry.status.decode_s = decode_seconds[i];
+      if (!errors[i].empty()) {
+        finish_locked(ids[i], RequestState::failed, errors[i]);
+        continue;
+      }
+      const Request& r = entry.request;
+      const Route route = entry.plan.route;
+      const auto destination = static_cast<gpu::CUdeviceptr>(r.destination.address);
+      if (route == Route::device_copy) {
+        copies.add(destination, stored_bytes(entry), r.raw_size, source_end(entry));
+      } else if (route == Route::device_cpu_decode) {
+        copies.add(destination, entry.plan.region->data + align_up(r.stored_size), r.raw_size, source_end(entry));
+      } else {
+        const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.plan.region->offset;
+        // A staged chunk is copied with its region's padding, so that neighbours in staging,
+        // neighbours in the scratch twin too, travel as one copy.
+        copies.add(scratch, stored_bytes(entry), entry.plan.pinned() ? r.stored_size : align_up(r.stored_size),
+                   source_end(entry));
+        DecodeGroup& group = groups[r.codec];
+        group.indices.push_back(completion->ids.size());
+        group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
+        group.labels.push_back(r.label);
+      }
+      entry.status.state = RequestState::copying;
+      issued.push_back(ids[i]);
+      completion->ids.push_back(ids[i]);
+      completion->copied_bytes.push_back(route == Route::device_decode ? r.stored_size : r.raw_size);
+      completion->decoded_bytes.push_back(route == Route::device_decode ? r.raw_size : 0);
+    }
+  }
+  if (issued.empty()) return;
+  std::string failure;
+  try {
+    copies.issue(stream);
+    completion->copied.record(stream);
+    // Decoders were made at enqueue: the data path only waits for an idle one, it allocates nothing.
+    for (auto& [codec, group] : groups) {
+      for (std::size_t first = 0; first < group.items.size();) {
+        DecodeGroup part;
+        std::uint64_t total = 0;
+        while (first < group.items.size() && part.items.size() < decoders_->limits().max_chunks &&
+               total + group.items[first].raw_size <= decoders_->limits().max_total_raw_bytes) {
+          total += group.items[first].raw_size;
+          part.indices.push_back(group.indices[first]);
+          part.items.push_back(group.items[first]);
+          part.labels.push_back(group.labels[first]);
+          ++first;
+        }
+        part.decoder = decoders_->take(codec);
+        part.decoder->decoder.decode_async(part.items, stream);
+        completion->groups.push_back(std::move(part));
+      }
+    }
+    completion->event.record(stream);
+  } catch (const std::exception& error) {
+    failure = error.what();
+  }
+  std::lock_guard lock(mutex_);
+  if (!failure.empty()) {
+    // The batch never reaches the completer: wait for what was issued, then fail it.
+    stream_->synchronize();
+    for (auto& group : completion->groups)
+      if (group.decoder) decoders_->give_back(std::move(group.decoder));
+    for (const RequestId id : issued) finish_locked(id, RequestState::failed, failure);
+    return;
+  }
+  for (const RequestId id : issued) book_.mark_issued(id);
+  completions_.push_back(std::move(completion));
+  completions_changed_.notify_all();
+}
+
+void Queue::Impl::complete_loop() {
+  while (true) {
+    std::unique_ptr<Completion> completion;
+    {
+      std::unique_lock lock(mutex_);
+      completions_changed_.wait(lock, [&] { return !completions_.empty() || finisher_done_; });
+      if (completions_.empty()) return;
+      completion = std::move(completions_.front());
+      completions_.pop_front();
+    }
+    std::string gpu_failure;  // the batch's GPU work failed: all of it fails
+    double copy_s = 0, decode_s = 0;
+    try {
+      completion->event.synchronize();
+      copy_s = completion->copied.elapsed_ms_since(completion->started) / 1e3;
+      decode_s = completion->event.elapsed_ms_since(completion->copied) / 1e3;
+    } catch (const std::exception& error) {
+      gpu_failure = error.what();
+    }
+    const auto total = [](const std::vector<std::uint64_t>& bytes) {
+      return static_cast<double>(std::accumulate(bytes.begin(), bytes.end(), std::uint64_t{0}));
+    };
+    const double copied_total = total(completion->copied_bytes), decoded_total = total(completion->decoded_bytes);
+    // Per request, why decoding failed (empty: it decoded).
+    std::vector<std::string> decode_failures(completion->ids.size());
+    for (auto& group : completion->groups) {
+      try {
+        const auto failed = group.decoder->decoder.failures(group.labels);
+        for (std::size_t k = 0; k < group.indices.size(); ++k) decode_failures[group.indices[k]] = failed[k];
+      } catch (const std::exception& error) {  // the results could not be read: the group fails
+        for (const std::size_t index : group.indices) decode_failures[index] = error.what();
+      }
+      decoders_->give_back(std::move(group.decoder));
+    }
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < completion->ids.size(); ++i) {
+      const RequestId id = completion->ids[i];
+      RequestStatus& status = book_.entry(id).status;
+      // Each request's share of its batch's times, by bytes.
+      if (copied_total > 0) status.h2d_s = copy_s * static_cast<double>(completion->copied_bytes[i]) / copied_total;
+      if (completion->decoded_bytes[i] != 0)
+        status.decode_s = decode_s * static_cast<double>(completion->decoded_bytes[i]) / decoded_total;
+      if (!gpu_failure.empty()) finish_locked(id, RequestState::failed, gpu_failure);
+      else if (!decode_failures[i].empty()) finish_locked(id, RequestState::failed, decode_failures[i]);
+      else finish_locked(id, RequestState::done, "");
+    }
+  }
+}
+
+}  // namespace headrace::engine

@@ -1,0 +1,506 @@
+#include "headrace/engine/queue.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "headrace/detail/environment.hpp"
+#include "headrace/error.hpp"
+#include "queue_impl.hpp"
+
+namespace headrace::engine {
+
+using format::layout::align_up;
+using queue::MemoryKind;
+using queue::RequestState;
+
+std::optional<io::BackendKind> QueueOptions::read_path_backend() const {
+  return backend && !io::reads_into_gpu(*backend) ? backend : std::nullopt;
+}
+
+void QueueOptions::validate() const {
+  io::ReadPathOptions{read_path_backend(), cache_policy, io, strict}.validate();
+  HEADRACE_EXPECT(device >= -1, UsageError, "device must be a GPU ordinal >= 0, or -1 for host memory, got " + std::to_string(device));
+  HEADRACE_EXPECT(staging_bytes >= (std::uint64_t{64} << 10) && staging_bytes <= (std::uint64_t{1} << 40), UsageError,
+                  "staging_bytes must be in 64 KiB..1 TiB, got " + std::to_string(staging_bytes));
+  HEADRACE_EXPECT(max_batch >= 1 && max_batch <= 65536, UsageError, "max_batch must be in 1..65536, got " + std::to_string(max_batch));
+  HEADRACE_EXPECT(max_direct_bytes >= 4096, UsageError, "max_direct_bytes must be at least 4096, got " + std::to_string(max_direct_bytes));
+  HEADRACE_EXPECT(decode_threads <= 1024, UsageError, "decode_threads must be in 0..1024 (0: one per core), got " + std::to_string(decode_threads));
+  HEADRACE_EXPECT(status_history >= 1024, UsageError, "status_history must be at least 1024, got " + std::to_string(status_history));
+}
+
+QueueOptions QueueOptions::from_environment() {
+  using detail::environment;
+  using detail::parse_bool;
+  using detail::parse_unsigned;
+  QueueOptions o;
+  if (auto v = environment("HEADRACE_BACKEND"); v && *v != "auto") o.backend = io::parse_backend_kind(*v);
+  if (auto v = environment("HEADRACE_CACHE_POLICY")) o.cache_policy = io::parse_cache_policy(*v);
+  if (auto v = environment("HEADRACE_PIN_FILES")) o.pin_files = staging::parse_pin_policy(*v);
+  if (auto v = environment("HEADRACE_PIN_BUDGET_BYTES")) o.pin_budget_bytes = parse_unsigned("HEADRACE_PIN_BUDGET_BYTES", *v);
+  if (auto v = environment("HEADRACE_STAGING_BYTES")) o.staging_bytes = parse_unsigned("HEADRACE_STAGING_BYTES", *v);
+  if (auto v = environment("HEADRACE_MAX_BATCH"))
+    o.max_batch = static_cast<unsigned>(std::min<std::uint64_t>(parse_unsigned("HEADRACE_MAX_BATCH", *v), ~0u));
+  if (auto v = environment("HEADRACE_DECODE_THREADS"))
+    o.decode_threads = static_cast<unsigned>(std::min<std::uint64_t>(parse_unsigned("HEADRACE_DECODE_THREADS", *v), ~0u));
+  if (auto v = environment("HEADRACE_VERIFY_CHECKSUMS")) o.verify_checksums = parse_bool("HEADRACE_VERIFY_CHECKSUMS", *v);
+  if (auto v = environment("HEADRACE_STRICT")) o.strict = parse_bool("HEADRACE_STRICT", *v);
+  if (auto v = environment("HEADRACE_STATUS_HISTORY")) o.status_history = parse_unsigned("HEADRACE_STATUS_HISTORY", *v);
+  o.validate();
+  return o;
+}
+
+Queue::Impl::Impl(QueueOptions options)
+    : options_(validated(std::move(options))),
+      book_(options_.status_history, [this](FenceId id, Book::Fence& fence) { record_fence_locked(id, fence); }) {
+  const bool cufile = options_.backend == io::BackendKind::cufile;
+  if (options_.device >= 0) {
+    device_.emplace(options_.device);
+    stream_.emplace();
+    fence_memory_.emplace(std::size_t{fence_words} * sizeof(std::uint32_t));
+    gpu::check(gpu::driver()->cuMemsetD8Async(fence_memory_->pointer(), 0, fence_memory_->size_bytes(), stream_->handle()),
+               "cuMemsetD8Async");
+    stream_->synchronize();
+    // CUDA 12+ drivers serve the v2 stream memory operations on every GPU (the v1 attribute that
+    // used to say so is deprecated and reads 0); a refusal at run time falls back to events.
+    HEADRACE_EXPECT(!options_.stream_value_fences || !options_.decode_on_gpu, UsageError,
+                    "stream_value_fences needs decode_on_gpu = false: nvCOMP may load kernels while a consumer "
+                    "stream waits on a fence, which deadlocks");
+    memory_operations_ = options_.stream_value_fences;
+    device_scratch_.emplace(align_up(options_.staging_bytes));
+    decoders_.emplace(2, codec::gpu::BatchedDecoderLimits{options_.max_batch, max_decode_chunk_bytes, decoder_total_bytes});
+  }
+  if (cufile) {
+    HEADRACE_EXPECT(device_.has_value(), UsageError, "cuFile reads need a queue made for a GPU (device >= 0)");
+    const std::string why = io::cufile_unavailable_reason();
+    HEADRACE_EXPECT(why.empty(), UnavailableError, "cuFile unavailable: " + why);
+  }
+  HEADRACE_EXPECT(options_.pin_files != PinPolicy::on || device_.has_value(), UsageError,
+                  "pin_files page-locks files for GPU copies: it needs a queue made for a GPU (device >= 0)");
+  staging::PinnedFilesOptions pins{options_.pin_files, options_.pin_budget_bytes, device_.has_value(), std::nullopt,
+                                   options_.strict};
+  if (options_.read_path_backend()) pins.forced_backend = io::to_string(*options_.read_path_backend());
+  pinned_files_.emplace(std::move(pins));
+  ring_.emplace(options_.staging_bytes, device_.has_value());
+  dispatcher_ = std::thread([this] {
+    use_context();  // the dispatcher's first staging region allocates the (pinned) ring
+    dispatch_loop();
+  });
+  finisher_ = std::thread([this] {
+    use_context();
+    finish_loop();
+  });
+  if (device_) completer_ = std::thread([this] {
+    use_context();
+    complete_loop();
+  });
+}
+
+Queue::Impl::~Impl() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  work_.notify_all();
+  ring_->close();
+  dispatcher_.join();
+  {
+    std::lock_guard lock(mutex_);
+    dispatcher_done_ = true;
+  }
+  flights_changed_.notify_all();
+  finisher_.join();
+  {
+    std::lock_guard lock(mutex_);
+    finisher_done_ = true;
+  }
+  completions_changed_.notify_all();
+  if (completer_.joinable()) completer_.join();
+  if (stream_) {
+    use_context();
+    stream_->synchronize();  // nothing on the GPU reads staging or fence memory now
+  }
+}
+
+// Checked before any member is made from them (the checker's pool, staging).
+QueueOptions Queue::Impl::validated(QueueOptions options) {
+  options.validate();
+  return options;
+}
+
+FileId Queue::Impl::add_file(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ENOENT) throw FileNotFoundError(path + ": no such file", error);
+    HEADRACE_THROW_SYSTEM("stat", path);
+  }
+  const auto identity = std::tuple{info.st_dev, info.st_ino, info.st_size,
+                                   std::int64_t{info.st_mtim.tv_sec} * 1000000000 + info.st_mtim.tv_nsec};
+  std::vector<FileId> older;  // versions of the path replaced since (a writer renames a new file in)
+  {
+    std::unique_lock lock(mutex_);
+    for (FileId id = 0; id < files_.size(); ++id) {
+      if (files_[id].closed || files_[id].path != path) continue;
+      if (files_[id].identity != identity) {
+        older.push_back(id);
+        continue;
+      }
+      lock.unlock();
+      pin_if_asked(id);  // auto: cached whole since it was added?
+      return id;
+    }
+  }
+  for (const FileId id : older) {
+    try {
+      close_file(id);  // frees its pin budget; still read by a request: left open, reads go on
+    } catch (const UsageError&) {
+    }
+  }
+  OpenFile file;
+  file.path = path;
+  file.identity = identity;
+  file.reads = std::make_unique<io::FileReadPath>(
+      path, io::ReadPathOptions{options_.read_path_backend(), options_.cache_policy, options_.io, options_.strict});
+  if (options_.backend == io::BackendKind::cufile)
+    file.cufile = std::make_unique<io::CufileBackend>(path, options_.io, device_->context());
+  FileId id = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (!file.reads->fallback().empty()) note_fallback_locked(file.reads->fallback());
+    files_.push_back(std::move(file));
+    id = static_cast<FileId>(files_.size() - 1);
+  }
+  pin_if_asked(id);
+  return id;
+}
+
+// Unpins and closes a file no unfinished request reads; its id is never given again.
+void Queue::Impl::close_file(FileId id) {
+  OpenFile closed;
+  {
+    std::lock_guard lock(mutex_);
+    HEADRACE_EXPECT(id < files_.size() && !files_[id].closed, UsageError, "no open file " + std::to_string(id));
+    book_.expect_unread(id, files_[id].path);
+    if (files_[id].pinned) pinned_files_->unpin(*files_[id].pinned);
+    closed = std::move(files_[id]);
+    files_[id] = OpenFile{};
+    files_[id].path = closed.path;
+    files_[id].closed = true;
+  }
+  // Unpinning and closing take a while, so without the lock: nothing of the queue reads the file now.
+  use_context();
+}
+
+void Queue::Impl::note_fallback_locked(const std::string& fallback) const {
+  if (std::find(fallbacks_.begin(), fallbacks_.end(), fallback) == fallbacks_.end()) fallbacks_.push_back(fallback);
+}
+
+// Page-locks the file when pin_files asks for it (staging/pinned_files.hpp decides), without the lock.
+void Queue::Impl::pin_if_asked(FileId id) {
+  std::string path;
+  const io::PageCacheResidency* residency = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    const OpenFile& file = files_[id];
+    if (file.pinned) return;
+    path = file.path;
+    residency = file.reads->residency();
+  }
+  use_context();
+  staging::PinnedFiles::Outcome outcome = pinned_files_->pin(path, residency);
+  std::lock_guard lock(mutex_);
+  OpenFile& file = files_[id];
+  file.pin_note = std::move(outcome.note);
+  if (!outcome.fallback.empty()) note_fallback_locked(outcome.fallback);
+  file.pinned = std::move(outcome.file);
+}
+
+Route Queue::Impl::route_of(const Request& r) const {
+  const bool compressed = r.codec != format::CodecId::none;
+  if (r.destination.kind == MemoryKind::host) return compressed ? Route::host_decode : Route::direct;
+  if (options_.backend == io::BackendKind::cufile && !compressed) return Route::cufile_copy;
+  if (!compressed) return Route::device_copy;
+  return options_.decode_on_gpu ? Route::device_decode : Route::device_cpu_decode;
+}
+
+RequestId Queue::Impl::enqueue(Request request) {
+  const Route route = route_of(request);
+  const bool on_gpu = request.destination.kind == MemoryKind::device && device_;
+  // A codec's GPU decoders are made the first time a request needs them, on the caller's thread before
+  // the request is queued, never on the data path.
+  std::string no_decoder;
+  if (on_gpu && route == Route::device_decode) {
+    use_context();
+    no_decoder = decoders_->prepare(request.codec);
+  }
+  std::lock_guard lock(mutex_);
+  HEADRACE_EXPECT(request.file < files_.size(), UsageError, "request for file " + std::to_string(request.file) +
+                                                                ": only " + std::to_string(files_.size()) + " files added");
+  const OpenFile& file = files_[request.file];
+  HEADRACE_EXPECT(!file.closed, UsageError, file.path + ": file " + std::to_string(request.file) + " was closed; add it again");
+  const std::string name = request.label.empty() ? file.path + ": offset " + std::to_string(request.offset) : request.label;
+  HEADRACE_EXPECT(request.stored_size > 0 && request.raw_size > 0, UsageError, name + ": empty request");
+  HEADRACE_EXPECT(request.codec != format::CodecId::none || request.stored_size == request.raw_size, UsageError,
+                  name + ": an uncompressed request needs stored size == raw size");
+  HEADRACE_EXPECT(request.destination.size_bytes == request.raw_size && request.destination.address != 0, UsageError,
+                  name + ": destination of " + std::to_string(request.destination.size_bytes) + " bytes for " +
+                      std::to_string(request.raw_size) + " raw bytes");
+  const bool device = request.destination.kind == MemoryKind::device;
+  HEADRACE_EXPECT(!device || device_.has_value(), UsageError,
+                  name + ": a GPU destination needs a queue made for a GPU (device >= 0)");
+  Plan plan;
+  plan.route = route;
+  if (device) plan.pinned_file = file.pinned.get();
+  if (route == Route::device_decode) {
+    HEADRACE_EXPECT(request.checksum.has_value(), UsageError,
+                    name + ": GPU decoding needs the chunk's checksum, checked on the host first (nvCOMP trusts its "
+                           "input: a corrupt frame can fault the GPU); give a checksum or decode_on='cpu'");
+    HEADRACE_EXPECT(no_decoder.empty(), UnavailableError,
+                    name + ": no GPU decoder for " + format::to_string(request.codec) + ": " + no_decoder +
+                        " (decode_on='cpu' decodes on the CPU)");
+    HEADRACE_EXPECT(request.raw_size <= max_decode_chunk_bytes, UsageError,
+                    name + ": a GPU-decoded chunk holds at most " + std::to_string(max_decode_chunk_bytes) +
+                        " raw bytes, got " + std::to_string(request.raw_size));
+  }
+  const std::uint64_t region_bytes = staging_bytes_of(request, route);
+  HEADRACE_EXPECT(!plan.needs_region() || region_bytes <= ring_->capacity_bytes(), UsageError,
+                  name + ": needs " + std::to_string(region_bytes) + " bytes of staging, more than the " +
+                      std::to_string(ring_->capacity_bytes()) + " there are");
+  if (request.label.empty()) request.label = name;
+  return book_.add(std::move(request), std::move(plan), uses_staging(route));
+}
+
+FenceId Queue::Impl::enqueue_signal() {
+  std::lock_guard lock(mutex_);
+  std::unique_ptr<gpu::Event> event;
+  if (device_) {
+    use_context();
+    event = std::make_unique<gpu::Event>();
+  }
+  const FenceId id = book_.add_fence(std::move(event));
+  if (book_.fence(id).signaled) fences_changed_.notify_all();
+  return id;
+}
+
+// With the lock held (the book calls it): every earlier request of this fence is issued (or finished).
+void Queue::Impl::record_fence_locked(FenceId id, Book::Fence& fence) {
+  if (device_) {
+    use_context();
+    fence.mark->record(stream_->handle());
+    gpu::check(gpu::driver()->cuStreamWriteValue32(stream_->handle(), fence_word(id), fence_generation(id),
+                                                   gpu::stream_write_value_default),
+               "cuStreamWriteValue32");
+  }
+  fences_changed_.notify_all();
+}
+
+void Queue::Impl::submit() {
+  {
+    std::lock_guard lock(mutex_);
+    book_.submit();
+  }
+  work_.notify_all();
+}
+
+bool Queue::Impl::cancel(RequestId id) {
+  std::lock_guard lock(mutex_);
+  (void)book_.known(id);
+  const bool cancelled = book_.cancel(id);
+  fences_changed_.notify_all();
+  return cancelled;
+}
+
+std::size_t Queue::Impl::cancel_tag(std::uint64_t tag) {
+  std::lock_guard lock(mutex_);
+  const std::size_t cancelled = book_.cancel_tag(tag);
+  fences_changed_.notify_all();
+  return cancelled;
+}
+
+RequestStatus Queue::Impl::status(RequestId id) const {
+  std::lock_guard lock(mutex_);
+  return book_.known(id).status;
+}
+
+RequestSummary Queue::Impl::summarize(std::span<const RequestId> ids) const {
+  std::lock_guard lock(mutex_);
+  return book_.summarize(ids);
+}
+
+// A retired fence had fired (fences retire in order, once signalled): nothing is left to wait for.
+bool Queue::Impl::is_signaled(FenceId fence) const {
+  std::lock_guard lock(mutex_);
+  return book_.signaled(fence);
+}
+
+void Queue::Impl::wait(FenceId fence) const {
+  std::unique_lock lock(mutex_);
+  fences_changed_.wait(lock, [&] { return book_.signaled(fence); });
+}
+
+std::uintptr_t Queue::Impl::fence_event(FenceId fence) const {
+  std::unique_lock lock(mutex_);
+  HEADRACE_EXPECT(device_.has_value(), UsageError, "fence events need a queue made for a GPU");
+  HEADRACE_EXPECT(!book_.retired_fence(fence), UsageError,
+                  "fence " + std::to_string(fence) + " fired long ago and was retired with its event; it needs no wait");
+  (void)book_.fence(fence);
+  fences_changed_.wait(lock, [&] { return book_.fence(fence).recorded; });
+  return reinterpret_cast<std::uintptr_t>(book_.fence(fence).mark->handle());
+}
+
+void Queue::Impl::wait_on_stream(FenceId fence, std::uintptr_t stream) const {
+  HEADRACE_EXPECT(device_.has_value(), UsageError, "waiting on a stream needs a queue made for a GPU");
+  const auto consumer = reinterpret_cast<gpu::CUstream>(stream);
+  use_context();
+  {
+    std::lock_guard lock(mutex_);
+    if (book_.retired_fence(fence)) return;  // its GPU work has completed
+  }
+  if (memory_operations_) {
+    const gpu::CUresult result = gpu::driver()->cuStreamWaitValue32(consumer, fence_word(fence), fence_generation(fence),
+                                                                    gpu::stream_wait_value_geq);
+    if (result == gpu::cuda_success) return;
+    HEADRACE_EXPECT(!options_.strict, UnavailableError,
+                    "cuStreamWaitValue32 refused (CUDA error " + std::to_string(result) +
+                        "): value fences unavailable; strict forbids falling back to events");
+    std::lock_guard lock(mutex_);
+    memory_operations_ = false;  // refused here: wait for the event from now on, and say so
+    note_fallback_locked("fences by events: cuStreamWaitValue32 refused (CUDA error " + std::to_string(result) + ")");
+  }
+  {
+    std::lock_guard lock(mutex_);
+    // Without memory operations the host must wait for the event's record: never before a submit.
+    HEADRACE_EXPECT(book_.fence(fence).recorded || !book_.unsubmitted_before(book_.fence(fence).limit), UsageError,
+                    "wait_on_stream before submit() needs a queue made with stream_value_fences: submit first");
+  }
+  gpu::check(gpu::driver()->cuStreamWaitEvent(consumer, reinterpret_cast<gpu::CUevent>(fence_event(fence)), 0),
+             "cuStreamWaitEvent");
+}
+
+// Every request is finished or still waits for submit(): counts, not a scan of the history.
+void Queue::Impl::drain() const {
+  std::unique_lock lock(mutex_);
+  fences_changed_.wait(lock, [&] { return book_.drained(); });
+}
+
+QueueStats Queue::Impl::stats() const {
+  std::lock_guard lock(mutex_);
+  QueueStats result = stats_;
+  const queue::RequestTotals& totals = book_.totals();
+  result.requests_done = totals.done;
+  result.requests_failed = totals.failed;
+  result.requests_cancelled = totals.cancelled;
+  result.stored_bytes = totals.stored_bytes;
+  result.raw_bytes = totals.raw_bytes;
+  result.bytes_from_cache = totals.bytes_from_cache;
+  result.bytes_from_disk = totals.bytes_from_disk;
+  result.bytes_pinned = totals.bytes_pinned;
+  result.staging_waits = ring_->waits();
+  result.checksums_checked = checker_.checksums_checked();
+  result.mean_reads_in_flight = stats_.busy_seconds > 0 ? depth_seconds_ / stats_.busy_seconds : 0;
+  result.retained_requests = book_.retained();
+  return result;
+}
+
+std::uint64_t Queue::Impl::pinned_host_bytes() const {
+  std::lock_guard lock(mutex_);
+  return (ring_->pinned() ? ring_->allocated_bytes() : 0) + pinned_files_->locked_bytes();
+}
+
+std::uint64_t Queue::Impl::device_bytes() const {
+  return (device_scratch_ ? device_scratch_->size_bytes() : 0) + (fence_memory_ ? fence_memory_->size_bytes() : 0);
+}
+
+std::string Queue::Impl::describe() const {
+  std::lock_guard lock(mutex_);
+  std::string text = "queue read-path=";
+  if (const auto forced = options_.read_path_backend()) {
+    text += std::string(io::to_string(*forced)) + " (forced)";
+  } else {
+    text += std::string("auto cache=") + io::to_string(options_.cache_policy) +
+            " (cached: posix threads=" + std::to_string(options_.io.threads) + ", uncached: " +
+            (options_.cache_policy == io::CachePolicy::use ? "posix" : "uring O_DIRECT qd=" + std::to_string(options_.io.queue_depth)) + ")";
+  }
+  text += " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB" + (ring_->pinned() ? " pinned" : " pageable") +
+          " batch=" + std::to_string(options_.max_batch);
+  if (device_) {
+    text += " gpu=" + std::to_string(options_.device);
+    if (options_.backend == io::BackendKind::cufile) {
+      const auto driver = io::CufileDriver::shared();
+      text += std::string(" cufile=") + shim::to_string(driver->mode()) + " (" + driver->mode_reason() + ")";
+    }
+    text += " " + pinned_files_->describe();
+    text += std::string(" fences=") + (memory_operations_ ? "stream-value" : "event");
+    text += std::string(" decode=") + (options_.decode_on_gpu ? "gpu (nvCOMP)" : "cpu");
+  } else {
+    text += " destinations=host";
+  }
+  if (!options_.verify_checksums) text += " checksums=off";
+  // Per file, at most a few: a long series of files is summed up.
+  constexpr std::size_t listed_files = 4;
+  for (std::size_t f = 0; f < files_.size() && f < listed_files; ++f) {
+    const OpenFile& file = files_[f];
+    if (file.closed) continue;
+    text += "; " + file.path + ": " + file.pin_note;
+    if (file.pinned) text += " in " + std::to_string(file.pinned->register_seconds()) + " s";
+  }
+  if (files_.size() > listed_files) text += "; and " + std::to_string(files_.size() - listed_files) + " more files";
+  for (const std::string& fallback : fallbacks_) text += "; fallback: " + fallback;
+  return text;
+}
+
+std::vector<std::string> Queue::Impl::fallbacks() const {
+  std::lock_guard lock(mutex_);
+  return fallbacks_;
+}
+
+void Queue::Impl::release_region_locked(Entry& entry) {
+  if (!entry.plan.region) return;
+  ring_->release(*entry.plan.region);
+  entry.plan.region.reset();
+}
+
+void Queue::Impl::finish_locked(RequestId id, RequestState state, std::string message) {
+  release_region_locked(book_.entry(id));
+  book_.finish(id, state, std::move(message));
+  fences_changed_.notify_all();
+}
+
+void Queue::Impl::account_depth_locked() {
+  const auto now = Clock::now();
+  if (reads_in_flight_ > 0) {
+    const double seconds = detail::seconds_between(depth_changed_at_, now);
+    depth_seconds_ += seconds * reads_in_flight_;
+    stats_.busy_seconds += seconds;
+  }
+  depth_changed_at_ = now;
+}
+
+Queue::Queue(QueueOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Queue::~Queue() noexcept = default;
+FileId Queue::add_file(const std::string& path) { return impl_->add_file(path); }
+void Queue::close_file(FileId file) { impl_->close_file(file); }
+RequestId Queue::enqueue(Request request) { return impl_->enqueue(std::move(request)); }
+FenceId Queue::enqueue_signal() { return impl_->enqueue_signal(); }
+void Queue::submit() { impl_->submit(); }
+bool Queue::cancel(RequestId id) { return impl_->cancel(id); }
+std::size_t Queue::cancel_tag(std::uint64_t tag) { return impl_->cancel_tag(tag); }
+RequestStatus Queue::status(RequestId id) const { return impl_->status(id); }
+RequestSummary Queue::summarize(std::span<const RequestId> ids) const { return impl_->summarize(ids); }
+bool Queue::is_signaled(FenceId fence) const { return impl_->is_signaled(fence); }
+void Queue::wait(FenceId fence) const { impl_->wait(fence); }
+std::uintptr_t Queue::fence_event(FenceId fence) const { return impl_->fence_event(fence); }
+void Queue::wait_on_stream(FenceId fence, std::uintptr_t stream) const { impl_->wait_on_stream(fence, stream); }
+void Queue::drain() const { impl_->drain(); }
+QueueStats Queue::stats() const { return impl_->stats(); }
+bool Queue::has_gpu() const noexcept { return impl_->has_gpu(); }
+std::uintptr_t Queue::copy_stream() const noexcept { return impl_->copy_stream(); }
+void Queue::make_current() const { impl_->make_current(); }
+std::string Queue::describe() const { return impl_->describe(); }
+std::vector<std::string> Queue::fallbacks() const { return impl_->fallbacks(); }
+std::uint64_t Queue::pinned_host_bytes() const { return impl_->pinned_host_bytes(); }
+std::uint64_t Queue::device_bytes() const { return impl_->device_bytes(); }
+
+}  // namespace headrace::engine

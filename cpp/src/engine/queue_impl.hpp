@@ -1,0 +1,201 @@
+// The engine queue's insides, shared by its three files: queue.cpp (files, the caller's API),
+// dispatch.cpp (the dispatcher thread) and finish.cpp (the finisher and completer threads).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "headrace/codec/chunk_checks.hpp"
+#include "headrace/codec/gpu/decoder_pool.hpp"
+#include "headrace/detail/seconds.hpp"
+#include "headrace/engine/queue.hpp"
+#include "headrace/format/layout.hpp"
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+#include "headrace/io/cufile_backend.hpp"
+#include "headrace/io/read_path.hpp"
+#include "headrace/queue/flight.hpp"
+#include "headrace/queue/request_book.hpp"
+#include "headrace/staging/pinned_file.hpp"
+#include "headrace/staging/pinned_files.hpp"
+#include "headrace/staging/staging_ring.hpp"
+
+namespace headrace::engine {
+
+using Clock = detail::SteadyClock;
+
+inline constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
+inline constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit
+inline constexpr std::uint64_t decoder_total_bytes = std::uint64_t{256} << 20;     // raw bytes one decoder call takes
+
+// How a dispatched request travels.
+enum class Route : std::uint8_t {
+  direct,             // read straight into its host destination
+  host_decode,        // staging -> CPU decode -> host destination
+  device_copy,        // staging (or a page-locked file) -> H2D -> device destination
+  device_decode,      // staging -> H2D into device scratch -> nvCOMP -> device destination
+  device_cpu_decode,  // staging -> CPU decode into staging -> H2D -> device destination
+  cufile_copy,        // cuFile reads straight into the device destination (compressed chunks take
+                      // device_decode: their checksums must be checked on the host before nvCOMP)
+};
+
+// Direct and cuFile copies read straight into their destination; the rest go through a region of the
+// ring (GPU decoding also uses the region's twin in device scratch).
+[[nodiscard]] constexpr bool uses_staging(Route route) { return route != Route::direct && route != Route::cufile_copy; }
+
+// Staging a request takes: the CPU-decode-then-copy route keeps the raw bytes after the stored ones.
+[[nodiscard]] inline std::uint64_t staging_bytes_of(const Request& r, Route route) {
+  return format::layout::align_up(r.stored_size) + (route == Route::device_cpu_decode ? r.raw_size : 0);
+}
+
+// What the engine keeps per request beside its bookkeeping.
+struct Plan {
+  Route route = Route::direct;
+  // Device routes of a page-locked file: its stored bytes are DMA'd from the file's pages (the
+  // mapping lives with the engine).
+  const staging::PinnedFile* pinned_file = nullptr;
+  std::optional<staging::Region> region;  // its staging, between dispatch and the end of its GPU work
+  [[nodiscard]] bool pinned() const noexcept { return pinned_file != nullptr; }
+  // A pinned copy needs no staging; a pinned decode still takes a region for its scratch twin.
+  [[nodiscard]] bool needs_region() const noexcept { return uses_staging(route) && !(pinned() && route == Route::device_copy); }
+};
+
+using Book = queue::RequestBook<Plan, std::unique_ptr<gpu::Event>>;
+using Entry = Book::Entry;
+
+// A file the engine reads: its read path, and what else it holds for it.
+struct OpenFile {
+  std::string path;
+  std::tuple<dev_t, ino_t, off_t, std::int64_t> identity;  // device, inode, size, mtime (ns)
+  std::unique_ptr<io::FileReadPath> reads;
+  std::unique_ptr<io::CufileBackend> cufile;  // backend cufile: uncompressed device destinations
+  std::unique_ptr<staging::PinnedFile> pinned;
+  std::string pin_note;  // why it is (not) page-locked
+  bool closed = false;   // close_file: its id is never read again
+};
+
+// Chunks of one codec decoded by one decoder call.
+struct DecodeGroup {
+  std::vector<std::size_t> indices;  // into Completion::ids
+  std::vector<codec::gpu::DecodeItem> items;
+  std::vector<std::string> labels;
+  std::shared_ptr<codec::gpu::DecoderPool::Pooled> decoder;
+};
+
+// A batch of GPU work: its requests are done once its event is.
+struct Completion {
+  std::vector<RequestId> ids;
+  std::vector<std::uint64_t> copied_bytes, decoded_bytes;  // per id: its share of the batch's times
+  std::vector<DecodeGroup> groups;
+  gpu::Event started{true}, copied{true};  // around the batch's copies (timing events)
+  gpu::Event event{true};                  // after its decoding: the batch is done
+};
+
+class Queue::Impl {
+ public:
+  explicit Impl(QueueOptions options);
+  ~Impl();
+
+  FileId add_file(const std::string& path);
+  void close_file(FileId id);
+  RequestId enqueue(Request request);
+  FenceId enqueue_signal();
+  void submit();
+  bool cancel(RequestId id);
+  std::size_t cancel_tag(std::uint64_t tag);
+  RequestStatus status(RequestId id) const;
+  RequestSummary summarize(std::span<const RequestId> ids) const;
+  bool is_signaled(FenceId fence) const;
+  void wait(FenceId fence) const;
+  std::uintptr_t fence_event(FenceId fence) const;
+  void wait_on_stream(FenceId fence, std::uintptr_t stream) const;
+  void drain() const;
+  QueueStats stats() const;
+  bool has_gpu() const noexcept { return device_.has_value(); }
+  std::uintptr_t copy_stream() const noexcept { return stream_ ? reinterpret_cast<std::uintptr_t>(stream_->handle()) : 0; }
+  std::uint64_t pinned_host_bytes() const;
+  std::uint64_t device_bytes() const;
+  void make_current() const { use_context(); }
+  std::string describe() const;
+  std::vector<std::string> fallbacks() const;
+
+ private:
+  // ---- queue.cpp ----
+  static QueueOptions validated(QueueOptions options);
+  // CUDA driver calls need the GPU's context current on the calling thread (any thread may call in).
+  void use_context() const {
+    if (device_) device_->make_current();
+  }
+  void pin_if_asked(FileId id);
+  Route route_of(const Request& r) const;
+  void note_fallback_locked(const std::string& fallback) const;
+  void record_fence_locked(FenceId id, Book::Fence& fence);
+  gpu::CUdeviceptr fence_word(FenceId fence) const {
+    return fence_memory_->pointer() + (fence % fence_words) * sizeof(std::uint32_t);
+  }
+  static std::uint32_t fence_generation(FenceId fence) { return static_cast<std::uint32_t>(fence / fence_words + 1); }
+  // With the lock held: a request's staging goes back before it finishes (the book retires only
+  // requests that hold nothing).
+  void release_region_locked(Entry& entry);
+  void finish_locked(RequestId id, queue::RequestState state, std::string message);
+  // With the lock held, before reads_in_flight_ changes: the depth since the last change, integrated.
+  void account_depth_locked();
+
+  // ---- dispatch.cpp ----
+  void dispatch_loop();
+
+  // ---- finish.cpp ----
+  void finish_loop();
+  void finish_flight(queue::Flight& flight);
+  std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
+  void finish_on_host(const std::vector<RequestId>& ids);
+  void finish_on_device(const std::vector<RequestId>& ids);
+  void complete_loop();
+  // Where a request's stored bytes are once read (or, pinned, where they always were), and the end of
+  // the host buffer they lie in.
+  static const std::byte* stored_bytes(const Entry& entry);
+  const std::byte* source_end(const Entry& entry) const;
+
+  QueueOptions options_;
+  std::optional<gpu::Device> device_;
+  std::optional<gpu::Stream> stream_;
+  std::optional<gpu::DeviceBuffer> fence_memory_;
+  std::optional<gpu::DeviceBuffer> device_scratch_;  // the staging ring's twin on the GPU, same offsets
+  mutable std::atomic<bool> memory_operations_{false};
+  std::optional<staging::StagingRing> ring_;
+  std::optional<staging::PinnedFiles> pinned_files_;
+  // Two decoders per codec, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
+  std::optional<codec::gpu::DecoderPool> decoders_;
+  codec::ChunkChecker checker_{options_.decode_threads};  // the finisher and decode_threads - 1 helpers
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable fences_changed_;
+  std::condition_variable work_, flights_changed_, completions_changed_;
+  Book book_;
+  std::deque<OpenFile> files_;  // by FileId; a deque: pointers into an entry stay valid
+  mutable std::vector<std::string> fallbacks_;  // taken, each once: describe() lists them
+  std::deque<queue::Flight> flights_;
+  std::deque<std::unique_ptr<Completion>> completions_;
+  std::uint64_t direct_bytes_ = 0;  // of reads in flight straight into their destinations
+  std::uint32_t reads_in_flight_ = 0;
+  Clock::time_point depth_changed_at_;
+  double depth_seconds_ = 0;  // reads in flight integrated over time
+  QueueStats stats_;          // dispatch counters (request totals come from the book)
+  bool stopping_ = false, dispatcher_done_ = false, finisher_done_ = false;
+
+  std::thread dispatcher_, finisher_, completer_;
+};
+
+}  // namespace headrace::engine

@@ -1,0 +1,183 @@
+#include "headrace/engine/slot_stream.hpp"
+
+#include <utility>
+
+#include "headrace/error.hpp"
+#include "headrace/gpu/stream.hpp"
+
+namespace headrace::engine {
+
+// A slot given back while a consumer stream may still read it: refilled once the event fired.
+struct SlotStream::Releasing {
+  std::uint32_t slot;
+  std::optional<gpu::Event> after;  // recorded on the consumer stream at release
+};
+
+SlotStream::SlotStream(Queue& queue, SlotFill fill, SlotStreamOptions options)
+    : queue_(queue), fill_(std::move(fill)), options_(std::move(options)) {
+  HEADRACE_EXPECT(options_.slots >= 1, UsageError, "a slot stream needs at least one slot, got 0");
+  if (options_.tag == 0) options_.tag = reinterpret_cast<std::uintptr_t>(this);
+  if (!options_.name) options_.name = [](std::uint64_t unit) { return "unit " + std::to_string(unit); };
+  for (std::uint32_t s = 0; s < options_.slots; ++s) free_.push_back(s);
+}
+
+SlotStream::~SlotStream() noexcept {
+  try {
+    stop();
+  } catch (const Error&) {  // the queue reports its own failures per request; nothing writes a slot now
+  }
+}
+
+void SlotStream::play(std::vector<std::uint64_t> order) {
+  stop();
+  order_.assign(order.begin(), order.end());
+  fill();
+}
+
+void SlotStream::extend(std::span<const std::uint64_t> units) {
+  order_.insert(order_.end(), units.begin(), units.end());
+  reclaim(false);
+  fill();
+}
+
+std::optional<std::uint64_t> SlotStream::upcoming() const {
+  if (!in_flight_.empty()) return in_flight_.front().unit;
+  if (!order_.empty()) return order_.front();
+  return std::nullopt;
+}
+
+SlotStream::Scheduled SlotStream::schedule(std::uint64_t unit, std::uint32_t slot) {
+  Scheduled scheduled{unit, slot, {}, 0, detail::SteadyClock::now()};
+  for (Request& request : fill_(unit, slot)) {
+    request.tag = options_.tag;
+    request.priority = options_.priority;
+    scheduled.requests.push_back(queue_.enqueue(std::move(request)));
+  }
+  scheduled.fence = queue_.enqueue_signal();
+  return scheduled;
+}
+
+void SlotStream::fill() {
+  bool scheduled = false;
+  while (!free_.empty() && !order_.empty()) {
+    const std::uint32_t slot = free_.front();
+    free_.pop_front();
+    const std::uint64_t unit = order_.front();
+    order_.pop_front();
+    in_flight_.push_back(schedule(unit, slot));
+    scheduled = true;
+  }
+  if (scheduled) queue_.submit();  // one batch for everything scheduled now
+}
+
+void SlotStream::reclaim(bool block) {
+  while (!releasing_.empty()) {
+    Releasing& oldest = *releasing_.front();
+    if (oldest.after && !oldest.after->query()) {
+      if (!block) return;
+      ++release_waits_;
+      oldest.after->synchronize();
+    }
+    free_.push_back(oldest.slot);
+    releasing_.pop_front();
+    block = false;
+  }
+}
+
+void SlotStream::wait_for(const Scheduled& unit, Readiness readiness) const {
+  if (readiness == Readiness::issued && queue_.has_gpu()) {
+    (void)queue_.fence_event(unit.fence);  // every read done and its GPU work issued
+  } else {
+    queue_.wait(unit.fence);
+  }
+}
+
+void SlotStream::expect_done(const Scheduled& unit, const RequestSummary& summary) {
+  if (summary.failed == 0 && summary.cancelled == 0) return;
+  throw Error(options_.name(unit.unit) + ": " + std::to_string(summary.failed + summary.cancelled) + " of " +
+              std::to_string(summary.requests) + " reads failed; the first: " + summary.first_failure);
+}
+
+std::optional<SlotDelivery> SlotStream::next(Readiness readiness) {
+  // Slots whose consumer is done refill first; block only when nothing else could arrive.
+  reclaim(in_flight_.empty() && !order_.empty());
+  fill();
+  if (in_flight_.empty()) {
+    HEADRACE_EXPECT(order_.empty(), UsageError,
+                    "every one of the " + std::to_string(options_.slots) +
+                        " slots is held by units handed out and not released: release one before asking for the next");
+    return std::nullopt;
+  }
+  Scheduled unit = std::move(in_flight_.front());
+  in_flight_.pop_front();
+  const auto waited_at = detail::SteadyClock::now();
+  wait_for(unit, readiness);
+  const auto now = detail::SteadyClock::now();
+  SlotDelivery delivery{unit.unit, unit.slot, unit.fence, std::move(unit.requests), {}, 0, 0};
+  delivery.summary = queue_.summarize(delivery.requests);
+  delivery.ready_seconds = detail::seconds_between(unit.submitted_at, now);
+  delivery.waited_seconds = detail::seconds_between(waited_at, now);
+  if (delivery.summary.failed != 0 || delivery.summary.cancelled != 0) {
+    queue_.wait(unit.fence);  // nothing of it writes the slot any more
+    free_.push_back(unit.slot);
+    fill();
+    expect_done(unit, delivery.summary);
+  }
+  // Consumer work that ended while this one waited frees its slot for the units after.
+  reclaim(false);
+  fill();
+  return delivery;
+}
+
+void SlotStream::release(std::uint32_t slot, std::uintptr_t consumer) {
+  HEADRACE_EXPECT(slot < options_.slots, UsageError,
+                  "no slot " + std::to_string(slot) + " (" + std::to_string(options_.slots) + " slots)");
+  auto releasing = std::make_unique<Releasing>(Releasing{slot, std::nullopt});
+  if (consumer != 0) {
+    queue_.make_current();
+    releasing->after.emplace();
+    releasing->after->record(reinterpret_cast<gpu::CUstream>(consumer));
+  }
+  releasing_.push_back(std::move(releasing));
+  reclaim(false);
+  fill();
+}
+
+void SlotStream::stop() {
+  queue_.cancel_tag(options_.tag);
+  reclaim(true);
+  while (!releasing_.empty()) reclaim(true);
+  for (const Scheduled& unit : in_flight_) {
+    queue_.wait(unit.fence);  // cancelled or finished: nothing writes the slot after this
+    free_.push_back(unit.slot);
+  }
+  in_flight_.clear();
+  for (const Scheduled& unit : loads_) queue_.wait(unit.fence);
+  loads_.clear();
+  order_.clear();
+}
+
+void SlotStream::load(std::uint64_t unit, std::uint32_t slot) {
+  HEADRACE_EXPECT(slot < options_.slots, UsageError,
+                  "no slot " + std::to_string(slot) + " (" + std::to_string(options_.slots) + " slots)");
+  loads_.push_back(schedule(unit, slot));
+}
+
+FenceId SlotStream::wait_loaded(Readiness readiness) {
+  const FenceId fence = queue_.enqueue_signal();
+  queue_.submit();
+  std::vector<Scheduled> loads = std::move(loads_);
+  loads_.clear();
+  Scheduled all{0, 0, {}, fence, {}};
+  wait_for(all, readiness);
+  for (const Scheduled& unit : loads) {
+    const RequestSummary summary = queue_.summarize(unit.requests);
+    if (summary.failed != 0 || summary.cancelled != 0) {
+      queue_.wait(fence);
+      expect_done(unit, summary);
+    }
+  }
+  return fence;
+}
+
+}  // namespace headrace::engine

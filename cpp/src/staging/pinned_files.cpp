@@ -1,0 +1,99 @@
+#include "headrace/staging/pinned_files.hpp"
+
+#include <unistd.h>
+
+#include "headrace/error.hpp"
+
+namespace headrace::staging {
+
+const char* to_string(PinPolicy policy) noexcept {
+  switch (policy) {
+    case PinPolicy::off: return "off";
+    case PinPolicy::on: return "on";
+    case PinPolicy::auto_: return "auto";
+  }
+  return "?";
+}
+
+PinPolicy parse_pin_policy(const std::string& text) {
+  if (text == "auto") return PinPolicy::auto_;
+  if (text == "on" || text == "true" || text == "1") return PinPolicy::on;
+  if (text == "off" || text == "false" || text == "0") return PinPolicy::off;
+  throw UsageError("pin_files '" + text + "': expected auto|on|off");
+}
+
+PinnedFiles::PinnedFiles(PinnedFilesOptions options) : options_(std::move(options)) {
+  if (options_.budget_bytes == 0) {
+    const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
+    options_.budget_bytes = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4;
+  }
+}
+
+PinnedFiles::Outcome PinnedFiles::pin(const std::string& path, const io::PageCacheResidency* residency) {
+  Outcome outcome;
+  if (!options_.gpu || options_.policy == PinPolicy::off) {
+    outcome.note = std::string("not page-locked (") + (options_.gpu ? "pin_files off)" : "no GPU)");
+    return outcome;
+  }
+  const bool automatic = options_.policy == PinPolicy::auto_;
+  if (automatic && (options_.forced_backend || residency == nullptr)) {
+    outcome.note = "not page-locked (backend " + options_.forced_backend.value_or("?") + " forced)";
+    return outcome;
+  }
+  // auto: only a file the page cache holds whole (page-locking faults in what is missing, so a cold
+  // file would be read page by page), only within the budget, reserved before the long part.
+  std::uint64_t reserved = 0;
+  if (automatic) {
+    const std::uint64_t size = residency->file_size();
+    if (!residency->fully_resident(0, size)) {
+      outcome.note = "not page-locked (not cached whole when added)";
+      return outcome;
+    }
+    std::lock_guard lock(mutex_);
+    if (locked_bytes_ + size > options_.budget_bytes) {
+      outcome.note = "not page-locked (pin budget " + std::to_string(options_.budget_bytes >> 20) + " MiB, " +
+                     std::to_string(locked_bytes_ >> 20) + " MiB in use)";
+      return outcome;
+    }
+    locked_bytes_ += size;
+    reserved = size;
+  }
+  std::string refusal;
+  try {
+    outcome.file = std::make_unique<PinnedFile>(path);
+  } catch (const Error& error) {
+    if (!automatic || options_.strict) {
+      std::lock_guard lock(mutex_);
+      locked_bytes_ -= reserved;
+      throw;
+    }
+    refusal = error.what();
+  }
+  std::lock_guard lock(mutex_);
+  if (!outcome.file) {
+    locked_bytes_ -= reserved;
+    outcome.note = "not page-locked (the driver refused: " + refusal + ")";
+    outcome.fallback = path + ": read instead of DMA from its pages: page-locking failed";
+    return outcome;
+  }
+  if (!automatic) locked_bytes_ += outcome.file->size_bytes();
+  outcome.note = automatic ? "page-locked (cached whole, auto)" : "page-locked (pin_files on)";
+  return outcome;
+}
+
+void PinnedFiles::unpin(const PinnedFile& file) {
+  std::lock_guard lock(mutex_);
+  locked_bytes_ -= file.size_bytes();
+}
+
+std::uint64_t PinnedFiles::locked_bytes() const {
+  std::lock_guard lock(mutex_);
+  return locked_bytes_;
+}
+
+std::string PinnedFiles::describe() const {
+  return std::string("pin-files=") + to_string(options_.policy) + " (budget " + std::to_string(options_.budget_bytes >> 20) +
+         " MiB, " + std::to_string(locked_bytes() >> 20) + " MiB locked)";
+}
+
+}  // namespace headrace::staging
