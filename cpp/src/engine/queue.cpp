@@ -80,7 +80,7 @@ Queue::Impl::Impl(QueueOptions options)
                   "pin_files page-locks files for GPU copies: it needs a queue made for a GPU (device >= 0)");
   staging::PinnedFilesOptions pins{options_.pin_files, options_.pin_budget_bytes, device_.has_value(), std::nullopt,
                                    options_.strict};
-  if (options_.read_path_backend()) pins.forced_backend = io::to_string(*options_.read_path_backend());
+  if (options_.backend) pins.forced_backend = io::to_string(*options_.backend);  // cufile reads, never DMA from pages
   pinned_files_.emplace(std::move(pins));
   ring_.emplace(options_.staging_bytes, device_.has_value());
   dispatcher_ = std::thread([this] {
@@ -252,7 +252,7 @@ RequestId Queue::Impl::enqueue(Request request) {
                   name + ": a GPU destination needs a queue made for a GPU (device >= 0)");
   Plan plan;
   plan.route = route;
-  if (device) plan.pinned_file = file.pinned.get();
+  if (device && route != Route::cufile_copy) plan.pinned_file = file.pinned.get();
   if (route == Route::device_decode) {
     HEADRACE_EXPECT(request.checksum.has_value(), UsageError,
                     name + ": GPU decoding needs the chunk's checksum, checked on the host first (nvCOMP trusts its "
