@@ -46,14 +46,14 @@ std::optional<std::uint64_t> SlotStream::upcoming() const {
   return std::nullopt;
 }
 
-SlotStream::Scheduled SlotStream::schedule(std::uint64_t unit, std::uint32_t slot) {
+SlotStream::Scheduled SlotStream::schedule(std::uint64_t unit, std::uint32_t slot, bool fenced) {
   Scheduled scheduled{unit, slot, {}, 0, detail::SteadyClock::now()};
   for (Request& request : fill_(unit, slot)) {
     request.tag = options_.tag;
     request.priority = options_.priority;
     scheduled.requests.push_back(queue_.enqueue(std::move(request)));
   }
-  scheduled.fence = queue_.enqueue_signal();
+  if (fenced) scheduled.fence = queue_.enqueue_signal();
   return scheduled;
 }
 
@@ -64,7 +64,7 @@ void SlotStream::fill() {
     free_.pop_front();
     const std::uint64_t unit = order_.front();
     order_.pop_front();
-    in_flight_.push_back(schedule(unit, slot));
+    in_flight_.push_back(schedule(unit, slot, true));
     scheduled = true;
   }
   if (scheduled) queue_.submit();  // one batch for everything scheduled now
@@ -84,11 +84,11 @@ void SlotStream::reclaim(bool block) {
   }
 }
 
-void SlotStream::wait_for(const Scheduled& unit, Readiness readiness) const {
+void SlotStream::wait_for(FenceId fence, Readiness readiness) const {
   if (readiness == Readiness::issued && queue_.has_gpu()) {
-    (void)queue_.fence_event(unit.fence);  // every read done and its GPU work issued
+    (void)queue_.fence_event(fence);  // every read done and its GPU work issued
   } else {
-    queue_.wait(unit.fence);
+    queue_.wait(fence);
   }
 }
 
@@ -111,7 +111,7 @@ std::optional<SlotDelivery> SlotStream::next(Readiness readiness) {
   Scheduled unit = std::move(in_flight_.front());
   in_flight_.pop_front();
   const auto waited_at = detail::SteadyClock::now();
-  wait_for(unit, readiness);
+  wait_for(unit.fence, readiness);
   const auto now = detail::SteadyClock::now();
   SlotDelivery delivery{unit.unit, unit.slot, unit.fence, std::move(unit.requests), {}, 0, 0};
   delivery.summary = queue_.summarize(delivery.requests);
@@ -145,14 +145,13 @@ void SlotStream::release(std::uint32_t slot, std::uintptr_t consumer) {
 
 void SlotStream::stop() {
   queue_.cancel_tag(options_.tag);
-  reclaim(true);
   while (!releasing_.empty()) reclaim(true);
   for (const Scheduled& unit : in_flight_) {
     queue_.wait(unit.fence);  // cancelled or finished: nothing writes the slot after this
     free_.push_back(unit.slot);
   }
   in_flight_.clear();
-  for (const Scheduled& unit : loads_) queue_.wait(unit.fence);
+  if (!loads_.empty()) queue_.wait(queue_.enqueue_signal());  // loads carry no fence of their own
   loads_.clear();
   order_.clear();
 }
@@ -160,7 +159,7 @@ void SlotStream::stop() {
 void SlotStream::load(std::uint64_t unit, std::uint32_t slot) {
   HEADRACE_EXPECT(slot < options_.slots, UsageError,
                   "no slot " + std::to_string(slot) + " (" + std::to_string(options_.slots) + " slots)");
-  loads_.push_back(schedule(unit, slot));
+  loads_.push_back(schedule(unit, slot, false));  // wait_loaded() fences them all at once
 }
 
 FenceId SlotStream::wait_loaded(Readiness readiness) {
@@ -168,8 +167,7 @@ FenceId SlotStream::wait_loaded(Readiness readiness) {
   queue_.submit();
   std::vector<Scheduled> loads = std::move(loads_);
   loads_.clear();
-  Scheduled all{0, 0, {}, fence, {}};
-  wait_for(all, readiness);
+  wait_for(fence, readiness);
   for (const Scheduled& unit : loads) {
     const RequestSummary summary = queue_.summarize(unit.requests);
     if (summary.failed != 0 || summary.cancelled != 0) {

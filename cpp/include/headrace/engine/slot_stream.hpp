@@ -100,17 +100,17 @@ class SlotStream {
     std::uint64_t unit = 0;
     std::uint32_t slot = 0;
     std::vector<RequestId> requests;
-    FenceId fence = 0;
+    FenceId fence = 0;  // none for load(): wait_loaded() fences them together
     detail::SteadyClock::time_point submitted_at;
   };
   struct Releasing;
 
   // Schedules units of the order into free slots; one submit for all.
   void fill();
-  Scheduled schedule(std::uint64_t unit, std::uint32_t slot);
+  Scheduled schedule(std::uint64_t unit, std::uint32_t slot, bool fenced);
   // Frees released slots whose consumer is done; with block, waits for the oldest one.
   void reclaim(bool block);
-  void wait_for(const Scheduled& unit, Readiness readiness) const;
+  void wait_for(FenceId fence, Readiness readiness) const;
   // Throws for a unit whose requests failed (its slot goes back).
   void expect_done(const Scheduled& unit, const RequestSummary& summary);
 

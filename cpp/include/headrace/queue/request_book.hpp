@@ -86,6 +86,9 @@ class RequestBook {
   // event) then. Called under the owner's lock, from add_fence, mark_issued and finish.
   RequestBook(std::uint64_t status_history, std::function<void(FenceId, Fence&)> on_record)
       : status_history_(status_history), on_record_(std::move(on_record)) {}
+  // The pending order points back at the book: it stays where it was made.
+  RequestBook(const RequestBook&) = delete;
+  RequestBook& operator=(const RequestBook&) = delete;
 
   // ---- requests ----
   [[nodiscard]] RequestId end_id() const noexcept { return first_id_ + entries_.size(); }
@@ -121,13 +124,14 @@ class RequestBook {
     const auto now = Clock::now();
     for (const RequestId id : unsubmitted_) {
       Entry& e = entry(id);
-      e.listed = false;
-      if (e.status.state != RequestState::enqueued) continue;  // cancelled before submit
+      if (e.status.state != RequestState::enqueued) {  // cancelled before submit: listed nowhere now
+        e.listed = false;
+        continue;
+      }
       e.status.state = RequestState::submitted;
       e.submitted_at = now;
       --awaiting_submit_;
-      e.listed = true;
-      pending_.push(id);
+      pending_.push(id);  // stays listed
     }
     unsubmitted_.clear();
   }
