@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 
 #include <optional>
+#include <string>
 
 namespace headrace::python {
 // Keyword arguments left as None keep the setting's default.
@@ -11,6 +12,10 @@ template <typename T>
 void assign_if_given(T& target, const std::optional<T>& value) {
   if (value) target = *value;
 }
+
+// An options object's fields (its properties, nested options as dicts) and its repr from them.
+nanobind::dict fields_dict(nanobind::handle self);
+std::string fields_repr(nanobind::handle self);
 
 void bind_errors(nanobind::module_& m);
 void bind_format(nanobind::module_& m);

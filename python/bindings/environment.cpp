@@ -3,7 +3,6 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
-#include "headrace/settings.hpp"
 #include "headrace/shim/gpu_environment.hpp"
 #include "headrace/shim/shared_library.hpp"
 
@@ -25,21 +24,6 @@ nb::dict library_dict(const shim::LibraryStatus& status) {
 void bind_environment(nb::module_& m) {
   m.def("add_library_directory", &shim::add_library_directory, "directory"_a,
         "Searched before the system's when GPU libraries are loaded at run time.");
-  m.def("settings", [] {
-    const Settings& s = settings();
-    nb::dict d;
-    d["threads"] = s.threads;
-    d["task_size_bytes"] = s.task_size_bytes;
-    d["queue_depth"] = s.queue_depth;
-    d["submit_batch"] = s.submit_batch;
-    d["uring_register_buffers"] = s.uring_register_buffers;
-    d["uring_register_files"] = s.uring_register_files;
-    d["uring_o_direct"] = s.uring_o_direct;
-    d["mmap_mode"] = to_string(s.mmap_mode);
-    d["mmap_window_segments"] = s.mmap_window_segments;
-    d["mmap_dontneed_bytes"] = s.mmap_dontneed_bytes;
-    return d;
-  }, "The settings in effect (defaults overridden by HEADRACE_* variables).");
   m.def("gpu_environment", [] {
     shim::GpuEnvironment env;
     {

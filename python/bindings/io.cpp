@@ -83,6 +83,7 @@ void bind_io(nb::module_& m) {
                        "the process's (defaults overridden by HEADRACE_<NAME>). validate() raises UsageError naming a "
                        "knob out of its range.")
       .def(nb::init<>())
+      .def(nb::init<const Settings&>(), "other"_a, "A copy.")
       .def_static("current", [] { return headrace::settings(); }, "The process's settings (HEADRACE_* applied).")
       .def_rw("threads", &Settings::threads, "worker threads of the thread-pool backends (posix, direct, mmap, ram)")
       .def_rw("task_size_bytes", &Settings::task_size_bytes, "large requests are split into tasks (uring: blocks) of this size")
@@ -98,12 +99,8 @@ void bind_io(nb::module_& m) {
       .def_rw("mmap_window_segments", &Settings::mmap_window_segments, "mmap window mode: mappings in flight")
       .def_rw("mmap_dontneed_bytes", &Settings::mmap_dontneed_bytes, "mmap: madvise(MADV_DONTNEED) after this many bytes; 0: never")
       .def("validate", &Settings::validate)
-      .def("__repr__", [](const Settings& s) {
-        return "Settings(threads=" + std::to_string(s.threads) + ", task_size_bytes=" + std::to_string(s.task_size_bytes) +
-               ", queue_depth=" + std::to_string(s.queue_depth) + ", submit_batch=" + std::to_string(s.submit_batch) +
-               ", uring_o_direct=" + (s.uring_o_direct ? "True" : "False") + ", mmap_mode='" + headrace::to_string(s.mmap_mode) +
-               "', ...)";
-      });
+      .def("to_dict", [](nb::handle self) { return headrace::python::fields_dict(self); }, "The knobs by name.")
+      .def("__repr__", [](nb::handle self) { return headrace::python::fields_repr(self); });
 
   auto kinds = nb::enum_<BackendKind>(m, "BackendKind", "Host I/O backends (docs/io.md).");
   for (BackendKind kind : headrace::io::all_backend_kinds()) kinds.value(headrace::io::to_string(kind), kind);

@@ -19,7 +19,6 @@ using namespace nb::literals;
 namespace headrace::python {
 namespace {
 
-using headrace::Settings;
 using queue::MemoryKind;
 using engine::Queue;
 
@@ -46,15 +45,20 @@ nb::dict status_dict(const queue::RequestStatus& s) {
 }  // namespace
 
 void bind_queue(nb::module_& m) {
+  nb::class_<queue::RequestTotals>(m, "RequestTotals", "Every finished request of a queue summed up.")
+      .def_ro("done", &queue::RequestTotals::done)
+      .def_ro("failed", &queue::RequestTotals::failed)
+      .def_ro("cancelled", &queue::RequestTotals::cancelled)
+      .def_ro("stored_bytes", &queue::RequestTotals::stored_bytes)
+      .def_ro("raw_bytes", &queue::RequestTotals::raw_bytes)
+      .def_ro("bytes_from_cache", &queue::RequestTotals::bytes_from_cache)
+      .def_ro("bytes_from_disk", &queue::RequestTotals::bytes_from_disk)
+      .def_ro("bytes_pinned", &queue::RequestTotals::bytes_pinned)
+      .def("to_dict", [](nb::handle self) { return fields_dict(self); })
+      .def("__repr__", [](nb::handle self) { return fields_repr(self); });
+
   nb::class_<engine::QueueStats>(m, "QueueStats", "A queue's counters since it was made (bounded: no history).")
-      .def_ro("requests_done", &engine::QueueStats::requests_done)
-      .def_ro("requests_failed", &engine::QueueStats::requests_failed)
-      .def_ro("requests_cancelled", &engine::QueueStats::requests_cancelled)
-      .def_ro("stored_bytes", &engine::QueueStats::stored_bytes)
-      .def_ro("raw_bytes", &engine::QueueStats::raw_bytes)
-      .def_ro("bytes_from_cache", &engine::QueueStats::bytes_from_cache)
-      .def_ro("bytes_from_disk", &engine::QueueStats::bytes_from_disk)
-      .def_ro("bytes_pinned", &engine::QueueStats::bytes_pinned)
+      .def_ro("requests", &engine::QueueStats::requests, "finished requests: counts by state, bytes by source")
       .def_ro("backend_submits", &engine::QueueStats::backend_submits)
       .def_ro("backend_reads", &engine::QueueStats::backend_reads)
       .def_ro("staging_waits", &engine::QueueStats::staging_waits)
@@ -62,7 +66,9 @@ void bind_queue(nb::module_& m) {
       .def_ro("max_reads_in_flight", &engine::QueueStats::max_reads_in_flight)
       .def_ro("mean_reads_in_flight", &engine::QueueStats::mean_reads_in_flight)
       .def_ro("busy_seconds", &engine::QueueStats::busy_seconds)
-      .def_ro("retained_requests", &engine::QueueStats::retained_requests);
+      .def_ro("retained_requests", &engine::QueueStats::retained_requests)
+      .def("to_dict", [](nb::handle self) { return fields_dict(self); })
+      .def("__repr__", [](nb::handle self) { return fields_repr(self); });
 
   nb::class_<queue::RequestSummary>(m, "RequestSummary", "A set of requests summed up (a frame, a batch).")
       .def_ro("requests", &queue::RequestSummary::requests)
@@ -81,57 +87,73 @@ void bind_queue(nb::module_& m) {
       .def_ro("io_s", &queue::RequestSummary::io_s)
       .def_ro("transfer_s", &queue::RequestSummary::transfer_s)
       .def_ro("h2d_s", &queue::RequestSummary::h2d_s)
-      .def_ro("decode_s", &queue::RequestSummary::decode_s);
+      .def_ro("decode_s", &queue::RequestSummary::decode_s)
+      .def("to_dict", [](nb::handle self) { return fields_dict(self); })
+      .def("__repr__", [](nb::handle self) { return fields_repr(self); });
 
-  m.def("queue_defaults", [] {
-        const auto o = engine::QueueOptions::from_environment();
-        nb::dict d;
-        d["backend"] = o.backend ? io::to_string(*o.backend) : "auto";
-        d["cache_policy"] = io::to_string(o.cache_policy);
-        d["pin_files"] = staging::to_string(o.pin_files);
-        d["pin_budget_bytes"] = o.pin_budget_bytes;  // 0: a quarter of the machine's memory
-        d["staging_bytes"] = o.staging_bytes;
-        d["max_batch"] = o.max_batch;
-        d["decode_threads"] = o.decode_threads;
-        d["verify_checksums"] = o.verify_checksums;
-        d["strict"] = o.strict;
-        d["status_history"] = o.status_history;
-        return d;
-      }, "The queue options a queue gets when none are given: defaults, then HEADRACE_<NAME> (docs/settings.md).");
+  using engine::QueueOptions;
+  nb::class_<QueueOptions>(m, "QueueOptions",
+                           "The engine's options (docs/settings.md): QueueOptions() holds the documented defaults, "
+                           "QueueOptions.from_environment() those overridden by HEADRACE_<NAME>. validate() raises "
+                           "UsageError naming an option out of its range; a Queue validates the options it is given.")
+      .def(nb::init<>())
+      .def(nb::init<const QueueOptions&>(), "other"_a, "A copy.")
+      .def_static("from_environment", &QueueOptions::from_environment, "The defaults overridden by HEADRACE_<NAME>.")
+      .def_prop_rw(
+          "backend", [](const QueueOptions& o) { return o.backend ? std::string(io::to_string(*o.backend)) : "auto"; },
+          [](QueueOptions& o, const std::string& name) {
+            if (name == "auto") {
+              o.backend = std::nullopt;
+              return;
+            }
+            try {
+              o.backend = io::parse_backend_kind(name);
+            } catch (const UsageError&) {
+              throw UsageError("backend '" + name + "': expected auto|posix|direct|mmap|uring|ram|cufile");
+            }
+          },
+          "auto: the read path; posix|direct|mmap|uring|ram forces a host backend; cufile reads GPU destinations with cuFile")
+      .def_prop_rw(
+          "cache_policy", [](const QueueOptions& o) { return std::string(io::to_string(o.cache_policy)); },
+          [](QueueOptions& o, const std::string& policy) { o.cache_policy = io::parse_cache_policy(policy); },
+          "the read path: auto asks the page cache per request, bypass reads O_DIRECT, use reads buffered")
+      .def_rw("io", &QueueOptions::io, "the I/O knobs of the backends (Settings)")
+      .def_rw("device", &QueueOptions::device, "GPU ordinal for device destinations; -1: host destinations only")
+      .def_rw("staging_bytes", &QueueOptions::staging_bytes, "staging, 64 KiB to 1 TiB (pinned with a GPU)")
+      .def_rw("max_batch", &QueueOptions::max_batch, "requests per backend submit, 1 to 65,536")
+      .def_rw("max_direct_bytes", &QueueOptions::max_direct_bytes, "bytes in flight straight into host destinations")
+      .def_rw("decode_threads", &QueueOptions::decode_threads, "CPU checksum and decoding threads; 0: one per core")
+      .def_prop_rw(
+          "decode_on", [](const QueueOptions& o) { return std::string(o.decode_on_gpu ? "gpu" : "cpu"); },
+          [](QueueOptions& o, const std::string& where) { o.decode_on_gpu = engine::parse_decode_on("decode_on", where); },
+          "where chunks for GPU destinations are decoded: gpu (nvCOMP) or cpu")
+      .def_prop_rw(
+          "pin_files", [](const QueueOptions& o) { return std::string(staging::to_string(o.pin_files)); },
+          [](QueueOptions& o, nb::handle policy) {
+            if (nb::isinstance<bool>(policy)) {
+              o.pin_files = nb::cast<bool>(policy) ? staging::PinPolicy::on : staging::PinPolicy::off;
+            } else if (nb::isinstance<nb::str>(policy)) {
+              o.pin_files = staging::parse_pin_policy(nb::cast<std::string>(policy));
+            } else {
+              throw nb::type_error("pin_files takes auto, on, off or a bool");
+            }
+          },
+          "page-lock files for DMA from their pages: auto (cached whole, within pin_budget_bytes), on/True, off/False")
+      .def_rw("pin_budget_bytes", &QueueOptions::pin_budget_bytes, "bytes auto keeps page-locked; 0: a quarter of the memory")
+      .def_rw("verify_checksums", &QueueOptions::verify_checksums, "check each chunk's checksum (always before nvCOMP)")
+      .def_rw("stream_value_fences", &QueueOptions::stream_value_fences, "fire-and-forget fences (needs decode_on='cpu')")
+      .def_rw("strict", &QueueOptions::strict, "every fallback fails instead of being taken and reported")
+      .def_rw("status_history", &QueueOptions::status_history, "finished requests whose status is kept, at least 1,024")
+      .def("validate", &QueueOptions::validate)
+      .def("to_dict", [](nb::handle self) { return fields_dict(self); }, "The options by name (io as a dict).")
+      .def("__repr__", [](nb::handle self) { return fields_repr(self); });
 
   nb::class_<Queue>(m, "Queue", "The request queue (see headrace.Queue for the typed API).")
-      .def("__init__", [](Queue* self, int device, std::optional<std::string> backend, std::optional<std::string> cache_policy,
-                          std::optional<std::uint64_t> staging_bytes, std::optional<unsigned> max_batch,
-                          std::optional<std::uint64_t> max_direct_bytes, std::optional<bool> decode_on_gpu,
-                          std::optional<unsigned> decode_threads, std::optional<Settings> io,
-                          std::optional<std::string> pin_files, std::optional<std::uint64_t> pin_budget_bytes,
-                          std::optional<bool> verify_checksums, std::optional<bool> stream_value_fences,
-                          std::optional<bool> strict, std::optional<std::uint64_t> status_history) {
-             // Every option not given keeps its default, overridden by HEADRACE_<NAME> (docs/settings.md).
-             engine::QueueOptions options = engine::QueueOptions::from_environment();
-             options.device = device;
-             if (backend) options.backend = *backend == "auto" ? std::nullopt : std::optional(io::parse_backend_kind(*backend));
-             if (cache_policy) options.cache_policy = io::parse_cache_policy(*cache_policy);
-             assign_if_given(options.staging_bytes, staging_bytes);
-             assign_if_given(options.max_batch, max_batch);
-             assign_if_given(options.max_direct_bytes, max_direct_bytes);
-             assign_if_given(options.decode_on_gpu, decode_on_gpu);
-             assign_if_given(options.decode_threads, decode_threads);
-             if (io) options.io = *io;
-             if (pin_files) options.pin_files = staging::parse_pin_policy(*pin_files);
-             assign_if_given(options.pin_budget_bytes, pin_budget_bytes);
-             assign_if_given(options.verify_checksums, verify_checksums);
-             assign_if_given(options.stream_value_fences, stream_value_fences);
-             assign_if_given(options.strict, strict);
-             assign_if_given(options.status_history, status_history);
+      .def("__init__", [](Queue* self, QueueOptions options) {
              options.validate();
              nb::gil_scoped_release release;
              new (self) Queue(std::move(options));
-           }, "device"_a = -1, "backend"_a = nb::none(), "cache_policy"_a = nb::none(), "staging_bytes"_a = nb::none(),
-           "max_batch"_a = nb::none(), "max_direct_bytes"_a = nb::none(), "decode_on_gpu"_a = nb::none(),
-           "decode_threads"_a = nb::none(), "io"_a = nb::none(), "pin_files"_a = nb::none(),
-           "pin_budget_bytes"_a = nb::none(), "verify_checksums"_a = nb::none(), "stream_value_fences"_a = nb::none(),
-           "strict"_a = nb::none(), "status_history"_a = nb::none())
+           }, "options"_a)
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("close_file", &Queue::close_file, "file"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,

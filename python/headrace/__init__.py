@@ -11,11 +11,14 @@ from headrace.dataset import Dataset, Field, Frame, open
 from headrace.engine import Engine, release_engines, shared_engine, shared_engines
 from headrace.errors import BadDataError, Error, UsageError
 from headrace.queue import Fence, Queue
+from headrace.settings import io_settings, queue_options
 from headrace.stream import FrameStream
 from headrace.streamlines import trace
 from headrace.writer import FieldSpec, Writer
 
 __version__: str = _ext.__version__
+QueueOptions = _ext.QueueOptions
+Settings = _ext.Settings
 
 register_wheel_library_directories(_ext.add_library_directory)
 
@@ -27,13 +30,17 @@ __all__ = [
     "Fence",
     "FrameStream",
     "Queue",
+    "QueueOptions",
+    "Settings",
     "Field",
     "FieldSpec",
     "Frame",
     "UsageError",
     "Writer",
     "__version__",
+    "io_settings",
     "open",
+    "queue_options",
     "release_engines",
     "shared_engine",
     "shared_engines",

@@ -27,6 +27,7 @@ import numpy as np
 
 from headrace import _ext
 from headrace.queue import Queue
+from headrace.settings import queue_options
 
 __all__ = ["MAX_SHARED_ENGINES", "SPARE_SLOT_BYTES", "Engine", "release_engines", "shared_engine", "shared_engines"]
 
@@ -39,13 +40,14 @@ SPARE_SLOT_BYTES = 8 << 30
 
 
 class Engine:
-    """One queue with everything it owns, shared by the streams that use it."""
+    """One queue with everything it owns, shared by the streams that use it. ``options``: a
+    :class:`headrace.QueueOptions`, and/or options and I/O knobs by name (docs/settings.md)."""
 
-    def __init__(self, device: int | None = None, **options: Any) -> None:
+    def __init__(self, device: int | None = None, options: Any = None, **named: Any) -> None:
         _validate_device(device)
         self.device = device
-        self.options = dict(options)
-        self.queue = Queue(device=device, **options)
+        self.options = queue_options(options, device=-1 if device is None else device, **named)
+        self.queue = Queue(self.options)
         self._tags = itertools.count(1)
         self._lock = threading.Lock()
         self._files: dict[str, int] = {}
@@ -115,19 +117,17 @@ _shared: dict[tuple[Any, ...], Engine] = {}
 _shared_lock = threading.Lock()
 
 
-def _key(device: int | None, options: dict[str, Any]) -> tuple[Any, ...]:
-    return (device, tuple(sorted((name, repr(value)) for name, value in options.items())))
-
-
-def shared_engine(device: int | str | None = None, **options: Any) -> Engine:
+def shared_engine(device: int | str | None = None, options: Any = None, **named: Any) -> Engine:
     """The process's engine for ``device`` (a GPU ordinal, or None / "cpu" for host memory) and these
-    queue options, made on first use."""
+    queue options (a :class:`headrace.QueueOptions` and/or options by name), made on first use. Engines
+    are told apart by the options in effect (after ``HEADRACE_<NAME>``), not by how they were given."""
     device = None if device in (None, "cpu") else int(device)
-    key = _key(device, options)
+    resolved = queue_options(options, device=-1 if device is None else device, **named)
+    key = (device, repr(resolved))
     with _shared_lock:
         found = _shared.pop(key, None)
         if found is None:
-            found = Engine(device, **options)
+            found = Engine(device, resolved)
         _shared[key] = found  # most recently used last
         while len(_shared) > MAX_SHARED_ENGINES:
             del _shared[next(iter(_shared))]

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
-from headrace.settings import KNOBS, io_settings, split_knobs
+from headrace.settings import queue_options
 
 __all__ = ["Fence", "Queue", "RequestStatus", "destination_of"]
 
@@ -95,42 +95,26 @@ class Fence:
 class Queue:
     """A request queue on one set of files; see the module docstring.
 
+    ``options``: a :class:`headrace.QueueOptions` (``headrace.queue_options(...)``); by default the
+    documented defaults overridden by ``HEADRACE_<NAME>``. Any option or I/O knob may also be named
+    (``headrace.Queue(device=0, staging_bytes=1 << 30, queue_depth=32)``); docs/settings.md lists them.
+
     ``backend="auto"`` (the default) is the read path: per request it asks the page cache
     (``cache_policy``: ``auto`` reads cached ranges buffered on ``threads`` workers and the rest with
     O_DIRECT through io_uring; ``bypass`` reads everything O_DIRECT; ``use`` everything buffered). A host
     backend name (posix, direct, mmap, uring, ram) forces that backend for every request; ``cufile``
     reads GPU destinations with cuFile straight into GPU memory (GDS where nvidia-fs serves it, else its
-    compatibility mode; :meth:`describe` says which).
-
-    ``pin_files`` ("auto", "on"/True, "off"/False) page-locks each added file's mapping so GPU destinations
-    are copied by DMA from the page cache with no read and no CPU copy: ``auto`` does so for files the
-    page cache holds whole, within ``pin_budget_bytes`` (0: a quarter of the machine's memory), with the
-    read path only. ``verify_checksums=False`` skips the per-chunk checksum check (except for chunks nvCOMP
-    decodes: it trusts its input), ``stream_value_fences=True`` lets :meth:`Fence.wait_on_stream` return at
-    once, even before :meth:`submit` (with ``decode_on="cpu"`` only; see docs/engine.md), ``strict=True``
-    turns every fallback into an error, ``status_history`` bounds the statuses kept. The I/O knobs
-    (``threads``, ``queue_depth``, ``task_size_bytes``, ``submit_batch``, ``uring_o_direct``, ...:
-    :data:`headrace.settings.KNOBS`) are taken by name too.
+    compatibility mode; :meth:`describe` says which). ``pin_files`` ("auto", "on"/True, "off"/False)
+    page-locks each added file so GPU destinations are copied by DMA from the page cache; ``strict=True``
+    turns every fallback into an error.
     """
 
-    def __init__(self, *, device: int | None = None, backend: str | None = None, decode_on: str | None = None,
-                 pin_files: bool | str | None = None, **options: Any) -> None:
-        # An option not given keeps its default, overridden by HEADRACE_<NAME> (docs/settings.md).
-        if decode_on not in (None, "gpu", "cpu"):
-            raise _ext.UsageError(f"decode_on must be 'gpu' or 'cpu', got {decode_on!r}")
-        self.device = device
-        if decode_on is not None:
-            options["decode_on_gpu"] = decode_on == "gpu"
-        if pin_files is not None:
-            options["pin_files"] = {True: "on", False: "off"}[pin_files] if isinstance(pin_files, bool) else str(pin_files)
-        io_knobs, options = split_knobs(options)
-        try:
-            self._native = _ext.Queue(device=-1 if device is None else int(device), backend=backend,
-                                      io=io_settings(**io_knobs), **options)
-        except TypeError:  # nanobind: an unknown option or a value of the wrong type
-            given = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "(none beyond the named ones)"
-            raise _ext.UsageError(f"queue options {given}: an unknown option or a value of the wrong type (headrace.Queue "
-                                  f"lists the options; the I/O knobs: {', '.join(KNOBS)})") from None
+    def __init__(self, options: Any = None, *, device: int | str | None = None, **named: Any) -> None:
+        if device is not None:
+            named["device"] = -1 if device == "cpu" else device
+        self.options = queue_options(options, **named)
+        self.device = None if self.options.device < 0 else self.options.device
+        self._native = _ext.Queue(self.options)
         self._keep: dict[int, Any] = {}  # destinations of requests not known to be finished
 
     def add_file(self, path: str | os.PathLike[str]) -> int:

@@ -1,10 +1,12 @@
-"""The I/O knobs by name (docs/settings.md).
+"""Options by name (docs/settings.md): the I/O knobs and the engine's queue options.
 
-The knobs are the fields of :class:`headrace._ext.Settings`, the C++ ``headrace::Settings`` bound once:
-this module derives its list from there, so no list of knobs is written twice. Every keyword argument
-that reads (``ds.read(..., threads=8)``, ``headrace.Queue(..., queue_depth=64)``, ``ds.stream(...)``)
-goes through :func:`io_settings`: an unknown knob or a value of the wrong type or range is a
-``UsageError`` naming it, never a ``TypeError``.
+Each set is one C++ struct bound once as a typed class: :class:`headrace._ext.Settings` (the I/O knobs
+of the backends) and :class:`headrace._ext.QueueOptions` (the engine: backend, cache policy, staging,
+pinning, decoding, ...; its ``io`` field holds the knobs). This module derives the names from those
+bindings, so no list of options is written twice. Every keyword argument that configures a read or a
+queue (``ds.read(..., threads=8)``, ``headrace.Queue(staging_bytes=...)``, ``ds.stream(pin_files="off",
+queue_depth=32)``) goes through :func:`queue_options` or :func:`io_settings`: an unknown name or a value
+of the wrong type or range is a ``UsageError`` naming it, never a ``TypeError``.
 """
 
 from __future__ import annotations
@@ -13,29 +15,52 @@ from typing import Any
 
 from headrace import _ext
 
-__all__ = ["KNOBS", "io_settings", "split_knobs"]
-
-KNOBS: tuple[str, ...] = tuple(name for name in dir(_ext.Settings)
-                               if not name.startswith("_") and name not in ("current", "validate"))
+__all__ = ["KNOBS", "QUEUE_OPTIONS", "io_settings", "queue_options"]
 
 
-def io_settings(**knobs: Any) -> Any:
-    """The process's I/O settings (defaults, then ``HEADRACE_<NAME>``) with ``knobs`` set by name, validated."""
-    settings = _ext.Settings.current()
+def _fields(cls: type) -> tuple[str, ...]:
+    return tuple(name for name in dir(cls) if not name.startswith("_") and isinstance(getattr(cls, name), property))
+
+
+KNOBS: tuple[str, ...] = _fields(_ext.Settings)
+QUEUE_OPTIONS: tuple[str, ...] = tuple(name for name in _fields(_ext.QueueOptions) if name != "io")
+
+
+def _set(target: Any, kind: str, name: str, value: Any) -> None:
+    try:
+        setattr(target, name, value)
+    except TypeError:
+        expected = {"pin_files": "auto, on, off or a bool", "device": "a GPU ordinal or -1 (host)"}.get(
+            name, {"int": "a non-negative int", "bool": "a bool", "str": "a str"}.get(type(getattr(target, name)).__name__))
+        raise _ext.UsageError(f"{kind} {name}={value!r}: expected {expected}") from None
+
+
+def io_settings(base: Any = None, **knobs: Any) -> Any:
+    """A copy of ``base`` (default: the process's I/O settings, defaults then ``HEADRACE_<NAME>``) with
+    ``knobs`` set by name, validated."""
+    settings = _ext.Settings(base if base is not None else _ext.Settings.current())
     for name, value in knobs.items():
         if name not in KNOBS:
             raise _ext.UsageError(f"unknown I/O knob {name!r}; the knobs: {', '.join(KNOBS)} (docs/settings.md)")
-        try:
-            setattr(settings, name, value)
-        except TypeError:
-            expected = type(getattr(settings, name)).__name__
-            raise _ext.UsageError(f"I/O knob {name}={value!r}: expected a {'non-negative ' if expected == 'int' else ''}"
-                                  f"{expected}") from None
+        _set(settings, "I/O knob", name, value)
     settings.validate()
     return settings
 
 
-def split_knobs(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(I/O knobs, the other options) of a keyword-argument dict."""
-    knobs = {name: value for name, value in options.items() if name in KNOBS}
-    return knobs, {name: value for name, value in options.items() if name not in KNOBS}
+def queue_options(base: Any = None, **named: Any) -> Any:
+    """A copy of ``base`` (default: ``QueueOptions.from_environment()``) with options and I/O knobs set
+    by name, validated: the :class:`headrace._ext.QueueOptions` a queue, an engine and a stream take."""
+    options = _ext.QueueOptions(base if base is not None else _ext.QueueOptions.from_environment())
+    knobs = {}
+    for name, value in named.items():
+        if name in KNOBS:
+            knobs[name] = value
+        elif name in QUEUE_OPTIONS:
+            _set(options, "queue option", name, value)
+        else:
+            raise _ext.UsageError(f"unknown option {name!r}; the queue options: {', '.join(QUEUE_OPTIONS)}; the I/O "
+                                  f"knobs: {', '.join(KNOBS)} (docs/settings.md)")
+    if knobs:
+        options.io = io_settings(options.io, **knobs)
+    options.validate()
+    return options

@@ -189,12 +189,13 @@ class FrameStream:
     """Plays frames of a dataset through an engine's queue; see the module docstring.
 
     ``engine``: the :class:`headrace.Engine` to use; by default the process's engine for ``device`` and
-    ``queue_options`` (``backend``, ``cache_policy``, ``pin_files``, ``staging_bytes``, ``decode_on``, ...:
-    see :class:`headrace.Queue`), made on first use and shared."""
+    ``options`` (a :class:`headrace.QueueOptions`) and/or options and I/O knobs by name (``backend``,
+    ``cache_policy``, ``pin_files``, ``staging_bytes``, ``decode_on``, ``queue_depth``, ...:
+    docs/settings.md), made on first use and shared."""
 
     def __init__(self, dataset: Any, *, fields: Sequence[str] | None = None, device: int | str | None = None,
                  prefetch: int = 3, loop: int = 1, start: int = 0, engine: Engine | None = None,
-                 **queue_options: Any) -> None:
+                 options: Any = None, **named: Any) -> None:
         if prefetch < 1:
             raise _ext.UsageError(f"prefetch must be at least 1, got {prefetch}")
         if loop < 1:
@@ -203,9 +204,9 @@ class FrameStream:
         self.fields = list(fields) if fields else [f.name for f in dataset.fields]
         for name in self.fields:
             dataset.field(name)  # UsageError naming the fields there are
-        if engine is not None and queue_options:
-            raise _ext.UsageError(f"give an engine or queue options, not both (got {', '.join(queue_options)})")
-        self._engine = engine if engine is not None else shared_engine(device, **queue_options)
+        if engine is not None and (options is not None or named):
+            raise _ext.UsageError(f"give an engine or queue options, not both (got {', '.join(named) or 'options'})")
+        self._engine = engine if engine is not None else shared_engine(device, options, **named)
         self.device = self._engine.device
         self.prefetch, self.loop = int(prefetch), int(loop)
         self._queue = self._engine.queue

@@ -25,8 +25,8 @@ def test_chunks_land_in_host_arrays(codec_files, codec):
         for t, expected in enumerate(frames):
             np.testing.assert_array_equal(out[t], expected)
         stats = q.stats()
-        assert stats.requests_done == sum(1 for _ in ds.container.chunk_table()["offset"])
-        assert stats.raw_bytes == ds.raw_bytes
+        assert stats.requests.done == sum(1 for _ in ds.container.chunk_table()["offset"])
+        assert stats.requests.raw_bytes == ds.raw_bytes
 
 
 def test_priority_cancel_and_status(tmp_path):
@@ -113,7 +113,7 @@ def test_value_fences_let_a_stream_wait_before_submit(codec_files, codec):
     out = [cupy.full((30000, 8), -1, cupy.float32) for _ in frames]
     for o in out:
         o.sum()  # the reduction kernel loaded now: no module load while a stream waits on a fence
-    with pytest.raises(errors.UsageError, match="stream_value_fences needs decode_on_gpu = false"):
+    with pytest.raises(errors.UsageError, match="stream_value_fences needs decode_on = cpu"):
         headrace.Queue(backend="posix", device=0, stream_value_fences=True)
     with headrace.Queue(backend="posix", device=0, decode_on="cpu", stream_value_fences=True) as q:
         f = q.add_file(paths[codec])

@@ -128,8 +128,8 @@ def test_render_command_refuses_bad_input(particles, tmp_path, capsys, arguments
 
 
 def test_a_series_loads_the_next_frame_ahead_and_each_frame_is_still_its_own(particles):
-    # 5 batches in 3 segments: 2 loaded ahead; in 10 segments, the whole next frame.
-    for segments, ahead in ((3, 2), (10, 5)):
+    # 5 batches in 3 segments: 3 loaded ahead; in 10 segments, the whole next frame.
+    for segments, ahead in ((3, 3), (10, 5)):
         streamer = render.StreamingRenderer(particles, method="pread", device="cpu", width=96, height=72, batch=4096,
                                             segments=segments)
         own_bytes = streamer.render(0)["stored_bytes"]  # every frame holds as many particles in as many chunks

@@ -1,13 +1,18 @@
-"""The I/O knobs by name: one list (the fields of the bound Settings), unknown names, wrong types and
-out-of-range values are UsageErrors naming the knob, and the command line exits 2 for them."""
+"""Options by name: one list each (the fields of the bound Settings and QueueOptions), each documented
+and settable by HEADRACE_<NAME>; unknown names, wrong types and out-of-range values are UsageErrors
+naming the option, and the command line exits 2 for them."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 import headrace
 from headrace.cli.main import main
-from headrace.settings import KNOBS, io_settings
+from headrace.settings import KNOBS, QUEUE_OPTIONS, io_settings, queue_options
+
+SETTINGS_DOC = (Path(__file__).resolve().parents[2] / "docs" / "settings.md").read_text()
 
 
 def test_the_knobs_are_the_fields_of_settings():
@@ -35,8 +40,74 @@ def test_the_queue_and_the_stream_take_every_knob_by_name(particle_file):
     with ds.stream(device="cpu", submit_batch=2, uring_register_buffers=True, uring_register_files=False,
                    mmap_dontneed_bytes=1 << 20) as stream:
         assert len(list(stream)) == 3
-    with pytest.raises(headrace.UsageError, match="queue options nonsense=3"):
+    with pytest.raises(headrace.UsageError, match="unknown option 'nonsense'; the queue options: backend, "):
         headrace.Queue(nonsense=3)
+
+
+def test_the_queue_options_are_the_fields_of_queue_options_each_documented_with_its_variable():
+    assert {"backend", "cache_policy", "pin_files", "pin_budget_bytes", "staging_bytes", "max_batch", "max_direct_bytes",
+            "decode_on", "decode_threads", "verify_checksums", "stream_value_fences", "strict", "status_history",
+            "device"} == set(QUEUE_OPTIONS)
+    for name in QUEUE_OPTIONS + KNOBS:
+        assert f"`{name}`" in SETTINGS_DOC or f"HEADRACE_{name.upper()}" in SETTINGS_DOC, name
+        if name != "device":  # each stream's choice, not the process's
+            assert f"`HEADRACE_{name.upper()}`" in SETTINGS_DOC, name
+
+
+# A value other than the default for every option a variable sets.
+ENVIRONMENT = {"backend": ("cufile", "cufile"), "cache_policy": ("bypass", "bypass"), "pin_files": ("off", "off"),
+               "pin_budget_bytes": ("1048576", 1 << 20), "staging_bytes": ("1048576", 1 << 20), "max_batch": ("8", 8),
+               "max_direct_bytes": ("65536", 65536), "decode_on": ("cpu", "cpu"), "decode_threads": ("3", 3),
+               "verify_checksums": ("off", False), "stream_value_fences": ("on", True), "strict": ("on", True),
+               "status_history": ("2048", 2048)}
+
+
+def test_every_queue_option_is_settable_by_its_variable_and_named_arguments_win(monkeypatch):
+    assert set(ENVIRONMENT) == set(QUEUE_OPTIONS) - {"device"}
+    defaults = headrace.QueueOptions()
+    for name, (text, value) in ENVIRONMENT.items():
+        assert getattr(defaults, name) != value, name
+        monkeypatch.setenv(f"HEADRACE_{name.upper()}", text)
+    from_environment = headrace.QueueOptions.from_environment()
+    for name, (_, value) in ENVIRONMENT.items():
+        assert getattr(from_environment, name) == value, name
+    assert queue_options(max_batch=16, threads=3).max_batch == 16  # the named argument over the variable
+    assert queue_options(threads=3).io.threads == 3
+    monkeypatch.setenv("HEADRACE_MAX_BATCH", "0")
+    with pytest.raises(headrace.UsageError, match="max_batch must be in 1..65536"):
+        headrace.QueueOptions.from_environment()
+
+
+@pytest.mark.parametrize("named, message", [
+    ({"staging_bytes": -1}, "queue option staging_bytes=-1: expected a non-negative int"),
+    ({"staging_bytes": 10}, "staging_bytes must be in 64 KiB..1 TiB, got 10"),
+    ({"strict": "yes"}, "queue option strict='yes': expected a bool"),
+    ({"pin_files": 2}, "queue option pin_files=2: expected auto, on, off or a bool"),
+    ({"decode_on": "tpu"}, "decode_on='tpu': expected gpu|cpu"),
+    ({"backend": "nvme"}, "backend 'nvme': expected auto|posix"),
+    ({"cache_policy": "maybe"}, "cache policy 'maybe': expected auto|bypass|use"),
+    ({"device": "gpu"}, "queue option device='gpu': expected a GPU ordinal or -1"),
+    ({"queue_depth": 0}, "queue_depth must be in 1..4096"),
+])
+def test_bad_queue_options_are_usage_errors_naming_them(named, message):
+    with pytest.raises(headrace.UsageError, match=message.replace("|", r"\|").replace("(", r"\(")):
+        queue_options(**named)
+
+
+def test_a_queue_an_engine_and_a_stream_take_the_typed_options(particle_file):
+    path, frames = particle_file
+    options = queue_options(staging_bytes=1 << 20, pin_files=False, threads=2)
+    queue = headrace.Queue(options, device="cpu")
+    assert (queue.options.staging_bytes, queue.options.pin_files, queue.options.io.threads) == (1 << 20, "off", 2)
+    assert options.device == -1 and queue.device is None
+    # Engines are told apart by the options in effect, not by how they were given.
+    engine = headrace.shared_engine("cpu", options)
+    assert headrace.shared_engine("cpu", staging_bytes=1 << 20, pin_files="off", threads=2) is engine
+    assert headrace.shared_engine("cpu", staging_bytes=2 << 20) is not engine
+    with headrace.open(path).stream(device="cpu", options=options) as stream:
+        assert stream.engine is engine
+        assert len(list(stream)) == len(frames)
+    assert "staging_bytes=1048576" in repr(options) and options.to_dict()["io"]["threads"] == 2
 
 
 @pytest.mark.parametrize("argv", [["--submit-batch", "4"], ["--register-buffers"], ["--no-register-files"],
@@ -46,7 +117,8 @@ def test_every_stream_knob_on_the_command_line_works(particle_file, argv, capsys
     assert main(["stream", str(path), "--device", "cpu", *argv]) == 0
 
 
-@pytest.mark.parametrize("argv, message", [(["--threads", "-1"], "threads=-1"), (["--queue-depth", "0"], "queue_depth")])
+@pytest.mark.parametrize("argv, message", [(["--threads", "-1"], "threads=-1"), (["--queue-depth", "0"], "queue_depth"),
+                                           (["--staging-bytes", "10"], "staging_bytes must be in 64 KiB..1 TiB")])
 def test_a_bad_knob_on_the_command_line_exits_2_naming_it(particle_file, argv, message, capsys):
     path, _ = particle_file
     assert main(["stream", str(path), "--device", "cpu", *argv]) == 2

@@ -109,7 +109,7 @@ def test_frames_say_where_their_bytes_came_from(codec_files):
         for frame in stream:  # just written: the page cache holds it
             assert frame.stats.bytes_from_cache == frame.stats.stored_bytes > 0
             assert frame.stats.bytes_from_disk == 0
-    assert stream.stats()["queue"].bytes_from_cache == ds.stored_bytes
+    assert stream.stats()["queue"].requests.bytes_from_cache == ds.stored_bytes
 
 
 def test_per_frame_cost_stays_flat_over_ten_thousand_frames(tmp_path):

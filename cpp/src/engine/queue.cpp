@@ -30,6 +30,12 @@ void QueueOptions::validate() const {
   HEADRACE_EXPECT(status_history >= 1024, UsageError, "status_history must be at least 1024, got " + std::to_string(status_history));
 }
 
+bool parse_decode_on(const std::string& name, const std::string& text) {
+  if (text == "gpu") return true;
+  if (text == "cpu") return false;
+  throw UsageError(name + "='" + text + "': expected gpu|cpu");
+}
+
 QueueOptions QueueOptions::from_environment() {
   using detail::environment;
   using detail::parse_bool;
@@ -47,6 +53,10 @@ QueueOptions QueueOptions::from_environment() {
   if (auto v = environment("HEADRACE_VERIFY_CHECKSUMS")) o.verify_checksums = parse_bool("HEADRACE_VERIFY_CHECKSUMS", *v);
   if (auto v = environment("HEADRACE_STRICT")) o.strict = parse_bool("HEADRACE_STRICT", *v);
   if (auto v = environment("HEADRACE_STATUS_HISTORY")) o.status_history = parse_unsigned("HEADRACE_STATUS_HISTORY", *v);
+  if (auto v = environment("HEADRACE_MAX_DIRECT_BYTES")) o.max_direct_bytes = parse_unsigned("HEADRACE_MAX_DIRECT_BYTES", *v);
+  if (auto v = environment("HEADRACE_DECODE_ON")) o.decode_on_gpu = parse_decode_on("HEADRACE_DECODE_ON", *v);
+  if (auto v = environment("HEADRACE_STREAM_VALUE_FENCES"))
+    o.stream_value_fences = parse_bool("HEADRACE_STREAM_VALUE_FENCES", *v);
   o.validate();
   return o;
 }
@@ -65,7 +75,7 @@ Queue::Impl::Impl(QueueOptions options)
     // CUDA 12+ drivers serve the v2 stream memory operations on every GPU (the v1 attribute that
     // used to say so is deprecated and reads 0); a refusal at run time falls back to events.
     HEADRACE_EXPECT(!options_.stream_value_fences || !options_.decode_on_gpu, UsageError,
-                    "stream_value_fences needs decode_on_gpu = false: nvCOMP may load kernels while a consumer "
+                    "stream_value_fences needs decode_on = cpu: nvCOMP may load kernels while a consumer "
                     "stream waits on a fence, which deadlocks");
     memory_operations_ = options_.stream_value_fences;
     device_scratch_.emplace(align_up(options_.staging_bytes));
@@ -388,15 +398,7 @@ void Queue::Impl::drain() const {
 QueueStats Queue::Impl::stats() const {
   std::lock_guard lock(mutex_);
   QueueStats result = stats_;
-  const queue::RequestTotals& totals = book_.totals();
-  result.requests_done = totals.done;
-  result.requests_failed = totals.failed;
-  result.requests_cancelled = totals.cancelled;
-  result.stored_bytes = totals.stored_bytes;
-  result.raw_bytes = totals.raw_bytes;
-  result.bytes_from_cache = totals.bytes_from_cache;
-  result.bytes_from_disk = totals.bytes_from_disk;
-  result.bytes_pinned = totals.bytes_pinned;
+  result.requests = book_.totals();
   result.staging_waits = ring_->waits();
   result.checksums_checked = checker_.checksums_checked();
   result.mean_reads_in_flight = stats_.busy_seconds > 0 ? depth_seconds_ / stats_.busy_seconds : 0;

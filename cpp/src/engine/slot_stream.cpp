@@ -156,6 +156,12 @@ void SlotStream::stop() {
   order_.clear();
 }
 
+void SlotStream::settle() {
+  reclaim(false);
+  fill();
+  if (!in_flight_.empty()) queue_.wait(in_flight_.back().fence);  // a fence covers every request before it
+}
+
 void SlotStream::load(std::uint64_t unit, std::uint32_t slot) {
   HEADRACE_EXPECT(slot < options_.slots, UsageError,
                   "no slot " + std::to_string(slot) + " (" + std::to_string(options_.slots) + " slots)");

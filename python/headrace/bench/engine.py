@@ -81,9 +81,9 @@ def headrace_case(path: str, cache: str, repeats: int, backend: str, keep_queue:
         fence.wait()
         cupy.cuda.runtime.deviceSynchronize()
         stats = q.stats()
-        if stats.requests_failed > before.requests_failed:
-            raise headrace.Error(f"{stats.requests_failed - before.requests_failed} requests failed")
-        return stats.raw_bytes - before.raw_bytes
+        if stats.requests.failed > before.requests.failed:
+            raise headrace.Error(f"{stats.requests.failed - before.requests.failed} requests failed")
+        return stats.requests.raw_bytes - before.requests.raw_bytes
 
     knob_text = " ".join(f"{k}={v}" for k, v in knobs.items()) + (" (one queue, replayed)" if keep_queue else "")
     result = measure(f"headrace/{backend}", body, files=[path], cache=cache, repeats=repeats, setup=setup,

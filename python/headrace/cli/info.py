@@ -44,7 +44,7 @@ def collect(directory: str) -> dict:
         "cufile_mode_reason": environment["cufile_mode_reason"],
         "nvcomp": environment["nvcomp"],
         "nvcomp_cpu": environment["nvcomp_cpu"],
-        "settings": _ext.settings(),
+        "settings": _ext.Settings.current().to_dict(),
         "engine": engine_limits(),
     }
 
@@ -54,7 +54,8 @@ def engine_limits() -> dict:
     memory, with the engines this process holds now."""
     from headrace import engine
 
-    queue = _ext.queue_defaults()
+    queue = _ext.QueueOptions.from_environment().to_dict()
+    del queue["io"], queue["device"]  # the I/O knobs are reported as "settings"; the device is each stream's
     memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     return {
         "queue": queue,

@@ -78,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     # Options not given keep their defaults, overridden by HEADRACE_<NAME> (docs/settings.md).
     given = dict(backend=args.backend, cache_policy=args.cache_policy, decode_on=args.codec_on, pin_files=args.pin_files,
                  staging_bytes=args.staging_bytes)
-    options = {name: value for name, value in given.items() if value is not None} | backend_options(args)
-    stream = ds.stream(fields, device=device, prefetch=args.prefetch, loop=args.loop, **options)
+    options = headrace.queue_options(**{name: value for name, value in given.items() if value is not None},
+                                     **backend_options(args))
+    stream = ds.stream(fields, device=device, prefetch=args.prefetch, loop=args.loop, options=options)
     started = time.perf_counter()
     for frame in stream:
         if device == "cpu":

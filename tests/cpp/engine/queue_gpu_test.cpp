@@ -108,7 +108,7 @@ TEST_P(QueueGpuTest, DeliversEveryChunkIntoDeviceMemory) {
   EXPECT_EQ(decode_s > 0, codec != CodecId::none);
   const auto got = to_host(out);
   EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0) << queue.describe();
-  EXPECT_EQ(queue.stats().raw_bytes, got.size());
+  EXPECT_EQ(queue.stats().requests.raw_bytes, got.size());
   if (pinned) EXPECT_NE(queue.describe().find("page-locked (pin_files on)"), std::string::npos) << queue.describe();
 }
 
@@ -279,7 +279,7 @@ TEST(QueueGpu, PinnedFilesCheckEachChunkOnceAndReadFilesEveryTime) {
       queue.drain();
     }
     const auto stats = queue.stats();
-    EXPECT_EQ(stats.requests_done, 3 * chunks.size());
+    EXPECT_EQ(stats.requests.done, 3 * chunks.size());
     EXPECT_EQ(stats.checksums_checked, (pinned ? 1 : 3) * chunks.size()) << queue.describe();
     const auto got = to_host(out);
     const auto expected = testing::particle_values(20000, 0.0f);

@@ -75,8 +75,8 @@ TEST_P(QueueTest, DeliversEveryChunkOfAContainer) {
   EXPECT_EQ(decode_s > 0, codec != CodecId::none);
   EXPECT_EQ(std::memcmp(out.data(), expected.data(), out.size()), 0);
   const auto stats = queue.stats();
-  EXPECT_EQ(stats.requests_done, ids.size());
-  EXPECT_EQ(stats.raw_bytes, out.size());
+  EXPECT_EQ(stats.requests.done, ids.size());
+  EXPECT_EQ(stats.requests.raw_bytes, out.size());
   EXPECT_EQ(stats.checksums_checked, ids.size());
   // Compressed chunks are staged, and neighbours in the file travel as one read; uncompressed ones
   // go straight into the caller's array, one read each.
@@ -201,7 +201,7 @@ TEST(Queue, CancelledRequestsNeverWriteAndNeighboursStayIntact) {
     }
   }
   EXPECT_FALSE(queue.cancel(ids[1]));  // done: too late
-  EXPECT_EQ(queue.stats().requests_cancelled, 5u);
+  EXPECT_EQ(queue.stats().requests.cancelled, 5u);
 }
 
 TEST(Queue, ErrorsFailTheirRequestOnly) {
@@ -245,7 +245,7 @@ TEST(Queue, ErrorsFailTheirRequestOnly) {
   EXPECT_EQ(decode.state, RequestState::failed);
   EXPECT_NE(decode.message.find("truncated chunk 2"), std::string::npos) << decode.message;
   EXPECT_EQ(queue.status(ids[2]).state, RequestState::done);
-  EXPECT_EQ(queue.stats().requests_failed, 3u);
+  EXPECT_EQ(queue.stats().requests.failed, 3u);
 }
 
 TEST(Queue, RejectsRequestsItCannotServe) {

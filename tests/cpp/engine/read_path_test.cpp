@@ -65,8 +65,8 @@ TEST(ReadPath, CachedBytesComeFromThePageCacheAndEvictedOnesFromTheDisk) {
   EXPECT_EQ(cold.bytes_from_cache, 0u);
   EXPECT_EQ(out, raw.bytes);
   EXPECT_EQ(queue.status(0).source, ReadSource::page_cache);
-  EXPECT_EQ(queue.stats().bytes_from_disk, raw.bytes.size());
-  EXPECT_EQ(queue.stats().bytes_from_cache, raw.bytes.size());
+  EXPECT_EQ(queue.stats().requests.bytes_from_disk, raw.bytes.size());
+  EXPECT_EQ(queue.stats().requests.bytes_from_cache, raw.bytes.size());
 }
 
 TEST(ReadPath, AHalfCachedFileIsServedByBothRoutesAtOnce) {
@@ -198,7 +198,7 @@ TEST(ReadPath, TheHistoryIsBoundedWhileRecentIdsStayValid) {
     queue.wait(fences.back());
   }
   const QueueStats stats = queue.stats();
-  EXPECT_EQ(stats.requests_done, 5000u);
+  EXPECT_EQ(stats.requests.done, 5000u);
   EXPECT_LE(stats.retained_requests, 1025u);
   EXPECT_EQ(queue.status(last).state, RequestState::done);
   try {

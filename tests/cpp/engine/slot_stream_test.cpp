@@ -1,5 +1,5 @@
 // The streaming seam on the CPU: units delivered in order with their bytes, look-ahead bounded by
-// the slots, seek, extend, failures named per unit, slots held by the consumer, explicit loads.
+// the slots, seek, extend, settle, failures named per unit, slots held by the consumer, explicit loads.
 #include "headrace/engine/slot_stream.hpp"
 
 #include <gtest/gtest.h>
@@ -125,6 +125,31 @@ TEST_F(SlotStreamTest, SlotsHeldByTheConsumerAreNotRefilledAndAskingPastThemIsAU
   EXPECT_TRUE(holds(c->slot, 2));
   EXPECT_TRUE(holds(b->slot, 1));
   EXPECT_THROW(stream.release(7), UsageError);
+}
+
+TEST_F(SlotStreamTest, SettleRefillsFreedSlotsAndWaitsForWhatIsInFlightWithoutHandingItOut) {
+  SlotStream stream = make(3);
+  stream.play({0, 1});
+  auto first = stream.next();
+  ASSERT_TRUE(first.has_value());
+  const std::vector<std::uint64_t> ahead{5, 6, 7};
+  stream.extend(ahead);  // 1, 5 in flight; the slot of 0 is still held
+  stream.release(first->slot);
+  stream.settle();  // 1, 5 and 6 in place, 7 waits for a slot
+  EXPECT_EQ(stream.in_flight(), 3u);
+  EXPECT_EQ(stream.unscheduled(), 1u);
+  for (const std::uint64_t unit : {std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{6}}) {  // in place before any is handed out
+    bool found = false;
+    for (std::uint32_t slot = 0; slot < 3; ++slot) found = found || holds(slot, unit);
+    EXPECT_TRUE(found) << "unit " << unit << " not in place after settle";
+  }
+  std::vector<std::uint64_t> delivered;
+  while (auto unit = stream.next()) {
+    EXPECT_TRUE(holds(unit->slot, unit->unit)) << "unit " << unit->unit;
+    delivered.push_back(unit->unit);
+    stream.release(unit->slot);
+  }
+  EXPECT_EQ(delivered, (std::vector<std::uint64_t>{1, 5, 6, 7}));
 }
 
 TEST_F(SlotStreamTest, ExplicitLoadsFillTheSlotsGivenAndReportTheFirstFailure) {

@@ -89,17 +89,16 @@ struct QueueOptions {
   void validate() const;
   // The backend the host read path is forced to: backend, unless it is nullopt or cufile.
   [[nodiscard]] std::optional<io::BackendKind> read_path_backend() const;
-  // The documented defaults overridden by HEADRACE_<NAME> (docs/settings.md: BACKEND, CACHE_POLICY,
-  // PIN_FILES, PIN_BUDGET_BYTES, STAGING_BYTES, MAX_BATCH, DECODE_THREADS, VERIFY_CHECKSUMS, STRICT,
-  // STATUS_HISTORY), validated; io = settings().
+  // The documented defaults overridden by HEADRACE_<NAME> of every option but device (docs/settings.md;
+  // decode_on_gpu is HEADRACE_DECODE_ON=gpu|cpu), validated; io = settings().
   [[nodiscard]] static QueueOptions from_environment();
 };
 
+// decode_on_gpu from "gpu" or "cpu"; UsageError naming `name` otherwise.
+[[nodiscard]] bool parse_decode_on(const std::string& name, const std::string& text);
+
 struct QueueStats {
-  std::uint64_t requests_done = 0, requests_failed = 0, requests_cancelled = 0;
-  std::uint64_t stored_bytes = 0;  // read from disk for done requests
-  std::uint64_t raw_bytes = 0;     // delivered to destinations
-  std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0;  // stored bytes of done requests
+  queue::RequestTotals requests;  // finished ones: counts by state, bytes (stored, raw, by source) of the done
   std::uint64_t backend_submits = 0;
   std::uint64_t backend_reads = 0;  // reads handed to backends: adjacent staged chunks travel as one
   std::uint64_t staging_waits = 0;  // dispatches that waited because all staging was in use

@@ -8,6 +8,7 @@
 //   extend(units)       more units after those (the next frame's batches, loaded while this one is used)
 //   next()              the next unit, once its bytes are in place (host) or its GPU work is issued
 //   release(slot, s)    the slot may be refilled once CUDA stream s is past this point
+//   settle()            wait for what is in flight without handing it out (look-ahead within a caller's time)
 //   load(unit, slot)    fill one given slot now (a cache picks its slots itself), then wait_loaded()
 #pragma once
 
@@ -75,6 +76,10 @@ class SlotStream {
   // Cancels every request of the stream and waits until none writes a slot; delivered slots not
   // released stay out.
   void stop();
+  // Refills the slots whose consumer is done, then waits until every unit in flight has arrived,
+  // without handing any out: a caller whose time covers what it loaded ahead (a failed unit throws at
+  // its next()).
+  void settle();
 
   // Fills `slot` with `unit` now, whatever the order (a cache that picks slots itself). The slot must
   // not be in flight; wait_loaded() waits for every such load.

@@ -1,6 +1,7 @@
 #include "headrace/workloads/particles/segmented_render.hpp"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -8,23 +9,12 @@
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/seconds.hpp"
+#include "headrace/engine/slot_stream.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/dtype.hpp"
 #include "headrace/gpu/stream.hpp"
 
 namespace headrace::workloads::particles {
-
-// A next frame's first batches, loaded, checked and in place when the frame before returned.
-struct SegmentedRenderer::NextLoads {
-  std::string path;
-  std::uint32_t frame = 0, field = 0;
-  std::uint64_t batch_particles = 0, asked_segments = 0;  // the options it was loaded for
-  std::uint64_t segments = 0, segment_bytes = 0;          // the buffer it sits in
-  std::uint64_t first_segment = 0;  // its batch i sits in segment (first_segment + i) % segments
-  std::uint64_t batches = 0;        // how many of its first batches
-  std::uint64_t stored_bytes = 0;
-  double h2d_seconds = 0;
-};
 
 namespace {
 
@@ -50,26 +40,29 @@ class HostTarget {
  public:
   explicit HostTarget(ReferenceRenderer& renderer) : renderer_(&renderer) {}
 
-  // Segments for this frame, in the memory of the frames before when it is large enough.
+  // Segments for the frames to come, in the memory of the frames before when it is large enough.
   void prepare(std::uint64_t segment_bytes, std::uint64_t segments) {
     segment_bytes_ = segment_bytes;
     if (memory_.size_bytes() < segment_bytes * segments) memory_ = headrace::detail::AlignedBuffer(segment_bytes * segments);
-    draws_.clear();
   }
   [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::host; }
   [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const {
     return reinterpret_cast<std::uintptr_t>(memory_.data() + s * segment_bytes_);
   }
-  void clear() { renderer_->clear(); }
-  void await_load(const engine::Queue& queue, queue::FenceId fence) { queue.wait(fence); }
-  bool wait_for_segment(std::uint64_t) { return false; }
+  // Host draws read the bytes: a batch is handed out once they are in place.
+  [[nodiscard]] static engine::Readiness readiness() { return engine::Readiness::done; }
+  void begin_frame() {
+    renderer_->clear();
+    draws_.clear();
+  }
+  void await_load(const engine::Queue&, queue::FenceId) {}
   void draw(std::uint64_t s, const ParticleBatch& batch) {
     const auto start = Clock::now();
     renderer_->draw({reinterpret_cast<const Particle*>(segment(s)), batch.particles},
                     static_cast<std::uint32_t>(batch.first_particle));
     draws_.push_back(seconds_since(start));
   }
-  void segment_done(std::uint64_t) {}  // a host draw has ended when it returns
+  [[nodiscard]] static std::uintptr_t consumer() { return 0; }  // a host draw has ended when it returns
   void finish(SegmentedRenderStats& stats) { stats.batch_draw_seconds = std::move(draws_); }
 
  private:
@@ -79,8 +72,8 @@ class HostTarget {
   std::vector<double> draws_;
 };
 
-// The GPU renderer over device segments: draws are kernels on our stream, which waits on each fence;
-// a segment is free once the event recorded after its last draw has passed.
+// The GPU renderer over device segments: draws are kernels on our stream, which waits on each batch's
+// fence; the slot stream refills a segment once the stream has passed the draw that read it.
 class DeviceTarget {
  public:
   explicit DeviceTarget(GpuRenderer& renderer) : renderer_((renderer.make_current(), &renderer)) {}
@@ -94,8 +87,8 @@ class DeviceTarget {
     }
   }
 
-  // Segments for this frame, in the memory of the frames before when it is large enough; a frame that
-  // stopped on an error may have left draws running, so they finish before the memory is reused.
+  // Segments for the frames to come, in the memory of the frames before when it is large enough; a
+  // frame that stopped on an error may have left draws running, so they finish before the memory is reused.
   void prepare(std::uint64_t segment_bytes, std::uint64_t segments) {
     renderer_->make_current();
     stream_.synchronize();
@@ -104,21 +97,18 @@ class DeviceTarget {
       memory_ = gpu::DeviceBuffer();  // the old buffer goes first: the two may not fit together
       memory_ = gpu::DeviceBuffer(segment_bytes * segments);
     }
-    while (drawn_.size() < segments) drawn_.emplace_back();
-    used_.assign(segments, false);
-    draws_ = 0;
   }
   [[nodiscard]] queue::MemoryKind memory() const { return queue::MemoryKind::device; }
   [[nodiscard]] std::uintptr_t segment(std::uint64_t s) const { return memory_.pointer() + s * segment_bytes_; }
-  void clear() { renderer_->clear(stream_.handle()); }
+  // The reads done and their copies issued: the draw stream waits for the rest on the GPU.
+  [[nodiscard]] static engine::Readiness readiness() { return engine::Readiness::issued; }
+  void begin_frame() {
+    renderer_->make_current();
+    renderer_->clear(stream_.handle());
+    draws_ = 0;
+  }
   void await_load(const engine::Queue& queue, queue::FenceId fence) {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
-  }
-  // True when the segment's last draw was still running (the load waits for it).
-  bool wait_for_segment(std::uint64_t s) {
-    if (!used_[s] || drawn_[s].query()) return false;
-    drawn_[s].synchronize();
-    return true;
   }
   void draw(std::uint64_t s, const ParticleBatch& batch) {
     if (draws_ == timings_.size()) timings_.push_back(std::make_unique<Timing>());
@@ -127,13 +117,9 @@ class DeviceTarget {
     renderer_->draw(segment(s), batch.particles, static_cast<std::uint32_t>(batch.first_particle), stream_.handle());
     timing.end.record(stream_.handle());
   }
-  // The segment is free once the stream gets here: after its draw, or, streaming alone, once its load has
-  // arrived (the stream has waited on its fence); without this event the next load could land in the
-  // segment while it is still drawn or filled.
-  void segment_done(std::uint64_t s) {
-    drawn_[s].record(stream_.handle());
-    used_[s] = true;
-  }
+  // A segment is free once the draw stream gets past this point: after its draw, or, streaming alone,
+  // once it has waited on the batch's fence.
+  [[nodiscard]] std::uintptr_t consumer() const { return reinterpret_cast<std::uintptr_t>(stream_.handle()); }
   void finish(SegmentedRenderStats& stats) {
     stream_.synchronize();
     for (std::size_t d = 0; d < draws_; ++d)
@@ -148,13 +134,9 @@ class DeviceTarget {
   std::uint64_t segment_bytes_ = 0;
   gpu::DeviceBuffer memory_;
   gpu::Stream stream_;
-  std::vector<gpu::Event> drawn_;
-  std::vector<bool> used_;
   std::vector<std::unique_ptr<Timing>> timings_;  // reused frame after frame; the first draws_ are this frame's
   std::size_t draws_ = 0;
 };
-
-using NextLoads = SegmentedRenderer::NextLoads;
 
 // A frame's batches of one field, with the chunks they group and what a load and a segment need of them.
 struct FrameBatches {
@@ -172,159 +154,178 @@ FrameBatches batches_of(const format::Container& container, std::uint32_t frame,
   return of;
 }
 
-template <typename Target>
-SegmentedRenderStats render_with(Target& target, std::unique_ptr<NextLoads>& carried, engine::Queue& queue, queue::FileId file,
-                                 const format::Container& container, std::uint32_t frame, std::uint32_t field,
-                                 const SegmentedRenderOptions& options) {
-  expect_particles(container, frame, field, options);
-  const FrameBatches own = batches_of(container, frame, field, options.batch_particles);
-  const std::vector<ParticleBatch>& batches = own.batches;
-  const std::uint64_t n = batches.size();
+// A unit of the slot stream: batch b of frame f.
+std::uint64_t batch_unit(std::uint32_t frame, std::uint64_t batch) { return (std::uint64_t{frame} << 32) | batch; }
+std::uint32_t frame_of(std::uint64_t unit) { return static_cast<std::uint32_t>(unit >> 32); }
+std::uint64_t batch_of(std::uint64_t unit) { return unit & 0xffffffffu; }
 
-  // A series: the next frame's batches, the first of them loaded into this frame's buffer.
-  FrameBatches following;
-  if (options.next_frame) {
-    const std::uint32_t g = *options.next_frame;
-    HEADRACE_EXPECT(g < container.frames().size(), UsageError,
-                    container.path() + ": no next frame " + std::to_string(g) + " (" +
-                        std::to_string(container.frames().size()) + " frames)");
-    if (!options.preload) following = batches_of(container, g, field, options.batch_particles);
+std::vector<std::uint64_t> units_of(const FrameBatches& of) {
+  std::vector<std::uint64_t> units(of.batches.size());
+  for (std::uint64_t b = 0; b < units.size(); ++b) units[b] = batch_unit(of.frame, b);
+  return units;
+}
+
+}  // namespace
+
+// The slot stream over the segments (a slot per segment, a unit per batch), with what it was made for:
+// a call for anything else makes a new one.
+struct SegmentedRenderer::Stream {
+  const engine::Queue* queue = nullptr;
+  queue::FileId file = 0;
+  std::string path;
+  std::uint32_t field = 0;
+  std::uint64_t batch_particles = 0, asked_segments = 0;
+  bool preload = false;
+  std::uint64_t segment_bytes = 0;
+  // The batches of the frames the stream may fill (this call's and the next one's), over the container
+  // of the call: the stream fills only inside render().
+  const format::Container* container = nullptr;
+  std::map<std::uint32_t, FrameBatches> frames;
+  std::unique_ptr<engine::SlotStream> slots;
+
+  [[nodiscard]] bool serves(const engine::Queue& q, queue::FileId f, const format::Container& c, std::uint32_t fi,
+                            const SegmentedRenderOptions& options, std::uint64_t bytes) const {
+    return queue == &q && file == f && path == c.path() && field == fi && batch_particles == options.batch_particles &&
+           asked_segments == options.segments && preload == options.preload && segment_bytes >= bytes;
   }
+  const FrameBatches& batches(std::uint32_t frame) {
+    auto found = frames.find(frame);
+    if (found == frames.end()) found = frames.emplace(frame, batches_of(*container, frame, field, batch_particles)).first;
+    return found->second;
+  }
+};
 
-  // The first batches of this frame, when the call before loaded them for it (data at rest in the
-  // segments, checked): the buffer is kept as it is. Otherwise the buffer holds a segment per batch of
-  // both frames, up to options.segments (preload: every batch of this one), and is simply reused.
-  const std::unique_ptr<NextLoads> ready = std::move(carried);
-  const bool adopted = ready && ready->path == container.path() && ready->frame == frame && ready->field == field &&
-                       ready->batch_particles == options.batch_particles && ready->asked_segments == options.segments &&
-                       !options.preload && ready->segment_bytes >= own.largest_bytes;
-  const std::uint64_t have = adopted ? ready->batches : 0;
-  const std::uint64_t base = adopted ? ready->first_segment : 0;  // batch i sits in segment (base + i) % segments
-  const std::uint64_t segments =
-      adopted ? ready->segments
-              : std::max<std::uint64_t>(options.preload ? n : std::min<std::uint64_t>(options.segments, n + following.batches.size()), 1);
-  const std::uint64_t segment_bytes = adopted ? ready->segment_bytes : std::max(own.largest_bytes, following.largest_bytes);
-  // Of the next frame's batches, those loaded ahead: never into the segment of this frame's last draw,
-  // which would wait for it.
-  const std::uint64_t ahead =
-      following.largest_bytes <= segment_bytes ? std::min<std::uint64_t>(following.batches.size(), segments - 1) : 0;
-  target.prepare(segment_bytes, segments);
-  auto segment_of = [&](std::uint64_t i) { return (base + i) % segments; };
+namespace {
 
-  // A frame that stops on an error cancels its other requests (and the next frame's) and waits for
-  // those in flight, so no read lands in the segments after it returned.
-  const std::uint64_t tag = reinterpret_cast<std::uintptr_t>(&target);
-  struct StopLoads {
-    engine::Queue& queue;
-    std::uint64_t tag;
-    ~StopLoads() {
-      try {
-        queue.cancel_tag(tag);
-        queue.drain();
-      } catch (const Error&) {  // the queue reports its own failures per request
-      }
-    }
-  } stop_loads{queue, tag};
+// The requests that put batch `b` of `of` into the target's segment `s`.
+template <typename Target>
+std::vector<engine::Request> batch_requests(const Target& target, queue::FileId file, const format::Container& container,
+                                            std::uint32_t field, const FrameBatches& of, std::uint64_t b, std::uint64_t s) {
+  const ParticleBatch& batch = of.batches[b];
+  std::vector<engine::Request> requests;
+  for (std::uint64_t k = batch.first_chunk; k < batch.first_chunk + batch.chunk_count; ++k) {
+    const format::ChunkInfo& chunk = of.chunks[k];
+    const std::uintptr_t at = target.segment(s) + (chunk.first_element - batch.first_particle) * sizeof(Particle);
+    queue::Request request = queue::chunk_request(file, chunk, {target.memory(), at, chunk.raw_size});
+    request.label = queue::chunk_label(container, of.frame, field, of.first_chunk + k, chunk);
+    requests.push_back(std::move(request));
+  }
+  return requests;
+}
 
-  // The next frame's loads (a series): handed to the next call once every one of them has arrived.
-  std::unique_ptr<NextLoads> next_loads;
-  std::vector<std::vector<queue::RequestId>> next_requests(ahead);
-  queue::FenceId next_fence = 0;
-  if (ahead > 0)
-    next_loads = std::make_unique<NextLoads>(NextLoads{container.path(), *options.next_frame, field, options.batch_particles,
-                                                       options.segments, segments, segment_bytes, segment_of(n), ahead, 0, 0});
+template <typename Target>
+SegmentedRenderStats render_with(Target& target, std::unique_ptr<SegmentedRenderer::Stream>& stream, engine::Queue& queue,
+                                 queue::FileId file, const format::Container& container, std::uint32_t frame,
+                                 std::uint32_t field, const SegmentedRenderOptions& options) {
+  expect_particles(container, frame, field, options);
+  std::optional<std::uint32_t> next_frame;
+  if (options.next_frame && !options.preload) {
+    next_frame = *options.next_frame;
+    HEADRACE_EXPECT(*next_frame < container.frames().size(), UsageError,
+                    container.path() + ": no next frame " + std::to_string(*next_frame) + " (" +
+                        std::to_string(container.frames().size()) + " frames)");
+  }
+  const FrameBatches own = batches_of(container, frame, field, options.batch_particles);
+  const std::uint64_t n = own.batches.size();
+  const FrameBatches following =
+      next_frame ? batches_of(container, *next_frame, field, options.batch_particles) : FrameBatches{};
+
+  // The stream of the calls before, with this frame's first batches in its segments when the call
+  // before asked for it; a new one (and maybe a larger buffer) when it cannot hold this frame.
+  const std::uint64_t segment_bytes = std::max(own.largest_bytes, following.largest_bytes);
+  if (!stream || !stream->serves(queue, file, container, field, options, segment_bytes)) {
+    stream.reset();  // stops its reads before the segments may move
+    const std::uint64_t segments = std::max<std::uint64_t>(
+        options.preload ? n : std::min<std::uint64_t>(options.segments, n + following.batches.size()), 1);
+    target.prepare(segment_bytes, segments);
+    stream = std::make_unique<SegmentedRenderer::Stream>(SegmentedRenderer::Stream{
+        &queue, file, container.path(), field, options.batch_particles, options.segments, options.preload, segment_bytes,
+        &container, {}, nullptr});
+    engine::SlotStreamOptions slot_options;
+    slot_options.slots = static_cast<std::uint32_t>(segments);
+    slot_options.tag = reinterpret_cast<std::uintptr_t>(&target);
+    slot_options.name = [](std::uint64_t unit) {
+      return "frame " + std::to_string(frame_of(unit)) + " batch " + std::to_string(batch_of(unit));
+    };
+    SegmentedRenderer::Stream* state = stream.get();
+    stream->slots = std::make_unique<engine::SlotStream>(
+        queue,
+        [state, &target](std::uint64_t unit, std::uint32_t slot) {
+          return batch_requests(target, state->file, *state->container, state->field, state->batches(frame_of(unit)),
+                                batch_of(unit), slot);
+        },
+        std::move(slot_options));
+  }
+  SegmentedRenderer::Stream& state = *stream;
+  engine::SlotStream& slots = *state.slots;
+  state.container = &container;
+  state.frames.clear();  // batches over this call's container
+  state.frames.emplace(frame, own);
+  if (next_frame) state.frames.emplace(*next_frame, following);
 
   SegmentedRenderStats stats;
   stats.batches = n;
-  stats.loaded_ahead = have;
-  std::vector<std::vector<queue::RequestId>> requests(n);
-  std::vector<queue::FenceId> fences(n);
-  // Enqueues batch b of a frame's chunks into segment s, then a fence: (stored bytes, fence).
-  auto load = [&](const FrameBatches& of, std::uint64_t b, std::uint64_t s, std::vector<queue::RequestId>& ids) {
-    const ParticleBatch& batch = of.batches[b];
-    std::uint64_t stored = 0;
-    for (std::uint64_t k = batch.first_chunk; k < batch.first_chunk + batch.chunk_count; ++k) {
-      const format::ChunkInfo& chunk = of.chunks[k];
-      const std::uintptr_t at = target.segment(s) + (chunk.first_element - batch.first_particle) * sizeof(Particle);
-      queue::Request request = queue::chunk_request(file, chunk, {target.memory(), at, chunk.raw_size});
-      request.label = queue::chunk_label(container, of.frame, field, of.first_chunk + k, chunk);
-      request.tag = tag;
-      ids.push_back(queue.enqueue(std::move(request)));
-      stored += chunk.stored_size;
-    }
-    const queue::FenceId fence = queue.enqueue_signal();
-    queue.submit();
-    return std::pair{stored, fence};
-  };
-  auto load_own = [&](std::uint64_t b) {
-    const auto [stored, fence] = load(own, b, segment_of(b), requests[b]);
-    stats.stored_bytes += stored;
-    fences[b] = fence;
-  };
-  // A failed read or decode stops the frame, naming its chunk; GPU decoding reports after the draw was
-  // issued, so the frame is checked once more at the end and fails then, never returning its image.
-  // Finished requests also add their copy time to *h2d.
-  auto failure = [&](const std::vector<queue::RequestId>& ids, double* h2d = nullptr) -> std::string {
-    for (const queue::RequestId id : ids) {
-      const queue::RequestStatus status = queue.status(id);
-      if (status.state == queue::RequestState::failed || status.state == queue::RequestState::cancelled)
-        return status.message;
-      if (h2d != nullptr) *h2d += status.h2d_s;
-    }
-    return {};
-  };
-  auto check = [&](std::uint64_t b, double* h2d = nullptr) {
-    if (const std::string why = failure(requests[b], h2d); !why.empty())
-      throw Error("frame " + std::to_string(frame) + " stopped: " + why);
-  };
-
-  target.clear();
-  auto start = Clock::now();
-  if (options.preload) {
-    for (std::uint64_t b = 0; b < n; ++b) load_own(b);
-    for (std::uint64_t b = 0; b < n; ++b) {
-      queue.wait(fences[b]);
-      check(b);
-    }
-    start = Clock::now();
-    for (std::uint64_t b = 0; b < n && options.draw; ++b) target.draw(b, batches[b]);
-  } else {
-    if (adopted) {
-      stats.stored_bytes += ready->stored_bytes;
-      stats.h2d_seconds += ready->h2d_seconds;
-    }
-    // Index i < n is this frame's batch i, i >= n the next frame's batch i - n: each loads as soon as its
-    // segment's previous batch, index i - segments, is drawn, so the next frame's loads run while this
-    // one is drawn (all of them at once when the buffer has a free segment for each).
-    auto load_index = [&](std::uint64_t i) {
-      if (target.wait_for_segment(segment_of(i))) ++stats.segment_waits;
-      if (i < n) return load_own(i);
-      const auto [stored, fence] = load(following, i - n, segment_of(i), next_requests[i - n]);
-      next_loads->stored_bytes += stored;
-      next_fence = fence;
-    };
-    for (std::uint64_t b = 0, next = have; b < n; ++b) {
-      for (; next < n + ahead && next < b + segments; ++next) load_index(next);
-      if (b >= have) {
-        target.await_load(queue, fences[b]);
-        check(b);
-      }
-      if (options.draw) target.draw(segment_of(b), batches[b]);
-      target.segment_done(segment_of(b));
-    }
+  for (const ParticleBatch& batch : own.batches) {
+    stats.particles += batch.particles;
+    for (std::uint64_t k = batch.first_chunk; k < batch.first_chunk + batch.chunk_count; ++k)
+      stats.stored_bytes += own.chunks[k].stored_size;
   }
-  target.finish(stats);
-  if (next_loads) queue.wait(next_fence);  // the next frame's loads are within this frame's clock
-  stats.seconds = seconds_since(start);
-  queue.drain();
-  for (std::uint64_t b = have; b < n; ++b) check(b, &stats.h2d_seconds);
-  for (const auto& batch : batches) stats.particles += batch.particles;
+  const std::uint64_t waits_before = slots.release_waits();
+  target.begin_frame();
+  auto start = Clock::now();
+  // A failed batch stops the frame, naming its chunk; what is in flight is cancelled (with the next
+  // frame's loads) and the next call starts a new stream.
+  try {
+    // The call before queued this frame's batches behind its own: they are in flight (the first ones
+    // arrived) or wait for a segment. Otherwise: a seek.
+    const bool adopted = !options.preload && slots.upcoming() == batch_unit(frame, 0) &&
+                         slots.in_flight() + slots.unscheduled() == n;
+    stats.loaded_ahead = adopted ? slots.in_flight() : 0;
+    if (!adopted) slots.play(units_of(own));
+    if (next_frame) {
+      const std::vector<std::uint64_t> after = units_of(following);
+      slots.extend(after);
+    }
+    std::vector<std::vector<queue::RequestId>> requests;
+    std::vector<engine::SlotDelivery> preloaded;
+    auto take = [&](std::uint64_t b) {
+      std::optional<engine::SlotDelivery> delivery = slots.next(options.preload ? engine::Readiness::done : target.readiness());
+      HEADRACE_EXPECT(delivery && delivery->unit == batch_unit(frame, b), Error,
+                      "frame " + std::to_string(frame) + ": the slot stream handed out another batch than " + std::to_string(b));
+      requests.push_back(delivery->requests);
+      return std::move(*delivery);
+    };
+    auto draw = [&](const engine::SlotDelivery& delivery) {
+      if (options.draw) target.draw(delivery.slot, own.batches[batch_of(delivery.unit)]);
+      slots.release(delivery.slot, target.consumer());
+    };
+    if (options.preload) {  // every batch in place before the clock starts
+      for (std::uint64_t b = 0; b < n; ++b) preloaded.push_back(take(b));
+      start = Clock::now();
+      for (const auto& delivery : preloaded) draw(delivery);
+    } else {
+      for (std::uint64_t b = 0; b < n; ++b) {
+        const engine::SlotDelivery delivery = take(b);
+        target.await_load(queue, delivery.fence);
+        draw(delivery);
+      }
+    }
+    target.finish(stats);
+    slots.settle();  // the next frame's loads are within this frame's clock
+    stats.seconds = seconds_since(start);
+    // GPU decoding reports after the draw was issued: the frame fails then, never returning its image.
+    for (std::uint64_t b = 0; b < n; ++b) {
+      const engine::RequestSummary summary = queue.summarize(requests[b]);
+      if (summary.failed != 0 || summary.cancelled != 0)
+        throw Error("frame " + std::to_string(frame) + " batch " + std::to_string(b) + ": " + summary.first_failure);
+      stats.h2d_seconds += summary.h2d_s;
+    }
+  } catch (...) {
+    stream.reset();
+    throw;
+  }
+  stats.segment_waits = slots.release_waits() - waits_before;
   for (const double s : stats.batch_draw_seconds) stats.draw_seconds += s;
-  // Carried only when every next-frame load arrived; a failed one is read again, and reported, by the
-  // call that draws it.
-  if (next_loads && std::all_of(next_requests.begin(), next_requests.end(),
-                  [&](const auto& ids) { return failure(ids, &next_loads->h2d_seconds).empty(); }))
-    carried = std::move(next_loads);
   return stats;
 }
 
@@ -357,7 +358,7 @@ SegmentedRenderer::~SegmentedRenderer() = default;
 
 SegmentedRenderStats SegmentedRenderer::render(engine::Queue& queue, queue::FileId file, const format::Container& container,
                                                std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options) {
-  return std::visit([&](auto& target) { return render_with(target, next_, queue, file, container, frame, field, options); },
+  return std::visit([&](auto& target) { return render_with(target, stream_, queue, file, container, frame, field, options); },
                     *target_);  // visited as its variant base (P2162, a defect report libstdc++ applies to C++20)
 }
 

@@ -28,12 +28,11 @@ struct SegmentedRenderOptions {
   // false: every batch is loaded and its segment reused as usual, but nothing is drawn: the streaming
   // time of the frame without rendering, the other half of seed 000's overlap question.
   bool draw = true;
-  // The frame the next call renders, in a series: its first batches load while this frame is drawn,
-  // each as soon as a segment is free: at once into segments this frame does not use (the buffer then
-  // holds up to `segments` for both frames: a whole small frame loads during the one before, seed 003's
-  // double buffering), otherwise into this frame's as their batches are drawn, never the last one's. This
-  // call returns once they are in place and checked: its time covers them and nothing is left in flight.
-  // The next call takes them if it asks for that frame with the same options; otherwise it overwrites them.
+  // The frame the next call renders, in a series: its batches queue behind this frame's and load as
+  // segments free up (at once into segments this frame does not use: the buffer then holds up to
+  // `segments` for both frames, so a whole small frame loads during the one before, seed 003's double
+  // buffering). This call returns once those in a segment have arrived: its time covers them. The next
+  // call takes them if it asks for that frame with the same options; otherwise they are cancelled.
   std::optional<std::uint32_t> next_frame;
 };
 
@@ -43,7 +42,7 @@ struct SegmentedRenderStats {
   std::vector<double> batch_draw_seconds;
   std::uint64_t batches = 0, particles = 0;
   std::uint64_t stored_bytes = 0;   // read from the file
-  std::uint64_t segment_waits = 0;  // loads that waited for their segment's previous draw
+  std::uint64_t segment_waits = 0;  // times a load had to wait for its segment's previous draw
   // The queue's copy stream busy with this frame's H2D copies (CUDA events; 0 on the host): set
   // against `seconds` streaming alone, it tells a slow copy from a pipeline that leaves gaps.
   double h2d_seconds = 0;
@@ -59,9 +58,11 @@ struct ParticleBatch {
 [[nodiscard]] std::vector<ParticleBatch> particle_batches(const format::Container& container, std::uint32_t frame,
                                                           std::uint32_t field, std::uint64_t batch_particles);
 
-// Seed 000's loop over one renderer, with its segmented buffer (and, on a GPU, its draw stream and
-// events) made once and kept from frame to frame, grown when a frame needs more: made per frame, every
-// frame would pay page faults (host) or an allocation and a free (GPU) before its first byte.
+// Seed 000's loop over one renderer on the engine's slot stream (engine/slot_stream.hpp): a segment is a
+// slot, a batch a unit. The segmented buffer (and, on a GPU, the draw stream) and the slot stream are made
+// once and kept from frame to frame, made anew when a frame needs larger or other segments: made per
+// frame, every frame would pay page faults (host) or an allocation and a free (GPU) before its first
+// byte, and the look-ahead into the next frame would end with each call.
 class SegmentedRenderer {
  public:
   explicit SegmentedRenderer(ReferenceRenderer& renderer);  // host segments (queue device -1)
@@ -78,12 +79,12 @@ class SegmentedRenderer {
   SegmentedRenderStats render(engine::Queue& queue, queue::FileId file, const format::Container& container,
                               std::uint32_t frame, std::uint32_t field, const SegmentedRenderOptions& options);
 
-  struct NextLoads;  // a next frame's first batches, loaded by the frame before (options.next_frame)
+  struct Stream;  // the slot stream over the segments and what it was made for
 
  private:
   struct Target;
   std::unique_ptr<Target> target_;
-  std::unique_ptr<NextLoads> next_;
+  std::unique_ptr<Stream> stream_;  // after target_: destroyed first, so no read lands in freed segments
 };
 
 }  // namespace headrace::workloads::particles
