@@ -1,13 +1,23 @@
-# Sourced phase for bench/user_stream_on_device.sh: knobs of the O_DIRECT route, cold, each in a process of
-# its own (settings are read once per process), alternating with KvikIO: what the defaults should be.
+# Sourced phases for bench/user_stream_on_device.sh: the disk's queue as the guest sees it, and knobs of
+# the O_DIRECT route, cold and half cached, each in a process of its own (settings are read once per
+# process), KvikIO in the same rounds with the order turned each round: what the defaults should be.
+diskinfo() {
+  local q
+  for q in /sys/block/vd*/queue; do
+    echo "$q: scheduler $(cat "$q/scheduler"), nr_requests $(cat "$q/nr_requests"), max_sectors_kb $(cat "$q/max_sectors_kb")," \
+      "max_hw_sectors_kb $(cat "$q/max_hw_sectors_kb"), read_ahead_kb $(cat "$q/read_ahead_kb"), hw queues $(ls "$q/../mq" | wc -l)"
+  done
+}
+
 sweep() {
   local config
-  for config in "64 4194304 {}" "64 4194304 {\"staging_bytes\":1073741824}" "32 16777216 {}" \
+  for config in "64 4194304 {}" "16 16777216 {}" "64 8388608 {\"staging_bytes\":536870912}" \
                 "128 4194304 {\"staging_bytes\":1073741824}"; do
     read -r qd task options <<< "$config"
     echo "-- HEADRACE_QUEUE_DEPTH=$qd HEADRACE_TASK_SIZE_BYTES=$task options $options"
-    HEADRACE_QUEUE_DEPTH=$qd HEADRACE_TASK_SIZE_BYTES=$task within 100 python3 -m headrace.bench.cases.user_stream \
-      "$work/particles.hrc" --rounds "${ROUNDS:-4}" --states cold --options "$options" \
-      --out "$OUT/sweep-$qd-$task-$(echo "$options" | tr -dc '0-9')" | grep -E "round|x_kvikio|median_gbps\"|posix\"|cufile\""
+    HEADRACE_QUEUE_DEPTH=$qd HEADRACE_TASK_SIZE_BYTES=$task within 110 python3 -m headrace.bench.cases.user_stream \
+      "$work/particles.hrc" --rounds "${ROUNDS:-4}" --states "${SWEEP_STATES:-cold,half}" --options "$options" \
+      --out "$OUT/sweep-$qd-$task-$(echo "$options" | tr -dc '0-9')" |
+      grep -E "round|x_kvikio\"|paired_median|median_gbps\"|posix\"|cufile\"|position_effect" -A0
   done
 }

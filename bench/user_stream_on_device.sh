@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/user_stream_on_device.sh setup build udev data user
-#   (phases: setup build udev tests gputests data probe user render sweep fresh hotprobe)
+#   (phases: setup build udev tests gputests data probe user render diskinfo sweep fresh hotprobe)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -19,7 +19,8 @@ udev() {
 }
 
 tests() {
-  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64 within 240 ctest --test-dir build/device -j 16 --timeout 120 \
+  # The C++ tests load nvCOMP from the carried wheel and libcufile from the image's CUDA.
+  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/targets/x86_64-linux/lib within 240 ctest --test-dir build/device -j 16 --timeout 120 \
     --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
   grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Failure|Which is" build/device-ctest.log | head -30
   gputests

@@ -4,13 +4,14 @@ KvikIO on the same file in the same process, round by round, and against the cal
     python3 -m headrace.bench.cases.user_stream FILE [--rounds 5] [--probe ceiling.json] [--small SMALL.hrc] --out DIR
 
 Per round and cache state (hot: the file in the page cache; cold: caches dropped; half: caches dropped,
-then every other frame read once), headrace then KvikIO, each after the state was prepared anew:
+then every other frame read once), headrace and KvikIO, each after the state was prepared anew, the
+order turned by one each round (a disk that serves the second reader of a pair better favours no one):
 
 - headrace: ``ds.stream(device=0)``, a CuPy consumer (``cupy.from_dlpack`` on each field, released on
   CuPy's stream), the clock from the ``stream()`` call until CuPy's stream has passed the last frame;
 - KvikIO: ``CuFile.pread`` of the container's data region into one CuPy buffer (16 threads, 16 MiB
   tasks), in its POSIX compatibility mode and, where cuFile registers the file, its cuFile mode; its
-  best mode per state is the peer.
+  best mode per state is the peer (medians), and per round its better mode (the paired ratio).
 
 Then a stream opened again over the hot file (its first frame's time against the frame's bytes at the
 round's hot rate), and, with ``--small``, 10,000 small frames through one stream (the last thousand
@@ -39,15 +40,16 @@ __all__ = ["main"]
 MiB = 1 << 20
 
 
-def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, int]]:
+def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """One pass of a user's loop over every frame (``options``: none, the defaults); returns (raw bytes,
-    bytes by source)."""
+    bytes by source and the queue's counters over the pass: staging full, reads in flight)."""
     import cupy
 
     ds = headrace.open(path)
     stream = cupy.cuda.get_current_stream()
     raw = cached = disk = 0
     with ds.stream(device=0, **options) as frames:
+        before = frames.engine.queue.stats()
         for frame in frames:
             for name in frame.fields:
                 cupy.from_dlpack(frame[name])
@@ -55,8 +57,12 @@ def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, int]
             cached += frame.stats.bytes_from_cache
             disk += frame.stats.bytes_from_disk
             frame.release(stream=stream.ptr)
+        after = frames.engine.queue.stats()
     stream.synchronize()
-    return raw, {"bytes_from_cache": cached, "bytes_from_disk": disk}
+    return raw, {"bytes_from_cache": cached, "bytes_from_disk": disk,
+                 "staging_waits": after.staging_waits - before.staging_waits,
+                 "backend_reads": after.backend_reads - before.backend_reads,
+                 "max_reads_in_flight": after.max_reads_in_flight}
 
 
 def kvikio_pass(path: str, compat: bool, buffer: Any) -> int:
@@ -135,7 +141,8 @@ def h2d_pinned_gbps(repeats: int = 5) -> float:
 
 def rounds(path: str, state: str, count: int, kvikio_modes: list[bool], buffer: Any,
            options: dict[str, Any]) -> list[Measurement]:
-    """``count`` rounds of headrace then each KvikIO mode, the cache state prepared before each."""
+    """``count`` rounds of headrace and each KvikIO mode, the cache state prepared before each, the order
+    turned by one each round."""
     results: list[Measurement] = []
     prepare = {"hot": None, "cold": drop_caches, "half": warm_every_other_frame}[state]
     cache = "hot" if state == "hot" else "cold"
@@ -151,10 +158,11 @@ def rounds(path: str, state: str, count: int, kvikio_modes: list[bool], buffer: 
         for compat in kvikio_modes:
             cases.append((f"kvikio {'posix' if compat else 'cufile'}", lambda compat=compat: kvikio_pass(path, compat, buffer),
                           {"compat_mode": compat}))
-        for name, body, parameters in cases:
+        turn = r % len(cases)
+        for position, (name, body, parameters) in enumerate(cases[turn:] + cases[:turn]):
             m = measure(name, body, files=[path], cache=cache, repeats=1, parameters=dict(parameters),
                         prepare_cache=None if prepare is None else lambda: prepare(path))
-            m.parameters.update(state=state, round=r)
+            m.parameters.update(state=state, round=r, position=position)
             if name.startswith("headrace"):
                 m.parameters.update(sources)
             results.append(m)
@@ -217,6 +225,19 @@ def summarize(results: list[Measurement], h2d: float, disk: float | None, reopen
         }
         if best_peer:
             entry["x_kvikio"] = medians[name] / peers[best_peer]
+            # Per round: ours over KvikIO's better mode of that round (same cache state, minutes apart).
+            paired = []
+            for r in sorted({m.parameters["round"] for m in rows}):
+                of_round = {m.case: m.best_gbps for m in rows if m.parameters["round"] == r}
+                theirs = [v for case, v in of_round.items() if case.startswith("kvikio")]
+                if name in of_round and theirs:
+                    paired.append(of_round[name] / max(theirs))
+            entry["x_kvikio_paired"] = paired
+            entry["x_kvikio_paired_median"] = statistics.median(paired)
+            by_position: dict[int, list[float]] = {}
+            for m in rows:
+                by_position.setdefault(m.parameters["position"], []).append(m.best_gbps / medians[m.case])
+            entry["position_effect"] = {p: statistics.median(v) for p, v in sorted(by_position.items())}
         if state == "hot":
             entry["x_h2d"] = medians[name] / h2d
         if state == "cold" and disk:
