@@ -110,7 +110,7 @@ def test_a_queue_an_engine_and_a_stream_take_the_typed_options(particle_file):
     assert "staging_bytes=1048576" in repr(options) and options.to_dict()["io"]["threads"] == 2
 
 
-@pytest.mark.parametrize("argv", [["--submit-batch", "4"], ["--register-buffers"], ["--no-register-files"],
+@pytest.mark.parametrize("argv", [["--submit-batch", "4"], ["--uring-register-buffers"], ["--no-uring-register-files"],
                                   ["--mmap-dontneed-bytes", "4096"]])
 def test_every_stream_knob_on_the_command_line_works(particle_file, argv, capsys):
     path, _ = particle_file
@@ -123,3 +123,17 @@ def test_a_bad_knob_on_the_command_line_exits_2_naming_it(particle_file, argv, m
     path, _ = particle_file
     assert main(["stream", str(path), "--device", "cpu", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_stream_command_has_a_flag_for_every_option_and_knob_and_sizes_take_units(particle_file, capsys):
+    from headrace.cli.main import build_parser
+
+    stream = build_parser()._subparsers._group_actions[0].choices["stream"]
+    flags = {option for action in stream._actions for option in action.option_strings}
+    for name in QUEUE_OPTIONS + KNOBS:
+        if name != "device":  # the command's own --device
+            assert "--" + name.replace("_", "-") in flags, name
+    path, _ = particle_file
+    assert main(["stream", str(path), "--device", "cpu", "--staging-bytes", "64M", "--decode-on", "cpu",
+                 "--no-verify-checksums", "--json"]) == 0
+    assert "staging=64MiB" in capsys.readouterr().out

@@ -64,7 +64,7 @@ QueueOptions QueueOptions::from_environment() {
 Queue::Impl::Impl(QueueOptions options)
     : options_(validated(std::move(options))),
       book_(options_.status_history, [this](FenceId id, Book::Fence& fence) { record_fence_locked(id, fence); }) {
-  const bool cufile = options_.backend == io::BackendKind::cufile;
+  const bool cufile = options_.cufile();
   if (options_.device >= 0) {
     device_.emplace(options_.device);
     stream_.emplace();
@@ -173,7 +173,7 @@ FileId Queue::Impl::add_file(const std::string& path) {
   file.identity = identity;
   file.reads = std::make_unique<io::FileReadPath>(
       path, io::ReadPathOptions{options_.read_path_backend(), options_.cache_policy, options_.io, options_.strict});
-  if (options_.backend == io::BackendKind::cufile)
+  if (options_.cufile())
     file.cufile = std::make_unique<io::CufileBackend>(path, options_.io, device_->context());
   FileId id = 0;
   {
@@ -230,7 +230,7 @@ void Queue::Impl::pin_if_asked(FileId id) {
 Route Queue::Impl::route_of(const Request& r) const {
   const bool compressed = r.codec != format::CodecId::none;
   if (r.destination.kind == MemoryKind::host) return compressed ? Route::host_decode : Route::direct;
-  if (options_.backend == io::BackendKind::cufile && !compressed) return Route::cufile_copy;
+  if (options_.cufile() && !compressed) return Route::cufile_copy;
   if (!compressed) return Route::device_copy;
   return options_.decode_on_gpu ? Route::device_decode : Route::device_cpu_decode;
 }
@@ -429,7 +429,7 @@ std::string Queue::Impl::describe() const {
           " batch=" + std::to_string(options_.max_batch);
   if (device_) {
     text += " gpu=" + std::to_string(options_.device);
-    if (options_.backend == io::BackendKind::cufile) {
+    if (options_.cufile()) {
       const auto driver = io::CufileDriver::shared();
       text += std::string(" cufile=") + shim::to_string(driver->mode()) + " (" + driver->mode_reason() + ")";
     }

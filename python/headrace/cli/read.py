@@ -6,7 +6,7 @@ import argparse
 
 import headrace
 from headrace.bench.cases.read_backends import read_container
-from headrace.cli._backend_options import add_backend_arguments, backend_options
+from headrace.cli._options import add_option_arguments, given_options
 from headrace.cli._output import byte_progress, console, human_bytes, print_json
 
 
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--window-bytes", type=int, default=256 << 20, help="bytes of reads in flight (default 256 MiB)")
     parser.add_argument("--no-verify", action="store_true", help="skip checksum checks")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    add_backend_arguments(parser)
+    add_option_arguments(parser, queue=False)
     parser.set_defaults(func=run)
 
 
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     total = headrace.open(args.file).stored_bytes  # the bar refills for each repeat
     with byte_progress(f"reading through {args.backend}", total, enabled=not args.json) as update:
         result = read_container(args.file, args.backend, args.cache, args.repeats, args.window_bytes,
-                                not args.no_verify, progress=update, **backend_options(args))
+                                not args.no_verify, progress=update, **given_options(args, queue=False))
     described = result.parameters["describe"]
     if args.json:
         print_json({"path": args.file, **result.as_row()})

@@ -11,7 +11,7 @@ import time
 
 import headrace
 from headrace.cli._arguments import choose_device
-from headrace.cli._backend_options import add_backend_arguments, backend_options
+from headrace.cli._options import add_option_arguments, given_options
 from headrace.cli._output import console, human_bytes, print_json
 
 
@@ -20,23 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("file")
     parser.add_argument("--fields", help="comma-separated fields (default: all)")
     parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
-    parser.add_argument("--backend", choices=("auto", "posix", "direct", "mmap", "uring", "ram", "cufile"),
-                        help="auto (default, or HEADRACE_BACKEND): the read path, which reads what the page cache holds buffered and the "
-                             "rest with O_DIRECT; a host backend forces it for every read; cufile: straight into GPU memory")
-    parser.add_argument("--cache-policy", choices=("auto", "bypass", "use"),
-                        help="the read path (default auto, or HEADRACE_CACHE_POLICY): auto asks the page cache per read; bypass reads everything O_DIRECT; "
-                             "use reads everything buffered")
-    parser.add_argument("--codec-on", choices=("gpu", "cpu"), help="where compressed chunks are decoded (default gpu)")
     parser.add_argument("--prefetch", type=int, default=3, help="frames in flight (2: double buffering, 3: triple)")
     parser.add_argument("--loop", type=int, default=1, help="play the frames this many times")
-    parser.add_argument("--staging-bytes", type=int, default=None, help="pinned staging (default 256 MiB)")
-    parser.add_argument("--pin-files", choices=("auto", "on", "off"),
-                        help="page-lock the file and copy frames by DMA from the page cache: auto (default, or "
-                             "HEADRACE_PIN_FILES) when the file is cached whole and fits the pin budget")
     parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
     parser.add_argument("--csv", metavar="OUT.csv", help="write per-frame statistics as CSV")
     parser.add_argument("--json", action="store_true", help="print JSON")
-    add_backend_arguments(parser)
+    add_option_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -76,10 +65,7 @@ def run(args: argparse.Namespace) -> int:
     device = choose_device(args.device)
     fields = args.fields.split(",") if args.fields else None
     # Options not given keep their defaults, overridden by HEADRACE_<NAME> (docs/settings.md).
-    given = dict(backend=args.backend, cache_policy=args.cache_policy, decode_on=args.codec_on, pin_files=args.pin_files,
-                 staging_bytes=args.staging_bytes)
-    options = headrace.queue_options(**{name: value for name, value in given.items() if value is not None},
-                                     **backend_options(args))
+    options = headrace.queue_options(**given_options(args))
     stream = ds.stream(fields, device=device, prefetch=args.prefetch, loop=args.loop, options=options)
     started = time.perf_counter()
     for frame in stream:

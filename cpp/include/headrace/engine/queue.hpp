@@ -89,6 +89,8 @@ struct QueueOptions {
   void validate() const;
   // The backend the host read path is forced to: backend, unless it is nullopt or cufile.
   [[nodiscard]] std::optional<io::BackendKind> read_path_backend() const;
+  // backend == cufile: uncompressed device destinations are read by cuFile.
+  [[nodiscard]] bool cufile() const noexcept { return backend == io::BackendKind::cufile; }
   // The documented defaults overridden by HEADRACE_<NAME> of every option but device (docs/settings.md;
   // decode_on_gpu is HEADRACE_DECODE_ON=gpu|cpu), validated; io = settings().
   [[nodiscard]] static QueueOptions from_environment();
