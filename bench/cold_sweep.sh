@@ -21,3 +21,10 @@ sweep() {
       grep -E "round|x_kvikio\"|paired_median|median_gbps\"|posix\"|cufile\"|position_effect" -A0
   done
 }
+
+parity() {
+  # The defaults against KvikIO where the disk sets the pace, with enough rounds to see a few per cent
+  # through the disk's drift (ROUNDS, default 12).
+  within 500 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-12}" \
+    --states cold,half --out "$OUT/parity" | grep -E "round|x_kvikio|paired_median|median_gbps\"|posix\"|cufile\"|position_effect" -A0
+}

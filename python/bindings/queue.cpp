@@ -62,6 +62,8 @@ void bind_queue(nb::module_& m) {
       .def_ro("backend_submits", &engine::QueueStats::backend_submits)
       .def_ro("backend_reads", &engine::QueueStats::backend_reads)
       .def_ro("staging_waits", &engine::QueueStats::staging_waits)
+      .def_ro("disk_lane_flights", &engine::QueueStats::disk_lane_flights)
+      .def_ro("cache_lane_flights", &engine::QueueStats::cache_lane_flights)
       .def_ro("checksums_checked", &engine::QueueStats::checksums_checked)
       .def_ro("max_reads_in_flight", &engine::QueueStats::max_reads_in_flight)
       .def_ro("mean_reads_in_flight", &engine::QueueStats::mean_reads_in_flight)

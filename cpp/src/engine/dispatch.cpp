@@ -1,5 +1,6 @@
-// The dispatcher: submitted requests in priority order, each given its staging (or its destination),
-// gathered into flights of batched backend submits, per file and route.
+// The dispatcher: submitted requests in priority order, each given its lane (disk or page cache), its
+// staging in that lane's ring (or its destination), gathered into flights of one lane, batched backend
+// submits per file and route.
 #include <algorithm>
 
 #include "queue_impl.hpp"
@@ -37,9 +38,7 @@ void Queue::Impl::dispatch_loop() {
     std::vector<std::vector<bool>> staged(lists);  // its memory gap is staging padding
     std::vector<std::vector<RequestId>> read_ids(lists);
     std::vector<RequestId> pinned_ids;
-    // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
-    // not hold all of staging, or the disk would idle while it is checked: at most a quarter.
-    const std::uint64_t flight_limit = std::max<std::uint64_t>(ring_->capacity_bytes() / 4, 1);
+    Lane flight_lane = disk_lane;
     std::uint64_t flight_bytes = 0;
     std::size_t taken = 0;
     while (book_.has_pending() && taken < options_.max_batch) {
@@ -51,7 +50,25 @@ void Queue::Impl::dispatch_loop() {
         continue;
       }
       const Request& r = entry.request;
+      // Where its bytes are (mincore, per request): the page cache's lane takes what it holds and
+      // what is DMA'd from page-locked files, but GPU decoding (the disk ring's scratch twin) and
+      // regions larger than its ring.
+      std::optional<io::ReadRoute> read_route;
+      if (!entry.plan.pinned() && entry.plan.route != Route::cufile_copy)
+        read_route = files_[r.file].reads->route(r.offset, r.stored_size);
+      const bool cached = entry.plan.pinned() || read_route == io::ReadRoute::cached;
+      const Lane lane = cached && entry.plan.route != Route::device_decode &&
+                                (!entry.plan.needs_region() ||
+                                 staging_bytes_of(r, entry.plan.route) <= rings_[cache_lane]->capacity_bytes() / 4)
+                            ? cache_lane
+                            : disk_lane;
+      if (taken == 0) flight_lane = lane;
+      if (lane != flight_lane) break;  // a flight keeps to one lane: its finisher takes it whole
+      // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
+      // not hold all of its ring, or the disk would idle while it is checked: at most a quarter.
+      const std::uint64_t flight_limit = std::max<std::uint64_t>(rings_[lane]->capacity_bytes() / 4, 1);
       if (taken > 0 && flight_bytes + r.stored_size > flight_limit) break;
+      staging::StagingRing& ring = *rings_[lane];
       void* target = nullptr;
       if (!entry.plan.needs_region() && entry.plan.pinned()) {
         // nothing to reserve: the DMA reads the file's pages
@@ -65,15 +82,15 @@ void Queue::Impl::dispatch_loop() {
         target = reinterpret_cast<void*>(r.destination.address);  // a device address for cuFile
       } else {
         const std::uint64_t bytes = staging_bytes_of(r, entry.plan.route);
-        std::optional<staging::Region> region = ring_->try_acquire(bytes);
+        std::optional<staging::Region> region = ring.try_acquire(bytes);
         if (!region) {
           if (taken > 0) break;  // send the batch first: its completion frees staging
           lock.unlock();
-          region = ring_->acquire(bytes);  // counts a staging wait
+          region = ring.acquire(bytes);  // counts a staging wait
           lock.lock();
           if (!region) continue;  // closed: the loop cancels it
           if (book_.entry(id).status.finished()) {  // cancelled while it waited: the region goes back
-            ring_->release(*region);
+            ring.release(*region);
             continue;
           }
         }
@@ -81,20 +98,19 @@ void Queue::Impl::dispatch_loop() {
         target = region->data;
       }
       book_.pop_pending();
+      entry.plan.lane = lane;
       flight_bytes += r.stored_size;
       ++taken;
       if (entry.plan.pinned()) {
         book_.dispatch(id, ReadSource::pinned);
         pinned_ids.push_back(id);
       } else {
-        const OpenFile& file = files_[r.file];
         std::size_t way = cufile_way;
         if (entry.plan.route == Route::cufile_copy) {
           book_.dispatch(id, ReadSource::cufile);
         } else {
-          const io::ReadRoute route = file.reads->route(r.offset, r.stored_size);
-          book_.dispatch(id, source_of(route));
-          way = route == io::ReadRoute::direct ? direct_way : cached_way;
+          book_.dispatch(id, source_of(*read_route));
+          way = read_route == io::ReadRoute::direct ? direct_way : cached_way;
         }
         const std::size_t list = std::size_t{r.file} * ways + way;
         reads[list].push_back({r.offset, r.stored_size, target});
@@ -107,6 +123,7 @@ void Queue::Impl::dispatch_loop() {
     if (taken == 0) continue;
     stats_.max_reads_in_flight = std::max(stats_.max_reads_in_flight, reads_in_flight_);
     ++stats_.backend_submits;
+    ++(flight_lane == cache_lane ? stats_.cache_lane_flights : stats_.disk_lane_flights);
     // Order of ids in the flight = order of the reads the finisher gets back: batch by batch.
     std::vector<std::pair<io::Backend*, std::vector<io::ReadRequest>>> batches;
     std::size_t reads_before = 0;
@@ -128,7 +145,7 @@ void Queue::Impl::dispatch_loop() {
     lock.unlock();
     for (auto& [backend, requests] : batches) flight.batches.push_back(backend->submit(std::move(requests)));
     lock.lock();
-    flights_.push_back(std::move(flight));
+    flights_[flight_lane].push_back(std::move(flight));
     flights_changed_.notify_all();
   }
 }

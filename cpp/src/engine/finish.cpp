@@ -1,5 +1,6 @@
-// The finisher (flights in dispatch order: read outcomes, checksums and CPU decoding, then H2D copies
-// and nvCOMP decoding issued on the copy stream) and the completer (GPU batches done, in issue order).
+// The finishers, one per lane (its flights in dispatch order: read outcomes, checksums and CPU
+// decoding, then H2D copies and nvCOMP decoding issued on the copy stream), and the completer (GPU
+// batches done, in issue order).
 #include <numeric>
 
 #include "queue_impl.hpp"
@@ -19,18 +20,19 @@ const std::byte* Queue::Impl::stored_bytes(const Entry& entry) {
 
 const std::byte* Queue::Impl::source_end(const Entry& entry) const {
   if (entry.plan.pinned()) return entry.plan.pinned_file->data() + entry.plan.pinned_file->size_bytes();
-  return entry.plan.region->data - entry.plan.region->offset + ring_->capacity_bytes();
+  return entry.plan.region->data - entry.plan.region->offset + rings_[entry.plan.lane]->capacity_bytes();
 }
 
-void Queue::Impl::finish_loop() {
+void Queue::Impl::finish_loop(Lane lane) {
+  std::deque<queue::Flight>& flights = flights_[lane];
   while (true) {
     queue::Flight flight;
     {
       std::unique_lock lock(mutex_);
-      flights_changed_.wait(lock, [&] { return !flights_.empty() || dispatcher_done_; });
-      if (flights_.empty()) return;
-      flight = std::move(flights_.front());
-      flights_.pop_front();
+      flights_changed_.wait(lock, [&] { return !flights.empty() || dispatcher_done_; });
+      if (flights.empty()) return;
+      flight = std::move(flights.front());
+      flights.pop_front();
     }
     finish_flight(flight);
   }
@@ -142,6 +144,9 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids) {
   const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
   std::vector<RequestId> issued;
   auto completion = std::make_unique<Completion>();
+  // The batch's events bracket its own work on the copy stream, and the completer sees batches in
+  // the stream's order, with two finishers issuing.
+  std::lock_guard issuing(issue_mutex_);
   // Compressed chunks by codec: (indices into completion->ids, items, labels).
   std::map<format::CodecId, DecodeGroup> groups;
   staging::HostToDeviceCopies copies;
@@ -227,7 +232,7 @@ void Queue::Impl::complete_loop() {
     std::unique_ptr<Completion> completion;
     {
       std::unique_lock lock(mutex_);
-      completions_changed_.wait(lock, [&] { return !completions_.empty() || finisher_done_; });
+      completions_changed_.wait(lock, [&] { return !completions_.empty() || finishers_done_; });
       if (completions_.empty()) return;
       completion = std::move(completions_.front());
       completions_.pop_front();

@@ -92,15 +92,19 @@ Queue::Impl::Impl(QueueOptions options)
                                    options_.strict};
   if (options_.backend) pins.forced_backend = io::to_string(*options_.backend);  // cufile reads, never DMA from pages
   pinned_files_.emplace(std::move(pins));
-  ring_.emplace(options_.staging_bytes, device_.has_value());
+  rings_[disk_lane].emplace(options_.staging_bytes, device_.has_value());
+  rings_[cache_lane].emplace(align_up(std::max<std::uint64_t>(options_.staging_bytes / 4, std::uint64_t{64} << 10)),
+                             device_.has_value());
   dispatcher_ = std::thread([this] {
     use_context();  // the dispatcher's first staging region allocates the (pinned) ring
     dispatch_loop();
   });
-  finisher_ = std::thread([this] {
-    use_context();
-    finish_loop();
-  });
+  for (const Lane lane : {disk_lane, cache_lane}) {
+    finishers_[lane] = std::thread([this, lane] {
+      use_context();
+      finish_loop(lane);
+    });
+  }
   if (device_) completer_ = std::thread([this] {
     use_context();
     complete_loop();
@@ -113,17 +117,17 @@ Queue::Impl::~Impl() {
     stopping_ = true;
   }
   work_.notify_all();
-  ring_->close();
+  for (auto& ring : rings_) ring->close();
   dispatcher_.join();
   {
     std::lock_guard lock(mutex_);
     dispatcher_done_ = true;
   }
   flights_changed_.notify_all();
-  finisher_.join();
+  for (auto& finisher : finishers_) finisher.join();
   {
     std::lock_guard lock(mutex_);
-    finisher_done_ = true;
+    finishers_done_ = true;
   }
   completions_changed_.notify_all();
   if (completer_.joinable()) completer_.join();
@@ -275,9 +279,9 @@ RequestId Queue::Impl::enqueue(Request request) {
                         " raw bytes, got " + std::to_string(request.raw_size));
   }
   const std::uint64_t region_bytes = staging_bytes_of(request, route);
-  HEADRACE_EXPECT(!plan.needs_region() || region_bytes <= ring_->capacity_bytes(), UsageError,
+  HEADRACE_EXPECT(!plan.needs_region() || region_bytes <= rings_[disk_lane]->capacity_bytes(), UsageError,
                   name + ": needs " + std::to_string(region_bytes) + " bytes of staging, more than the " +
-                      std::to_string(ring_->capacity_bytes()) + " there are");
+                      std::to_string(rings_[disk_lane]->capacity_bytes()) + " there are");
   if (request.label.empty()) request.label = name;
   return book_.add(std::move(request), std::move(plan), uses_staging(route));
 }
@@ -399,7 +403,7 @@ QueueStats Queue::Impl::stats() const {
   std::lock_guard lock(mutex_);
   QueueStats result = stats_;
   result.requests = book_.totals();
-  result.staging_waits = ring_->waits();
+  result.staging_waits = rings_[disk_lane]->waits() + rings_[cache_lane]->waits();
   result.checksums_checked = checker_.checksums_checked();
   result.mean_reads_in_flight = stats_.busy_seconds > 0 ? depth_seconds_ / stats_.busy_seconds : 0;
   result.retained_requests = book_.retained();
@@ -408,7 +412,9 @@ QueueStats Queue::Impl::stats() const {
 
 std::uint64_t Queue::Impl::pinned_host_bytes() const {
   std::lock_guard lock(mutex_);
-  return (ring_->pinned() ? ring_->allocated_bytes() : 0) + pinned_files_->locked_bytes();
+  std::uint64_t staging = 0;
+  for (const auto& ring : rings_) staging += ring->pinned() ? ring->allocated_bytes() : 0;
+  return staging + pinned_files_->locked_bytes();
 }
 
 std::uint64_t Queue::Impl::device_bytes() const {
@@ -425,8 +431,10 @@ std::string Queue::Impl::describe() const {
             " (cached: posix threads=" + std::to_string(options_.io.threads) + ", uncached: " +
             (options_.cache_policy == io::CachePolicy::use ? "posix" : "uring O_DIRECT qd=" + std::to_string(options_.io.queue_depth)) + ")";
   }
-  text += " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB" + (ring_->pinned() ? " pinned" : " pageable") +
-          " batch=" + std::to_string(options_.max_batch);
+  text += " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB" +
+          (rings_[disk_lane]->pinned() ? " pinned" : " pageable") + " (+" +
+          std::to_string(rings_[cache_lane]->capacity_bytes() >> 20) + "MiB for page-cache reads) batch=" +
+          std::to_string(options_.max_batch);
   if (device_) {
     text += " gpu=" + std::to_string(options_.device);
     if (options_.cufile()) {
@@ -460,7 +468,7 @@ std::vector<std::string> Queue::Impl::fallbacks() const {
 
 void Queue::Impl::release_region_locked(Entry& entry) {
   if (!entry.plan.region) return;
-  ring_->release(*entry.plan.region);
+  rings_[entry.plan.lane]->release(*entry.plan.region);
   entry.plan.region.reset();
 }
 

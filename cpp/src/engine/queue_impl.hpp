@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -60,9 +61,17 @@ enum class Route : std::uint8_t {
   return format::layout::align_up(r.stored_size) + (route == Route::device_cpu_decode ? r.raw_size : 0);
 }
 
+// Reads by where their bytes are: the disk's and the page cache's, each with its own staging ring,
+// flights and finisher, so that a frame the page cache holds never waits behind the disk's reads (a
+// ring reuses space in order, and a finisher takes its flights in order) and the disk never idles
+// while one is copied. GPU decoding stays in the disk lane: its scratch twin mirrors the disk ring.
+enum Lane : std::size_t { disk_lane, cache_lane, lanes };
+[[nodiscard]] constexpr const char* lane_name(Lane lane) { return lane == disk_lane ? "disk" : "page cache"; }
+
 // What the engine keeps per request beside its bookkeeping.
 struct Plan {
   Route route = Route::direct;
+  Lane lane = disk_lane;  // set at dispatch
   // Device routes of a page-locked file: its stored bytes are DMA'd from the file's pages (the
   // mapping lives with the engine).
   const staging::PinnedFile* pinned_file = nullptr;
@@ -157,7 +166,7 @@ class Queue::Impl {
   void dispatch_loop();
 
   // ---- finish.cpp ----
-  void finish_loop();
+  void finish_loop(Lane lane);
   void finish_flight(queue::Flight& flight);
   std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
   void finish_on_host(const std::vector<RequestId>& ids);
@@ -174,7 +183,8 @@ class Queue::Impl {
   std::optional<gpu::DeviceBuffer> fence_memory_;
   std::optional<gpu::DeviceBuffer> device_scratch_;  // the staging ring's twin on the GPU, same offsets
   mutable std::atomic<bool> memory_operations_{false};
-  std::optional<staging::StagingRing> ring_;
+  // Per lane; the page cache's is a quarter of staging_bytes (its reads take milliseconds).
+  std::array<std::optional<staging::StagingRing>, lanes> rings_;
   std::optional<staging::PinnedFiles> pinned_files_;
   // Two decoders per codec, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
   std::optional<codec::gpu::DecoderPool> decoders_;
@@ -186,16 +196,18 @@ class Queue::Impl {
   Book book_;
   std::deque<OpenFile> files_;  // by FileId; a deque: pointers into an entry stay valid
   mutable std::vector<std::string> fallbacks_;  // taken, each once: describe() lists them
-  std::deque<queue::Flight> flights_;
+  std::array<std::deque<queue::Flight>, lanes> flights_;
+  std::mutex issue_mutex_;  // one finisher at a time issues a batch onto the copy stream
   std::deque<std::unique_ptr<Completion>> completions_;
   std::uint64_t direct_bytes_ = 0;  // of reads in flight straight into their destinations
   std::uint32_t reads_in_flight_ = 0;
   Clock::time_point depth_changed_at_;
   double depth_seconds_ = 0;  // reads in flight integrated over time
   QueueStats stats_;          // dispatch counters (request totals come from the book)
-  bool stopping_ = false, dispatcher_done_ = false, finisher_done_ = false;
+  bool stopping_ = false, dispatcher_done_ = false, finishers_done_ = false;
 
-  std::thread dispatcher_, finisher_, completer_;
+  std::thread dispatcher_, completer_;
+  std::array<std::thread, lanes> finishers_;
 };
 
 }  // namespace headrace::engine

@@ -69,6 +69,8 @@ TEST(ReadPath, CachedBytesComeFromThePageCacheAndEvictedOnesFromTheDisk) {
   EXPECT_EQ(queue.stats().requests.bytes_from_cache, raw.bytes.size());
 }
 
+// Cached pieces travel in the page cache's lane, the rest in the disk's: flights of their own, each
+// lane with its finisher, so a cached piece never waits behind a disk read.
 TEST(ReadPath, AHalfCachedFileIsServedByBothRoutesAtOnce) {
   testing::RawFile raw(1 << 20);
   if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;
@@ -92,6 +94,10 @@ TEST(ReadPath, AHalfCachedFileIsServedByBothRoutesAtOnce) {
   EXPECT_EQ(out, raw.bytes);
   for (RequestId id = 0; id < 16; ++id)
     EXPECT_EQ(queue.status(id).source, id % 2 == 0 ? ReadSource::page_cache : ReadSource::disk) << id;
+  const QueueStats stats = queue.stats();
+  EXPECT_GE(stats.cache_lane_flights, 1u);
+  EXPECT_GE(stats.disk_lane_flights, 1u);
+  EXPECT_EQ(stats.backend_submits, stats.cache_lane_flights + stats.disk_lane_flights);
 }
 
 TEST(ReadPath, BypassReadsEverythingFromTheDiskAndUseEverythingBuffered) {

@@ -104,6 +104,8 @@ struct QueueStats {
   std::uint64_t backend_submits = 0;
   std::uint64_t backend_reads = 0;  // reads handed to backends: adjacent staged chunks travel as one
   std::uint64_t staging_waits = 0;  // dispatches that waited because all staging was in use
+  // Flights of the disk's lane and of the page cache's (pinned pages included); see docs/engine.md.
+  std::uint64_t disk_lane_flights = 0, cache_lane_flights = 0;
   std::uint64_t checksums_checked = 0;  // chunks whose checksum was computed (pinned files: once each)
   // Queue depth without a history: the most reads in flight, and its mean over the time any were.
   std::uint32_t max_reads_in_flight = 0;
