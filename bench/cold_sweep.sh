@@ -28,3 +28,10 @@ parity() {
   within 500 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-12}" \
     --states cold,half --out "$OUT/parity" | grep -E "round|x_kvikio|paired_median|median_gbps\"|posix\"|cufile\"|position_effect" -A0
 }
+
+unpinned() {
+  # A hot file that is not page-locked (pin_files off, or over the pin budget): the page cache's lane
+  # reads it buffered into its ring, against KvikIO on the same hot file.
+  within 120 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-4}" --states hot \
+    --options '{"pin_files": "off"}' --out "$OUT/unpinned" | grep -E "round|x_kvikio\"|paired_median" -A0
+}
