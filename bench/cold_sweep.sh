@@ -31,7 +31,13 @@ parity() {
 
 unpinned() {
   # A hot file that is not page-locked (pin_files off, or over the pin budget): the page cache's lane
-  # reads it buffered into its ring, against KvikIO on the same hot file.
-  within 120 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-4}" --states hot \
-    --options '{"pin_files": "off"}' --out "$OUT/unpinned" | grep -E "round|x_kvikio\"|paired_median" -A0
+  # reads it buffered into its ring (a quarter of staging_bytes), against KvikIO on the same hot file.
+  local options
+  for options in '{"pin_files": "off"}' '{"pin_files": "off", "staging_bytes": 536870912}' \
+                 '{"pin_files": "off", "staging_bytes": 1073741824}'; do
+    echo "-- $options"
+    within 120 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-4}" --states hot \
+      --kvikio-modes posix --options "$options" --out "$OUT/unpinned-$(echo "$options" | tr -dc '0-9')" |
+      grep -E "round|x_kvikio\"|paired_median" -A0
+  done
 }
