@@ -147,6 +147,8 @@ void bind_queue(nb::module_& m) {
       .def_rw("strict", &QueueOptions::strict, "every fallback fails instead of being taken and reported")
       .def_rw("status_history", &QueueOptions::status_history, "finished requests whose status is kept, at least 1,024")
       .def("validate", &QueueOptions::validate)
+      .def("page_cache_staging_bytes", &QueueOptions::page_cache_staging_bytes,
+           "The staging ring of reads the page cache serves: a queue holds at most staging_bytes + this.")
       .def("to_dict", [](nb::handle self) { return fields_dict(self); }, "The options by name (io as a dict).")
       .def("__repr__", [](nb::handle self) { return fields_repr(self); });
 

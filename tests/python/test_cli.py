@@ -22,6 +22,7 @@ def test_info_reports_backends_and_gpu_state(capsys, tmp_path):
     assert info["cufile_mode"] in ("unavailable", "compatibility", "gds")
     engine = info["engine"]  # the engine's defaults and memory bounds, stated
     assert engine["queue"]["backend"] == "auto" and engine["queue"]["staging_bytes"] == 256 << 20
+    assert engine["staging_bytes"] == (256 + 64) << 20  # the disk's ring and the page cache's
     assert engine["pin_budget_bytes"] > 0 and engine["spare_slot_bytes"] > 0 and engine["max_shared_engines"] >= 1
     if not info["gpus"]:  # the CPU machine: every GPU piece says why it is not there
         assert info["cufile_mode"] == "unavailable" and info["cufile_mode_reason"]

@@ -93,8 +93,7 @@ Queue::Impl::Impl(QueueOptions options)
   if (options_.backend) pins.forced_backend = io::to_string(*options_.backend);  // cufile reads, never DMA from pages
   pinned_files_.emplace(std::move(pins));
   rings_[disk_lane].emplace(options_.staging_bytes, device_.has_value());
-  rings_[cache_lane].emplace(align_up(std::max<std::uint64_t>(options_.staging_bytes / 4, std::uint64_t{64} << 10)),
-                             device_.has_value());
+  rings_[cache_lane].emplace(options_.page_cache_staging_bytes(), device_.has_value());
   dispatcher_ = std::thread([this] {
     use_context();  // the dispatcher's first staging region allocates the (pinned) ring
     dispatch_loop();

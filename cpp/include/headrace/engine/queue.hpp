@@ -17,6 +17,7 @@
 // wait for it before it is reached (wait_on_stream: "fire and forget").
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <span>
@@ -89,6 +90,11 @@ struct QueueOptions {
   void validate() const;
   // The backend the host read path is forced to: backend, unless it is nullopt or cufile.
   [[nodiscard]] std::optional<io::BackendKind> read_path_backend() const;
+  // The staging ring of reads the page cache serves (docs/engine.md, lanes): a quarter of
+  // staging_bytes, at least 64 KiB; a queue holds at most staging_bytes + this of staging.
+  [[nodiscard]] std::uint64_t page_cache_staging_bytes() const noexcept {
+    return (std::max<std::uint64_t>(staging_bytes / 4, std::uint64_t{64} << 10) + 4095) / 4096 * 4096;
+  }
   // backend == cufile: uncompressed device destinations are read by cuFile.
   [[nodiscard]] bool cufile() const noexcept { return backend == io::BackendKind::cufile; }
   // The documented defaults overridden by HEADRACE_<NAME> of every option but device (docs/settings.md;
