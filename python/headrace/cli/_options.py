@@ -7,26 +7,13 @@ the options are built (``headrace.queue_options``): a bad one is a ``UsageError`
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
 from headrace import _ext
+from headrace.cli._arguments import parse_size_or_zero
 from headrace.settings import KNOBS, QUEUE_OPTIONS
 
 __all__ = ["add_option_arguments", "given_options"]
-
-_UNITS = {"": 1, "k": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gib": 1 << 30,
-          "t": 1 << 40, "tib": 1 << 40}
-
-
-def _bytes(text: str) -> int:
-    """ "0", "268435456", "256M", "4 GiB" -> bytes (binary units)."""
-    match = re.fullmatch(r"\s*(\d+)\s*([A-Za-z]*)\s*", text)
-    if match is None or match.group(2).lower() not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a size in bytes, optionally with K/M/G/T or "
-                                         "KiB/MiB/GiB/TiB, such as 4M")
-    return int(match.group(1)) * _UNITS[match.group(2).lower()]
-
 
 def _add(group: argparse._ArgumentGroup, cls: type, defaults: Any, name: str) -> None:
     default = getattr(defaults, name)
@@ -36,7 +23,7 @@ def _add(group: argparse._ArgumentGroup, cls: type, defaults: Any, name: str) ->
     if isinstance(default, bool):
         group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
     elif isinstance(default, int):
-        group.add_argument(flag, dest=name, type=_bytes if name.endswith("_bytes") else int, default=None, help=text)
+        group.add_argument(flag, dest=name, type=parse_size_or_zero if name.endswith("_bytes") else int, default=None, help=text)
     else:
         group.add_argument(flag, dest=name, default=None, help=text)
 
