@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "headrace/format/layout.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/io/page_cache.hpp"
 #include "headrace/queue/request.hpp"
@@ -93,7 +94,7 @@ struct QueueOptions {
   // The staging ring of reads the page cache serves (docs/engine.md, lanes): a quarter of
   // staging_bytes, at least 64 KiB; a queue holds at most staging_bytes + this of staging.
   [[nodiscard]] std::uint64_t page_cache_staging_bytes() const noexcept {
-    return (std::max<std::uint64_t>(staging_bytes / 4, std::uint64_t{64} << 10) + 4095) / 4096 * 4096;
+    return format::layout::align_up(std::max<std::uint64_t>(staging_bytes / 4, std::uint64_t{64} << 10));
   }
   // backend == cufile: uncompressed device destinations are read by cuFile.
   [[nodiscard]] bool cufile() const noexcept { return backend == io::BackendKind::cufile; }

@@ -177,8 +177,8 @@ struct SegmentedRenderer::Stream {
   std::uint64_t batch_particles = 0, asked_segments = 0;
   bool preload = false;
   std::uint64_t segment_bytes = 0;
-  // The batches of the frames the stream may fill (this call's and the next one's), over the container
-  // of the call: the stream fills only inside render().
+  // The batches of the frames the stream may fill (this call's and the next one's: its order holds no
+  // other), over the container of the call: the stream fills only inside render().
   const format::Container* container = nullptr;
   std::map<std::uint32_t, FrameBatches> frames;
   std::unique_ptr<engine::SlotStream> slots;
@@ -187,11 +187,6 @@ struct SegmentedRenderer::Stream {
                             const SegmentedRenderOptions& options, std::uint64_t bytes) const {
     return queue == &q && file == f && path == c.path() && field == fi && batch_particles == options.batch_particles &&
            asked_segments == options.segments && preload == options.preload && segment_bytes >= bytes;
-  }
-  const FrameBatches& batches(std::uint32_t frame) {
-    auto found = frames.find(frame);
-    if (found == frames.end()) found = frames.emplace(frame, batches_of(*container, frame, field, batch_particles)).first;
-    return found->second;
   }
 };
 
@@ -251,7 +246,7 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<SegmentedRender
     stream->slots = std::make_unique<engine::SlotStream>(
         queue,
         [state, &target](std::uint64_t unit, std::uint32_t slot) {
-          return batch_requests(target, state->file, *state->container, state->field, state->batches(frame_of(unit)),
+          return batch_requests(target, state->file, *state->container, state->field, state->frames.at(frame_of(unit)),
                                 batch_of(unit), slot);
         },
         std::move(slot_options));
@@ -282,10 +277,7 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<SegmentedRender
                          slots.in_flight() + slots.unscheduled() == n;
     stats.loaded_ahead = adopted ? slots.in_flight() : 0;
     if (!adopted) slots.play(units_of(own));
-    if (next_frame) {
-      const std::vector<std::uint64_t> after = units_of(following);
-      slots.extend(after);
-    }
+    if (next_frame) slots.extend(units_of(following));
     std::vector<std::vector<queue::RequestId>> requests;
     std::vector<engine::SlotDelivery> preloaded;
     auto take = [&](std::uint64_t b) {
