@@ -41,3 +41,16 @@ unpinned() {
       grep -E "round|x_kvikio\"|paired_median" -A0
   done
 }
+
+halfsweep() {
+  # The half-cached state under settings that take CPU from the page cache's lane (its read threads,
+  # the checksum threads): does the disk's lane slow down when every core copies or hashes?
+  local config
+  for config in "" "HEADRACE_THREADS=8" "HEADRACE_DECODE_THREADS=8" "HEADRACE_THREADS=8 HEADRACE_DECODE_THREADS=8" \
+                "HEADRACE_VERIFY_CHECKSUMS=off"; do
+    echo "-- ${config:-defaults}"
+    (for assignment in $config; do export "${assignment?}"; done; within 100 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-5}" \
+      --states half --kvikio-modes posix --out "$OUT/halfsweep-$(echo "${config:-defaults}" | tr -dc 'A-Z0-9')" |
+      grep -E "x_kvikio\"|paired_median|median_gbps\"" -A0)
+  done
+}

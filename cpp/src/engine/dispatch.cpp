@@ -27,127 +27,126 @@ enum Way : std::size_t { cached_way, direct_way, cufile_way, ways };
 
 }  // namespace
 
+Lane Queue::Impl::plan_lane_locked(Entry& entry) const {
+  const Request& r = entry.request;
+  Plan& plan = entry.plan;
+  // Where its bytes are (mincore, once per request): the page cache's lane takes what it holds and
+  // what is DMA'd from page-locked files, but GPU decoding (the disk ring's scratch twin) and regions
+  // larger than a quarter of its ring.
+  if (!plan.pinned() && plan.route != Route::cufile_copy) plan.read_route = files_[r.file].reads->route(r.offset, r.stored_size);
+  const bool cached = plan.pinned() || plan.read_route == io::ReadRoute::cached;
+  const bool fits = !plan.needs_region() ||
+                    staging_bytes_of(r, plan.route) <= rings_[cache_lane]->capacity_bytes() / 4;
+  plan.lane = cached && plan.route != Route::device_decode && fits ? cache_lane : disk_lane;
+  return plan.lane;
+}
+
 void Queue::Impl::dispatch_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
     work_.wait(lock, [&] { return stopping_ || book_.has_pending(); });
     if (!book_.has_pending()) return;  // stopping, and nothing left
-    queue::Flight flight;
-    const std::size_t lists = files_.size() * ways;
-    std::vector<std::vector<io::ReadRequest>> reads(lists);
-    std::vector<std::vector<bool>> staged(lists);  // its memory gap is staging padding
-    std::vector<std::vector<RequestId>> read_ids(lists);
-    std::vector<RequestId> pinned_ids;
-    Lane flight_lane = disk_lane;
-    std::uint64_t flight_bytes = 0;
-    std::size_t taken = 0;
-    while (book_.has_pending() && taken < options_.max_batch) {
-      const RequestId id = book_.next_pending();
-      Entry& entry = book_.entry(id);
-      if (entry.status.finished() || stopping_) {
-        book_.pop_pending();
-        finish_locked(id, RequestState::cancelled, "cancelled: the queue was destroyed");
-        continue;
-      }
-      const Request& r = entry.request;
-      // Where its bytes are (mincore, per request): the page cache's lane takes what it holds and
-      // what is DMA'd from page-locked files, but GPU decoding (the disk ring's scratch twin) and
-      // regions larger than its ring.
-      std::optional<io::ReadRoute> read_route;
-      if (!entry.plan.pinned() && entry.plan.route != Route::cufile_copy)
-        read_route = files_[r.file].reads->route(r.offset, r.stored_size);
-      const bool cached = entry.plan.pinned() || read_route == io::ReadRoute::cached;
-      const Lane lane = cached && entry.plan.route != Route::device_decode &&
-                                (!entry.plan.needs_region() ||
-                                 staging_bytes_of(r, entry.plan.route) <= rings_[cache_lane]->capacity_bytes() / 4)
-                            ? cache_lane
-                            : disk_lane;
-      if (taken == 0) flight_lane = lane;
-      if (lane != flight_lane) break;  // a flight keeps to one lane: its finisher takes it whole
-      // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
-      // not hold all of its ring, or the disk would idle while it is checked: at most a quarter.
-      const std::uint64_t flight_limit = std::max<std::uint64_t>(rings_[lane]->capacity_bytes() / 4, 1);
-      if (taken > 0 && flight_bytes + r.stored_size > flight_limit) break;
-      staging::StagingRing& ring = *rings_[lane];
-      void* target = nullptr;
-      if (!entry.plan.needs_region() && entry.plan.pinned()) {
-        // nothing to reserve: the DMA reads the file's pages
-      } else if (!uses_staging(entry.plan.route)) {
-        if (direct_bytes_ + r.stored_size > options_.max_direct_bytes && direct_bytes_ > 0) {
-          if (taken > 0) break;  // send what we have; the finisher frees room
-          flights_changed_.wait(lock, [&] { return stopping_ || direct_bytes_ == 0; });
-          continue;
-        }
-        direct_bytes_ += r.stored_size;
-        target = reinterpret_cast<void*>(r.destination.address);  // a device address for cuFile
-      } else {
-        const std::uint64_t bytes = staging_bytes_of(r, entry.plan.route);
-        std::optional<staging::Region> region = ring.try_acquire(bytes);
-        if (!region) {
-          if (taken > 0) break;  // send the batch first: its completion frees staging
-          lock.unlock();
-          region = ring.acquire(bytes);  // counts a staging wait
-          lock.lock();
-          if (!region) continue;  // closed: the loop cancels it
-          if (book_.entry(id).status.finished()) {  // cancelled while it waited: the region goes back
-            ring.release(*region);
-            continue;
-          }
-        }
-        entry.plan.region = region;
-        target = region->data;
-      }
-      book_.pop_pending();
-      entry.plan.lane = lane;
-      flight_bytes += r.stored_size;
-      ++taken;
-      if (entry.plan.pinned()) {
-        book_.dispatch(id, ReadSource::pinned);
-        pinned_ids.push_back(id);
-      } else {
-        std::size_t way = cufile_way;
-        if (entry.plan.route == Route::cufile_copy) {
-          book_.dispatch(id, ReadSource::cufile);
-        } else {
-          book_.dispatch(id, source_of(*read_route));
-          way = read_route == io::ReadRoute::direct ? direct_way : cached_way;
-        }
-        const std::size_t list = std::size_t{r.file} * ways + way;
-        reads[list].push_back({r.offset, r.stored_size, target});
-        staged[list].push_back(entry.plan.region.has_value());
-        read_ids[list].push_back(id);
-      }
-      account_depth_locked();
-      ++reads_in_flight_;
-    }
-    if (taken == 0) continue;
-    stats_.max_reads_in_flight = std::max(stats_.max_reads_in_flight, reads_in_flight_);
-    ++stats_.backend_submits;
-    ++(flight_lane == cache_lane ? stats_.cache_lane_flights : stats_.disk_lane_flights);
-    // Order of ids in the flight = order of the reads the finisher gets back: batch by batch.
-    std::vector<std::pair<io::Backend*, std::vector<io::ReadRequest>>> batches;
-    std::size_t reads_before = 0;
-    for (std::size_t list = 0; list < lists; ++list) {
-      if (reads[list].empty()) continue;
-      const OpenFile& file = files_[list / ways];
-      io::Backend* backend = list % ways == cufile_way ? static_cast<io::Backend*>(file.cufile.get())
-                             : list % ways == direct_way ? &file.reads->backend(io::ReadRoute::direct)
-                                                         : &file.reads->backend(io::ReadRoute::cached);
-      auto joined = io::coalesce_reads(reads[list], staged[list], {.file_size = backend->file_size()});
-      for (auto [read, offset] : joined.carried_by) flight.carried_by.emplace_back(reads_before + read, offset);
-      reads_before += joined.reads.size();
-      stats_.backend_reads += joined.reads.size();
-      flight.ids.insert(flight.ids.end(), read_ids[list].begin(), read_ids[list].end());
-      batches.emplace_back(backend, std::move(joined.reads));
-    }
-    flight.ids.insert(flight.ids.end(), pinned_ids.begin(), pinned_ids.end());
-    flight.pinned = pinned_ids.size();
-    lock.unlock();
-    for (auto& [backend, requests] : batches) flight.batches.push_back(backend->submit(std::move(requests)));
-    lock.lock();
-    flights_[flight_lane].push_back(std::move(flight));
-    flights_changed_.notify_all();
+    // The lane whose next request comes first sends a flight; while its staging is full, the other
+    // lane's requests go meanwhile, so the disk never idles behind reads of the page cache (a cached
+    // frame first in a half-cached file) and the page cache never waits behind the disk.
+    const auto first = static_cast<Lane>(book_.first_pending_list());
+    const auto second = first == disk_lane ? cache_lane : disk_lane;
+    if (send_flight_locked(first, lock)) continue;
+    if (book_.has_pending(second) && send_flight_locked(second, lock)) continue;
+    // Neither lane can start now: wait for staging or direct bytes to come back, or for new requests.
+    ++stats_.staging_waits;
+    const std::uint64_t seen = dispatch_events_;
+    work_.wait(lock, [&] { return dispatch_events_ != seen; });
   }
+}
+
+bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lock) {
+  queue::Flight flight;
+  const std::size_t lists = files_.size() * ways;
+  std::vector<std::vector<io::ReadRequest>> reads(lists);
+  std::vector<std::vector<bool>> staged(lists);  // its memory gap is staging padding
+  std::vector<std::vector<RequestId>> read_ids(lists);
+  std::vector<RequestId> pinned_ids;
+  std::uint64_t flight_bytes = 0;
+  std::size_t taken = 0, dropped = 0;
+  staging::StagingRing& ring = *rings_[lane];
+  // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
+  // not hold all of its ring, or the disk would idle while it is checked: at most a quarter.
+  const std::uint64_t flight_limit = std::max<std::uint64_t>(ring.capacity_bytes() / 4, 1);
+  while (book_.has_pending(lane) && taken < options_.max_batch) {
+    const RequestId id = book_.next_pending(lane);
+    Entry& entry = book_.entry(id);
+    if (entry.status.finished() || stopping_) {
+      book_.pop_pending(lane);
+      finish_locked(id, RequestState::cancelled, "cancelled: the queue was destroyed");
+      ++dropped;
+      continue;
+    }
+    const Request& r = entry.request;
+    if (taken > 0 && flight_bytes + r.stored_size > flight_limit) break;
+    void* target = nullptr;
+    if (!entry.plan.needs_region() && entry.plan.pinned()) {
+      // nothing to reserve: the DMA reads the file's pages
+    } else if (!uses_staging(entry.plan.route)) {
+      if (direct_bytes_ + r.stored_size > options_.max_direct_bytes && direct_bytes_ > 0) break;
+      direct_bytes_ += r.stored_size;
+      target = reinterpret_cast<void*>(r.destination.address);  // a device address for cuFile
+    } else {
+      std::optional<staging::Region> region = ring.try_acquire(staging_bytes_of(r, entry.plan.route));
+      if (!region) break;  // what is taken goes; the finishers free staging
+      entry.plan.region = region;
+      target = region->data;
+    }
+    book_.pop_pending(lane);
+    flight_bytes += r.stored_size;
+    ++taken;
+    if (entry.plan.pinned()) {
+      book_.dispatch(id, ReadSource::pinned);
+      pinned_ids.push_back(id);
+    } else {
+      std::size_t way = cufile_way;
+      if (entry.plan.route == Route::cufile_copy) {
+        book_.dispatch(id, ReadSource::cufile);
+      } else {
+        book_.dispatch(id, source_of(*entry.plan.read_route));
+        way = entry.plan.read_route == io::ReadRoute::direct ? direct_way : cached_way;
+      }
+      const std::size_t list = std::size_t{r.file} * ways + way;
+      reads[list].push_back({r.offset, r.stored_size, target});
+      staged[list].push_back(entry.plan.region.has_value());
+      read_ids[list].push_back(id);
+    }
+    account_depth_locked();
+    ++reads_in_flight_;
+  }
+  if (taken == 0) return dropped > 0;  // cancelled requests count as progress: look again
+  stats_.max_reads_in_flight = std::max(stats_.max_reads_in_flight, reads_in_flight_);
+  ++stats_.backend_submits;
+  ++(lane == cache_lane ? stats_.cache_lane_flights : stats_.disk_lane_flights);
+  // Order of ids in the flight = order of the reads the finisher gets back: batch by batch.
+  std::vector<std::pair<io::Backend*, std::vector<io::ReadRequest>>> batches;
+  std::size_t reads_before = 0;
+  for (std::size_t list = 0; list < lists; ++list) {
+    if (reads[list].empty()) continue;
+    const OpenFile& file = files_[list / ways];
+    io::Backend* backend = list % ways == cufile_way ? static_cast<io::Backend*>(file.cufile.get())
+                           : list % ways == direct_way ? &file.reads->backend(io::ReadRoute::direct)
+                                                       : &file.reads->backend(io::ReadRoute::cached);
+    auto joined = io::coalesce_reads(reads[list], staged[list], {.file_size = backend->file_size()});
+    for (auto [read, offset] : joined.carried_by) flight.carried_by.emplace_back(reads_before + read, offset);
+    reads_before += joined.reads.size();
+    stats_.backend_reads += joined.reads.size();
+    flight.ids.insert(flight.ids.end(), read_ids[list].begin(), read_ids[list].end());
+    batches.emplace_back(backend, std::move(joined.reads));
+  }
+  flight.ids.insert(flight.ids.end(), pinned_ids.begin(), pinned_ids.end());
+  flight.pinned = pinned_ids.size();
+  lock.unlock();
+  for (auto& [backend, requests] : batches) flight.batches.push_back(backend->submit(std::move(requests)));
+  lock.lock();
+  flights_[lane].push_back(std::move(flight));
+  flights_changed_.notify_all();
+  return true;
 }
 
 }  // namespace headrace::engine

@@ -63,7 +63,10 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
       Entry& entry = book_.entry(id);
       const Request& r = entry.request;
       --reads_in_flight_;
-      if (!uses_staging(entry.plan.route)) direct_bytes_ -= r.stored_size;
+      if (!uses_staging(entry.plan.route)) {
+        direct_bytes_ -= r.stored_size;
+        ++dispatch_events_;
+      }
       entry.read_at = read_at;
       entry.status.io_s = detail::seconds_between(entry.dispatched_at, read_at);
       const bool short_read = reads[i].ok() && reads[i].bytes_read < r.stored_size;
@@ -82,8 +85,8 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
         device_work.push_back(id);
       }
     }
-    flights_changed_.notify_all();  // direct bytes freed
   }
+  work_.notify_all();  // direct bytes freed
   finish_on_host(host_work);
   finish_on_device(device_work);
 }

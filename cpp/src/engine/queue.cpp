@@ -63,7 +63,8 @@ QueueOptions QueueOptions::from_environment() {
 
 Queue::Impl::Impl(QueueOptions options)
     : options_(validated(std::move(options))),
-      book_(options_.status_history, [this](FenceId id, Book::Fence& fence) { record_fence_locked(id, fence); }) {
+      book_(options_.status_history, [this](FenceId id, Book::Fence& fence) { record_fence_locked(id, fence); },
+            lanes) {
   const bool cufile = options_.cufile();
   if (options_.device >= 0) {
     device_.emplace(options_.device);
@@ -114,9 +115,9 @@ Queue::Impl::~Impl() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    ++dispatch_events_;
   }
   work_.notify_all();
-  for (auto& ring : rings_) ring->close();
   dispatcher_.join();
   {
     std::lock_guard lock(mutex_);
@@ -312,7 +313,8 @@ void Queue::Impl::record_fence_locked(FenceId id, Book::Fence& fence) {
 void Queue::Impl::submit() {
   {
     std::lock_guard lock(mutex_);
-    book_.submit();
+    book_.submit([this](Entry& entry) -> std::size_t { return plan_lane_locked(entry); });
+    ++dispatch_events_;
   }
   work_.notify_all();
 }
@@ -402,7 +404,6 @@ QueueStats Queue::Impl::stats() const {
   std::lock_guard lock(mutex_);
   QueueStats result = stats_;
   result.requests = book_.totals();
-  result.staging_waits = rings_[disk_lane]->waits() + rings_[cache_lane]->waits();
   result.checksums_checked = checker_.checksums_checked();
   result.mean_reads_in_flight = stats_.busy_seconds > 0 ? depth_seconds_ / stats_.busy_seconds : 0;
   result.retained_requests = book_.retained();
@@ -469,6 +470,8 @@ void Queue::Impl::release_region_locked(Entry& entry) {
   if (!entry.plan.region) return;
   rings_[entry.plan.lane]->release(*entry.plan.region);
   entry.plan.region.reset();
+  ++dispatch_events_;
+  work_.notify_all();
 }
 
 void Queue::Impl::finish_locked(RequestId id, RequestState state, std::string message) {

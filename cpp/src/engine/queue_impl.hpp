@@ -71,7 +71,9 @@ enum Lane : std::size_t { disk_lane, cache_lane, lanes };
 // What the engine keeps per request beside its bookkeeping.
 struct Plan {
   Route route = Route::direct;
-  Lane lane = disk_lane;  // set at dispatch
+  Lane lane = disk_lane;  // set at submit, with read_route
+  // Where its bytes are read from (mincore at submit); none for pinned and cuFile requests.
+  std::optional<io::ReadRoute> read_route;
   // Device routes of a page-locked file: its stored bytes are DMA'd from the file's pages (the
   // mapping lives with the engine).
   const staging::PinnedFile* pinned_file = nullptr;
@@ -163,7 +165,12 @@ class Queue::Impl {
   void account_depth_locked();
 
   // ---- dispatch.cpp ----
+  // With the lock held, at submit: a request's read route and lane.
+  Lane plan_lane_locked(Entry& entry) const;
   void dispatch_loop();
+  // With the lock held: sends one flight of the lane's pending requests; false when its first cannot
+  // start (no staging or direct bytes free now).
+  bool send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lock);
 
   // ---- finish.cpp ----
   void finish_loop(Lane lane);
@@ -200,6 +207,9 @@ class Queue::Impl {
   std::mutex issue_mutex_;  // one finisher at a time issues a batch onto the copy stream
   std::deque<std::unique_ptr<Completion>> completions_;
   std::uint64_t direct_bytes_ = 0;  // of reads in flight straight into their destinations
+  // Counts what may let a stalled dispatcher go on (staging or direct bytes freed, requests submitted,
+  // the queue stopping); it waits on work_ for a change.
+  std::uint64_t dispatch_events_ = 0;
   std::uint32_t reads_in_flight_ = 0;
   Clock::time_point depth_changed_at_;
   double depth_seconds_ = 0;  // reads in flight integrated over time

@@ -49,20 +49,6 @@ std::optional<Region> StagingRing::try_acquire(std::uint64_t size_bytes) {
   return allocate_locked(size);
 }
 
-std::optional<Region> StagingRing::acquire(std::uint64_t size_bytes) {
-  const std::uint64_t size = format::layout::align_up(std::max<std::uint64_t>(size_bytes, 1));
-  HEADRACE_EXPECT(size <= capacity_, UsageError,
-                  "a staging region of " + std::to_string(size) + " bytes does not fit the staging ring of " +
-                      std::to_string(capacity_) + " bytes (raise the queue's staging_bytes)");
-  std::unique_lock lock(mutex_);
-  auto region = allocate_locked(size);
-  if (!region && !closed_) {
-    ++waits_;
-    space_.wait(lock, [&] { return closed_ || (region = allocate_locked(size)).has_value(); });
-  }
-  return region;
-}
-
 void StagingRing::release(const Region& region) {
   {
     std::lock_guard lock(mutex_);
@@ -78,25 +64,11 @@ void StagingRing::release(const Region& region) {
     }
     if (allocations_.empty()) head_ = 0;  // an empty ring starts over: no tail to skip
   }
-  space_.notify_all();
-}
-
-void StagingRing::close() {
-  {
-    std::lock_guard lock(mutex_);
-    closed_ = true;
-  }
-  space_.notify_all();
 }
 
 std::uint64_t StagingRing::in_use_bytes() const {
   std::lock_guard lock(mutex_);
   return used_;
-}
-
-std::uint64_t StagingRing::waits() const {
-  std::lock_guard lock(mutex_);
-  return waits_;
 }
 
 }  // namespace headrace::staging

@@ -104,7 +104,8 @@ TEST(ReadPath, AHalfCachedFileIsServedByBothRoutesAtOnce) {
 }
 
 // Compressed chunks stage in both lanes' rings (small ones here, so both fill and wait): every other
-// frame cached, every frame still decodes to its values, each lane carrying its own.
+// frame cached, every frame still decodes to its values, each lane carrying its own. The disk's first
+// frame starts while the cached frame before it still waits for its lane's staging.
 TEST(ReadPath, BothLanesStageAndDecodeAHalfCachedSeries) {
   testing::TempDirectory dir;
   const std::string path = dir.file("series.hrc");
@@ -131,7 +132,9 @@ TEST(ReadPath, BothLanesStageAndDecodeAHalfCachedSeries) {
   const FileId file = queue.add_file(path);
   std::vector<std::vector<float>> out(frames, std::vector<float>(particles * 8));
   std::vector<RequestId> ids;
+  std::vector<std::size_t> first_of_frame;
   for (std::uint32_t t = 0; t < frames; ++t) {
+    first_of_frame.push_back(ids.size());
     for (const auto& chunk : container.chunks_of(t, 0)) {
       Request r = queue::chunk_request(file, chunk, {MemoryKind::host,
                                                      reinterpret_cast<std::uintptr_t>(out[t].data() + chunk.first_element * 8),
@@ -150,6 +153,12 @@ TEST(ReadPath, BothLanesStageAndDecodeAHalfCachedSeries) {
   EXPECT_GT(all.bytes_from_disk, 0u);
   EXPECT_GE(stats.cache_lane_flights, 1u);
   EXPECT_GE(stats.disk_lane_flights, 1u);
+  // Frame 0 (cached, 20 chunks) fills its lane's ring five times over; frame 1 (the disk's) goes at the first.
+  const RequestStatus last_cached = queue.status(ids[first_of_frame[1] - 1]);
+  const RequestStatus first_from_disk = queue.status(ids[first_of_frame[1]]);
+  ASSERT_EQ(last_cached.source, ReadSource::page_cache);
+  ASSERT_EQ(first_from_disk.source, ReadSource::disk);
+  EXPECT_LT(first_from_disk.queue_wait_s, last_cached.queue_wait_s);
 }
 
 TEST(ReadPath, BypassReadsEverythingFromTheDiskAndUseEverythingBuffered) {

@@ -53,6 +53,26 @@ TEST_F(BookTest, PendingRequestsComeByPriorityThenInIdOrder) {
   EXPECT_EQ(book.entry(high).status.state, RequestState::submitted);
 }
 
+TEST(Book, RequestsWaitInTheListTheOwnerPicksAndTheFirstListIsTheOneWhoseNextComesFirst) {
+  Book book{1 << 16, [](FenceId, Book::Fence&) {}, 2};
+  const RequestId a = book.add(request_of(1, 0), 0, false);
+  const RequestId b = book.add(request_of(1, 0), 1, false);
+  const RequestId urgent = book.add(request_of(1, 5), 1, false);
+  book.submit([](Book::Entry& entry) -> std::size_t { return static_cast<std::size_t>(entry.plan); });
+  EXPECT_EQ(book.first_pending_list(), 1u);  // priority 5
+  EXPECT_EQ(book.next_pending(1), urgent);
+  book.pop_pending(1);
+  EXPECT_EQ(book.first_pending_list(), 0u);  // a before b
+  EXPECT_EQ(book.next_pending(0), a);
+  book.pop_pending(0);
+  EXPECT_FALSE(book.has_pending(0));
+  EXPECT_TRUE(book.has_pending());
+  EXPECT_EQ(book.first_pending_list(), 1u);
+  EXPECT_EQ(book.next_pending(1), b);
+  book.pop_pending(1);
+  EXPECT_FALSE(book.has_pending());
+}
+
 TEST_F(BookTest, AFenceSignalsWhenItsRequestsFinishAndIsRecordedWhenTheyAreIssued) {
   const RequestId a = book.add(request_of(10), 0, false);
   const RequestId b = book.add(request_of(20), 0, false);

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <thread>
 
 #include "headrace/error.hpp"
 
@@ -51,32 +49,6 @@ TEST(StagingRing, ARegionNeverWrapsAroundTheEnd) {
   ring.release(*c);
   EXPECT_EQ(ring.in_use_bytes(), 0u);
   EXPECT_EQ(ring.try_acquire(16 << 10)->offset, 0u);
-}
-
-TEST(StagingRing, AcquireWaitsForARelease) {
-  StagingRing ring(8192, false);
-  auto a = ring.try_acquire(8192);
-  ASSERT_TRUE(a);
-  std::atomic<bool> got{false};
-  std::thread waiter([&] {
-    const auto region = ring.acquire(4096);
-    got = region.has_value();
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_FALSE(got.load());
-  ring.release(*a);
-  waiter.join();
-  EXPECT_TRUE(got.load());
-  EXPECT_EQ(ring.waits(), 1u);
-}
-
-TEST(StagingRing, CloseWakesWaiters) {
-  StagingRing ring(4096, false);
-  auto a = ring.try_acquire(4096);
-  std::thread waiter([&] { EXPECT_FALSE(ring.acquire(4096).has_value()); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ring.close();
-  waiter.join();
 }
 
 }  // namespace

@@ -110,7 +110,9 @@ struct QueueStats {
   queue::RequestTotals requests;  // finished ones: counts by state, bytes (stored, raw, by source) of the done
   std::uint64_t backend_submits = 0;
   std::uint64_t backend_reads = 0;  // reads handed to backends: adjacent staged chunks travel as one
-  std::uint64_t staging_waits = 0;  // dispatches that waited because all staging was in use
+  // Times the dispatcher waited with requests pending: no lane could start one (its staging, or the
+  // budget of reads straight into destinations, all in use).
+  std::uint64_t staging_waits = 0;
   // Flights of the disk's lane and of the page cache's (pinned pages included); see docs/engine.md.
   std::uint64_t disk_lane_flights = 0, cache_lane_flights = 0;
   std::uint64_t checksums_checked = 0;  // chunks whose checksum was computed (pinned files: once each)

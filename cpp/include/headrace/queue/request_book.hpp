@@ -84,8 +84,12 @@ class RequestBook {
 
   // on_record(id, fence): every request a fence covers is issued: the owner marks it (records its
   // event) then. Called under the owner's lock, from add_fence, mark_issued and finish.
-  RequestBook(std::uint64_t status_history, std::function<void(FenceId, Fence&)> on_record)
-      : status_history_(status_history), on_record_(std::move(on_record)) {}
+  // pending_lists: submitted requests wait in that many lists (the owner's lanes), each in priority order.
+  RequestBook(std::uint64_t status_history, std::function<void(FenceId, Fence&)> on_record,
+              std::size_t pending_lists = 1)
+      : status_history_(status_history), on_record_(std::move(on_record)) {
+    for (std::size_t i = 0; i < std::max<std::size_t>(pending_lists, 1); ++i) pending_.emplace_back(PendingOrder{this});
+  }
   // The pending order points back at the book: it stays where it was made.
   RequestBook(const RequestBook&) = delete;
   RequestBook& operator=(const RequestBook&) = delete;
@@ -119,8 +123,9 @@ class RequestBook {
     return id;
   }
 
-  // Hands every enqueued (not cancelled) request to the pending list.
-  void submit() {
+  // Hands every enqueued (not cancelled) request to a pending list: list_of(entry) picks it (the owner
+  // may note in the entry's plan what it learnt choosing); without list_of, the first.
+  void submit(const std::function<std::size_t(Entry&)>& list_of = {}) {
     const auto now = Clock::now();
     for (const RequestId id : unsubmitted_) {
       Entry& e = entry(id);
@@ -131,7 +136,7 @@ class RequestBook {
       e.status.state = RequestState::submitted;
       e.submitted_at = now;
       --awaiting_submit_;
-      pending_.push(id);  // stays listed
+      pending_.at(list_of ? list_of(e) : 0).push(id);  // stays listed
     }
     unsubmitted_.clear();
   }
@@ -142,12 +147,24 @@ class RequestBook {
                        [&](RequestId id) { return id < limit && entry(id).status.state == RequestState::enqueued; });
   }
 
-  // The submitted requests, highest priority first, equal priorities in id order.
-  [[nodiscard]] bool has_pending() const noexcept { return !pending_.empty(); }
-  [[nodiscard]] RequestId next_pending() const { return pending_.top(); }
-  void pop_pending() {
-    entry(pending_.top()).listed = false;
-    pending_.pop();
+  // The submitted requests of each list, highest priority first, equal priorities in id order.
+  [[nodiscard]] bool has_pending() const noexcept {
+    return std::any_of(pending_.begin(), pending_.end(), [](const auto& list) { return !list.empty(); });
+  }
+  [[nodiscard]] bool has_pending(std::size_t list) const { return !pending_.at(list).empty(); }
+  [[nodiscard]] RequestId next_pending(std::size_t list = 0) const { return pending_.at(list).top(); }
+  void pop_pending(std::size_t list = 0) {
+    entry(pending_.at(list).top()).listed = false;
+    pending_.at(list).pop();
+  }
+  // The list whose next request comes first in priority order (needs has_pending()).
+  [[nodiscard]] std::size_t first_pending_list() const {
+    std::size_t first = pending_.size();
+    for (std::size_t list = 0; list < pending_.size(); ++list) {
+      if (pending_[list].empty()) continue;
+      if (first == pending_.size() || PendingOrder{this}(pending_[first].top(), pending_[list].top())) first = list;
+    }
+    return first;
   }
 
   // The owner starts the request's read.
@@ -365,7 +382,7 @@ class RequestBook {
   std::uint64_t issued_ = 0, completed_ = 0;
   RequestTotals totals_;
   std::vector<RequestId> unsubmitted_;
-  std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder> pending_{PendingOrder{this}};
+  std::vector<std::priority_queue<RequestId, std::vector<RequestId>, PendingOrder>> pending_;
   std::deque<Fence> fences_;  // fences_[0] is fence first_fence_
   FenceId first_fence_ = 0, oldest_unrecorded_ = 0, oldest_unsignaled_ = 0;
 };

@@ -7,7 +7,6 @@
 // the GPU's context current on the thread that acquires first.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -32,23 +31,18 @@ class StagingRing {
   StagingRing(const StagingRing&) = delete;
   StagingRing& operator=(const StagingRing&) = delete;
 
-  // A region of size_bytes (rounded up to 4096), waiting while the ring is full. Throws UsageError
-  // for a size larger than the ring. Returns nullopt if close() was called while waiting.
-  [[nodiscard]] std::optional<Region> acquire(std::uint64_t size_bytes);
-  // Non-blocking acquire: nullopt when there is no room now.
+  // A region of size_bytes (rounded up to 4096), or nullopt when there is no room now: the owner
+  // waits for its releases (the engine's dispatcher goes on with another lane meanwhile). Throws
+  // UsageError for a size larger than the ring.
   [[nodiscard]] std::optional<Region> try_acquire(std::uint64_t size_bytes);
   // Returns a region (any order; space is reused once every older region is back).
   void release(const Region& region);
-  // Wakes every waiter; acquire() then returns nullopt.
-  void close();
 
   [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return capacity_; }
   [[nodiscard]] bool pinned() const noexcept { return pinned_; }
   [[nodiscard]] std::uint64_t in_use_bytes() const;
   // capacity_bytes() once the first acquire allocated the memory, 0 before.
   [[nodiscard]] std::uint64_t allocated_bytes() const;
-  // acquire() calls that had to wait because every byte was in use (seed 000, figure 9).
-  [[nodiscard]] std::uint64_t waits() const;
 
  private:
   struct Allocation {
@@ -66,12 +60,9 @@ class StagingRing {
   std::byte* base_ = nullptr;
 
   mutable std::mutex mutex_;
-  std::condition_variable space_;
   std::deque<Allocation> allocations_;  // oldest first
   std::uint64_t head_ = 0;              // next free offset
   std::uint64_t used_ = 0;              // bytes held by allocations_ (skipped tails included)
-  std::uint64_t waits_ = 0;
-  bool closed_ = false;
 };
 
 }  // namespace headrace::staging
