@@ -122,7 +122,8 @@ class Queue:
         return self._native.add_file(os.fspath(path))
 
     def close_file(self, file: int) -> None:
-        """Closes (and unpins) a file no unfinished request reads; UsageError otherwise."""
+        """Closes (and unpins) a file once its requests' GPU copies have ended; UsageError while a
+        request of it still waits for or does its read."""
         self._native.close_file(file)
 
     def enqueue(self, file: int, offset: int, stored_size: int, destination: Any, *, codec: str = "none",

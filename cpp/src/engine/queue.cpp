@@ -194,8 +194,10 @@ FileId Queue::Impl::add_file(const std::string& path) {
 void Queue::Impl::close_file(FileId id) {
   OpenFile closed;
   {
-    std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     HEADRACE_EXPECT(id < files_.size() && !files_[id].closed, UsageError, "no open file " + std::to_string(id));
+    // A stream handed out its last frame once the frame's copies were issued; they end on their own.
+    fences_changed_.wait(lock, [&] { return !book_.copying_from(id); });
     book_.expect_unread(id, files_[id].path);
     if (files_[id].pinned) pinned_files_->unpin(*files_[id].pinned);
     closed = std::move(files_[id]);

@@ -208,6 +208,27 @@ TEST(QueueGpu, CancelledRequestsNeverWriteAndNeighboursStayIntact) {
   }
 }
 
+// A consumer has a frame once its copies are issued (fence_event), and may close the file right
+// after: the close waits for those copies (from the file's page-locked pages here), it does not refuse.
+TEST(QueueGpu, AFileClosesRightAfterItsCopiesAreIssued) {
+  SKIP_WITHOUT_GPU();
+  const testing::RawFile raw(64 << 20, 5);
+  gpu::Device device(0);
+  Queue queue(gpu_options(true, true));
+  const FileId file = queue.add_file(raw.path);
+  constexpr std::uint64_t piece = 1 << 20;
+  gpu::DeviceBuffer out(raw.bytes.size());
+  for (std::uint64_t offset = 0; offset < raw.bytes.size(); offset += piece)
+    queue.enqueue(device_range(file, offset, piece, out.pointer() + offset, 0));
+  const FenceId fence = queue.enqueue_signal();
+  queue.submit();
+  (void)queue.fence_event(fence);  // issued, perhaps still copying
+  EXPECT_NO_THROW(queue.close_file(file));
+  queue.drain();
+  EXPECT_EQ(to_host(out), raw.bytes);
+  EXPECT_EQ(queue.stats().requests.done, raw.bytes.size() / piece);
+}
+
 // nvCOMP trusts its input (a truncated zstd frame makes its kernel read wild addresses, which
 // compute-sanitizer shows and which kills the context): the host checks every chunk first.
 TEST(QueueGpu, CorruptChunkFailsByItsLabelBeforeTheGpuDecoderSeesIt) {

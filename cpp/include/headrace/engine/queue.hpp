@@ -135,8 +135,9 @@ class Queue {
   // at no cost (an auto pin is reconsidered: the file may have become cached). Throws
   // UnavailableError, FileNotFoundError, or CudaError when the driver refuses to page-lock the file.
   FileId add_file(const std::string& path);
-  // Closes the file (and unpins it): throws UsageError while an unfinished request reads it. Adding
-  // the path again opens it anew with a new id.
+  // Closes the file (and unpins it) once the copies of requests past their read have ended (a
+  // stream hands out a frame when its copies are issued); throws UsageError while a request still
+  // waits for or does its read. Adding the path again opens it anew with a new id.
   void close_file(FileId file);
   // Throws UsageError for a request that cannot be served (bad file id, sizes, a device destination
   // without a GPU, a stored size larger than staging).

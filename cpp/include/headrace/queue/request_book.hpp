@@ -211,6 +211,17 @@ class RequestBook {
     return cancelled;
   }
 
+  // True while a request of `file` is past its read with its GPU work under way (it finishes on its
+  // own, and may still DMA from the file's page-locked pages).
+  [[nodiscard]] bool copying_from(FileId file) {
+    advance_oldest_open();
+    for (RequestId r = oldest_open_; r < end_id(); ++r) {
+      const Entry& e = entry(r);
+      if (e.request.file == file && e.status.state == RequestState::copying) return true;
+    }
+    return false;
+  }
+
   // Throws UsageError naming the first unfinished request that reads `file`.
   void expect_unread(FileId file, const std::string& path) {
     advance_oldest_open();
