@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/user_stream_on_device.sh setup build udev data user
-#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned fresh halfprobe hotprobe)
+#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned fresh halfprobe diskqueue hotprobe)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -91,6 +91,11 @@ cupy.cuda.runtime.deviceSynchronize(); print(f'fresh process, KvikIO POSIX: {siz
 halfprobe() {
   # Per frame of a cold and a half-cached pass: when it was handed out, where its bytes came from.
   within 120 python3 bench/half_cached_probe.py "$work/particles.hrc" --rounds 2
+}
+
+diskqueue() {
+  # How each reader keeps the disk busy in a cold pass: the block device's counters around each.
+  within 200 python3 bench/disk_queue_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}"
 }
 
 hotprobe() {
