@@ -3,12 +3,13 @@ modes over the same file, from its block device's own counters (/sys/dev/block/M
 and a sampler process reading them every 2 ms: the device's busy fraction, the mean queue depth, the
 mean request size and latency, the rate between 10 % and 90 % of the bytes, and where the device idled.
 
-    python3 bench/disk_queue_probe.py FILE [--rounds 3]
+    python3 bench/disk_queue_probe.py FILE [--rounds 3] [--options JSON ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -76,7 +77,7 @@ def one_pass(name: str, body, counters: str) -> None:
     t10 = next((t for t, s, _ in points if s >= 0.1 * total), float("nan"))
     t90 = next((t for t, s, _ in points if s >= 0.9 * total), float("nan"))
     steady = 0.8 * total * 512 / (t90 - t10) / 1e9 if t90 > t10 else float("nan")
-    print(f"  {name:<18} {sectors * 512 / seconds / 1e9:5.2f} GB/s over {seconds:5.3f} s; device busy "
+    print(f"  {name:<18.40} {sectors * 512 / seconds / 1e9:5.2f} GB/s over {seconds:5.3f} s; device busy "
           f"{busy_ms / 1e3 / seconds:4.2f}, mean depth {queue_ms / 1e3 / seconds:5.1f}, {ios} reads of "
           f"{sectors * 512 / max(ios, 1) / 2**20:4.2f} MiB, {read_ms / max(ios, 1):6.1f} ms each; 10-90 % at "
           f"{steady:5.2f} GB/s; {idle_report(points, seconds)}", flush=True)
@@ -86,6 +87,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--options", nargs="*", default=[], help="JSON of stream() options: more headrace readers")
     args = parser.parse_args()
     import cupy
 
@@ -97,6 +99,8 @@ def main() -> int:
     readers = [("headrace defaults", lambda: stream_pass(args.file, {})),
                ("kvikio posix", lambda: kvikio_pass(args.file, True, buffer)),
                ("kvikio cufile", lambda: kvikio_pass(args.file, False, buffer))]
+    for text in args.options:
+        readers.append((f"headrace {text}", lambda options=json.loads(text): stream_pass(args.file, options)))
     for r in range(args.rounds):
         print(f"round {r}", flush=True)
         turn = r % len(readers)

@@ -95,7 +95,8 @@ halfprobe() {
 
 diskqueue() {
   # How each reader keeps the disk busy in a cold pass: the block device's counters around each.
-  within 200 python3 bench/disk_queue_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}"
+  within 240 python3 bench/disk_queue_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}" \
+    --options '{"staging_bytes": 1073741824}' '{"cache_policy": "use"}' 
 }
 
 hotprobe() {
