@@ -56,7 +56,9 @@ void Queue::Impl::dispatch_loop() {
     // Neither lane can start now: wait for staging or direct bytes to come back, or for new requests.
     ++stats_.staging_waits;
     const std::uint64_t seen = dispatch_events_;
+    dispatcher_stalled_ = true;
     work_.wait(lock, [&] { return dispatch_events_ != seen; });
+    dispatcher_stalled_ = false;
   }
 }
 

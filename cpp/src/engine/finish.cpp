@@ -65,7 +65,7 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
       --reads_in_flight_;
       if (!uses_staging(entry.plan.route)) {
         direct_bytes_ -= r.stored_size;
-        ++dispatch_events_;
+        room_freed_locked();
       }
       entry.read_at = read_at;
       entry.status.io_s = detail::seconds_between(entry.dispatched_at, read_at);
@@ -86,7 +86,6 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
       }
     }
   }
-  work_.notify_all();  // direct bytes freed
   finish_on_host(host_work);
   finish_on_device(device_work);
 }

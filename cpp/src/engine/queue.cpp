@@ -472,8 +472,12 @@ void Queue::Impl::release_region_locked(Entry& entry) {
   if (!entry.plan.region) return;
   rings_[entry.plan.lane]->release(*entry.plan.region);
   entry.plan.region.reset();
+  room_freed_locked();
+}
+
+void Queue::Impl::room_freed_locked() {
   ++dispatch_events_;
-  work_.notify_all();
+  if (dispatcher_stalled_) work_.notify_all();  // a wake-up only when it waits for room: releases are many
 }
 
 void Queue::Impl::finish_locked(RequestId id, RequestState state, std::string message) {

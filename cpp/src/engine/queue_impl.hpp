@@ -160,6 +160,8 @@ class Queue::Impl {
   // With the lock held: a request's staging goes back before it finishes (the book retires only
   // requests that hold nothing).
   void release_region_locked(Entry& entry);
+  // With the lock held: staging or direct bytes came back; wakes a dispatcher that waits for room.
+  void room_freed_locked();
   void finish_locked(RequestId id, queue::RequestState state, std::string message);
   // With the lock held, before reads_in_flight_ changes: the depth since the last change, integrated.
   void account_depth_locked();
@@ -210,6 +212,7 @@ class Queue::Impl {
   // Counts what may let a stalled dispatcher go on (staging or direct bytes freed, requests submitted,
   // the queue stopping); it waits on work_ for a change.
   std::uint64_t dispatch_events_ = 0;
+  bool dispatcher_stalled_ = false;  // it waits for room (not for requests)
   std::uint32_t reads_in_flight_ = 0;
   Clock::time_point depth_changed_at_;
   double depth_seconds_ = 0;  // reads in flight integrated over time
