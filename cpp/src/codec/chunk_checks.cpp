@@ -31,7 +31,7 @@ ChunkCheckResult ChunkChecker::check_one(const ChunkCheck& chunk) {
       checked_before = verified_.count(*range) != 0;
     }
     if (chunk.checksum && chunk.verify && !checked_before) {
-      const std::uint64_t sum = format::xxh3_64({chunk.stored, chunk.stored_size});
+      const std::uint64_t sum = chunk.landed_sum ? *chunk.landed_sum : format::xxh3_64({chunk.stored, chunk.stored_size});
       HEADRACE_EXPECT(sum == *chunk.checksum, ChecksumMismatchError,
                       std::string(chunk.label) + ": expected checksum " + std::to_string(*chunk.checksum) + ", found " +
                           std::to_string(sum));

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "queue_impl.hpp"
+#include "headrace/format/checksum.hpp"
 #include "headrace/io/read_coalescing.hpp"
 
 namespace headrace::engine {
@@ -39,6 +40,30 @@ Lane Queue::Impl::plan_lane_locked(Entry& entry) const {
                     staging_bytes_of(r, plan.route) <= rings_[cache_lane]->capacity_bytes() / 4;
   plan.lane = cached && plan.route != Route::device_decode && fits ? cache_lane : disk_lane;
   return plan.lane;
+}
+
+// The page cache's reads are memory copies on the backend's threads: each thread hashes what it read
+// while the bytes are in its cache, so the finisher does not pass over them again.
+void Queue::Impl::hash_as_they_land_locked(const std::vector<RequestId>& ids, io::CoalescedReads& joined) {
+  struct Landing {
+    Plan* plan;
+    const std::byte* bytes;
+    std::uint64_t size;
+  };
+  std::vector<std::vector<Landing>> by_read(joined.reads.size());
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    Entry& entry = book_.entry(ids[k]);
+    if (!entry.request.checksum || !options_.verify_checksums) continue;
+    const auto [read, offset] = joined.carried_by[k];
+    by_read[read].push_back({&entry.plan, static_cast<const std::byte*>(joined.reads[read].destination) + offset,
+                             entry.request.stored_size});
+  }
+  for (std::size_t read = 0; read < by_read.size(); ++read) {
+    if (by_read[read].empty()) continue;
+    joined.reads[read].on_landed = [landings = std::move(by_read[read])] {
+      for (const Landing& landing : landings) landing.plan->landed_checksum = format::xxh3_64({landing.bytes, landing.size});
+    };
+  }
 }
 
 void Queue::Impl::dispatch_loop() {
@@ -135,6 +160,7 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
                            : list % ways == direct_way ? &file.reads->backend(io::ReadRoute::direct)
                                                        : &file.reads->backend(io::ReadRoute::cached);
     auto joined = io::coalesce_reads(reads[list], staged[list], {.file_size = backend->file_size()});
+    if (lane == cache_lane) hash_as_they_land_locked(read_ids[list], joined);
     for (auto [read, offset] : joined.carried_by) flight.carried_by.emplace_back(reads_before + read, offset);
     reads_before += joined.reads.size();
     stats_.backend_reads += joined.reads.size();

@@ -109,6 +109,7 @@ std::vector<std::string> Queue::Impl::check_and_decode(const std::vector<Request
       chunk.stored_size = r.stored_size;
       chunk.checksum = r.checksum;
       chunk.verify = options_.verify_checksums || route == Route::device_decode;
+      chunk.landed_sum = entry.plan.landed_checksum;
       chunk.codec = r.codec;
       if (route == Route::host_decode) chunk.decode_into = reinterpret_cast<std::byte*>(r.destination.address);
       if (route == Route::device_cpu_decode) chunk.decode_into = entry.plan.region->data + align_up(r.stored_size);

@@ -26,6 +26,7 @@
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
 #include "headrace/io/cufile_backend.hpp"
+#include "headrace/io/read_coalescing.hpp"
 #include "headrace/io/read_path.hpp"
 #include "headrace/queue/flight.hpp"
 #include "headrace/queue/request_book.hpp"
@@ -78,6 +79,8 @@ struct Plan {
   // mapping lives with the engine).
   const staging::PinnedFile* pinned_file = nullptr;
   std::optional<staging::Region> region;  // its staging, between dispatch and the end of its GPU work
+  // Its checksum, computed by the thread that read it as its bytes landed (page cache's lane).
+  std::optional<std::uint64_t> landed_checksum;
   [[nodiscard]] bool pinned() const noexcept { return pinned_file != nullptr; }
   // A pinned copy needs no staging; a pinned decode still takes a region for its scratch twin.
   [[nodiscard]] bool needs_region() const noexcept { return uses_staging(route) && !(pinned() && route == Route::device_copy); }
@@ -170,6 +173,7 @@ class Queue::Impl {
   // With the lock held, at submit: a request's read route and lane.
   Lane plan_lane_locked(Entry& entry) const;
   void dispatch_loop();
+  void hash_as_they_land_locked(const std::vector<RequestId>& ids, io::CoalescedReads& joined);
   // With the lock held: sends one flight of the lane's pending requests; false when its first cannot
   // start (no staging or direct bytes free now).
   bool send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lock);

@@ -1,5 +1,6 @@
 #include "headrace/io/backend.hpp"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -41,6 +42,24 @@ std::vector<BackendKind> all_backend_kinds() {
 ReadBatch::ReadBatch(std::size_t request_count)
     : statuses_(request_count), parts_left_(request_count, 1), remaining_(request_count) {}
 
+ReadBatch::ReadBatch(std::span<ReadRequest> requests) : ReadBatch(requests.size()) {
+  if (std::none_of(requests.begin(), requests.end(), [](const ReadRequest& r) { return bool(r.on_landed); })) return;
+  for (ReadRequest& r : requests) {
+    landed_.push_back(std::move(r.on_landed));
+    sizes_.push_back(r.size_bytes);
+  }
+}
+
+void ReadBatch::finish_request(std::size_t index, std::unique_lock<std::mutex>& lock) {
+  if (!landed_.empty() && landed_[index] && statuses_[index].ok() && statuses_[index].bytes_read == sizes_[index]) {
+    const std::function<void()> landed = std::move(landed_[index]);
+    lock.unlock();
+    landed();
+    lock.lock();
+  }
+  if (--remaining_ == 0) done_.notify_all();
+}
+
 bool ReadBatch::is_done() const {
   std::lock_guard lock(mutex_);
   return remaining_ == 0;
@@ -65,12 +84,12 @@ void ReadBatch::check() const {
 }
 
 void ReadBatch::complete(std::size_t index, ReadStatus status) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   HEADRACE_EXPECT(index < statuses_.size() && parts_left_[index] != 0, UsageError,
                   "request " + std::to_string(index) + " completed twice or does not exist");
   statuses_[index] = std::move(status);
   parts_left_[index] = 0;
-  if (--remaining_ == 0) done_.notify_all();
+  finish_request(index, lock);
 }
 
 void ReadBatch::set_parts(std::size_t index, std::uint32_t parts) {
@@ -82,7 +101,7 @@ void ReadBatch::set_parts(std::size_t index, std::uint32_t parts) {
 }
 
 void ReadBatch::complete_part(std::size_t index, std::uint64_t bytes, int error_number, const std::string& message) {
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   HEADRACE_EXPECT(index < statuses_.size() && parts_left_[index] != 0, UsageError,
                   "a part of request " + std::to_string(index) + " completed after the request or does not exist");
   ReadStatus& status = statuses_[index];
@@ -92,7 +111,7 @@ void ReadBatch::complete_part(std::size_t index, std::uint64_t bytes, int error_
     status.error_number = error_number;
     status.message = message;
   }
-  if (--parts_left_[index] == 0 && --remaining_ == 0) done_.notify_all();
+  if (--parts_left_[index] == 0) finish_request(index, lock);
 }
 
 std::vector<ReadStatus> Backend::read(std::vector<ReadRequest> requests) {

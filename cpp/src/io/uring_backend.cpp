@@ -172,7 +172,7 @@ std::string UringBackend::Ring::describe() const {
 }
 
 std::shared_ptr<ReadBatch> UringBackend::Ring::submit(std::vector<ReadRequest> requests) {
-  auto batch = std::make_shared<ReadBatch>(requests.size());
+  auto batch = std::make_shared<ReadBatch>(std::span<ReadRequest>(requests));
   auto tasks = detail::plan_reads(requests, file_.size_bytes, settings_.task_size_bytes, path_, *batch);
   if (!tasks.empty()) {
     {

@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <ostream>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,7 +137,7 @@ class DeviceMirror final : public Backend {
     for (auto& r : device_requests)
       r.destination = reinterpret_cast<void*>(mirror.pointer() + (static_cast<std::byte*>(r.destination) - low));
     const auto statuses = inner_->read(device_requests);
-    auto batch = std::make_shared<ReadBatch>(requests.size());
+    auto batch = std::make_shared<ReadBatch>(std::span<ReadRequest>(requests));
     for (std::size_t i = 0; i < requests.size(); ++i) {
       if (statuses[i].bytes_read > 0)
         gpu::copy_to_host(requests[i].destination, reinterpret_cast<std::uintptr_t>(device_requests[i].destination),
@@ -378,6 +381,28 @@ TEST_P(BackendConformance, PastEndOfFileFailsOnlyThatRequest) {
   EXPECT_NE(beyond.message.find("offset " + std::to_string(file_bytes + 10)), std::string::npos) << beyond.message;
 
   EXPECT_THROW(batch->check(), TruncatedFileError);
+}
+
+// A request's on_landed runs once it was read whole, with its bytes in place, before the batch is done;
+// never for a request that failed.
+TEST_P(BackendConformance, OnLandedRunsOncePerRequestReadWholeBeforeTheBatchIsDone) {
+  std::vector<std::byte> buffer;
+  auto requests = requests_of(place({{0, 1000}, {5000, 3 * task_bytes}, {file_bytes + 10, 5}}, buffer, nullptr));
+  std::array<std::atomic<int>, 3> landed{}, intact{};
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    const ReadRequest r = requests[i];
+    requests[i].on_landed = [&, i, r] {
+      ++landed[i];
+      if (std::memcmp(r.destination, contents_->data() + r.file_offset, r.size_bytes) == 0) ++intact[i];
+    };
+  }
+  const auto batch = backend_->submit(requests);
+  batch->wait();
+  EXPECT_EQ(landed[0], 1);
+  EXPECT_EQ(landed[1], 1);
+  EXPECT_EQ(landed[2], 0);  // past the end of the file: failed
+  EXPECT_EQ(intact[0], 1);
+  EXPECT_EQ(intact[1], 1);
 }
 
 TEST_P(BackendConformance, MissingPathThrowsFileNotFound) {

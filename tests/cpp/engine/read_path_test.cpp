@@ -161,6 +161,46 @@ TEST(ReadPath, BothLanesStageAndDecodeAHalfCachedSeries) {
   EXPECT_LT(first_from_disk.queue_wait_s, last_cached.queue_wait_s);
 }
 
+// The page cache's reads are hashed by the threads that read them; a chunk changed on disk (here, in the
+// page cache) still fails by its checksum, and only that chunk.
+TEST(ReadPath, ACorruptChunkReadFromThePageCacheFailsByItsChecksum) {
+  testing::TempDirectory dir;
+  const std::string path = dir.file("series.hrc");
+  testing::write_particles(path, 1, 20000, format::CodecId::none, 32 << 10);
+  const auto container = format::Container::open(path);
+  const auto chunks = container.chunks_of(0, 0);
+  ASSERT_GT(chunks.size(), 3u);
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    const char flipped = 0x5A;
+    ASSERT_EQ(::pwrite(fd, &flipped, 1, static_cast<off_t>(chunks[2].offset + 100)), 1);
+    ::close(fd);
+  }
+  if (!io::PageCacheResidency(path).fully_resident(0, std::filesystem::file_size(path)))
+    GTEST_SKIP() << "the file is not in the page cache";
+  Queue queue(read_path());
+  const FileId file = queue.add_file(path);
+  std::vector<float> out(20000 * 8);
+  std::vector<RequestId> ids;
+  for (const auto& chunk : chunks)
+    ids.push_back(queue.enqueue(queue::chunk_request(
+        file, chunk, {MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data() + chunk.first_element * 8), chunk.raw_size})));
+  const FenceId fence = queue.enqueue_signal();
+  queue.submit();
+  queue.wait(fence);
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const RequestStatus status = queue.status(ids[i]);
+    EXPECT_EQ(status.source, ReadSource::page_cache) << i;
+    if (i == 2) {
+      EXPECT_EQ(status.state, RequestState::failed);
+      EXPECT_NE(status.message.find("expected checksum"), std::string::npos) << status.message;
+    } else {
+      EXPECT_EQ(status.state, RequestState::done) << i << ": " << status.message;
+    }
+  }
+  EXPECT_EQ(queue.stats().checksums_checked, ids.size() - 1);  // the ones that passed
+}
+
 TEST(ReadPath, BypassReadsEverythingFromTheDiskAndUseEverythingBuffered) {
   testing::RawFile raw(512 << 10);
   if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;

@@ -26,6 +26,8 @@ struct ChunkCheck {
   std::uint64_t stored_size = 0;
   std::optional<std::uint64_t> checksum;  // xxh3-64 of the stored bytes; checked when given and `verify`
   bool verify = true;
+  // xxh3-64 of the stored bytes, computed as they were read: compared instead of hashing them again.
+  std::optional<std::uint64_t> landed_sum;
   format::CodecId codec = format::CodecId::none;
   std::byte* decode_into = nullptr;  // CPU-decode raw_size bytes here; null: no CPU decoding
   std::uint64_t raw_size = 0;

@@ -6,9 +6,11 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,9 @@ struct ReadRequest {
   std::uint64_t file_offset = 0;
   std::uint64_t size_bytes = 0;
   void* destination = nullptr;  // host memory of at least size_bytes, any alignment (cufile: a CUdeviceptr)
+  // Runs once the request was read whole without error, in the thread that read its last part, before
+  // the batch counts it done: work on the bytes while they are in that core's cache (a checksum).
+  std::function<void()> on_landed;
 };
 
 struct ReadStatus {
@@ -46,6 +51,8 @@ struct ReadStatus {
 class ReadBatch {
  public:
   explicit ReadBatch(std::size_t request_count);
+  // Takes each request's on_landed (and its size, to know it was read whole).
+  explicit ReadBatch(std::span<ReadRequest> requests);
   [[nodiscard]] bool is_done() const;
   void wait() const;
   // Waits, then returns one status per request, in request order.
@@ -62,8 +69,13 @@ class ReadBatch {
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable done_;
+  // The request is read (its last part landed): runs its on_landed without the lock, then counts it.
+  void finish_request(std::size_t index, std::unique_lock<std::mutex>& lock);
+
   std::vector<ReadStatus> statuses_;
   std::vector<std::uint32_t> parts_left_;
+  std::vector<std::function<void()>> landed_;  // empty, or one per request
+  std::vector<std::uint64_t> sizes_;           // with landed_
   std::size_t remaining_;
 };
 

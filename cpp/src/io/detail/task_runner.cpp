@@ -28,7 +28,7 @@ TaskRunner::TaskRunner(std::string path, std::uint64_t file_size_bytes, std::uin
       pool_(thread_count) {}
 
 std::shared_ptr<ReadBatch> TaskRunner::submit(std::vector<ReadRequest> requests) {
-  auto batch = std::make_shared<ReadBatch>(requests.size());
+  auto batch = std::make_shared<ReadBatch>(std::span<ReadRequest>(requests));
   for (const ReadTask& task : plan_reads(requests, file_size_bytes_, task_size_bytes_, path_, *batch)) {
     pool_.submit([this, task, batch](unsigned worker_index) {
       TaskOutcome outcome;
