@@ -50,10 +50,11 @@ void Queue::Impl::hash_as_they_land_locked(const std::vector<RequestId>& ids, io
     const std::byte* bytes;
     std::uint64_t size;
   };
+  if (!options_.verify_checksums) return;
   std::vector<std::vector<Landing>> by_read(joined.reads.size());
   for (std::size_t k = 0; k < ids.size(); ++k) {
     Entry& entry = book_.entry(ids[k]);
-    if (!entry.request.checksum || !options_.verify_checksums) continue;
+    if (!entry.request.checksum) continue;
     const auto [read, offset] = joined.carried_by[k];
     by_read[read].push_back({&entry.plan, static_cast<const std::byte*>(joined.reads[read].destination) + offset,
                              entry.request.stored_size});

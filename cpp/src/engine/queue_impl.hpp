@@ -67,7 +67,6 @@ enum class Route : std::uint8_t {
 // ring reuses space in order, and a finisher takes its flights in order) and the disk never idles
 // while one is copied. GPU decoding stays in the disk lane: its scratch twin mirrors the disk ring.
 enum Lane : std::size_t { disk_lane, cache_lane, lanes };
-[[nodiscard]] constexpr const char* lane_name(Lane lane) { return lane == disk_lane ? "disk" : "page cache"; }
 
 // What the engine keeps per request beside its bookkeeping.
 struct Plan {

@@ -15,6 +15,11 @@ from headrace.settings import KNOBS, QUEUE_OPTIONS
 
 __all__ = ["add_option_arguments", "given_options"]
 
+
+def _queue_names(queue: bool, skip: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(name for name in QUEUE_OPTIONS if name not in skip) if queue else ()
+
+
 def _add(group: argparse._ArgumentGroup, cls: type, defaults: Any, name: str) -> None:
     default = getattr(defaults, name)
     flag = "--" + name.replace("_", "-")
@@ -34,9 +39,8 @@ def add_option_arguments(parser: argparse.ArgumentParser, *, queue: bool = True,
     own flag for it)."""
     if queue:
         group = parser.add_argument_group("engine options (docs/settings.md)")
-        for name in QUEUE_OPTIONS:
-            if name not in skip:
-                _add(group, _ext.QueueOptions, _ext.QueueOptions(), name)
+        for name in _queue_names(queue, skip):
+            _add(group, _ext.QueueOptions, _ext.QueueOptions(), name)
     group = parser.add_argument_group("I/O knobs of the backends (docs/settings.md)")
     for name in KNOBS:
         _add(group, _ext.Settings, _ext.Settings(), name)
@@ -44,5 +48,5 @@ def add_option_arguments(parser: argparse.ArgumentParser, *, queue: bool = True,
 
 def given_options(args: argparse.Namespace, *, queue: bool = True, skip: tuple[str, ...] = ("device",)) -> dict[str, Any]:
     """The options (with ``queue``) and knobs given on the command line, by name (as added above)."""
-    names = (tuple(n for n in QUEUE_OPTIONS if n not in skip) if queue else ()) + KNOBS
+    names = _queue_names(queue, skip) + KNOBS
     return {name: getattr(args, name) for name in names if getattr(args, name, None) is not None}
