@@ -1,5 +1,6 @@
-"""The user-level benchmark's arithmetic on the CPU: medians, the ratio per round against KvikIO's better
-mode of that round, and the effect of a reader's position in the turned order."""
+"""The user-level benchmark's arithmetic on the CPU: medians, the ratio per round against KvikIO's best
+mode (by medians) and against its better mode of each round, and the effect of a reader's position in
+the turned order."""
 
 from __future__ import annotations
 
@@ -13,19 +14,21 @@ def measurement(case: str, gbps: float, r: int, position: int) -> Measurement:
     return Measurement(case, int(gbps * 1e9), [1.0], "cold", "drop", {"state": "cold", "round": r, "position": position})
 
 
-def test_the_paired_ratio_takes_kvikios_better_mode_of_each_round_and_positions_are_compared():
+def test_the_paired_ratio_takes_kvikios_best_mode_and_positions_are_compared():
     # Round 0: headrace first; round 1: KvikIO POSIX first; round 2: KvikIO cuFile first.
     rows = [measurement("headrace defaults", 2.0, 0, 0), measurement("kvikio posix", 1.8, 0, 1),
             measurement("kvikio cufile", 2.2, 0, 2),
             measurement("kvikio posix", 2.0, 1, 0), measurement("kvikio cufile", 1.6, 1, 1),
             measurement("headrace defaults", 2.4, 1, 2),
-            measurement("kvikio cufile", 2.0, 2, 0), measurement("headrace defaults", 2.2, 2, 1),
+            measurement("kvikio cufile", 2.1, 2, 0), measurement("headrace defaults", 2.2, 2, 1),
             measurement("kvikio posix", 2.2, 2, 2)]
     cold = summarize(rows, h2d=50.0, disk=2.0, reopen={})["cold"]
     assert cold["headrace_median_gbps"] == pytest.approx(2.2)
-    assert cold["kvikio_best_mode"] == "kvikio posix" or cold["kvikio_best_mode"] == "kvikio cufile"
-    assert cold["x_kvikio"] == pytest.approx(2.2 / 2.0)
-    assert cold["x_kvikio_paired"] == pytest.approx([2.0 / 2.2, 2.4 / 2.0, 2.2 / 2.2])
-    assert cold["x_kvikio_paired_median"] == pytest.approx(1.0)
+    assert cold["kvikio_best_mode"] == "kvikio cufile"  # medians 2.1 against POSIX's 2.0
+    assert cold["x_kvikio"] == pytest.approx(2.2 / 2.1)
+    assert cold["x_kvikio_paired"] == pytest.approx([2.0 / 2.2, 2.4 / 1.6, 2.2 / 2.1])
+    assert cold["x_kvikio_paired_median"] == pytest.approx(2.2 / 2.1)
+    # Round 1's better mode is POSIX (2.0), round 2's POSIX (2.2): the larger of two passes.
+    assert cold["x_kvikio_paired_round_best_median"] == pytest.approx(1.0)
     assert cold["x_disk"] == pytest.approx(1.1)
     assert set(cold["position_effect"]) == {0, 1, 2}

@@ -160,7 +160,11 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     io::Backend* backend = list % ways == cufile_way ? static_cast<io::Backend*>(file.cufile.get())
                            : list % ways == direct_way ? &file.reads->backend(io::ReadRoute::direct)
                                                        : &file.reads->backend(io::ReadRoute::cached);
-    auto joined = io::coalesce_reads(reads[list], staged[list], {.file_size = backend->file_size()});
+    io::CoalescingLimits limits{.file_size = backend->file_size()};
+    // A joined read larger than the backend's task is split across its threads, and the thread
+    // landing last would hash every chunk of it alone: the page cache's reads join up to one task.
+    if (lane == cache_lane) limits.max_read_bytes = options_.io.task_size_bytes;
+    auto joined = io::coalesce_reads(reads[list], staged[list], limits);
     if (lane == cache_lane) hash_as_they_land_locked(read_ids[list], joined);
     for (auto [read, offset] : joined.carried_by) flight.carried_by.emplace_back(reads_before + read, offset);
     reads_before += joined.reads.size();

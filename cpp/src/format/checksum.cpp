@@ -4,9 +4,36 @@
 #include <xxhash.h>
 
 namespace headrace::format {
+namespace xxh3 {
+// The wider instruction sets' builds (xxh3/*.cpp), chosen at run time: the same sums, faster.
+std::uint64_t hash_avx2(const void* bytes, std::size_t size) noexcept;
+std::uint64_t hash_avx512(const void* bytes, std::size_t size) noexcept;
 
-std::uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept {
-  return XXH3_64bits(bytes.data(), bytes.size());
+std::uint64_t hash_baseline(const void* bytes, std::size_t size) noexcept { return XXH3_64bits(bytes, size); }
+}  // namespace xxh3
+
+namespace {
+
+std::vector<Xxh3Kernel> supported_kernels() {
+  std::vector<Xxh3Kernel> kernels;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", xxh3::hash_avx512});
+  if (__builtin_cpu_supports("avx2")) kernels.push_back({"avx2", xxh3::hash_avx2});
+  kernels.push_back({"sse2", xxh3::hash_baseline});
+  return kernels;
 }
+
+const Xxh3Kernel& fastest() {
+  static const Xxh3Kernel kernel = supported_kernels().front();
+  return kernel;
+}
+
+}  // namespace
+
+std::vector<Xxh3Kernel> xxh3_kernels() { return supported_kernels(); }
+
+const char* xxh3_instruction_set() noexcept { return fastest().instruction_set; }
+
+std::uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept { return fastest().hash(bytes.data(), bytes.size()); }
 
 }  // namespace headrace::format

@@ -229,6 +229,46 @@ TEST(QueueGpu, AFileClosesRightAfterItsCopiesAreIssued) {
   EXPECT_EQ(queue.stats().requests.done, raw.bytes.size() / piece);
 }
 
+// The page cache's reads into staging are hashed by the threads that read them, so one read must not
+// outgrow a backend task (the thread landing last would hash the whole read alone): small chunks join
+// up to one task, and every chunk is still checked once and lands right.
+TEST(QueueGpu, ThePageCachesReadsJoinUpToOneTaskAndEachChunkIsCheckedOnce) {
+  SKIP_WITHOUT_GPU();
+  testing::TempDirectory dir;
+  const std::string path = dir.file("small-chunks.hrc");
+  constexpr std::uint64_t count = 40000;
+  testing::write_particles(path, 1, count, CodecId::none, 8 << 10);
+  const auto container = format::Container::open(path);
+  const auto chunks = container.chunks_of(0, 0);
+  std::uint64_t stored = 0;
+  for (const auto& chunk : chunks) stored += chunk.stored_size;
+  const auto file_bytes = testing::read_file(path);  // and in the page cache now
+  gpu::Device device(0);
+  QueueOptions options = gpu_options();
+  options.backend.reset();          // the read path: these reads take the page cache's lane
+  options.staging_bytes = 8 << 20;  // its flights up to 512 KiB, eight tasks of 64 KiB
+  options.max_batch = 256;
+  Queue queue(options);
+  const FileId file = queue.add_file(path);
+  gpu::DeviceBuffer out(count * 32);
+  std::vector<RequestId> ids;
+  for (const auto& chunk : chunks) ids.push_back(queue.enqueue(device_chunk(file, chunk, out.pointer() + chunk.first_element * 32)));
+  queue.submit();
+  queue.drain();
+  for (const RequestId id : ids) {
+    const auto status = queue.status(id);
+    ASSERT_EQ(status.state, RequestState::done) << status.message;
+    EXPECT_EQ(status.source, ReadSource::page_cache);
+  }
+  const auto host = to_host(out);
+  for (const auto& chunk : chunks)
+    ASSERT_EQ(0, std::memcmp(host.data() + chunk.first_element * 32, file_bytes.data() + chunk.offset, chunk.raw_size));
+  const auto stats = queue.stats();
+  EXPECT_GE(stats.backend_reads, (stored + options.io.task_size_bytes - 1) / options.io.task_size_bytes);
+  EXPECT_LT(stats.backend_reads, ids.size());  // small chunks still join
+  EXPECT_EQ(stats.checksums_checked, ids.size());
+}
+
 // nvCOMP trusts its input (a truncated zstd frame makes its kernel read wild addresses, which
 // compute-sanitizer shows and which kills the context): the host checks every chunk first.
 TEST(QueueGpu, CorruptChunkFailsByItsLabelBeforeTheGpuDecoderSeesIt) {

@@ -4,9 +4,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace headrace::format {
 
 [[nodiscard]] std::uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept;
+
+// The library's XXH3 built for one instruction set: every one gives the same sums.
+struct Xxh3Kernel {
+  const char* instruction_set;  // "avx512", "avx2" or "sse2"
+  std::uint64_t (*hash)(const void* bytes, std::size_t size) noexcept;
+};
+// The builds this CPU runs, fastest first; xxh3_64 uses the first.
+[[nodiscard]] std::vector<Xxh3Kernel> xxh3_kernels();
+[[nodiscard]] const char* xxh3_instruction_set() noexcept;
 
 }  // namespace headrace::format

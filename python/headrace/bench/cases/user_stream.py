@@ -11,7 +11,8 @@ order turned by one each round (a disk that serves the second reader of a pair b
   CuPy's stream), the clock from the ``stream()`` call until CuPy's stream has passed the last frame;
 - KvikIO: ``CuFile.pread`` of the container's data region into one CuPy buffer (16 threads, 16 MiB
   tasks), in its POSIX compatibility mode and, where cuFile registers the file, its cuFile mode; its
-  best mode per state is the peer (medians), and per round its better mode (the paired ratio).
+  best mode per state is the peer (medians; per round, the paired ratio), beside its better mode of
+  each round (biased toward KvikIO: the larger of two noisy passes).
 
 Then a stream opened again over the hot file (its first frame's time against the frame's bytes at the
 round's hot rate), and, with ``--small``, 10,000 small frames through one stream (the last thousand
@@ -225,15 +226,20 @@ def summarize(results: list[Measurement], h2d: float, disk: float | None, reopen
         }
         if best_peer:
             entry["x_kvikio"] = medians[name] / peers[best_peer]
-            # Per round: ours over KvikIO's better mode of that round (same cache state, minutes apart).
-            paired = []
+            # Per round, same cache state, minutes apart: ours over KvikIO's best mode (by medians), and
+            # over the better of its modes in that round. The second is biased against us: the larger of
+            # two noisy passes over the same disk beats either one's typical pass.
+            paired, paired_round_best = [], []
             for r in sorted({m.parameters["round"] for m in rows}):
                 of_round = {m.case: m.best_gbps for m in rows if m.parameters["round"] == r}
                 theirs = [v for case, v in of_round.items() if case.startswith("kvikio")]
+                if name in of_round and best_peer in of_round:
+                    paired.append(of_round[name] / of_round[best_peer])
                 if name in of_round and theirs:
-                    paired.append(of_round[name] / max(theirs))
+                    paired_round_best.append(of_round[name] / max(theirs))
             entry["x_kvikio_paired"] = paired
             entry["x_kvikio_paired_median"] = statistics.median(paired)
+            entry["x_kvikio_paired_round_best_median"] = statistics.median(paired_round_best)
             by_position: dict[int, list[float]] = {}
             for m in rows:
                 by_position.setdefault(m.parameters["position"], []).append(m.best_gbps / medians[m.case])
