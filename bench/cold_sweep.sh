@@ -42,6 +42,19 @@ unpinned() {
   done
 }
 
+unpinnedsweep() {
+  # A hot file not page-locked under settings of the page cache's lane (checksums, read threads, task
+  # size, checksum threads): which one moves its rate against KvikIO POSIX on the same hot file?
+  local config
+  for config in "" "HEADRACE_VERIFY_CHECKSUMS=off" "HEADRACE_THREADS=32" "HEADRACE_THREADS=8" \
+                "HEADRACE_TASK_SIZE_BYTES=1048576" "HEADRACE_TASK_SIZE_BYTES=16777216" "HEADRACE_DECODE_THREADS=4"; do
+    echo "-- ${config:-defaults}"
+    (for assignment in $config; do export "${assignment?}"; done; within 100 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-4}" \
+      --states hot --kvikio-modes posix --options '{"pin_files": "off"}' \
+      --out "$OUT/unpinnedsweep-$(echo "${config:-defaults}" | tr -dc 'A-Z0-9')" | grep -E "x_kvikio\"|paired_median\"|median_gbps\"" -A0)
+  done
+}
+
 halfsweep() {
   # The half-cached state under settings that take CPU from the page cache's lane (its read threads,
   # the checksum threads): does the disk's lane slow down when every core copies or hashes?

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/user_stream_on_device.sh setup build udev data user
-#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned fresh halfprobe diskqueue hotprobe)
+#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned unpinnedsweep fresh halfprobe diskqueue hotprobe)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
 source "$(dirname "$0")/device_session.sh"
