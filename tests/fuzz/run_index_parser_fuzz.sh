@@ -8,9 +8,12 @@ seconds=${3:-20}
 mkdir -p "$build_dir/corpus"
 binary=$build_dir/index_parser_fuzz
 sources=("$source_dir"/tests/fuzz/index_parser_fuzz.cpp "$source_dir"/cpp/src/error.cpp "$source_dir"/cpp/src/format/*.cpp)
-if [[ ! -x $binary ]] || [[ -n $(find "${sources[@]}" "$source_dir/cpp/include" -newer "$binary" -print -quit) ]]; then
-  clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-    -I"$source_dir/cpp/include" "${sources[@]}" -o "$binary"
+xxh3_dir=$source_dir/cpp/src/format/xxh3  # each built for its instruction set, as CMakeLists.txt does
+if [[ ! -x $binary ]] || [[ -n $(find "${sources[@]}" "$xxh3_dir" "$source_dir/cpp/include" -newer "$binary" -print -quit) ]]; then
+  flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I"$source_dir/cpp/include")
+  clang++ "${flags[@]}" -mavx2 -c "$xxh3_dir/avx2.cpp" -o "$build_dir/xxh3_avx2.o"
+  clang++ "${flags[@]}" -mavx512f -c "$xxh3_dir/avx512.cpp" -o "$build_dir/xxh3_avx512.o"
+  clang++ "${flags[@]}" "${sources[@]}" "$build_dir/xxh3_avx2.o" "$build_dir/xxh3_avx512.o" -o "$binary"
 fi
 HEADRACE_FUZZ_WRITE_SEED=$build_dir/corpus/seed "$binary"
 "$binary" -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 -artifact_prefix="$build_dir/" "$build_dir/corpus"
