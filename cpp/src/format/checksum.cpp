@@ -12,9 +12,7 @@ std::uint64_t hash_avx512(const void* bytes, std::size_t size) noexcept;
 std::uint64_t hash_baseline(const void* bytes, std::size_t size) noexcept { return XXH3_64bits(bytes, size); }
 }  // namespace xxh3
 
-namespace {
-
-std::vector<Xxh3Kernel> supported_kernels() {
+std::vector<Xxh3Kernel> xxh3_kernels() {
   std::vector<Xxh3Kernel> kernels;
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f")) kernels.push_back({"avx512", xxh3::hash_avx512});
@@ -23,14 +21,14 @@ std::vector<Xxh3Kernel> supported_kernels() {
   return kernels;
 }
 
+namespace {
+
 const Xxh3Kernel& fastest() {
-  static const Xxh3Kernel kernel = supported_kernels().front();
+  static const Xxh3Kernel kernel = xxh3_kernels().front();
   return kernel;
 }
 
 }  // namespace
-
-std::vector<Xxh3Kernel> xxh3_kernels() { return supported_kernels(); }
 
 const char* xxh3_instruction_set() noexcept { return fastest().instruction_set; }
 

@@ -33,7 +33,7 @@ struct ReadRequest {
   void* destination = nullptr;  // host memory of at least size_bytes, any alignment (cufile: a CUdeviceptr)
   // Runs once the request was read whole without error, in the thread that read its last part, before
   // the batch counts it done: work on the bytes while they are in that core's cache (a checksum).
-  std::function<void()> on_landed;
+  std::function<void()> on_landed = {};
 };
 
 struct ReadStatus {

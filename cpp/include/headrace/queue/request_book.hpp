@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <queue>
 #include <span>
 #include <string>
@@ -214,23 +215,15 @@ class RequestBook {
   // True while a request of `file` is past its read with its GPU work under way (it finishes on its
   // own, and may still DMA from the file's page-locked pages).
   [[nodiscard]] bool copying_from(FileId file) {
-    advance_oldest_open();
-    for (RequestId r = oldest_open_; r < end_id(); ++r) {
-      const Entry& e = entry(r);
-      if (e.request.file == file && e.status.state == RequestState::copying) return true;
-    }
-    return false;
+    return first_open_of(file, [](const Entry& e) { return e.status.state == RequestState::copying; }).has_value();
   }
 
   // Throws UsageError naming the first unfinished request that reads `file`.
   void expect_unread(FileId file, const std::string& path) {
-    advance_oldest_open();
-    for (RequestId r = oldest_open_; r < end_id(); ++r) {
-      const Entry& e = entry(r);
-      HEADRACE_EXPECT(e.status.finished() || e.request.file != file, UsageError,
-                      path + ": cannot be closed while request " + std::to_string(r) +
-                          " reads it; cancel or wait for its requests first");
-    }
+    const auto reader = first_open_of(file, [](const Entry& e) { return !e.status.finished(); });
+    HEADRACE_EXPECT(!reader, UsageError,
+                    path + ": cannot be closed while request " + std::to_string(reader.value_or(0)) +
+                        " reads it; cancel or wait for its requests first");
   }
 
   // The request is done, failed or cancelled: it counts, and the fences it closes fire.
@@ -372,6 +365,16 @@ class RequestBook {
     }
   }
 
+  // The oldest request not yet retired that reads `file` and matches `matches`.
+  template <class Predicate>
+  [[nodiscard]] std::optional<RequestId> first_open_of(FileId file, Predicate matches) {
+    advance_oldest_open();
+    for (RequestId r = oldest_open_; r < end_id(); ++r) {
+      const Entry& e = entry(r);
+      if (e.request.file == file && matches(e)) return r;
+    }
+    return std::nullopt;
+  }
   void advance_oldest_open() {
     oldest_open_ = std::max(oldest_open_, first_id_);
     while (oldest_open_ < end_id() && entry(oldest_open_).status.finished()) ++oldest_open_;
