@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/user_stream_on_device.sh setup build udev data user
-#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned unpinnedsweep fresh halfprobe diskqueue hotprobe)
+#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned unpinnedsweep fresh halfprobe diskqueue hotprobe
+#    timeline stagingmem copystreams)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -97,6 +98,24 @@ diskqueue() {
   # How each reader keeps the disk busy in a cold pass: the block device's counters around each.
   within 240 python3 bench/disk_queue_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}" \
     --options '{"staging_bytes": 1073741824}' '{"cache_policy": "use"}' 
+}
+
+timeline() {
+  # One pass flight by flight (Queue.flight_timeline): the page cache's lane of a file not page-locked
+  # (default staging, 1 GiB, no checksums), and the disk's lane cold.
+  within 300 python3 bench/flight_timeline_probe.py "$work/particles.hrc" --states hot,cold --out "$OUT/timeline" \
+    --options '{"pin_files": "off"}' '{"pin_files": "off", "staging_bytes": 1073741824}' \
+      '{"pin_files": "off", "verify_checksums": false}'
+}
+
+stagingmem() {
+  # Which page-locked memory staging should be: time to make it, O_DIRECT reads into it.
+  within 200 python3 bench/staging_memory_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}"
+}
+
+copystreams() {
+  # Reads of the hot file and H2D copies at once: the copies on one stream or on several.
+  within 200 python3 bench/copy_streams_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}"
 }
 
 hotprobe() {

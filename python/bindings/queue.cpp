@@ -72,6 +72,22 @@ void bind_queue(nb::module_& m) {
       .def("to_dict", [](nb::handle self) { return fields_dict(self); })
       .def("__repr__", [](nb::handle self) { return fields_repr(self); });
 
+  nb::class_<engine::FlightRecord>(m, "FlightRecord",
+                                   "One flight of a queue and when each stage of it ended (seconds since the queue was made).")
+      .def_ro("number", &engine::FlightRecord::number)
+      .def_ro("lane", &engine::FlightRecord::lane, "0: the disk's, 1: the page cache's")
+      .def_ro("requests", &engine::FlightRecord::requests)
+      .def_ro("reads", &engine::FlightRecord::reads)
+      .def_ro("stored_bytes", &engine::FlightRecord::stored_bytes)
+      .def_ro("dispatched_s", &engine::FlightRecord::dispatched_s)
+      .def_ro("taken_s", &engine::FlightRecord::taken_s)
+      .def_ro("landed_s", &engine::FlightRecord::landed_s)
+      .def_ro("checked_s", &engine::FlightRecord::checked_s)
+      .def_ro("issued_s", &engine::FlightRecord::issued_s)
+      .def_ro("done_s", &engine::FlightRecord::done_s)
+      .def("to_dict", [](nb::handle self) { return fields_dict(self); })
+      .def("__repr__", [](nb::handle self) { return fields_repr(self); });
+
   nb::class_<queue::RequestSummary>(m, "RequestSummary", "A set of requests summed up (a frame, a batch).")
       .def_ro("requests", &queue::RequestSummary::requests)
       .def_ro("done", &queue::RequestSummary::done)
@@ -217,6 +233,7 @@ void bind_queue(nb::module_& m) {
       .def("wait_on_stream", &Queue::wait_on_stream, "fence"_a, "stream"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("drain", &Queue::drain, nb::call_guard<nb::gil_scoped_release>())
       .def("stats", &Queue::stats)
+      .def("flight_timeline", &Queue::flight_timeline, "the newest flights, oldest first: where a pass spends its time")
       .def("summarize", [](const Queue& q, const std::vector<queue::RequestId>& ids) { return q.summarize(ids); }, "requests"_a)
       .def("fallbacks", &Queue::fallbacks)
       .def_prop_ro("pinned_host_bytes", &Queue::pinned_host_bytes)

@@ -189,6 +189,12 @@ class Queue:
         """The queue's counters (``_ext.QueueStats``; bounded: no history)."""
         return self._native.stats()
 
+    def flight_timeline(self) -> list[Any]:
+        """The newest flights (up to 4096, oldest first; ``_ext.FlightRecord``): per flight its lane,
+        requests, reads and bytes, and when it was dispatched, taken by its lane's finisher, landed,
+        checked, issued to the GPU and done, in seconds since the queue was made."""
+        return self._native.flight_timeline()
+
     def fallbacks(self) -> list[str]:
         """The fallbacks taken so far, each once (``strict=True`` makes each an error instead)."""
         return self._native.fallbacks()

@@ -29,6 +29,27 @@ def test_chunks_land_in_host_arrays(codec_files, codec):
         assert stats.requests.raw_bytes == ds.raw_bytes
 
 
+def test_flight_timeline_accounts_for_every_request(codec_files):
+    paths, frames = codec_files
+    ds = headrace.open(paths["none"])
+    with headrace.Queue(staging_bytes=1 << 20) as q:  # the read path: both lanes may take flights
+        f = q.add_file(paths["none"])
+        out = [np.empty((30000, 8), np.float32) for _ in frames]
+        for t in range(len(frames)):
+            q.enqueue_chunks(f, ds, t, "particles", out[t])
+        q.submit()
+        q.drain()
+        timeline = q.flight_timeline()
+        stats = q.stats()
+    assert len(timeline) == stats.disk_lane_flights + stats.cache_lane_flights
+    assert sum(f.requests for f in timeline) == stats.requests.done
+    assert sum(f.stored_bytes for f in timeline) == stats.requests.stored_bytes
+    assert [f.number for f in timeline] == list(range(len(timeline)))
+    for f in timeline:
+        assert f.lane in (0, 1)
+        assert 0 < f.dispatched_s <= f.taken_s <= f.landed_s <= f.checked_s <= f.issued_s <= f.done_s
+
+
 def test_priority_cancel_and_status(tmp_path):
     data = np.random.default_rng(5).integers(0, 255, 64 * 4096, dtype=np.uint8)
     path = tmp_path / "raw.bin"

@@ -28,13 +28,14 @@ enum Way : std::size_t { cached_way, direct_way, cufile_way, ways };
 
 }  // namespace
 
-Lane Queue::Impl::plan_lane_locked(Entry& entry) const {
+Lane Queue::Impl::plan_lane_locked(Entry& entry, std::optional<io::ReadRoute> asked) const {
   const Request& r = entry.request;
   Plan& plan = entry.plan;
   // Where its bytes are (mincore, once per request): the page cache's lane takes what it holds and
   // what is DMA'd from page-locked files, but GPU decoding (the disk ring's scratch twin) and regions
   // larger than a quarter of its ring.
-  if (!plan.pinned() && plan.route != Route::cufile_copy) plan.read_route = files_[r.file].reads->route(r.offset, r.stored_size);
+  if (!plan.pinned() && plan.route != Route::cufile_copy)
+    plan.read_route = asked ? *asked : files_[r.file].reads->route(r.offset, r.stored_size);
   const bool cached = plan.pinned() || plan.read_route == io::ReadRoute::cached;
   const bool fits = !plan.needs_region() ||
                     staging_bytes_of(r, plan.route) <= rings_[cache_lane]->capacity_bytes() / 4;
@@ -174,6 +175,12 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
   }
   flight.ids.insert(flight.ids.end(), pinned_ids.begin(), pinned_ids.end());
   flight.pinned = pinned_ids.size();
+  flight.number = flights_sent_++;
+  FlightRecord& record = timeline_[flight.number % flight_timeline_capacity];
+  record = {.number = flight.number, .lane = static_cast<std::uint8_t>(lane),
+            .requests = static_cast<std::uint32_t>(flight.ids.size()), .reads = static_cast<std::uint32_t>(reads_before),
+            .stored_bytes = flight_bytes};
+  record.dispatched_s = seconds_since_made(Clock::now());
   lock.unlock();
   for (auto& [backend, requests] : batches) flight.batches.push_back(backend->submit(std::move(requests)));
   lock.lock();

@@ -42,6 +42,7 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
   std::vector<std::uint64_t> stored_sizes;
   {
     std::lock_guard lock(mutex_);
+    if (FlightRecord* record = flight_record_locked(flight.number)) record->taken_s = seconds_since_made(Clock::now());
     for (std::size_t i = 0; i < flight.carried_by.size(); ++i) stored_sizes.push_back(book_.entry(flight.ids[i]).request.stored_size);
   }
   // Waits for the flight's reads: a request's status is its share of the read that carried it.
@@ -50,6 +51,9 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
   std::vector<RequestId> host_work, device_work;
   {
     std::lock_guard lock(mutex_);
+    if (FlightRecord* record = flight_record_locked(flight.number)) {
+      record->landed_s = record->checked_s = record->issued_s = record->done_s = seconds_since_made(read_at);
+    }
     for (std::size_t i = flight.ids.size() - flight.pinned; i < flight.ids.size(); ++i) {
       const Entry& entry = book_.entry(flight.ids[i]);
       const std::uint64_t size = entry.plan.pinned_file->size_bytes(), offset = entry.request.offset;
@@ -87,7 +91,12 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
     }
   }
   finish_on_host(host_work);
-  finish_on_device(device_work);
+  if (!host_work.empty()) {
+    std::lock_guard lock(mutex_);
+    if (FlightRecord* record = flight_record_locked(flight.number))
+      record->checked_s = record->issued_s = record->done_s = seconds_since_made(Clock::now());
+  }
+  finish_on_device(device_work, flight.number);
 }
 
 // Checksums and CPU decoding of requests whose bytes pass the host (codec/chunk_checks.hpp). Returns
@@ -141,12 +150,14 @@ void Queue::Impl::finish_on_host(const std::vector<RequestId>& ids) {
   }
 }
 
-void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids) {
+void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight) {
   if (ids.empty()) return;
   std::vector<double> decode_seconds;
   const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
+  const auto checked_at = Clock::now();
   std::vector<RequestId> issued;
   auto completion = std::make_unique<Completion>();
+  completion->flight = flight;
   // The batch's events bracket its own work on the copy stream, and the completer sees batches in
   // the stream's order, with two finishers issuing.
   std::lock_guard issuing(issue_mutex_);
@@ -216,7 +227,12 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids) {
   } catch (const std::exception& error) {
     failure = error.what();
   }
+  const auto issued_at = Clock::now();
   std::lock_guard lock(mutex_);
+  if (FlightRecord* record = flight_record_locked(flight)) {
+    record->checked_s = seconds_since_made(checked_at);
+    record->issued_s = record->done_s = seconds_since_made(issued_at);
+  }
   if (!failure.empty()) {
     // The batch never reaches the completer: wait for what was issued, then fail it.
     stream_->synchronize();
@@ -276,6 +292,7 @@ void Queue::Impl::complete_loop() {
       else if (!decode_failures[i].empty()) finish_locked(id, RequestState::failed, decode_failures[i]);
       else finish_locked(id, RequestState::done, "");
     }
+    if (FlightRecord* record = flight_record_locked(completion->flight)) record->done_s = seconds_since_made(Clock::now());
   }
 }
 

@@ -313,9 +313,32 @@ void Queue::Impl::record_fence_locked(FenceId id, Book::Fence& fence) {
 }
 
 void Queue::Impl::submit() {
+  // Where each request's bytes are is asked without the lock: mincore takes milliseconds over a large
+  // frame (11 ms a GB), and the finishers and the completer need the lock meanwhile. A file's read
+  // path outlives its enqueued requests (close_file refuses while they wait).
+  struct Ask {
+    RequestId id;
+    const io::FileReadPath* reads;
+    std::uint64_t offset, size;
+    std::optional<io::ReadRoute> route;
+  };
+  std::vector<Ask> asks;
   {
     std::lock_guard lock(mutex_);
-    book_.submit([this](Entry& entry) -> std::size_t { return plan_lane_locked(entry); });
+    for (const RequestId id : book_.unsubmitted()) {
+      const Entry& entry = book_.entry(id);
+      if (entry.plan.pinned() || entry.plan.route == Route::cufile_copy) continue;
+      asks.push_back({id, files_[entry.request.file].reads.get(), entry.request.offset, entry.request.stored_size, {}});
+    }
+  }
+  for (Ask& ask : asks) ask.route = ask.reads->route(ask.offset, ask.size);
+  {
+    std::lock_guard lock(mutex_);
+    std::size_t next = 0;  // asks are in the book's order; requests enqueued since are asked now
+    book_.submit([&](RequestId id, Entry& entry) -> std::size_t {
+      while (next < asks.size() && asks[next].id < id) ++next;
+      return plan_lane_locked(entry, next < asks.size() && asks[next].id == id ? asks[next].route : std::nullopt);
+    });
     ++dispatch_events_;
   }
   work_.notify_all();
@@ -468,6 +491,21 @@ std::vector<std::string> Queue::Impl::fallbacks() const {
   return fallbacks_;
 }
 
+FlightRecord* Queue::Impl::flight_record_locked(std::uint64_t number) {
+  FlightRecord& record = timeline_[number % flight_timeline_capacity];
+  return record.number == number ? &record : nullptr;
+}
+
+std::vector<FlightRecord> Queue::Impl::flight_timeline() const {
+  std::lock_guard lock(mutex_);
+  const std::uint64_t kept = std::min<std::uint64_t>(flights_sent_, flight_timeline_capacity);
+  std::vector<FlightRecord> records;
+  records.reserve(kept);
+  for (std::uint64_t number = flights_sent_ - kept; number < flights_sent_; ++number)
+    records.push_back(timeline_[number % flight_timeline_capacity]);
+  return records;
+}
+
 void Queue::Impl::release_region_locked(Entry& entry) {
   if (!entry.plan.region) return;
   rings_[entry.plan.lane]->release(*entry.plan.region);
@@ -513,6 +551,7 @@ std::uintptr_t Queue::fence_event(FenceId fence) const { return impl_->fence_eve
 void Queue::wait_on_stream(FenceId fence, std::uintptr_t stream) const { impl_->wait_on_stream(fence, stream); }
 void Queue::drain() const { impl_->drain(); }
 QueueStats Queue::stats() const { return impl_->stats(); }
+std::vector<FlightRecord> Queue::flight_timeline() const { return impl_->flight_timeline(); }
 bool Queue::has_gpu() const noexcept { return impl_->has_gpu(); }
 std::uintptr_t Queue::copy_stream() const noexcept { return impl_->copy_stream(); }
 void Queue::make_current() const { impl_->make_current(); }

@@ -109,6 +109,7 @@ struct DecodeGroup {
 
 // A batch of GPU work: its requests are done once its event is.
 struct Completion {
+  std::uint64_t flight = 0;  // its flight's number (timeline)
   std::vector<RequestId> ids;
   std::vector<std::uint64_t> copied_bytes, decoded_bytes;  // per id: its share of the batch's times
   std::vector<DecodeGroup> groups;
@@ -136,6 +137,7 @@ class Queue::Impl {
   void wait_on_stream(FenceId fence, std::uintptr_t stream) const;
   void drain() const;
   QueueStats stats() const;
+  std::vector<FlightRecord> flight_timeline() const;
   bool has_gpu() const noexcept { return device_.has_value(); }
   std::uintptr_t copy_stream() const noexcept { return stream_ ? reinterpret_cast<std::uintptr_t>(stream_->handle()) : 0; }
   std::uint64_t pinned_host_bytes() const;
@@ -165,12 +167,16 @@ class Queue::Impl {
   // With the lock held: staging or direct bytes came back; wakes a dispatcher that waits for room.
   void room_freed_locked();
   void finish_locked(RequestId id, queue::RequestState state, std::string message);
+  // With the lock held: the flight's timeline record (nullptr once newer flights displaced it).
+  FlightRecord* flight_record_locked(std::uint64_t number);
+  double seconds_since_made(Clock::time_point t) const { return detail::seconds_between(made_at_, t); }
   // With the lock held, before reads_in_flight_ changes: the depth since the last change, integrated.
   void account_depth_locked();
 
   // ---- dispatch.cpp ----
-  // With the lock held, at submit: a request's read route and lane.
-  Lane plan_lane_locked(Entry& entry) const;
+  // With the lock held, at submit: a request's lane, and its read route (asked: where its bytes were
+  // found just before, without the lock; nullopt: ask the page cache now).
+  Lane plan_lane_locked(Entry& entry, std::optional<io::ReadRoute> asked) const;
   void dispatch_loop();
   void hash_as_they_land_locked(const std::vector<RequestId>& ids, io::CoalescedReads& joined);
   // With the lock held: sends one flight of the lane's pending requests; false when its first cannot
@@ -182,7 +188,7 @@ class Queue::Impl {
   void finish_flight(queue::Flight& flight);
   std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
   void finish_on_host(const std::vector<RequestId>& ids);
-  void finish_on_device(const std::vector<RequestId>& ids);
+  void finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight);
   void complete_loop();
   // Where a request's stored bytes are once read (or, pinned, where they always were), and the end of
   // the host buffer they lie in.
@@ -220,6 +226,9 @@ class Queue::Impl {
   Clock::time_point depth_changed_at_;
   double depth_seconds_ = 0;  // reads in flight integrated over time
   QueueStats stats_;          // dispatch counters (request totals come from the book)
+  const Clock::time_point made_at_ = Clock::now();
+  std::uint64_t flights_sent_ = 0;
+  std::vector<FlightRecord> timeline_ = std::vector<FlightRecord>(flight_timeline_capacity);  // by number % capacity
   bool stopping_ = false, dispatcher_done_ = false, finishers_done_ = false;
 
   std::thread dispatcher_, completer_;

@@ -295,6 +295,41 @@ TEST(Queue, SmallStagingMakesSubmissionsWaitAndStillDeliversEverything) {
   EXPECT_GT(queue.stats().staging_waits, 0u);
 }
 
+TEST(Queue, TheFlightTimelineAccountsForEveryFlightInStageOrderAndKeepsOnlyTheNewest) {
+  testing::RawFile file(std::size_t{4096} * 300);
+  auto options = small_options();
+  options.max_batch = 1;  // a flight per request
+  Queue queue(options);
+  const FileId id = queue.add_file(file.path);
+  std::vector<std::byte> out(file.bytes.size());
+  const std::size_t rounds = flight_timeline_capacity / 300 + 2;  // more flights than the timeline keeps
+  for (std::size_t round = 0; round < rounds; ++round) {
+    for (std::uint64_t offset = 0; offset < out.size(); offset += 4096)
+      queue.enqueue(range_request(id, offset, 4096, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data() + offset)));
+    queue.submit();
+    queue.drain();
+  }
+  EXPECT_EQ(out, file.bytes);
+  const auto timeline = queue.flight_timeline();
+  const std::uint64_t flights = queue.stats().disk_lane_flights + queue.stats().cache_lane_flights;
+  ASSERT_EQ(flights, rounds * 300);
+  ASSERT_EQ(timeline.size(), flight_timeline_capacity);
+  for (std::size_t k = 0; k < timeline.size(); ++k) {
+    const FlightRecord& f = timeline[k];
+    EXPECT_EQ(f.number, flights - flight_timeline_capacity + k);
+    EXPECT_EQ(f.requests, 1u);
+    EXPECT_EQ(f.reads, 1u);
+    EXPECT_EQ(f.stored_bytes, 4096u);
+    EXPECT_GT(f.dispatched_s, 0.0);
+    EXPECT_LE(f.dispatched_s, f.taken_s);
+    EXPECT_LE(f.taken_s, f.landed_s);
+    EXPECT_LE(f.landed_s, f.checked_s);
+    EXPECT_LE(f.checked_s, f.issued_s);
+    EXPECT_LE(f.issued_s, f.done_s);
+    if (k > 0) EXPECT_LE(timeline[k - 1].dispatched_s, f.dispatched_s);
+  }
+}
+
 TEST(Queue, DestroyingAQueueWithWorkInFlightIsSafe) {
   RawFile raw;
   std::vector<std::byte> out(256 * 4096, std::byte{0});

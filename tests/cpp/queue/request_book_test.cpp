@@ -58,7 +58,7 @@ TEST(Book, RequestsWaitInTheListTheOwnerPicksAndTheFirstListIsTheOneWhoseNextCom
   const RequestId a = book.add(request_of(1, 0), 0, false);
   const RequestId b = book.add(request_of(1, 0), 1, false);
   const RequestId urgent = book.add(request_of(1, 5), 1, false);
-  book.submit([](Book::Entry& entry) -> std::size_t { return static_cast<std::size_t>(entry.plan); });
+  book.submit([](RequestId, Book::Entry& entry) -> std::size_t { return static_cast<std::size_t>(entry.plan); });
   EXPECT_EQ(book.first_pending_list(), 1u);  // priority 5
   EXPECT_EQ(book.next_pending(1), urgent);
   book.pop_pending(1);

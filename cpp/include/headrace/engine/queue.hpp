@@ -122,6 +122,24 @@ struct QueueStats {
   std::uint64_t retained_requests = 0;  // whose status is still kept (bounded by status_history)
 };
 
+// One flight of the queue (the requests the dispatcher sent to backends at once) and when each of its
+// stages ended, in seconds since the queue was made. A stage the flight skipped (no GPU work: host
+// destinations; nothing left after a failed read) holds the time of the stage before it.
+struct FlightRecord {
+  std::uint64_t number = 0;  // the queue's count of flights before it
+  std::uint8_t lane = 0;     // 0: the disk's, 1: the page cache's (docs/engine.md, lanes)
+  std::uint32_t requests = 0, reads = 0;
+  std::uint64_t stored_bytes = 0;
+  double dispatched_s = 0;  // its reads handed to the backends
+  double taken_s = 0;       // its lane's finisher took it (after the flights before it)
+  double landed_s = 0;      // every read of it landed
+  double checked_s = 0;     // checksums checked, CPU decoding done
+  double issued_s = 0;      // its H2D copies and GPU decoding issued on the copy stream
+  double done_s = 0;        // its GPU work done (the completer saw its event), staging released
+};
+// Flights whose record a queue keeps (the newest): a timeline of one pass, bounded.
+inline constexpr std::size_t flight_timeline_capacity = 4096;
+
 class Queue {
  public:
   explicit Queue(QueueOptions options);
@@ -163,6 +181,8 @@ class Queue {
   void drain() const;
 
   [[nodiscard]] QueueStats stats() const;
+  // The newest flights (up to flight_timeline_capacity), oldest first: where a pass spends its time.
+  [[nodiscard]] std::vector<FlightRecord> flight_timeline() const;
   [[nodiscard]] bool has_gpu() const noexcept;
   [[nodiscard]] std::uintptr_t copy_stream() const noexcept;  // the CUstream the GPU work runs on
   // Makes the queue's GPU context current on the calling thread (for events on consumer streams).

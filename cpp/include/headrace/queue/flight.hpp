@@ -15,6 +15,7 @@
 namespace headrace::queue {
 
 struct Flight {
+  std::uint64_t number = 0;  // the queue's count of flights before it (its timeline record)
   // The requests read by backends, in the order of the reads that carry them (batch by batch), then
   // `pinned` requests that read nothing (their bytes are DMA'd from page-locked files).
   std::vector<RequestId> ids;

@@ -124,9 +124,9 @@ class RequestBook {
     return id;
   }
 
-  // Hands every enqueued (not cancelled) request to a pending list: list_of(entry) picks it (the owner
-  // may note in the entry's plan what it learnt choosing); without list_of, the first.
-  void submit(const std::function<std::size_t(Entry&)>& list_of = {}) {
+  // Hands every enqueued (not cancelled) request to a pending list: list_of(id, entry) picks it (the
+  // owner may note in the entry's plan what it learnt choosing); without list_of, the first.
+  void submit(const std::function<std::size_t(RequestId, Entry&)>& list_of = {}) {
     const auto now = Clock::now();
     for (const RequestId id : unsubmitted_) {
       Entry& e = entry(id);
@@ -137,10 +137,13 @@ class RequestBook {
       e.status.state = RequestState::submitted;
       e.submitted_at = now;
       --awaiting_submit_;
-      pending_.at(list_of ? list_of(e) : 0).push(id);  // stays listed
+      pending_.at(list_of ? list_of(id, e) : 0).push(id);  // stays listed
     }
     unsubmitted_.clear();
   }
+
+  // The enqueued requests submit() will list next, in enqueue order (some may be cancelled by then).
+  [[nodiscard]] const std::vector<RequestId>& unsubmitted() const noexcept { return unsubmitted_; }
 
   // An enqueued request of a fence waits for submit() (the host cannot wait for its fence's event yet).
   [[nodiscard]] bool unsubmitted_before(RequestId limit) const {
