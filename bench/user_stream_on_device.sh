@@ -2,7 +2,7 @@
 # Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/user_stream_on_device.sh setup build udev data user
 #   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned unpinnedsweep fresh halfprobe diskqueue hotprobe
-#    timeline stagingmem copystreams)
+#    timeline stagingmem copystreams freshcold)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -116,6 +116,11 @@ stagingmem() {
 copystreams() {
   # Reads of the hot file and H2D copies at once: the copies on one stream or on several.
   within 200 python3 bench/copy_streams_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}"
+}
+
+freshcold() {
+  # The first run of a script on a cold file: a new process per pass, staging in huge pages or not.
+  within 200 python3 bench/fresh_cold_pass.py "$work/particles.hrc" --rounds "${ROUNDS:-3}" --out "$OUT/freshcold"
 }
 
 hotprobe() {

@@ -159,6 +159,8 @@ void bind_queue(nb::module_& m) {
           "page-lock files for DMA from their pages: auto (cached whole, within pin_budget_bytes), on/True, off/False")
       .def_rw("pin_budget_bytes", &QueueOptions::pin_budget_bytes, "bytes auto keeps page-locked; 0: a quarter of the memory")
       .def_rw("verify_checksums", &QueueOptions::verify_checksums, "check each chunk's checksum (always before nvCOMP)")
+      .def_rw("staging_huge_pages", &QueueOptions::staging_huge_pages,
+              "pinned staging in transparent huge pages (made faster), else cuMemHostAlloc")
       .def_rw("stream_value_fences", &QueueOptions::stream_value_fences, "fire-and-forget fences (needs decode_on='cpu')")
       .def_rw("strict", &QueueOptions::strict, "every fallback fails instead of being taken and reported")
       .def_rw("status_history", &QueueOptions::status_history, "finished requests whose status is kept, at least 1,024")

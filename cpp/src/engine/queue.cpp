@@ -51,6 +51,7 @@ QueueOptions QueueOptions::from_environment() {
   if (auto v = environment("HEADRACE_DECODE_THREADS"))
     o.decode_threads = static_cast<unsigned>(std::min<std::uint64_t>(parse_unsigned("HEADRACE_DECODE_THREADS", *v), ~0u));
   if (auto v = environment("HEADRACE_VERIFY_CHECKSUMS")) o.verify_checksums = parse_bool("HEADRACE_VERIFY_CHECKSUMS", *v);
+  if (auto v = environment("HEADRACE_STAGING_HUGE_PAGES")) o.staging_huge_pages = parse_bool("HEADRACE_STAGING_HUGE_PAGES", *v);
   if (auto v = environment("HEADRACE_STRICT")) o.strict = parse_bool("HEADRACE_STRICT", *v);
   if (auto v = environment("HEADRACE_STATUS_HISTORY")) o.status_history = parse_unsigned("HEADRACE_STATUS_HISTORY", *v);
   if (auto v = environment("HEADRACE_MAX_DIRECT_BYTES")) o.max_direct_bytes = parse_unsigned("HEADRACE_MAX_DIRECT_BYTES", *v);
@@ -93,8 +94,8 @@ Queue::Impl::Impl(QueueOptions options)
                                    options_.strict};
   if (options_.backend) pins.forced_backend = io::to_string(*options_.backend);  // cufile reads, never DMA from pages
   pinned_files_.emplace(std::move(pins));
-  rings_[disk_lane].emplace(options_.staging_bytes, device_.has_value());
-  rings_[cache_lane].emplace(options_.page_cache_staging_bytes(), device_.has_value());
+  rings_[disk_lane].emplace(options_.staging_bytes, device_.has_value(), options_.staging_huge_pages);
+  rings_[cache_lane].emplace(options_.page_cache_staging_bytes(), device_.has_value(), options_.staging_huge_pages);
   dispatcher_ = std::thread([this] {
     use_context();  // the dispatcher's first staging region allocates the (pinned) ring
     dispatch_loop();
@@ -456,8 +457,7 @@ std::string Queue::Impl::describe() const {
             " (cached: posix threads=" + std::to_string(options_.io.threads) + ", uncached: " +
             (options_.cache_policy == io::CachePolicy::use ? "posix" : "uring O_DIRECT qd=" + std::to_string(options_.io.queue_depth)) + ")";
   }
-  text += " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB" +
-          (rings_[disk_lane]->pinned() ? " pinned" : " pageable") + " (+" +
+  text += " staging=" + std::to_string(options_.staging_bytes >> 20) + "MiB " + rings_[disk_lane]->memory_description() + " (+" +
           std::to_string(rings_[cache_lane]->capacity_bytes() >> 20) + "MiB for page-cache reads) batch=" +
           std::to_string(options_.max_batch);
   if (device_) {

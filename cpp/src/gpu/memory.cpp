@@ -48,18 +48,51 @@ PinnedBuffer::PinnedBuffer(std::size_t size_bytes) : size_bytes_(size_bytes) {
   data_ = static_cast<std::byte*>(memory);
 }
 
-PinnedBuffer::~PinnedBuffer() noexcept {
-  if (data_ != nullptr) driver()->cuMemFreeHost(data_);
+PinnedBuffer PinnedBuffer::of_huge_pages_if_possible(std::size_t size_bytes) {
+  const CudaDriver& api = require_driver();
+  std::string why_not;
+  auto memory = detail::HugePageMemory::make(size_bytes, why_not);
+  if (!memory) {
+    PinnedBuffer buffer(size_bytes);
+    buffer.how_ = "cuMemHostAlloc (no huge pages: " + why_not + ")";
+    return buffer;
+  }
+  check(api.cuMemHostRegister(memory->data(), memory->size_bytes(), memhostregister_portable), "cuMemHostRegister",
+        "pinned staging of " + std::to_string(memory->size_bytes()) + " bytes in huge pages");
+  PinnedBuffer buffer;
+  buffer.data_ = memory->data();
+  buffer.size_bytes_ = size_bytes;
+  buffer.huge_pages_ = std::move(*memory);
+  buffer.how_ = "huge pages";
+  return buffer;
 }
 
+void PinnedBuffer::free() noexcept {
+  if (data_ == nullptr) return;
+  if (huge_pages_.data() != nullptr) {
+    driver()->cuMemHostUnregister(data_);
+    huge_pages_ = detail::HugePageMemory();
+  } else {
+    driver()->cuMemFreeHost(data_);
+  }
+  data_ = nullptr;
+}
+
+PinnedBuffer::~PinnedBuffer() noexcept { free(); }
+
 PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_bytes_(std::exchange(other.size_bytes_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_bytes_(std::exchange(other.size_bytes_, 0)),
+      huge_pages_(std::move(other.huge_pages_)),
+      how_(std::move(other.how_)) {}
 
 PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) driver()->cuMemFreeHost(data_);
+    free();
     data_ = std::exchange(other.data_, nullptr);
     size_bytes_ = std::exchange(other.size_bytes_, 0);
+    huge_pages_ = std::move(other.huge_pages_);
+    how_ = std::move(other.how_);
   }
   return *this;
 }

@@ -5,14 +5,14 @@
 
 namespace headrace::staging {
 
-StagingRing::StagingRing(std::uint64_t capacity_bytes, bool pinned)
-    : capacity_(format::layout::align_up(capacity_bytes)), pinned_(pinned) {
+StagingRing::StagingRing(std::uint64_t capacity_bytes, bool pinned, bool huge_pages)
+    : capacity_(format::layout::align_up(capacity_bytes)), pinned_(pinned), huge_pages_(huge_pages) {
   HEADRACE_EXPECT(capacity_bytes > 0, UsageError, "staging capacity must be positive");
 }
 
 void StagingRing::allocate_memory_locked() {
   if (pinned_) {
-    pinned_memory_ = gpu::PinnedBuffer(capacity_);
+    pinned_memory_ = huge_pages_ ? gpu::PinnedBuffer::of_huge_pages_if_possible(capacity_) : gpu::PinnedBuffer(capacity_);
     base_ = pinned_memory_.data();
   } else {
     host_memory_ = detail::AlignedBuffer(capacity_);
@@ -64,6 +64,13 @@ void StagingRing::release(const Region& region) {
     }
     if (allocations_.empty()) head_ = 0;  // an empty ring starts over: no tail to skip
   }
+}
+
+std::string StagingRing::memory_description() const {
+  if (!pinned_) return "pageable";
+  std::lock_guard lock(mutex_);
+  if (base_ != nullptr) return "pinned, " + pinned_memory_.how();
+  return huge_pages_ ? "pinned, huge pages if the kernel gives them (made at the first read)" : "pinned, cuMemHostAlloc";
 }
 
 std::uint64_t StagingRing::in_use_bytes() const {

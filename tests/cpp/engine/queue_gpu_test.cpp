@@ -178,6 +178,35 @@ TEST(QueueGpu, EventFencesAskForSubmitBeforeAStreamWaitsThenWaitOnTheEvent) {
   EXPECT_EQ(std::memcmp(host.data(), expected.data(), out.size_bytes()), 0);
 }
 
+TEST(QueueGpu, StagingInHugePagesOrFromCuMemHostAllocDeliversTheSameBytesAndSaysWhichItIs) {
+  SKIP_WITHOUT_GPU();
+  const testing::RawFile raw(std::size_t{3} << 20, 13);
+  gpu::Device device(0);
+  for (const bool huge_pages : {true, false}) {
+    QueueOptions options = gpu_options();
+    options.staging_bytes = 4 << 20;  // two huge pages
+    options.staging_huge_pages = huge_pages;
+    Queue queue(options);
+    const FileId file = queue.add_file(raw.path);
+    gpu::DeviceBuffer out(raw.bytes.size());
+    fill(out, 0);
+    for (std::uint64_t offset = 0; offset < raw.bytes.size(); offset += 256 << 10)
+      queue.enqueue(device_range(file, offset, 256 << 10, out.pointer() + offset));
+    queue.submit();
+    queue.drain();
+    EXPECT_EQ(to_host(out), raw.bytes) << queue.describe();
+    const std::string described = queue.describe();
+    if (huge_pages) {
+      EXPECT_TRUE(described.find("pinned, huge pages") != std::string::npos ||
+                  described.find("pinned, cuMemHostAlloc (no huge pages: ") != std::string::npos)
+          << described;
+    } else {
+      EXPECT_NE(described.find("pinned, cuMemHostAlloc"), std::string::npos) << described;
+      EXPECT_EQ(described.find("huge pages"), std::string::npos) << described;
+    }
+  }
+}
+
 TEST(QueueGpu, CancelledRequestsNeverWriteAndNeighboursStayIntact) {
   SKIP_WITHOUT_GPU();
   const testing::RawFile raw(1 << 20, 9);

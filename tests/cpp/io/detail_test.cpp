@@ -12,6 +12,7 @@
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/byte_size.hpp"
 #include "headrace/detail/file_descriptor.hpp"
+#include "headrace/detail/huge_pages.hpp"
 #include "headrace/detail/memory_mapping.hpp"
 #include "headrace/detail/thread_pool.hpp"
 #include "headrace/error.hpp"
@@ -53,6 +54,37 @@ TEST(IoAlignedBuffer, IsAlignedAndMovesOwnership) {
   EXPECT_EQ(buffer.data(), nullptr);
   EXPECT_EQ(buffer.size_bytes(), 0u);
   EXPECT_EQ(detail::AlignedBuffer(0).data(), nullptr);
+}
+
+TEST(HugePageMemory, IsWholeHugePagesOrSaysWhyNot) {
+  std::string why_not;
+  auto memory = detail::HugePageMemory::make(5 << 20, why_not);  // rounded up to 6 MiB
+  if (!memory) {
+    // Transparent huge pages off, or memory fragmented: the reason names them, and nothing is left mapped.
+    EXPECT_NE(why_not.find("huge pages"), std::string::npos) << why_not;
+    GTEST_SKIP() << why_not;
+  }
+  EXPECT_EQ(memory->size_bytes(), std::size_t{6} << 20);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(memory->data()) % detail::huge_page_bytes, 0u);
+  const auto count = detail::huge_pages_of_mapping(memory->data());
+  ASSERT_TRUE(count.has_value());
+  EXPECT_EQ(count->huge_bytes, count->mapping_bytes);
+  EXPECT_GE(count->mapping_bytes, memory->size_bytes());
+  std::memset(memory->data(), 0x5a, memory->size_bytes());
+  std::byte* data = memory->data();
+  detail::HugePageMemory moved(std::move(*memory));
+  EXPECT_EQ(moved.data(), data);
+  EXPECT_EQ(memory->data(), nullptr);
+  EXPECT_EQ(moved.data()[moved.size_bytes() - 1], std::byte{0x5a});
+}
+
+TEST(HugePageMemory, MappingsAreFoundByAnyAddressInside) {
+  std::vector<std::byte> heap(1 << 20);
+  const auto count = detail::huge_pages_of_mapping(heap.data() + 4096);
+  ASSERT_TRUE(count.has_value());
+  EXPECT_GE(count->mapping_bytes, heap.size() - 4096);
+  EXPECT_LE(count->huge_bytes, count->mapping_bytes);
+  EXPECT_FALSE(detail::huge_pages_of_mapping(nullptr).has_value());  // page 0 is never mapped
 }
 
 TEST(IoFileDescriptor, MovesAndClosesOnce) {

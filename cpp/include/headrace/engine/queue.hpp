@@ -57,6 +57,10 @@ struct QueueOptions {
   Settings io = settings();  // knobs of the backends
   int device = -1;           // GPU ordinal for device destinations; -1: host destinations only
   std::uint64_t staging_bytes = default_staging_bytes;
+  // Pinned staging in transparent huge pages page-locked by the driver, made in a fraction of
+  // cuMemHostAlloc's time (the first read of a process waits for it), else cuMemHostAlloc (said in
+  // describe()).
+  bool staging_huge_pages = true;
   unsigned max_batch = 64;  // requests per backend submit
   // Bytes of reads in flight straight into host destinations (those bypass staging).
   std::uint64_t max_direct_bytes = std::uint64_t{256} << 20;

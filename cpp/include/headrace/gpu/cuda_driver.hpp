@@ -25,6 +25,7 @@ inline constexpr CUresult cuda_error_not_ready = 600;
 inline constexpr unsigned stream_non_blocking = 0x1;
 inline constexpr unsigned event_disable_timing = 0x2;
 inline constexpr unsigned memhostalloc_portable = 0x1;
+inline constexpr unsigned memhostregister_portable = 0x1;
 inline constexpr unsigned memhostregister_read_only = 0x8;
 inline constexpr unsigned stream_wait_value_geq = 0x0;
 inline constexpr unsigned stream_write_value_default = 0x0;

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
+#include "headrace/detail/huge_pages.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 
 namespace headrace::gpu {
@@ -30,7 +32,11 @@ class DeviceBuffer {
 class PinnedBuffer {
  public:
   PinnedBuffer() noexcept = default;
+  // cuMemHostAlloc.
   explicit PinnedBuffer(std::size_t size_bytes);
+  // Transparent huge pages page-locked by the driver (detail/huge_pages.hpp: made several times faster,
+  // read into as fast), else cuMemHostAlloc; how() says which, and why.
+  [[nodiscard]] static PinnedBuffer of_huge_pages_if_possible(std::size_t size_bytes);
   ~PinnedBuffer() noexcept;
   PinnedBuffer(PinnedBuffer&& other) noexcept;
   PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
@@ -39,10 +45,15 @@ class PinnedBuffer {
 
   [[nodiscard]] std::byte* data() const noexcept { return data_; }
   [[nodiscard]] std::size_t size_bytes() const noexcept { return size_bytes_; }
+  // "huge pages" or "cuMemHostAlloc" (with why not huge pages, when they were asked for).
+  [[nodiscard]] const std::string& how() const noexcept { return how_; }
 
  private:
+  void free() noexcept;
   std::byte* data_ = nullptr;
   std::size_t size_bytes_ = 0;
+  detail::HugePageMemory huge_pages_;  // registered with the driver; empty for cuMemHostAlloc's memory
+  std::string how_ = "cuMemHostAlloc";
 };
 
 // Copies device memory to host memory, synchronously (tests and checks).

@@ -12,6 +12,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string>
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/gpu/memory.hpp"
@@ -26,8 +27,9 @@ struct Region {
 
 class StagingRing {
  public:
-  // pinned: page-locked through the CUDA driver (needs a GPU); else 4096-aligned host memory.
-  StagingRing(std::uint64_t capacity_bytes, bool pinned);
+  // pinned: page-locked through the CUDA driver (needs a GPU), in transparent huge pages when
+  // huge_pages and the kernel gives them (gpu::PinnedBuffer); else 4096-aligned host memory.
+  StagingRing(std::uint64_t capacity_bytes, bool pinned, bool huge_pages = false);
   StagingRing(const StagingRing&) = delete;
   StagingRing& operator=(const StagingRing&) = delete;
 
@@ -40,6 +42,9 @@ class StagingRing {
 
   [[nodiscard]] std::uint64_t capacity_bytes() const noexcept { return capacity_; }
   [[nodiscard]] bool pinned() const noexcept { return pinned_; }
+  // "pageable", or how the pinned memory was made ("pinned, huge pages", "pinned, cuMemHostAlloc
+  // (no huge pages: why)"; before the first acquire, what will be tried).
+  [[nodiscard]] std::string memory_description() const;
   [[nodiscard]] std::uint64_t in_use_bytes() const;
   // capacity_bytes() once the first acquire allocated the memory, 0 before.
   [[nodiscard]] std::uint64_t allocated_bytes() const;
@@ -54,7 +59,7 @@ class StagingRing {
   void allocate_memory_locked();
 
   std::uint64_t capacity_;
-  bool pinned_;
+  bool pinned_, huge_pages_;
   gpu::PinnedBuffer pinned_memory_;
   detail::AlignedBuffer host_memory_;
   std::byte* base_ = nullptr;
