@@ -15,7 +15,8 @@ inline constexpr std::size_t huge_page_bytes = std::size_t{2} << 20;
 class HugePageMemory {
  public:
   // size_bytes rounded up to whole huge pages; nullopt, saying why in why_not, when the kernel did not
-  // back all of it with huge pages (transparent huge pages off, or no free 2 MiB runs of memory).
+  // back all of it with huge pages (transparent huge pages off, no free 2 MiB runs of memory, or a
+  // kernel without MADV_COLLAPSE, which says so).
   [[nodiscard]] static std::optional<HugePageMemory> make(std::size_t size_bytes, std::string& why_not);
 
   HugePageMemory() noexcept = default;
@@ -33,12 +34,5 @@ class HugePageMemory {
   std::byte* data_ = nullptr;  // 2 MiB-aligned, mapped exactly [data_, data_ + size_bytes_)
   std::size_t size_bytes_ = 0;
 };
-
-// Bytes of the mapping that holds address in huge pages, and its size (/proc/self/smaps); nullopt
-// when no mapping holds it.
-struct HugePageCount {
-  std::size_t mapping_bytes = 0, huge_bytes = 0;
-};
-[[nodiscard]] std::optional<HugePageCount> huge_pages_of_mapping(const void* address);
 
 }  // namespace headrace::detail
