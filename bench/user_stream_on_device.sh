@@ -38,6 +38,7 @@ data() {
     --particles 12500000 --frames 8 --seed 0 > /dev/null
   [[ -f $work/small.hrc ]] || python3 -m headrace generate particles "$work/small.hrc" \
     --particles 1000 --frames 2500 --seed 1 > /dev/null
+  sync
   ls -la "$work"
 }
 
@@ -59,6 +60,7 @@ render() {
   # beside ram-pinned, pread and vram (seed 000's algorithm 3; 128 KB chunks as in issue 7's files).
   [[ -f $work/p100m.hrc ]] || python3 -m headrace generate particles "$work/p100m.hrc" \
     --particles 100000000 --frames 1 --chunk-size 128000 > /dev/null
+  sync  # a file just written is still being written back: that would run beside the first frames
   within 240 python3 -m headrace bench particles "$work/p100m.hrc" --device 0 --grid \
     --methods auto,ram-pinned,pread,vram --batches 1000000 --segments 16 --cache hot --wall-seconds 0.5 \
     --out "$OUT/render-100m.csv" | tail -12
