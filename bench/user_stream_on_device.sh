@@ -2,7 +2,7 @@
 # Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/user_stream_on_device.sh setup build udev data user
 #   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned unpinnedsweep fresh halfprobe diskqueue hotprobe
-#    timeline stagingmem copystreams freshcold)
+#    timeline stagingmem copystreams freshcold renderbatch)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -123,6 +123,24 @@ copystreams() {
 freshcold() {
   # The first run of a script on a cold file: a new process per pass, staging in huge pages or not.
   within 200 python3 bench/fresh_cold_pass.py "$work/particles.hrc" --rounds "${ROUNDS:-3}" --out "$OUT/freshcold"
+}
+
+renderbatch() {
+  # The render loop's default method under flights of more requests (its 128 KB chunks from a
+  # page-locked file: max_batch requests a flight), the settings alternating, three runs each.
+  [[ -f $work/p100m.hrc ]] || { python3 -m headrace generate particles "$work/p100m.hrc" \
+    --particles 100000000 --frames 1 --chunk-size 128000 > /dev/null; sync; }
+  cat "$work/p100m.hrc" > /dev/null  # hot: an earlier phase may have dropped the caches
+  local i batch
+  for i in 1 2 3; do
+    for batch in 64 128 256; do
+      HEADRACE_MAX_BATCH=$batch within 60 python3 -m headrace bench particles "$work/p100m.hrc" --device 0 --grid \
+        --methods auto --batches 1000000 --segments 16 --cache hot --wall-seconds 0.5 --out "$OUT/render-batch$batch-$i.csv" > /dev/null
+      python3 -c "
+import csv
+for r in csv.DictReader(open('$OUT/render-batch$batch-$i.csv')): print('max_batch $batch run $i', r['method'], round(float(r['frame_seconds']) * 1e3, 1), 'ms; h2d', round(float(r['h2d_s_per_frame']) * 1e3, 1))"
+    done
+  done
 }
 
 hotprobe() {
