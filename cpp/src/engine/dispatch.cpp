@@ -97,14 +97,12 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
   std::vector<std::vector<RequestId>> read_ids(lists);
   std::vector<RequestId> pinned_ids;
   std::uint64_t flight_bytes = 0;
-  // max_batch bounds the requests of a backend submit; DMA from page-locked pages submits nothing, so
-  // those requests count only toward the flight's bytes (128 KB chunks: flights of 16 MiB, not 8).
-  std::size_t taken = 0, reads_taken = 0, dropped = 0;
+  std::size_t taken = 0, dropped = 0;
   staging::StagingRing& ring = *rings_[lane];
   // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
   // not hold all of its ring, or the disk would idle while it is checked: at most a quarter.
   const std::uint64_t flight_limit = std::max<std::uint64_t>(ring.capacity_bytes() / 4, 1);
-  while (book_.has_pending(lane) && reads_taken < options_.max_batch) {
+  while (book_.has_pending(lane) && taken < options_.max_batch) {
     const RequestId id = book_.next_pending(lane);
     Entry& entry = book_.entry(id);
     if (entry.status.finished() || stopping_) {
@@ -131,7 +129,6 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     book_.pop_pending(lane);
     flight_bytes += r.stored_size;
     ++taken;
-    if (!entry.plan.pinned()) ++reads_taken;
     if (entry.plan.pinned()) {
       book_.dispatch(id, ReadSource::pinned);
       pinned_ids.push_back(id);

@@ -377,32 +377,6 @@ TEST(QueueGpu, PinnedFilesCheckEachChunkOnceAndReadFilesEveryTime) {
   }
 }
 
-TEST(QueueGpu, DmaFromPinnedPagesIsNotBoundByMaxBatchButReadsAre) {
-  SKIP_WITHOUT_GPU();
-  const testing::RawFile raw(std::size_t{2} << 20, 17);
-  gpu::Device device(0);
-  for (const bool pinned : {false, true}) {
-    QueueOptions options = gpu_options(false, pinned);  // max_batch 8; 1 MiB of staging: flights of 64 KiB unpinned
-    options.staging_bytes = 16 << 20;                    // the page cache's ring of 4 MiB: flights up to 1 MiB
-    Queue queue(options);
-    const FileId file = queue.add_file(raw.path);
-    gpu::DeviceBuffer out(raw.bytes.size());
-    for (std::uint64_t offset = 0; offset < raw.bytes.size(); offset += 16 << 10)
-      queue.enqueue(device_range(file, offset, 16 << 10, out.pointer() + offset));
-    queue.submit();
-    queue.drain();
-    EXPECT_EQ(to_host(out), raw.bytes) << queue.describe();
-    std::uint32_t most = 0, total = 0;
-    for (const FlightRecord& flight : queue.flight_timeline()) {
-      most = std::max(most, flight.requests);
-      total += flight.requests;
-    }
-    EXPECT_EQ(total, raw.bytes.size() / (16 << 10));
-    if (pinned) EXPECT_GT(most, options.max_batch) << "a flight of DMA copies counts bytes, not requests";
-    else EXPECT_LE(most, options.max_batch);
-  }
-}
-
 TEST(QueueGpu, PinnedFileRequestBeyondTheEndFailsAsAShortRead) {
   SKIP_WITHOUT_GPU();
   const testing::RawFile raw(64 << 10, 3);
