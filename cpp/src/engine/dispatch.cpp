@@ -98,6 +98,10 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
   std::vector<RequestId> pinned_ids;
   std::uint64_t flight_bytes = 0;
   std::size_t taken = 0, dropped = 0;
+  // The raw bytes a flight decodes on the GPU fit one decoder call: the finisher holds the decoders it
+  // takes until the whole flight is issued, and the pool has two per codec, so a flight needing three
+  // calls of one codec would wait for itself (64 chunks of 16 MiB compressed 8 x and more).
+  std::uint64_t decoded_raw_bytes = 0;
   staging::StagingRing& ring = *rings_[lane];
   // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
   // not hold all of its ring, or the disk would idle while it is checked: at most a quarter.
@@ -113,6 +117,8 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     }
     const Request& r = entry.request;
     if (taken > 0 && flight_bytes + r.stored_size > flight_limit) break;
+    const bool decoded = entry.plan.route == Route::device_decode;
+    if (taken > 0 && decoded && decoded_raw_bytes + r.raw_size > decoder_total_bytes) break;
     void* target = nullptr;
     if (!entry.plan.needs_region() && entry.plan.pinned()) {
       // nothing to reserve: the DMA reads the file's pages
@@ -128,6 +134,7 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     }
     book_.pop_pending(lane);
     flight_bytes += r.stored_size;
+    if (decoded) decoded_raw_bytes += r.raw_size;
     ++taken;
     if (entry.plan.pinned()) {
       book_.dispatch(id, ReadSource::pinned);
