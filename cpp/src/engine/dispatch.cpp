@@ -34,7 +34,7 @@ Lane Queue::Impl::plan_lane_locked(Entry& entry, std::optional<io::ReadRoute> as
   // Where its bytes are (mincore, once per request): the page cache's lane takes what it holds and
   // what is DMA'd from page-locked files, but GPU decoding (the disk ring's scratch twin) and regions
   // larger than a quarter of its ring.
-  if (!plan.pinned() && plan.route != Route::cufile_copy)
+  if (plan.uses_read_path())
     plan.read_route = asked ? *asked : files_[r.file].reads->route(r.offset, r.stored_size);
   const bool cached = plan.pinned() || plan.read_route == io::ReadRoute::cached;
   const bool fits = !plan.needs_region() ||
@@ -187,7 +187,7 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
   record = {.number = flight.number, .lane = static_cast<std::uint8_t>(lane),
             .requests = static_cast<std::uint32_t>(flight.ids.size()), .reads = static_cast<std::uint32_t>(reads_before),
             .stored_bytes = flight_bytes};
-  record.dispatched_s = seconds_since_made(Clock::now());
+  record.dispatched_s = detail::seconds_between(made_at_, Clock::now());
   lock.unlock();
   for (auto& [backend, requests] : batches) flight.batches.push_back(backend->submit(std::move(requests)));
   lock.lock();

@@ -42,7 +42,7 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
   std::vector<std::uint64_t> stored_sizes;
   {
     std::lock_guard lock(mutex_);
-    if (FlightRecord* record = flight_record_locked(flight.number)) record->taken_s = seconds_since_made(Clock::now());
+    stamp_flight_locked(flight.number, &FlightRecord::taken_s, Clock::now());
     for (std::size_t i = 0; i < flight.carried_by.size(); ++i) stored_sizes.push_back(book_.entry(flight.ids[i]).request.stored_size);
   }
   // Waits for the flight's reads: a request's status is its share of the read that carried it.
@@ -51,9 +51,7 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
   std::vector<RequestId> host_work, device_work;
   {
     std::lock_guard lock(mutex_);
-    if (FlightRecord* record = flight_record_locked(flight.number)) {
-      record->landed_s = record->checked_s = record->issued_s = record->done_s = seconds_since_made(read_at);
-    }
+    stamp_flight_locked(flight.number, &FlightRecord::landed_s, read_at);
     for (std::size_t i = flight.ids.size() - flight.pinned; i < flight.ids.size(); ++i) {
       const Entry& entry = book_.entry(flight.ids[i]);
       const std::uint64_t size = entry.plan.pinned_file->size_bytes(), offset = entry.request.offset;
@@ -93,8 +91,7 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
   finish_on_host(host_work);
   if (!host_work.empty()) {
     std::lock_guard lock(mutex_);
-    if (FlightRecord* record = flight_record_locked(flight.number))
-      record->checked_s = record->issued_s = record->done_s = seconds_since_made(Clock::now());
+    stamp_flight_locked(flight.number, &FlightRecord::checked_s, Clock::now());
   }
   finish_on_device(device_work, flight.number);
 }
@@ -229,10 +226,8 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
   }
   const auto issued_at = Clock::now();
   std::lock_guard lock(mutex_);
-  if (FlightRecord* record = flight_record_locked(flight)) {
-    record->checked_s = seconds_since_made(checked_at);
-    record->issued_s = record->done_s = seconds_since_made(issued_at);
-  }
+  stamp_flight_locked(flight, &FlightRecord::checked_s, checked_at);
+  stamp_flight_locked(flight, &FlightRecord::issued_s, issued_at);
   if (!failure.empty()) {
     // The batch never reaches the completer: wait for what was issued, then fail it.
     stream_->synchronize();
@@ -292,7 +287,7 @@ void Queue::Impl::complete_loop() {
       else if (!decode_failures[i].empty()) finish_locked(id, RequestState::failed, decode_failures[i]);
       else finish_locked(id, RequestState::done, "");
     }
-    if (FlightRecord* record = flight_record_locked(completion->flight)) record->done_s = seconds_since_made(Clock::now());
+    stamp_flight_locked(completion->flight, &FlightRecord::done_s, Clock::now());
   }
 }
 

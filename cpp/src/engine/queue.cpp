@@ -328,7 +328,7 @@ void Queue::Impl::submit() {
     std::lock_guard lock(mutex_);
     for (const RequestId id : book_.unsubmitted()) {
       const Entry& entry = book_.entry(id);
-      if (entry.plan.pinned() || entry.plan.route == Route::cufile_copy) continue;
+      if (!entry.plan.uses_read_path()) continue;
       asks.push_back({id, files_[entry.request.file].reads.get(), entry.request.offset, entry.request.stored_size, {}});
     }
   }
@@ -491,9 +491,17 @@ std::vector<std::string> Queue::Impl::fallbacks() const {
   return fallbacks_;
 }
 
-FlightRecord* Queue::Impl::flight_record_locked(std::uint64_t number) {
+void Queue::Impl::stamp_flight_locked(std::uint64_t number, double FlightRecord::*stage, Clock::time_point at) {
+  static constexpr double FlightRecord::*stages[] = {&FlightRecord::taken_s, &FlightRecord::landed_s, &FlightRecord::checked_s,
+                                                     &FlightRecord::issued_s, &FlightRecord::done_s};
   FlightRecord& record = timeline_[number % flight_timeline_capacity];
-  return record.number == number ? &record : nullptr;
+  if (record.number != number) return;
+  const double seconds = detail::seconds_between(made_at_, at);
+  bool reached = false;
+  for (const auto later : stages) {
+    reached = reached || later == stage;
+    if (reached) record.*later = seconds;
+  }
 }
 
 std::vector<FlightRecord> Queue::Impl::flight_timeline() const {

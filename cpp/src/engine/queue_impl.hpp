@@ -81,6 +81,9 @@ struct Plan {
   // Its checksum, computed by the thread that read it as its bytes landed (page cache's lane).
   std::optional<std::uint64_t> landed_checksum;
   [[nodiscard]] bool pinned() const noexcept { return pinned_file != nullptr; }
+  // Its bytes come through the file's read path, which the page cache is asked about (not DMA'd from a
+  // page-locked file, not read by cuFile).
+  [[nodiscard]] bool uses_read_path() const noexcept { return !pinned() && route != Route::cufile_copy; }
   // A pinned copy needs no staging; a pinned decode still takes a region for its scratch twin.
   [[nodiscard]] bool needs_region() const noexcept { return uses_staging(route) && !(pinned() && route == Route::device_copy); }
 };
@@ -167,9 +170,9 @@ class Queue::Impl {
   // With the lock held: staging or direct bytes came back; wakes a dispatcher that waits for room.
   void room_freed_locked();
   void finish_locked(RequestId id, queue::RequestState state, std::string message);
-  // With the lock held: the flight's timeline record (nullptr once newer flights displaced it).
-  FlightRecord* flight_record_locked(std::uint64_t number);
-  double seconds_since_made(Clock::time_point t) const { return detail::seconds_between(made_at_, t); }
+  // With the lock held: the flight's `stage` ended at `at`, and so did every later stage until it is
+  // stamped itself (a flight without GPU work skips those). Nothing once newer flights displaced it.
+  void stamp_flight_locked(std::uint64_t number, double FlightRecord::*stage, Clock::time_point at);
   // With the lock held, before reads_in_flight_ changes: the depth since the last change, integrated.
   void account_depth_locked();
 
