@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import headrace
-from headrace.bench.cases.user_stream import drop_caches, kvikio_pass
+from headrace.bench.cases.user_stream import drop_caches, kvikio_pass, stream_pass
 from headrace.bench.engine import data_region
 from headrace.bench.harness import warm_page_cache
 
@@ -28,23 +28,12 @@ STAGES = ("dispatched_s", "taken_s", "landed_s", "checked_s", "issued_s", "done_
 
 
 def one_pass(path: str, options: dict[str, Any]) -> tuple[float, int, list[Any]]:
-    """(seconds, raw bytes, the pass's flights) of a user's loop over every frame."""
-    import cupy
-
-    ds = headrace.open(path)
-    stream = cupy.cuda.get_current_stream()
+    """(seconds, raw bytes, the pass's flights) of the user benchmark's loop over every frame."""
     engine = headrace.shared_engine(0, **options)
     before = engine.queue.flight_timeline()
     first = before[-1].number + 1 if before else 0
-    raw = 0
     start = time.perf_counter()
-    with ds.stream(device=0, **options) as frames:
-        for frame in frames:
-            for name in frame.fields:
-                cupy.from_dlpack(frame[name])
-            raw += frame.stats.raw_bytes
-            frame.release(stream=stream.ptr)
-    stream.synchronize()
+    raw, _ = stream_pass(path, options)
     seconds = time.perf_counter() - start
     engine.queue.drain()
     return seconds, raw, [f for f in engine.queue.flight_timeline() if f.number >= first]

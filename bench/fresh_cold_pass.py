@@ -1,6 +1,8 @@
 """The first run of a script on a cold file (issue 15): a new process reads every frame once, the page
 cache dropped before. Each reader pays its first use inside the clock (CUDA's context, staging, KvikIO's
-threads and bounce buffers); the clocks run from before ``import`` and from the read call itself.
+threads and bounce buffers); the clocks run from before ``import`` and from the read call itself, a
+pass of the user benchmark (``headrace.bench.cases.user_stream``: ``stream_pass``, which opens the
+container inside its clock, and ``kvikio_pass``).
 
     python3 bench/fresh_cold_pass.py FILE --rounds 3 [--out DIR]
 
@@ -23,31 +25,18 @@ ONE_PASS = r"""
 import json, sys, time
 started = time.perf_counter()
 import cupy, headrace
+from headrace.bench.cases.user_stream import kvikio_pass, stream_pass
+from headrace.bench.engine import data_region
 path, reader = sys.argv[1], sys.argv[2]
-ds = headrace.open(path)
-stream = cupy.cuda.get_current_stream()
+described = ""
 if reader.startswith("headrace"):
-    raw = 0
     read_from = time.perf_counter()
-    with ds.stream(device=0) as frames:
-        for frame in frames:
-            for name in frame.fields:
-                cupy.from_dlpack(frame[name])
-            raw += frame.stats.raw_bytes
-            frame.release(stream=stream.ptr)
-        described = frames.engine.queue.describe()
-    stream.synchronize()
+    raw, _ = stream_pass(path, {})
+    described = headrace.shared_engine(0).queue.describe()
 else:
-    import kvikio, kvikio.defaults
-    from headrace.bench.engine import data_region
-    offset, raw = data_region(path)
-    buffer = cupy.empty(raw, dtype=cupy.uint8)
+    buffer = cupy.empty(data_region(path)[1], dtype=cupy.uint8)
     read_from = time.perf_counter()
-    with kvikio.defaults.set({"compat_mode": reader == "kvikio posix", "num_threads": 16, "task_size": 16 << 20}):
-        with kvikio.CuFile(path, "r") as f:
-            f.pread(buffer, raw, offset).get()
-    cupy.cuda.runtime.deviceSynchronize()
-    described = ""
+    raw = kvikio_pass(path, reader == "kvikio posix", buffer)
 end = time.perf_counter()
 print(json.dumps({"reader": reader, "bytes": raw, "seconds_from_import": end - started,
                   "seconds_from_read": end - read_from, "described": described}))
