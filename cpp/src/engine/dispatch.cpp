@@ -97,16 +97,17 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
   std::vector<std::vector<RequestId>> read_ids(lists);
   std::vector<RequestId> pinned_ids;
   std::uint64_t flight_bytes = 0;
-  std::size_t taken = 0, dropped = 0;
-  // The raw bytes a flight decodes on the GPU fit one decoder call: the finisher holds the decoders it
-  // takes until the whole flight is issued, and the pool has two per codec, so a flight needing three
-  // calls of one codec would wait for itself (64 chunks of 16 MiB compressed 8 x and more).
+  // max_batch bounds the requests of a backend submit and of a GPU decoder call; a copy DMA'd from
+  // page-locked pages is neither, so it counts only toward the flight's bytes (128 KB chunks: flights
+  // of 16 MiB, not 8). The raw bytes a flight decodes on the GPU fit one decoder call too: the
+  // finisher holds a codec's decoders until the flight is issued, and the pool has two per codec.
+  std::size_t taken = 0, batched = 0, dropped = 0;
   std::uint64_t decoded_raw_bytes = 0;
   staging::StagingRing& ring = *rings_[lane];
   // A flight is finished as a whole (its reads, then their checks and copies), so one flight must
   // not hold all of its ring, or the disk would idle while it is checked: at most a quarter.
   const std::uint64_t flight_limit = std::max<std::uint64_t>(ring.capacity_bytes() / 4, 1);
-  while (book_.has_pending(lane) && taken < options_.max_batch) {
+  while (book_.has_pending(lane) && batched < options_.max_batch) {
     const RequestId id = book_.next_pending(lane);
     Entry& entry = book_.entry(id);
     if (entry.status.finished() || stopping_) {
@@ -134,8 +135,9 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     }
     book_.pop_pending(lane);
     flight_bytes += r.stored_size;
-    if (decoded) decoded_raw_bytes += r.raw_size;
     ++taken;
+    if (!(entry.plan.pinned() && entry.plan.route == Route::device_copy)) ++batched;
+    if (decoded) decoded_raw_bytes += r.raw_size;
     if (entry.plan.pinned()) {
       book_.dispatch(id, ReadSource::pinned);
       pinned_ids.push_back(id);

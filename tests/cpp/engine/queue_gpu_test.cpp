@@ -377,6 +377,56 @@ TEST(QueueGpu, PinnedFilesCheckEachChunkOnceAndReadFilesEveryTime) {
   }
 }
 
+TEST(QueueGpu, DmaFromPinnedPagesIsNotBoundByMaxBatchButReadsAre) {
+  SKIP_WITHOUT_GPU();
+  const testing::RawFile raw(std::size_t{2} << 20, 17);
+  gpu::Device device(0);
+  for (const bool pinned : {false, true}) {
+    QueueOptions options = gpu_options(false, pinned);  // max_batch 8; 1 MiB of staging: flights of 64 KiB unpinned
+    options.staging_bytes = 16 << 20;                    // the page cache's ring of 4 MiB: flights up to 1 MiB
+    Queue queue(options);
+    const FileId file = queue.add_file(raw.path);
+    gpu::DeviceBuffer out(raw.bytes.size());
+    for (std::uint64_t offset = 0; offset < raw.bytes.size(); offset += 16 << 10)
+      queue.enqueue(device_range(file, offset, 16 << 10, out.pointer() + offset));
+    queue.submit();
+    queue.drain();
+    EXPECT_EQ(to_host(out), raw.bytes) << queue.describe();
+    std::uint32_t most = 0, total = 0;
+    for (const FlightRecord& flight : queue.flight_timeline()) {
+      most = std::max(most, flight.requests);
+      total += flight.requests;
+    }
+    EXPECT_EQ(total, raw.bytes.size() / (16 << 10));
+    if (pinned) EXPECT_GT(most, options.max_batch) << "a flight of DMA copies counts bytes, not requests";
+    else EXPECT_LE(most, options.max_batch);
+  }
+}
+
+TEST(QueueGpu, FlightsOfGpuDecodedChunksFromPinnedPagesStayWithinOneDecoderCall) {
+  SKIP_WITHOUT_GPU();
+  // Many small zstd chunks of a page-locked file, and staging large enough that a flight's bytes would
+  // take far more than max_batch of them: each flight must still fit one decoder call per codec (the
+  // pool has two; a flight needing three would wait for itself).
+  const Particles data(1, 200000, CodecId::zstd);
+  const auto chunks = data.container.chunks_of(0, 0);
+  ASSERT_GT(chunks.size(), 3u * 8u);
+  gpu::Device device(0);
+  QueueOptions options = gpu_options(true, true);  // max_batch 8, decoded on the GPU, pinned
+  options.staging_bytes = 64 << 20;
+  Queue queue(options);
+  const FileId file = queue.add_file(data.path);
+  gpu::DeviceBuffer out(200000 * 32);
+  for (const auto& chunk : chunks) queue.enqueue(device_chunk(file, chunk, out.pointer() + chunk.first_element * 32));
+  queue.submit();
+  queue.drain();
+  EXPECT_EQ(queue.stats().requests.done, chunks.size()) << queue.describe();
+  for (const FlightRecord& flight : queue.flight_timeline()) EXPECT_LE(flight.requests, options.max_batch);
+  const auto got = to_host(out);
+  const auto expected = testing::particle_values(200000, 0.0f);
+  EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0);
+}
+
 TEST(QueueGpu, PinnedFileRequestBeyondTheEndFailsAsAShortRead) {
   SKIP_WITHOUT_GPU();
   const testing::RawFile raw(64 << 10, 3);

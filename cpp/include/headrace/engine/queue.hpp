@@ -61,7 +61,7 @@ struct QueueOptions {
   // cuMemHostAlloc's time (the first read of a process waits for it), else cuMemHostAlloc (said in
   // describe()).
   bool staging_huge_pages = true;
-  unsigned max_batch = 64;  // requests per backend submit
+  unsigned max_batch = 64;  // requests per backend submit (DMA from page-locked pages: flight bytes only)
   // Bytes of reads in flight straight into host destinations (those bypass staging).
   std::uint64_t max_direct_bytes = std::uint64_t{256} << 20;
   unsigned decode_threads = 0;  // CPU decoding; 0: hardware concurrency
