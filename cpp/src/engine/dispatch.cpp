@@ -118,6 +118,11 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     }
     const Request& r = entry.request;
     if (taken > 0 && flight_bytes + r.stored_size > flight_limit) break;
+    // The page cache's reads are finished one backend task at a time: a flight's copies are issued
+    // once all its reads landed, and a flight of four held a third of the ring while it waited for
+    // its slowest read and its copies (the flight timeline of a hot file not page-locked).
+    const bool reads_page_cache = lane == cache_lane && !entry.plan.pinned();
+    if (taken > 0 && reads_page_cache && flight_bytes + r.stored_size > options_.io.task_size_bytes) break;
     const bool decoded = entry.plan.route == Route::device_decode;
     if (taken > 0 && decoded && decoded_raw_bytes + r.raw_size > decoder_total_bytes) break;
     void* target = nullptr;

@@ -330,6 +330,28 @@ TEST(Queue, TheFlightTimelineAccountsForEveryFlightInStageOrderAndKeepsOnlyTheNe
   }
 }
 
+TEST(Queue, ThePageCachesReadsTravelInFlightsOfOneBackendTask) {
+  testing::RawFile file(std::size_t{512} << 10);  // just written: the page cache holds it
+  QueueOptions options;                           // the read path: cached ranges take the page cache's lane
+  options.io.task_size_bytes = 64 << 10;
+  options.staging_bytes = 4 << 20;
+  Queue queue(options);
+  const FileId id = queue.add_file(file.path);
+  std::vector<std::byte> out(file.bytes.size());
+  for (std::uint64_t offset = 0; offset < out.size(); offset += 16 << 10)
+    queue.enqueue(range_request(id, offset, 16 << 10, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data() + offset)));
+  queue.submit();
+  queue.drain();
+  EXPECT_EQ(out, file.bytes);
+  const auto timeline = queue.flight_timeline();
+  ASSERT_FALSE(timeline.empty());
+  for (const FlightRecord& f : timeline) {
+    EXPECT_EQ(f.lane, 1u) << "cached ranges travel in the page cache's lane";
+    EXPECT_LE(f.stored_bytes, options.io.task_size_bytes);
+  }
+  EXPECT_GE(timeline.size(), out.size() / options.io.task_size_bytes);
+}
+
 TEST(Queue, DestroyingAQueueWithWorkInFlightIsSafe) {
   RawFile raw;
   std::vector<std::byte> out(256 * 4096, std::byte{0});
