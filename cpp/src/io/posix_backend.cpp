@@ -14,7 +14,8 @@ PosixBackend::PosixBackend(detail::OpenedFile file, const std::string& path, con
       settings_(settings),
       fd_(std::move(file.fd)),
       runner_(path, file.size_bytes, settings.task_size_bytes, settings.threads,
-              [this](const detail::ReadTask& task, unsigned) { return read_task(task); }) {}
+              [this](const detail::ReadTask& task, unsigned) { return read_task(task); },
+              detail::TaskCut::from_request_start) {}
 
 std::string PosixBackend::describe() const {
   return "posix threads=" + std::to_string(settings_.threads) +

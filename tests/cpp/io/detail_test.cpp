@@ -160,6 +160,24 @@ TEST(IoReadPlan, SplitsAtTaskBoundariesOfTheFile) {
   EXPECT_EQ(batch.statuses()[0].bytes_read, 200000u);
 }
 
+TEST(IoReadPlan, BufferedReadsAreCutFromTheRequestsStart) {
+  std::vector<std::byte> destination(300000);
+  io::ReadBatch batch(2);
+  const auto tasks = io::detail::plan_reads({io::ReadRequest{100, 65536, destination.data()},
+                                             io::ReadRequest{70000, 140000, destination.data() + 65536}},
+                                            1 << 20, 65536, "/f", batch, io::detail::TaskCut::from_request_start);
+  ASSERT_EQ(tasks.size(), 4u);  // a request of one task's size is one task, wherever it starts
+  const std::uint64_t expected[][3] = {{0, 100, 65536}, {1, 70000, 65536}, {1, 135536, 65536}, {1, 201072, 8928}};
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    EXPECT_EQ(tasks[i].request_index, expected[i][0]) << i;
+    EXPECT_EQ(tasks[i].file_offset, expected[i][1]) << i;
+    EXPECT_EQ(tasks[i].size_bytes, expected[i][2]) << i;
+  }
+  for (const auto& task : tasks) batch.complete_part(task.request_index, task.size_bytes, 0, "");
+  ASSERT_TRUE(batch.is_done());
+  EXPECT_EQ(batch.statuses()[1].bytes_read, 140000u);
+}
+
 TEST(IoReadPlan, RequestPastTheEndKeepsItsBytesAndFails) {
   std::vector<std::byte> destination(100);
   io::ReadBatch batch(3);

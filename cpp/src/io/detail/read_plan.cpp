@@ -7,7 +7,8 @@
 namespace headrace::io::detail {
 
 std::vector<ReadTask> plan_reads(const std::vector<ReadRequest>& requests, std::uint64_t file_size_bytes,
-                                 std::uint64_t task_size_bytes, const std::string& path, ReadBatch& batch) {
+                                 std::uint64_t task_size_bytes, const std::string& path, ReadBatch& batch,
+                                 TaskCut cut) {
   std::vector<ReadTask> tasks;
   tasks.reserve(requests.size());
   for (std::size_t index = 0; index < requests.size(); ++index) {
@@ -25,7 +26,8 @@ std::vector<ReadTask> plan_reads(const std::vector<ReadRequest>& requests, std::
     auto* destination = static_cast<std::byte*>(request.destination);
     for (std::uint64_t done = 0; done < readable_bytes;) {
       const std::uint64_t offset = request.file_offset + done;
-      const std::uint64_t size = std::min(readable_bytes - done, task_size_bytes - offset % task_size_bytes);
+      const std::uint64_t room = cut == TaskCut::at_file_offsets ? task_size_bytes - offset % task_size_bytes : task_size_bytes;
+      const std::uint64_t size = std::min(readable_bytes - done, room);
       tasks.push_back(ReadTask{index, offset, size, destination + done});
       done += size;
     }

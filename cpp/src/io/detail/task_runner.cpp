@@ -20,16 +20,17 @@ TaskOutcome pread_task_outcome(const PreadOutcome& got, const ReadTask& task, st
 }
 
 TaskRunner::TaskRunner(std::string path, std::uint64_t file_size_bytes, std::uint64_t task_size_bytes,
-                       unsigned thread_count, ReadFunction read)
+                       unsigned thread_count, ReadFunction read, TaskCut cut)
     : path_(std::move(path)),
       file_size_bytes_(file_size_bytes),
       task_size_bytes_(task_size_bytes),
       read_(std::move(read)),
+      cut_(cut),
       pool_(thread_count) {}
 
 std::shared_ptr<ReadBatch> TaskRunner::submit(std::vector<ReadRequest> requests) {
   auto batch = std::make_shared<ReadBatch>(std::span<ReadRequest>(requests));
-  for (const ReadTask& task : plan_reads(requests, file_size_bytes_, task_size_bytes_, path_, *batch)) {
+  for (const ReadTask& task : plan_reads(requests, file_size_bytes_, task_size_bytes_, path_, *batch, cut_)) {
     pool_.submit([this, task, batch](unsigned worker_index) {
       TaskOutcome outcome;
       try {

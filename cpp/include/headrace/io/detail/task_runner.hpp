@@ -34,7 +34,7 @@ class TaskRunner {
   using ReadFunction = std::function<TaskOutcome(const ReadTask& task, unsigned worker_index)>;
 
   TaskRunner(std::string path, std::uint64_t file_size_bytes, std::uint64_t task_size_bytes, unsigned thread_count,
-             ReadFunction read);
+             ReadFunction read, TaskCut cut = TaskCut::at_file_offsets);
 
   [[nodiscard]] std::shared_ptr<ReadBatch> submit(std::vector<ReadRequest> requests);
 
@@ -43,6 +43,7 @@ class TaskRunner {
   std::uint64_t file_size_bytes_;
   std::uint64_t task_size_bytes_;
   ReadFunction read_;
+  TaskCut cut_;
   // Last: its destructor runs every queued task before the members above (and the owning
   // backend's fd or mapping, declared before the runner) go away.
   headrace::detail::ThreadPool pool_;
