@@ -34,7 +34,7 @@ pack() {  # the device tool brings back at most 8 files: past that, all but the 
   local files
   mapfile -t files < <(cd "$OUT" && ls -A | grep -vx -e run.log -e results.tar)
   (( ${#files[@]} > 7 )) || return 0
-  tar -C "$OUT" -cf "$OUT/results.tar" "${files[@]}" && (cd "$OUT" && rm -f "${files[@]}")
+  tar -C "$OUT" -cf "$OUT/results.tar" "${files[@]}" && (cd "$OUT" && rm -rf "${files[@]}")
   echo "packed ${#files[@]} files into results.tar"
 }
 
