@@ -1,7 +1,13 @@
 // gpu layer: whether a GPU is usable, device memory that Python frameworks take without a copy.
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
@@ -35,15 +41,17 @@ void bind_gpu(nb::module_& m) {
            }, "device"_a, "size_bytes"_a)
       .def_prop_ro("pointer", &gpu::DeviceBuffer::pointer)
       .def_prop_ro("size_bytes", &gpu::DeviceBuffer::size_bytes)
-      .def("to_host", [](const gpu::DeviceBuffer& b, std::size_t offset, std::size_t size) {
-             HEADRACE_EXPECT(offset <= b.size_bytes() && size <= b.size_bytes() - offset, UsageError,
-                             "to_host: range outside the buffer");
-             std::string bytes(size, '\0');
-             gpu::copy_to_host(bytes.data(), b.pointer() + offset, size);
+      .def("to_host", [](const gpu::DeviceBuffer& b, std::optional<std::size_t> size, std::size_t offset) {
+             HEADRACE_EXPECT(offset <= b.size_bytes(), UsageError, "to_host: offset outside the buffer");
+             const std::size_t count = size.value_or(b.size_bytes() - offset);
+             HEADRACE_EXPECT(count <= b.size_bytes() - offset, UsageError, "to_host: range outside the buffer");
+             std::string bytes(count, '\0');
+             gpu::copy_to_host(bytes.data(), b.pointer() + offset, count);
              return nb::bytes(bytes.data(), bytes.size());
-           }, "offset"_a = 0, "size"_a, "Copies bytes back to the host (synchronously; for checks).")
+           }, "size"_a = nb::none(), "offset"_a = 0,
+           "Copies `size` bytes from `offset` back to the host (default: to the end; synchronously; for checks).")
       .def("view", [](nb::handle self, const std::string& dtype, std::vector<std::size_t> shape, int device,
-                      std::size_t offset) {
+                      std::size_t offset, nb::handle owner) {
              const auto& b = nb::cast<const gpu::DeviceBuffer&>(self);
              nb::dlpack::dtype type;
              if (dtype == "float32") type = nb::dtype<float>();
@@ -60,11 +68,12 @@ void bind_gpu(nb::module_& m) {
              std::size_t bytes = type.bits / 8;
              for (auto extent : shape) bytes *= extent;
              HEADRACE_EXPECT(offset + bytes <= b.size_bytes(), UsageError, "view: shape larger than the buffer");
-             // The view keeps the buffer object alive: DLPack consumers hold the memory, not a copy.
-             return nb::ndarray<>(reinterpret_cast<void*>(b.pointer() + offset), shape.size(), shape.data(), self, nullptr,
-                                  type, nb::device::cuda::value, device);
-           }, "dtype"_a, "shape"_a, "device"_a, "offset"_a = 0,
-           "A DLPack-capable array over the buffer (no copy).");
+             // The view keeps its owner alive (the buffer, or an object that holds it): DLPack consumers hold
+             // the memory, not a copy.
+             return nb::ndarray<>(reinterpret_cast<void*>(b.pointer() + offset), shape.size(), shape.data(),
+                                  owner.is_none() ? self : owner, nullptr, type, nb::device::cuda::value, device);
+           }, "dtype"_a, "shape"_a, "device"_a, "offset"_a = 0, "owner"_a = nb::none(),
+           "A DLPack-capable array over the buffer (no copy), keeping `owner` (default: the buffer) alive.");
 }
 
 }  // namespace headrace::python

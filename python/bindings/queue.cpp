@@ -6,6 +6,11 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "bindings.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/container.hpp"
@@ -27,6 +32,29 @@ MemoryKind parse_memory_kind(const std::string& text) {
   if (text == "device") return MemoryKind::device;
   throw UsageError("destination kind '" + text + "': expected host|device");
 }
+
+// A slot stream over frames and the slot table its fill reads (engine/frame_fill.hpp), so that Python can
+// point a slot it holds at new buffers when a frame's arrays outlive the frame.
+struct FrameSlotStream {
+  FrameSlotStream(Queue& queue, engine::SlotFill fill, engine::SlotStreamOptions options,
+                  std::shared_ptr<engine::SlotDestinations> table)
+      : table_(std::move(table)), stream(queue, std::move(fill), std::move(options)) {}
+
+  void rebind(std::uint32_t slot, std::vector<std::uintptr_t> destinations) {
+    HEADRACE_EXPECT(slot < table_->size(), UsageError,
+                    "rebind: slot " + std::to_string(slot) + " of " + std::to_string(table_->size()));
+    HEADRACE_EXPECT(destinations.size() == (*table_)[slot].size(), UsageError,
+                    "rebind: " + std::to_string((*table_)[slot].size()) + " fields, " +
+                        std::to_string(destinations.size()) + " buffers");
+    (*table_)[slot] = std::move(destinations);
+  }
+
+ private:
+  std::shared_ptr<engine::SlotDestinations> table_;
+
+ public:
+  engine::SlotStream stream;
+};
 
 nb::dict status_dict(const queue::RequestStatus& s) {
   nb::dict d;
@@ -253,33 +281,39 @@ void bind_queue(nb::module_& m) {
       .def_ro("ready_seconds", &engine::SlotDelivery::ready_seconds)
       .def_ro("waited_seconds", &engine::SlotDelivery::waited_seconds);
 
-  nb::class_<engine::SlotStream>(m, "FrameSlotStream",
-                                 "The engine's slot stream (engine/slot_stream.hpp) over frames of a container: slot s "
-                                 "holds field fields[k] at destinations[s][k].")
-      .def("__init__", [](engine::SlotStream* self, Queue& queue, const format::Container& container, queue::FileId file,
-                          std::vector<std::uint32_t> fields, std::vector<std::vector<std::uintptr_t>> destinations,
+  nb::class_<FrameSlotStream>(m, "FrameSlotStream",
+                              "The engine's slot stream (engine/slot_stream.hpp) over frames of a container: slot s "
+                              "holds field fields[k] at destinations[s][k]; rebind() points a held slot elsewhere.")
+      .def("__init__", [](FrameSlotStream* self, Queue& queue, const format::Container& container, queue::FileId file,
+                          std::vector<std::uint32_t> fields, engine::SlotDestinations destinations,
                           const std::string& kind, std::uint64_t tag) {
              engine::SlotStreamOptions options;
              options.slots = static_cast<std::uint32_t>(destinations.size());
              options.tag = tag;
              options.name = [](std::uint64_t frame) { return "frame " + std::to_string(frame); };
-             new (self) engine::SlotStream(
-                 queue, engine::frame_fill(container, file, std::move(fields), std::move(destinations), parse_memory_kind(kind)),
-                 std::move(options));
+             auto table = std::make_shared<engine::SlotDestinations>(std::move(destinations));
+             new (self) FrameSlotStream(queue, engine::frame_fill(container, file, std::move(fields), table,
+                                                                  parse_memory_kind(kind)),
+                                        std::move(options), table);
            }, "queue"_a, "container"_a, "file"_a, "fields"_a, "destinations"_a, "kind"_a, "tag"_a = 0,
            nb::keep_alive<1, 2>(), nb::keep_alive<1, 3>())
-      .def("play", &engine::SlotStream::play, "order"_a, nb::call_guard<nb::gil_scoped_release>())
-      .def("extend", [](engine::SlotStream& s, const std::vector<std::uint64_t>& units) { s.extend(units); }, "units"_a,
+      .def("play", [](FrameSlotStream& s, std::vector<std::uint64_t> order) { s.stream.play(std::move(order)); }, "order"_a,
            nb::call_guard<nb::gil_scoped_release>())
-      .def("next", [](engine::SlotStream& s, bool issued) {
-             return s.next(issued ? engine::Readiness::issued : engine::Readiness::done);
+      .def("extend", [](FrameSlotStream& s, const std::vector<std::uint64_t>& units) { s.stream.extend(units); }, "units"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("next", [](FrameSlotStream& s, bool issued) {
+             return s.stream.next(issued ? engine::Readiness::issued : engine::Readiness::done);
            }, "issued"_a = false, nb::call_guard<nb::gil_scoped_release>(),
            "The next frame (None at the end); issued: hand it out once its GPU work is issued, not done.")
-      .def("release", &engine::SlotStream::release, "slot"_a, "consumer"_a = 0, nb::call_guard<nb::gil_scoped_release>())
-      .def("stop", &engine::SlotStream::stop, nb::call_guard<nb::gil_scoped_release>())
-      .def_prop_ro("in_flight", &engine::SlotStream::in_flight)
-      .def_prop_ro("release_waits", &engine::SlotStream::release_waits)
-      .def_prop_ro("tag", &engine::SlotStream::tag);
+      .def("release", [](FrameSlotStream& s, std::uint32_t slot, std::uintptr_t consumer) { s.stream.release(slot, consumer); },
+           "slot"_a, "consumer"_a = 0, nb::call_guard<nb::gil_scoped_release>())
+      .def("rebind", &FrameSlotStream::rebind, "slot"_a, "destinations"_a,
+           "Points a slot the caller holds (handed out, not yet released) at other buffers, one per field: its "
+           "refills go there.")
+      .def("stop", [](FrameSlotStream& s) { s.stream.stop(); }, nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("in_flight", [](const FrameSlotStream& s) { return s.stream.in_flight(); })
+      .def_prop_ro("release_waits", [](const FrameSlotStream& s) { return s.stream.release_waits(); })
+      .def_prop_ro("tag", [](const FrameSlotStream& s) { return s.stream.tag(); });
 }
 
 }  // namespace headrace::python

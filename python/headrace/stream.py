@@ -14,6 +14,17 @@ cost is one frame's read plus the prefetch, whatever the frame::
 
 The previous frame is released when the loop asks for the next one, unless released before.
 
+Arrays taken from a frame (``numpy.asarray(frame[f])``, ``cupy.from_dlpack(frame[f])``, the CUDA array
+interface) are views of its slot, no copy. They can never show another frame's values:
+
+- released by the loop (the next frame asked for, the stream closed) while an array taken from it is
+  still alive, the frame keeps its buffers for as long as one such array lives, and the stream goes on
+  with fresh ones (on the host, buffers whose arrays are gone are reused), so
+  ``frames = [numpy.asarray(f["x"]) for f in ds.stream(device="cpu")]`` holds every frame's own values;
+- released by the caller (``frame.release()``, ``with frame:``), the caller says nothing reads its arrays
+  any more (past ``stream``, for GPU work): the slot is refilled at once, the zero-copy loop above, and
+  the frame's :class:`FieldArray` objects raise when touched after that.
+
 The schedule (slots filled through the queue, a fence each, released, refilled, looked ahead) is the
 engine's slot stream (``engine/slot_stream.hpp``), the same one the renderer and the tracer use; this
 module declares what a slot holds (every chunk of the streamed fields of one frame) and wraps frames.
@@ -25,6 +36,7 @@ stream again costs nothing but its slot buffers.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -40,13 +52,31 @@ __all__ = ["FieldArray", "Frame", "FrameStats", "FrameStream"]
 _DLPACK_CUDA = 2
 
 
+class _Lease:
+    """Held by every array taken from a frame (and by its FieldArrays): while one lives, the frame's
+    buffers are not refilled by a release of the loop's. Holds the buffers, so they live as long."""
+
+    __slots__ = ("buffers", "__weakref__")
+
+    def __init__(self, buffers: dict[str, Any]) -> None:
+        self.buffers = buffers
+
+
+class _HostView:
+    """``numpy.asarray`` of it is a view of a host slot whose base holds the frame's lease."""
+
+    def __init__(self, array: np.ndarray, lease: _Lease) -> None:
+        self.__array_interface__ = array.__array_interface__
+        self._array, self._lease = array, lease
+
+
 class FieldArray:
     """One field of a delivered frame, shape (elements, components): device memory that CuPy, PyTorch
     and Numba take without a copy (``__dlpack__``, ``__cuda_array_interface__``), or a NumPy array."""
 
-    def __init__(self, frame: Frame, storage: Any, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+    def __init__(self, frame: Frame, storage: Any, dtype: np.dtype, shape: tuple[int, ...], lease: _Lease) -> None:
         # storage: a NumPy view (host) or the slot's DeviceBuffer (GPU), whose first bytes hold the field.
-        self._frame, self._storage, self.dtype, self.shape = frame, storage, dtype, shape
+        self._frame, self._storage, self.dtype, self.shape, self._lease = frame, storage, dtype, shape, lease
 
     @property
     def on_gpu(self) -> bool:
@@ -57,32 +87,36 @@ class FieldArray:
         return int(np.prod(self.shape)) * self.dtype.itemsize
 
     def numpy(self) -> np.ndarray:
-        """The values on the host (a copy for GPU data, made after the frame's fence)."""
+        """The values on the host: a view of the slot for host data (see the module docstring for how
+        long it holds them), a copy for GPU data (made after the frame's fence)."""
+        self._frame._check_readable()
         if not self.on_gpu:
-            return self._storage
+            return np.asarray(_HostView(self._storage, self._lease))
         self._frame.wait()
-        raw = self._storage.to_host(0, self.nbytes)
+        raw = self._storage.to_host(self.nbytes)
         return np.frombuffer(raw, dtype=self.dtype).reshape(self.shape)
 
     @property
     def __cuda_array_interface__(self) -> dict[str, Any]:
         if not self.on_gpu:
             raise AttributeError("host data: use __array__ or __dlpack__")
+        self._frame._check_readable()  # a consumer keeps this object, and with it the lease
         stream = self._frame._stream._queue.copy_stream
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self._storage.pointer, False),
                 "version": 3, "strides": None, "stream": stream or None}
 
     def __dlpack__(self, stream: int | None = None, **kwargs: Any) -> Any:
         if not self.on_gpu:
-            return self._storage.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+            return self.numpy().__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+        self._frame._check_readable()
         # DLPack's contract: the data must be ready on the consumer's stream (None: the legacy default
         # stream, CU_STREAM_LEGACY = 1; -1: the consumer will not sync, so the host waits).
         if stream == -1:
             self._frame.wait()
         else:
             self._frame.wait_on_stream(1 if stream is None else stream)
-        # A fresh capsule each time: a DLPack capsule is consumed once.
-        return self._storage.view(self.dtype.name, list(self.shape), int(self._frame._stream.device))
+        # A fresh capsule each time (a DLPack capsule is consumed once), owning the frame's lease.
+        return self._storage.view(self.dtype.name, list(self.shape), int(self._frame._stream.device), owner=self._lease)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self.on_gpu:
@@ -91,7 +125,9 @@ class FieldArray:
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         values = self.numpy()
-        return values.astype(dtype) if dtype is not None else values
+        if dtype is not None:
+            return values.astype(dtype)
+        return values.copy() if copy and not self.on_gpu else values
 
     def __repr__(self) -> str:
         where = f"cuda:{self._frame._stream.device}" if self.on_gpu else "host"
@@ -134,19 +170,30 @@ class Frame:
         self.index = slot.frame
         self.time = stream._dataset.frames[slot.frame].time
         self._arrays: dict[str, FieldArray] = {}
+        self._lease: _Lease | None = _Lease(slot.buffers)
+        self._kept: weakref.ref[_Lease] | None = None  # released by the loop while its arrays lived
         self.released = False
 
+    def _held_lease(self) -> _Lease | None:
+        return self._lease if self._lease is not None else (self._kept() if self._kept is not None else None)
+
+    def _check_readable(self) -> None:
+        if self._held_lease() is None:
+            raise _ext.UsageError(f"frame {self.index} was released; its buffers hold another frame now (take the "
+                                  "arrays you keep before releasing it, or copy them)")
+
     def __getitem__(self, name: str) -> FieldArray:
-        if self.released:
-            raise _ext.UsageError(f"frame {self.index} was released; its buffers hold another frame now")
+        self._check_readable()
+        lease = self._held_lease()
+        assert lease is not None
         if name not in self._arrays:
-            if name not in self._slot.buffers:
-                raise _ext.UsageError(f"field {name!r} is not streamed (fields: {', '.join(self._slot.buffers)})")
+            if name not in lease.buffers:
+                raise _ext.UsageError(f"field {name!r} is not streamed (fields: {', '.join(lease.buffers)})")
             info = self._stream._dataset.field(name)
             shape = (self._stream._dataset.element_count(self.index, name), info.components)
-            buffer = self._slot.buffers[name]
+            buffer = lease.buffers[name]
             storage = buffer[: shape[0] * shape[1]].reshape(shape) if isinstance(buffer, np.ndarray) else buffer
-            self._arrays[name] = FieldArray(self, storage, np.dtype(info.dtype), shape)
+            self._arrays[name] = FieldArray(self, storage, np.dtype(info.dtype), shape, lease)
         return self._arrays[name]
 
     @property
@@ -175,14 +222,17 @@ class Frame:
         """Gives the frame's buffers back for the next frame. ``stream``: the CUDA stream whose queued
         work still reads them (the queue waits for it before overwriting); None: nothing reads them any more."""
         if not self.released:
-            self.released = True
-            self._stream._release(self._slot, stream)
+            self._stream._release(self, stream, by_caller=True)
 
     def __enter__(self) -> Frame:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+    def _release_by_loop(self) -> None:
+        if not self.released:
+            self._stream._release(self, None, by_caller=False)
 
 
 class FrameStream:
@@ -218,6 +268,8 @@ class FrameStream:
             self._queue._native, dataset.container, self._file, [dataset.container.field_index(n) for n in self.fields],
             destinations, "host" if self.device is None else "device", tag=self._engine.new_tag())
         self._current: Frame | None = None
+        self._spares: list[dict[str, Any]] = []  # host buffers whose kept frame's arrays are gone
+        self.kept_frames = 0  # frames released by the loop whose arrays kept their buffers
         self.history: list[FrameStats] = []
         self.seek(start)
 
@@ -247,11 +299,26 @@ class FrameStream:
         if not 0 <= frame < frames:
             raise _ext.UsageError(f"frame {frame} out of range ({frames} frames)")
         if self._current is not None:
-            self._current.release()
+            self._current._release_by_loop()
         order = list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)]
         self._native.play(order)  # stops what is in flight first
 
-    def _release(self, slot: _Slot, stream: int | None) -> None:
+    def _release(self, frame: Frame, stream: int | None, by_caller: bool) -> None:
+        frame.released = True
+        frame._arrays.clear()  # its own FieldArrays hold the lease too
+        lease, frame._lease = frame._lease, None
+        alive = weakref.ref(lease) if lease is not None else None
+        del lease
+        slot = frame._slot
+        if not by_caller and alive is not None and (held := alive()) is not None:
+            # Arrays taken from the frame outlive it: they keep its buffers, the slot goes on with others.
+            frame._kept = alive
+            if self.device is None:
+                weakref.finalize(held, self._spares.append, slot.buffers)
+            slot.buffers = self._spares.pop() if self._spares else self._allocate()
+            self._native.rebind(slot.index, [destination_of(slot.buffers[name])[0] for name in self.fields])
+            self.kept_frames += 1
+            del held
         # The slot is refilled once the consumer's work on it is done: the slot stream records an event
         # on that stream and waits for it on the host, so the other slots' copies keep running meanwhile.
         self._native.release(slot.index, int(stream) if self.device is not None and stream is not None else 0)
@@ -261,8 +328,8 @@ class FrameStream:
         return self
 
     def __next__(self) -> Frame:
-        if self._current is not None and not self._current.released:
-            self._current.release()
+        if self._current is not None:
+            self._current._release_by_loop()
         # GPU slots are handed out once every read is done and its GPU work issued; the frame's event
         # covers the rest. Host slots once their bytes are in place.
         delivery = self._native.next(issued=self.device is not None)
@@ -290,10 +357,12 @@ class FrameStream:
     def close(self) -> None:
         """Cancels what is in flight and gives the slot buffers back to the engine for the next stream."""
         if self._current is not None:
-            self._current.release()
+            self._current._release_by_loop()
         self._native.stop()
         slots, self._slots = self._slots, []
-        self._engine.keep_slot_buffers([_root(b) for slot in slots for b in slot.buffers.values()])
+        buffers = [slot.buffers for slot in slots] + self._spares
+        self._spares = []
+        self._engine.keep_slot_buffers([_root(b) for held in buffers for b in held.values()])
 
     def __enter__(self) -> FrameStream:
         return self

@@ -49,6 +49,51 @@ def test_seek_restarts_at_any_frame(codec_files):
     stream.close()
 
 
+@pytest.mark.parametrize("prefetch", [1, 3])
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+@pytest.mark.parametrize("take", ["asarray", "from_dlpack", "numpy"])
+def test_arrays_collected_the_natural_way_hold_their_own_frames(codec_files, prefetch, codec, take):
+    paths, frames = codec_files
+    ds = headrace.open(paths[codec])
+    taken = {"asarray": np.asarray, "from_dlpack": np.from_dlpack, "numpy": lambda field: field.numpy()}[take]
+    with ds.stream(device="cpu", prefetch=prefetch, loop=2) as stream:
+        collected = [taken(f["particles"]) for f in stream]
+        assert stream.kept_frames == 8  # each released by the loop (the last at its end) while kept
+    assert len(collected) == 8
+    for index, values in enumerate(collected):
+        np.testing.assert_array_equal(values, frames[index % 4])
+
+
+def test_a_loop_that_keeps_only_its_latest_array_reuses_the_buffers(codec_files, monkeypatch):
+    paths, frames = codec_files
+    ds = headrace.open(paths["none"])
+    stream = ds.stream(device="cpu", prefetch=2, loop=5)
+    made = []
+    allocate = stream._allocate
+    monkeypatch.setattr(stream, "_allocate", lambda: made.append(1) or allocate())
+    for frame in stream:
+        values = np.asarray(frame["particles"])  # alive until the next iteration rebinds it
+        np.testing.assert_array_equal(values, frames[frame.index])
+    stream.close()
+    assert stream.kept_frames == 20 and len(made) == 1  # one set more than the slots, then reused
+
+
+def test_a_frame_released_by_its_caller_is_refilled_at_once_and_its_arrays_refuse(codec_files):
+    paths, frames = codec_files
+    ds = headrace.open(paths["none"])
+    with ds.stream(device="cpu", prefetch=2) as stream:
+        frame = next(stream)
+        field = frame["particles"]
+        view = np.asarray(field)
+        assert np.shares_memory(view, stream._slots[0].buffers["particles"])  # zero-copy
+        frame.release()
+        with pytest.raises(headrace.UsageError, match="frame 0 was released"):
+            field.numpy()
+        with pytest.raises(headrace.UsageError, match="frame 0 was released"):
+            frame["particles"]
+        assert stream.kept_frames == 0
+
+
 def test_bad_arguments(codec_files):
     paths, _ = codec_files
     ds = headrace.open(paths["none"])
@@ -177,6 +222,22 @@ def test_gpu_frames_are_zero_copy_and_match_the_cpu_reference(codec_files, codec
             assert values.data.ptr == field.__cuda_array_interface__["data"][0]  # no copy
             np.testing.assert_array_equal(cupy.asnumpy(values), frames[frame.index])
             frame.release(stream=cupy.cuda.get_current_stream().ptr)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("take", ["from_dlpack", "cuda_array_interface"])
+def test_gpu_arrays_collected_the_natural_way_hold_their_own_frames(codec_files, take):
+    import cupy
+
+    paths, frames = codec_files
+    ds = headrace.open(paths["lz4"])
+    taken = {"from_dlpack": cupy.from_dlpack, "cuda_array_interface": cupy.asarray}[take]
+    with ds.stream(device=0, prefetch=2, loop=2) as stream:
+        collected = [taken(f["particles"]) for f in stream]
+        assert stream.kept_frames == 8
+    cupy.cuda.get_current_stream().synchronize()
+    for index, values in enumerate(collected):
+        np.testing.assert_array_equal(cupy.asnumpy(values), frames[index % 4])
 
 
 @pytest.mark.gpu
