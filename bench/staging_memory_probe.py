@@ -77,7 +77,7 @@ class Staging:
 
 def cold_read(path: str, staging: Staging, read_bytes: int, threads: int = 16, block: int = 4 * MiB) -> float:
     """GB/s of O_DIRECT reads of the file's first read_bytes into the staging, threads reads at once."""
-    drop_page_cache([path])
+    drop_page_cache([path], everything=True)
     fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
     slots = staging.size // block
     try:

@@ -7,8 +7,9 @@ namespace headrace::detail {
 namespace {
 std::string source_tag(const char* source_file, int source_line) {
   std::string_view file(source_file);
-  // Keep the path from the layer folder on: "format/container.cpp:42".
+  // Keep the path from the layer folder on: "format/container.cpp:42", "headrace/error.hpp:90".
   if (auto at = file.rfind("/src/"); at != std::string_view::npos) file.remove_prefix(at + 5);
+  if (auto at = file.rfind("/include/"); at != std::string_view::npos) file.remove_prefix(at + 9);
   return " [" + std::string(file) + ":" + std::to_string(source_line) + "]";
 }
 }  // namespace

@@ -37,12 +37,16 @@ Settings& current() {
 
 void Settings::validate() const {
   HEADRACE_EXPECT(threads >= 1 && threads <= 1024, UsageError, "threads must be in 1..1024, got " + std::to_string(threads));
-  HEADRACE_EXPECT(task_size_bytes >= 4096 && task_size_bytes % 4096 == 0, UsageError,
-                  "task_size_bytes must be a positive multiple of 4096, got " + std::to_string(task_size_bytes));
+  // Each reading thread holds a task's bytes (O_DIRECT bounce buffers): 256 MiB bounds that memory.
+  HEADRACE_EXPECT(task_size_bytes >= 4096 && task_size_bytes <= (std::uint64_t{256} << 20) && task_size_bytes % 4096 == 0,
+                  UsageError, "task_size_bytes must be a multiple of 4096 in 4 KiB..256 MiB, got " + std::to_string(task_size_bytes));
   HEADRACE_EXPECT(queue_depth >= 1 && queue_depth <= 4096, UsageError, "queue_depth must be in 1..4096, got " + std::to_string(queue_depth));
   HEADRACE_EXPECT(submit_batch >= 1 && submit_batch <= queue_depth, UsageError,
                   "submit_batch must be in 1..queue_depth, got " + std::to_string(submit_batch));
-  HEADRACE_EXPECT(mmap_window_segments >= 1, UsageError, "mmap_window_segments must be >= 1");
+  HEADRACE_EXPECT(mmap_window_segments >= 1 && mmap_window_segments <= 65536, UsageError,
+                  "mmap_window_segments must be in 1..65536, got " + std::to_string(mmap_window_segments));
+  HEADRACE_EXPECT(mmap_dontneed_bytes <= (std::uint64_t{1} << 40), UsageError,
+                  "mmap_dontneed_bytes must be in 0..1 TiB (0: never), got " + std::to_string(mmap_dontneed_bytes));
 }
 
 const Settings& settings() { return current(); }

@@ -17,6 +17,7 @@
 
 #include "headrace/error.hpp"
 #include "headrace/io/backend.hpp"
+#include "headrace/io/page_cache.hpp"
 #include "headrace/settings.hpp"
 
 #include "bindings.hpp"
@@ -124,6 +125,15 @@ void bind_io(nb::module_& m) {
            "Reads file bytes [offsets[i], offsets[i] + sizes[i]) into destination[destination_offsets[i]:] for "
            "every i, without holding the GIL. Returns (bytes_read, errno, message) per request; errno is 0 and "
            "message empty on success, errno is ENODATA when the file ended first.");
+
+  m.def(
+      "page_cache_resident_bytes",
+      [](const std::string& path) {
+        const headrace::io::PageCacheResidency residency(path);
+        return residency.resident_bytes(0, residency.file_size());
+      },
+      "path"_a, nb::call_guard<nb::gil_scoped_release>(),
+      "Bytes of the file the page cache holds now (mincore over a mapping that touches no page).");
 
   m.def("open_backend", &open_with_settings, "kind"_a, "path"_a, "settings"_a = nb::none(),
         "Opens path with backend kind (posix, direct, mmap, uring, ram) and these I/O settings (default: "

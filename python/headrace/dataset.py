@@ -46,7 +46,7 @@ class Dataset:
         self._backends: dict[tuple, Any] = {}
 
     @property
-    def container(self) -> Any:
+    def container(self) -> _ext.Container:
         """The native container (index, chunk table, value ranges)."""
         return self._container
 

@@ -1,6 +1,21 @@
-"""Exceptions raised by headrace; each C++ error type maps to exactly one of these.
+"""Exceptions raised by headrace; each C++ error type maps to one of these.
 
-``BadDataError`` and its subclasses name the file, the offset and what was expected.
+Each also derives from the Python built-in that says what kind of error it is, so code that knows
+nothing of headrace catches them as it would any other:
+
+| headrace | also a |
+|---|---|
+| ``UsageError`` (a bad argument) | ``ValueError`` |
+| ``UnknownNameError`` (a field that is not there) | ``KeyError`` |
+| ``SystemCallError`` (``errno``, ``strerror`` set) | ``OSError`` |
+| ``MissingFileError``, ``FileAccessError``, ``NotAFileError`` (kinds of ``FileOpenError``) | ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError`` |
+| ``UnavailableError``, ``CudaError`` | ``RuntimeError`` |
+| ``GpuOutOfMemoryError`` | ``MemoryError`` |
+| ``BadDataError`` and its kinds (``TruncatedFileError`` also an ``EOFError``) | ``ValueError`` |
+
+``BadDataError`` and its subclasses name the file, the offset and what was expected. Where in the C++
+source an error was raised is in its ``source_location`` attribute, not in the message (``headrace
+--debug`` prints it).
 """
 
 from headrace._ext import (  # noqa: F401  (re-exported)
@@ -13,11 +28,15 @@ from headrace._ext import (  # noqa: F401  (re-exported)
     CudaError,
     EmptyFieldError,
     Error,
+    FileAccessError,
     FileOpenError,
     GpuOutOfMemoryError,
+    MissingFileError,
+    NotAFileError,
     SystemCallError,
     TruncatedFileError,
     UnavailableError,
+    UnknownNameError,
     UnsupportedVersionError,
     UsageError,
 )
@@ -27,8 +46,12 @@ SystemError = SystemCallError  # the CLI's name for failed system calls
 __all__ = [
     "Error",
     "UsageError",
+    "UnknownNameError",
     "SystemCallError",
     "FileOpenError",
+    "MissingFileError",
+    "FileAccessError",
+    "NotAFileError",
     "UnavailableError",
     "CudaError",
     "GpuOutOfMemoryError",

@@ -14,7 +14,8 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 from headrace import _ext
@@ -95,15 +96,16 @@ class ProbeResult:
         }
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
-        """One row per point with :data:`CSV_COLUMNS`."""
-        with open(path, "w", newline="") as out:
+        """One row per point with :data:`CSV_COLUMNS` (through ``path.partial`` and a rename)."""
+        with _replacing(path) as partial, open(partial, "w", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
             writer.writeheader()
             for point in self.points:
                 writer.writerow({"file": self.file, **asdict(point)})
 
     def plot_heatmap(self, path: str | os.PathLike[str]) -> None:
-        """A PNG with one heat map per (pattern, threads): block size x queue depth coloured by GB/s.
+        """An image (a PNG, or the format ``path``'s ending names) with one heat map per (pattern,
+        threads): block size x queue depth coloured by GB/s.
 
         Every panel shares one colour scale, values are written in the cells, the ceiling's cell is
         outlined, and the title names the file, the cache state and the ceiling.
@@ -153,7 +155,9 @@ class ProbeResult:
             figure.colorbar(image, ax=axes, label="GB/s (1e9 bytes/s)", shrink=0.9)
         figure.suptitle(f"headrace probe: {self.file} [{self.points[0].path}, {self.points[0].cache_state}]\n"
                         f"{self.ceiling_line()}", fontsize=9)
-        figure.savefig(path, dpi=120)
+        image_format = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
+        with _replacing(path) as partial:
+            figure.savefig(partial, format=image_format, dpi=120)
 
 
 def defaults(quick: bool = False) -> dict[str, object]:
@@ -181,8 +185,10 @@ def probe(
     """Measures raw read bandwidth of the device holding ``path``.
 
     ``path`` is a file or block device (read as it is), a directory (``headrace-probe.bin`` of
-    ``file_size_bytes`` is written there, or reused when its size matches) or a missing file (written).
-    Arguments left None take the defaults of :func:`defaults` (``quick`` picks the smaller grid).
+    ``file_size_bytes`` is written there, or reused when its size matches) or a missing file (written;
+    ``headrace probe`` writes one only when its name has an ending, so that a drive that is not mounted
+    is not mistaken for a file to create). Arguments left None take the defaults of :func:`defaults`
+    (``quick`` picks the smaller grid); ``max_seconds_per_point`` is at least ``seconds_per_point``.
     ``bytes_per_point`` reads exactly that much per point instead of timing ``seconds_per_point``.
     ``strict`` turns every fallback (no io_uring, no O_DIRECT, a file in RAM) into UnavailableError.
     ``progress(done, total, point)`` is called after each point.
@@ -194,6 +200,8 @@ def probe(
         config["seed"] if seed is None else seed,
     )
     report = None if progress is None else (lambda done, total, point: progress(done, total, ProbePoint(**point)))
+    if seconds_per_point is not None and max_seconds_per_point is None:  # a longer point than the default cap
+        max_seconds_per_point = max(config["max_seconds_per_point"], seconds_per_point)
     outcome = _ext.probe_run(
         test_file["path"], quick=quick, patterns=None if patterns is None else list(patterns),
         block_sizes_bytes=None if block_sizes_bytes is None else list(block_sizes_bytes),
@@ -209,6 +217,19 @@ def probe(
         points=tuple(ProbePoint(**point) for point in outcome["points"]),
         ceiling_index=outcome["ceiling_index"],
     )
+
+
+@contextmanager
+def _replacing(path: str | os.PathLike[str]) -> Iterator[str]:
+    """Yields ``path.partial`` to write; renames it over ``path`` when the block ends, removes it on an error."""
+    partial = f"{os.fspath(path)}.partial"
+    try:
+        yield partial
+        os.replace(partial, path)
+    except BaseException:
+        if os.path.exists(partial):
+            os.unlink(partial)
+        raise
 
 
 def format_block_size(size_bytes: int) -> str:

@@ -47,6 +47,17 @@ class RequestStatus:
         return self.state in ("done", "failed", "cancelled")
 
 
+def _dtype_of(array: Any) -> np.dtype | None:
+    """The element type of a NumPy, CuPy or PyTorch array (None for a plain buffer)."""
+    dtype = getattr(array, "dtype", None)
+    if dtype is None:
+        return None
+    try:
+        return np.dtype(str(dtype).removeprefix("torch."))
+    except TypeError:
+        return None
+
+
 def destination_of(array: Any) -> tuple[int, int, str]:
     """(address, bytes, "host"|"device") of a writable C-contiguous NumPy array, a CUDA array or a
     headrace DeviceBuffer."""
@@ -144,6 +155,13 @@ class Queue:
         address, size, kind = destination_of(destination)
         index = dataset.container.field_index(field)
         needed = dataset.element_count(frame, field) * dataset.container.fields[index].element_bytes
+        expected = np.dtype(dataset.field(field).dtype)
+        given = _dtype_of(destination)
+        # Raw bytes are a fine destination; any other element type must be the field's, or its values
+        # would be the field's bytes read as another type.
+        if given is not None and given != expected and given.itemsize != 1:
+            raise _ext.UsageError(f"destination of dtype {given} for frame {frame} field {field!r} of dtype {expected} "
+                                  "(give an array of the field's dtype, or of bytes)")
         if size < needed:
             raise _ext.UsageError(f"destination of {size} bytes for frame {frame} field {field!r} of {needed} bytes")
         requests = self._native.enqueue_chunks(file, dataset.container, frame, index, address, kind=kind,

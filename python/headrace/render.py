@@ -133,7 +133,7 @@ class StreamingRenderer:
             raise UsageError(f"method {method} {GPU_METHODS[method]}: it needs a GPU (--device 0)")
         fields = [f.name for f in ds.fields]
         if field not in fields:
-            raise UsageError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
+            raise _ext.UnknownNameError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
         self.field, self.batch, self.segments = fields.index(field), int(batch), int(segments)
         # The process's engine for this method: its queue, staging and page-locked files outlive the renderer.
         self.engine = headrace.shared_engine(None if self.ordinal < 0 else self.ordinal, backend=backend,

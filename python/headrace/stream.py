@@ -188,7 +188,7 @@ class Frame:
         assert lease is not None
         if name not in self._arrays:
             if name not in lease.buffers:
-                raise _ext.UsageError(f"field {name!r} is not streamed (fields: {', '.join(lease.buffers)})")
+                raise _ext.UnknownNameError(f"field {name!r} is not streamed (fields: {', '.join(lease.buffers)})")
             info = self._stream._dataset.field(name)
             shape = (self._stream._dataset.element_count(self.index, name), info.components)
             buffer = lease.buffers[name]

@@ -27,7 +27,9 @@ from headrace import _ext
 from headrace.errors import UsageError
 
 __all__ = ["TraceResult", "trace", "trace_run", "grid_of", "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds",
-           "write_lines", "convert_to_hilbert", "convert_linear_flow"]
+           "write_lines", "convert_to_hilbert", "convert_linear_flow", "MOST_MADVISE_INTERVAL_S"]
+
+MOST_MADVISE_INTERVAL_S = 86400  # a day between madvise calls at most
 
 
 @dataclass
@@ -57,6 +59,8 @@ def trace_run(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 
               unit_pages: int = 96, madvise_interval_s: float = 4.0, memory_budget_bytes: int = 0,
               backend: str = "uring", **tuning: float) -> TraceResult:
     """Traces every seed; see the module docstring. ``tuning``: stagnant_speed, tolerance, min_step, max_step."""
+    if not 0 <= madvise_interval_s <= MOST_MADVISE_INTERVAL_S:  # also NaN; past a day, nanoseconds overflow in C++
+        raise UsageError(f"madvise_interval_s must lie in 0..{MOST_MADVISE_INTERVAL_S} seconds, got {madvise_interval_s}")
     ordinal = _device_ordinal(device)
     manager = manager or ("resident" if ordinal >= 0 else "user")
     run = _ext.trace_container(_path(source), _as_seeds(seeds), frame=int(frame), integrator=integrator,

@@ -23,7 +23,8 @@ from typing import Any
 from headrace.bench.cases import particles as study
 from headrace.errors import Error
 
-__all__ = ["Tuning", "tune", "default_configuration", "profile_path", "load_profile", "save_profile", "machine_key"]
+__all__ = ["Tuning", "NothingRan", "tune", "default_configuration", "profile_path", "load_profile", "save_profile",
+           "machine_key"]
 
 FACTORS = ("batch", "segments", "staging_bytes")
 
@@ -33,6 +34,15 @@ class Tuning:
     best: dict[str, Any]
     best_seconds: float
     evaluations: list[dict[str, Any]] = field(default_factory=list)  # every configuration and its frame time
+
+
+class NothingRan(Error):
+    """No configuration could run; ``evaluations`` holds each one tried and why it could not."""
+
+    def __init__(self, evaluations: list[dict[str, Any]]) -> None:
+        first = f"; the first, {evaluations[0]['method']}: {evaluations[0]['error']}" if evaluations else ""
+        super().__init__(f"none of the {len(evaluations)} configurations tried could run{first}")
+        self.evaluations = evaluations
 
 
 def _levels(space: study.Space) -> dict[str, tuple[Any, ...]]:
@@ -55,8 +65,9 @@ def _neighbours(config: dict[str, Any], space: study.Space) -> list[dict[str, An
 def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget_seconds: float, *, seed: int = 0,
          start_with: tuple[dict[str, Any], ...] = (), clock: Callable[[], float] = time.monotonic) -> Tuning:
     """Searches ``space`` for the configuration of least frame time: ``evaluate(config)`` returns its frame
-    time in seconds, or raises headrace.Error when it cannot run (skipped). ``start_with`` (the defaults,
-    say) are measured first, so the result is never worse than they measured."""
+    time in seconds, or raises headrace.Error when it cannot run (skipped, and kept in ``evaluations``
+    with why). ``start_with`` (the defaults, say) are measured first, so the result is never worse than
+    they measured. :class:`NothingRan` when no configuration could run within the budget."""
     start = clock()
     seen: dict[tuple[Any, ...], float] = {}
     evaluations: list[dict[str, Any]] = []
@@ -78,7 +89,7 @@ def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget
     rng.shuffle(grid)
     best, best_time = None, float("inf")
     for config in [*start_with, *grid]:  # phase 1: random sampling, half the budget (and at least one point)
-        if best is not None and clock() - start > budget_seconds / 2:
+        if clock() - start > (budget_seconds / 2 if best is not None else budget_seconds):
             break
         seconds = run(config)
         if seconds < best_time:
@@ -93,8 +104,8 @@ def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget
             if seconds < best_time:
                 best, best_time, improved = config, seconds, True
                 break
-    if best is None or best_time == float("inf"):
-        raise Error("tune: no configuration could run: " + "; ".join(e.get("error", "") for e in evaluations[:3]))
+    if best is None:
+        raise NothingRan(evaluations)
     return Tuning(best=best, best_seconds=best_time, evaluations=evaluations)
 
 

@@ -12,7 +12,7 @@ from headrace.bench import harness
 def test_setup_runs_before_the_cache_is_dropped_and_body_after(monkeypatch, tmp_path):
     # Guards the mmap "cold" reads that were hot: a backend must be (re)opened before the drop.
     events: list[str] = []
-    monkeypatch.setattr(harness, "drop_page_cache", lambda files: events.append("drop") or "fake")
+    monkeypatch.setattr(harness, "drop_page_cache", lambda files, everything=False: events.append("drop") or "fake")
     result = harness.measure("case", lambda: events.append("body") or 1000, files=[], cache="cold", repeats=2,
                              setup=lambda: events.append("setup"))
     assert events == ["setup", "drop", "body", "setup", "drop", "body"]
@@ -42,3 +42,25 @@ def test_cold_eviction_works_without_privileges(tmp_path):
     path = tmp_path / "f.bin"
     path.write_bytes(b"x" * 65536)
     assert harness.drop_page_cache([str(path)]) in ("drop_caches", "fadvise")
+
+
+def test_cold_evicts_only_the_file_and_says_what_stayed(tmp_path):
+    path = tmp_path / "data.bin"
+    path.write_bytes(b"\x01" * (1 << 20))
+    path.read_bytes()  # in the page cache now
+    other = tmp_path / "other.bin"
+    other.write_bytes(b"\x02" * (1 << 20))
+    other.read_bytes()
+    from headrace import _ext
+
+    assert harness.evict_from_page_cache([str(path)]) == "fadvise"
+    assert _ext.page_cache_resident_bytes(str(path)) == 0
+    assert _ext.page_cache_resident_bytes(str(other)) > 0  # nothing else was touched
+    with open(path, "rb") as f:  # a mapping keeps its pages: said, not hidden
+        import mmap
+
+        mapped = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+        mapped.madvise(mmap.MADV_WILLNEED)
+        sum(mapped[i] for i in range(0, len(mapped), 4096))
+        assert "still cached" in harness.evict_from_page_cache([str(path)])
+        mapped.close()

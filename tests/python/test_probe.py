@@ -129,13 +129,14 @@ def test_file_in_ram_is_hot_and_strict_refuses_it():
             os.unlink(path)
 
 
-def test_parse_size_accepts_binary_units():
-    from headrace.cli._arguments import parse_size
+def test_sizes_take_binary_units():
+    from headrace.cli._arguments import Size
 
-    assert parse_size("268435456") == 256 * MiB
-    assert parse_size("256M") == parse_size("256MiB") == parse_size("256 mib") == 256 * MiB
-    assert parse_size("4K") == 4 * KiB
-    with pytest.raises(argparse.ArgumentTypeError, match="expected a positive size"):
-        parse_size("4 parsecs")
-    with pytest.raises(argparse.ArgumentTypeError, match="expected a positive size"):
-        parse_size("0")
+    size = Size(1, 1 << 40)
+    assert size("268435456") == 256 * MiB
+    assert size("256M") == size("256MiB") == size("256 mib") == 256 * MiB
+    assert size("4K") == 4 * KiB
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a size"):
+        size("4 parsecs")
+    with pytest.raises(argparse.ArgumentTypeError, match="expected a size"):
+        size("0")

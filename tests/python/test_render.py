@@ -112,16 +112,12 @@ def _durations(animation):
 @pytest.mark.parametrize("arguments, message", [
     (["--frame", "9"], "no frame 9"),
     (["--frames", "2:7"], "frames 0 to 2"),
-    (["--frame", "0", "--camera", "spin:1"], "expected orbit"),
+    (["--frame", "0", "--camera", "spin:1"], "--camera"),
     (["--frame", "0", "--background", "300,0,0"], "R,G,B"),
-    (["--frame", "0", "--out-format"], None),
+    (["--frame", "0", "--out-format"], "unrecognized arguments"),
 ])
 def test_render_command_refuses_bad_input(particles, tmp_path, capsys, arguments, message):
     command = ["render", str(particles), "--out", str(tmp_path / "x.png"), *arguments]
-    if message is None:
-        with pytest.raises(SystemExit):
-            main(command)
-        return
     assert main(command) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()

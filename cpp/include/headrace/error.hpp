@@ -21,6 +21,12 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// A name looked up that is not there (a field of a container): Python's KeyError too.
+class UnknownNameError : public UsageError {
+ public:
+  using UsageError::UsageError;
+};
+
 // A system call failed; the message names the call, the path and strerror(errno).
 class SystemError : public Error {
  public:

@@ -25,9 +25,13 @@ void QueueOptions::validate() const {
   HEADRACE_EXPECT(staging_bytes >= (std::uint64_t{64} << 10) && staging_bytes <= (std::uint64_t{1} << 40), UsageError,
                   "staging_bytes must be in 64 KiB..1 TiB, got " + std::to_string(staging_bytes));
   HEADRACE_EXPECT(max_batch >= 1 && max_batch <= 65536, UsageError, "max_batch must be in 1..65536, got " + std::to_string(max_batch));
-  HEADRACE_EXPECT(max_direct_bytes >= 4096, UsageError, "max_direct_bytes must be at least 4096, got " + std::to_string(max_direct_bytes));
+  HEADRACE_EXPECT(max_direct_bytes >= 4096 && max_direct_bytes <= (std::uint64_t{1} << 40), UsageError,
+                  "max_direct_bytes must be in 4 KiB..1 TiB, got " + std::to_string(max_direct_bytes));
+  HEADRACE_EXPECT(pin_budget_bytes <= (std::uint64_t{1} << 50), UsageError,
+                  "pin_budget_bytes must be in 0..1 PiB (0: a quarter of the machine's memory), got " + std::to_string(pin_budget_bytes));
   HEADRACE_EXPECT(decode_threads <= 1024, UsageError, "decode_threads must be in 0..1024 (0: one per core), got " + std::to_string(decode_threads));
-  HEADRACE_EXPECT(status_history >= 1024, UsageError, "status_history must be at least 1024, got " + std::to_string(status_history));
+  HEADRACE_EXPECT(status_history >= 1024 && status_history <= (std::uint64_t{1} << 24), UsageError,
+                  "status_history must be in 1024..16777216, got " + std::to_string(status_history));
 }
 
 bool parse_decode_on(const std::string& name, const std::string& text) {

@@ -57,6 +57,11 @@ class File {
       const int error_number = errno;
       throw FileNotFoundError(detail::system_message("open", path, error_number, __FILE__, __LINE__), error_number);
     }
+    struct stat info {};
+    if (::fstat(fd_, &info) == 0 && S_ISDIR(info.st_mode)) {  // open() takes a directory, its reads fail
+      ::close(fd_);
+      throw FileNotFoundError(detail::system_message("open", path, EISDIR, __FILE__, __LINE__), EISDIR);
+    }
   }
   ~File() { ::close(fd_); }
   File(const File&) = delete;
@@ -331,7 +336,7 @@ std::uint32_t Container::field_index(const std::string& name) const {
     if (fields_[i].name == name) return i;
     known += (known.empty() ? "" : ", ") + fields_[i].name;
   }
-  throw UsageError(path_ + ": no field '" + name + "' (fields: " + known + ")");
+  throw UnknownNameError(path_ + ": no field '" + name + "' (fields: " + known + ")");
 }
 
 const FrameFieldInfo& Container::frame_field(std::uint32_t frame, std::uint32_t field) const {

@@ -1,9 +1,11 @@
 """The only clock of headrace's measurements: repeats, cache state and results.
 
-Cold means the page cache no longer holds the file: as root the whole cache is dropped
-(``/proc/sys/vm/drop_caches``); otherwise the file's pages are evicted with
-``posix_fadvise(POSIX_FADV_DONTNEED)``, which works for clean pages without privileges. The
-method used is recorded with every measurement.
+Cold means the page cache no longer holds the file: its pages are written back and evicted with
+``posix_fadvise(POSIX_FADV_DONTNEED)`` (no privileges needed, nothing else on the machine touched), and
+``mincore`` then says how much is still cached (pages another process maps or locks stay). Dropping the
+whole machine's cache (``/proc/sys/vm/drop_caches``, root only) is done only when asked for by name
+(``drop-all``): on a shared node it costs every other job its cache. The method used, and what stayed
+cached, is recorded with every measurement.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-__all__ = ["CacheState", "Measurement", "drop_page_cache", "warm_page_cache", "measure", "write_csv", "read_rows",
-           "write_rows"]
+__all__ = ["CacheState", "CACHE_STATES", "Measurement", "drop_page_cache", "evict_from_page_cache", "drop_all_page_caches",
+           "set_cache_state", "warm_page_cache", "measure", "write_csv", "read_rows", "write_rows"]
 
-CacheState = Literal["cold", "hot"]
+CacheState = Literal["cold", "hot", "drop-all"]
+CACHE_STATES: tuple[str, ...] = ("cold", "hot", "drop-all")
 
 
 @dataclass
@@ -60,27 +63,59 @@ class Measurement:
         return row
 
 
-def drop_page_cache(paths: Iterable[str]) -> str:
-    """Evicts the files from the page cache; returns how ("drop_caches" or "fadvise")."""
-    paths = list(paths)
-    for path in paths:  # dirty pages cannot be dropped
+def _write_back(paths: Sequence[str]) -> None:
+    for path in paths:  # dirty pages cannot be evicted
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def evict_from_page_cache(paths: Iterable[str]) -> str:
+    """Evicts these files' pages (and only theirs) from the page cache; returns how, with what stayed."""
+    from headrace import _ext
+
+    paths = list(paths)
+    _write_back(paths)
+    stayed = 0
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+        stayed += _ext.page_cache_resident_bytes(path)
+    if stayed:
+        return f"fadvise, {stayed / 2**20:.1f} MiB still cached (mapped or locked pages)"
+    return "fadvise"
+
+
+def drop_all_page_caches(paths: Iterable[str] = ()) -> str:
+    """Drops the whole machine's page cache (root only; the files in ``paths`` written back first)."""
+    _write_back(list(paths))
+    os.sync()
     try:
         with open("/proc/sys/vm/drop_caches", "w") as control:
             control.write("3\n")
-        return "drop_caches"
-    except OSError:
-        for path in paths:
-            fd = os.open(path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
-        return "fadvise"
+    except OSError as error:
+        from headrace import _ext
+
+        raise _ext.UsageError(f"dropping the whole page cache needs root (/proc/sys/vm/drop_caches: {error.strerror}); "
+                              "cold evicts only the file and needs none") from None
+    return "drop_caches (the whole machine)"
+
+
+def drop_page_cache(paths: Iterable[str], everything: bool = False) -> str:
+    """Cold: the files evicted, or with ``everything`` the whole cache dropped; returns how."""
+    return drop_all_page_caches(paths) if everything else evict_from_page_cache(paths)
+
+
+def set_cache_state(paths: Iterable[str], state: str) -> str:
+    """Puts the files in a cache state of :data:`CACHE_STATES`; returns how."""
+    if state == "hot":
+        return warm_page_cache(paths)
+    return drop_page_cache(paths, everything=state == "drop-all")
 
 
 def warm_page_cache(paths: Iterable[str], chunk_bytes: int = 16 << 20) -> str:
@@ -120,8 +155,8 @@ def measure(
             setup()
         if prepare_cache is not None:
             method = prepare_cache()
-        elif cache == "cold":
-            method = drop_page_cache(files)
+        elif cache != "hot":
+            method = drop_page_cache(files, everything=cache == "drop-all")
         elif repeat == 0:  # hot: one read fills the cache for every repeat
             method = warm_page_cache(files)
         start = time.perf_counter()

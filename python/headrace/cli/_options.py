@@ -1,23 +1,62 @@
 """Command-line flags of the engine's options and the I/O knobs, made from their bound classes
 (``headrace.QueueOptions``, ``headrace.Settings``; docs/settings.md): ``--<name>`` per field, typed by its
 default (a switch for a bool, a size with units for ``*_bytes``), its help the binding's docstring. A flag
-not given leaves the option to its default and ``HEADRACE_<NAME>``; the values given are checked where
-the options are built (``headrace.queue_options``): a bad one is a ``UsageError`` naming it (exit 2)."""
+not given leaves the option to its default and ``HEADRACE_<NAME>``. A value given is checked as it is
+parsed, by the same validation the Python API runs (``Settings.validate``, ``QueueOptions.validate``):
+out of range, it is a one-line usage error with the range the engine states (exit 2)."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 from headrace import _ext
-from headrace.cli._arguments import parse_size_or_zero
-from headrace.settings import KNOBS, QUEUE_OPTIONS
+from headrace.cli._arguments import Bounded, Size
+from headrace.settings import KNOBS, QUEUE_OPTIONS, io_settings, queue_options
 
 __all__ = ["add_option_arguments", "given_options"]
 
 
 def _queue_names(queue: bool, skip: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(name for name in QUEUE_OPTIONS if name not in skip) if queue else ()
+
+
+class EngineValue(Bounded[Any]):
+    """One option's or knob's value: parsed by the type of its default (a size with units for
+    ``*_bytes``), then validated by the engine's own rules, so the range is stated in one place."""
+
+    least = most = None  # the engine states them in its message
+
+    def __init__(self, name: str, default: Any) -> None:
+        self.name, self.default = name, default
+
+    def describe(self) -> str:
+        if isinstance(self.default, int):
+            return "a size (bytes, or with K/M/G/T such as 64M)" if self.name.endswith("_bytes") else "a whole number"
+        return "a word"
+
+    def parse(self, text: str) -> Any:
+        value: Any = text
+        if isinstance(self.default, int):
+            value = Size(0, 1 << 62).parse(text) if self.name.endswith("_bytes") else None
+            if value is None:
+                if re.fullmatch(r"\s*[-+]?\d+\s*", text) is None:
+                    raise self.fail(text)
+                value = int(text)  # a negative one is refused below, with the range
+        try:
+            (io_settings if self.name in KNOBS else queue_options)(**{self.name: value})
+        except _ext.UsageError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        return value
+
+    def bad_examples(self) -> list[str]:
+        if isinstance(self.default, int):
+            return ["", "abc", "-1", "99999999999999999999999"]
+        return ["", "bogus"]
+
+    def good_examples(self) -> list[str]:
+        return [str(self.default)]
 
 
 def _add(group: argparse._ArgumentGroup, cls: type, defaults: Any, name: str) -> None:
@@ -27,10 +66,8 @@ def _add(group: argparse._ArgumentGroup, cls: type, defaults: Any, name: str) ->
     text = f"{getattr(cls, name).__doc__ or name} ({shown})"
     if isinstance(default, bool):
         group.add_argument(flag, dest=name, action=argparse.BooleanOptionalAction, default=None, help=text)
-    elif isinstance(default, int):
-        group.add_argument(flag, dest=name, type=parse_size_or_zero if name.endswith("_bytes") else int, default=None, help=text)
     else:
-        group.add_argument(flag, dest=name, default=None, help=text)
+        group.add_argument(flag, dest=name, type=EngineValue(name, default), default=None, help=text)
 
 
 def add_option_arguments(parser: argparse.ArgumentParser, *, queue: bool = True,

@@ -20,7 +20,18 @@ from rich.progress import (
 
 __all__ = ["console", "print_json", "human_bytes", "byte_progress", "count_progress"]
 
-console = Console(highlight=False)
+# Piped or redirected, lines are not wrapped at 80 columns (a path or a number split over two lines
+# breaks whoever reads them) and tables are as wide as they need.
+_piped = not sys.stdout.isatty()
+console = Console(highlight=False, soft_wrap=_piped, width=1000 if _piped else None)
+
+
+def _reader_left() -> None:
+    # rich exits 1 itself when the reader leaves (`| head`); main() ends such a run quietly with 0.
+    raise BrokenPipeError
+
+
+console.on_broken_pipe = _reader_left  # type: ignore[method-assign]
 
 
 def print_json(value: Any) -> None:

@@ -3,31 +3,109 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from headrace.cli._arguments import parse_size
+from headrace.cli._arguments import Integer, OutputFile, Size, describe_size
 
-__all__ = ["add_writer_arguments", "writer_options", "container_summary", "print_summary",
-           "terminate_as_exit"]
+__all__ = ["add_writer_arguments", "add_output_argument", "writer_options", "check_chunk_bytes", "refuse_existing",
+           "interrupted", "container_summary", "print_summary", "terminate_as_exit", "CODEC_LEVELS",
+           "CODEC_CHUNK_BYTES"]
+
+# The levels each codec's CPU encoder takes (codec/cpu/chunk_codec.cpp, gdeflate.cpp): lz4 1 is its fast
+# mode and 2 to 12 LZ4-HC; zstd's positive levels; gdeflate libdeflate's scale.
+CODEC_LEVELS = {"lz4": (1, 12), "zstd": (1, 22), "gdeflate": (1, 12)}
+# The most raw bytes a compressed chunk holds, and why: the engine refuses to decode a larger lz4 or
+# zstd chunk on the GPU (engine/queue_impl.hpp), nvCOMP's CPU gdeflate encoder to write one.
+CODEC_CHUNK_BYTES = {"lz4": 16 << 20, "zstd": 16 << 20, "gdeflate": 64 << 10}
+_CHUNK_LIMIT_REASON = {"lz4": "the most nvCOMP decodes on the GPU", "zstd": "the most nvCOMP decodes on the GPU",
+                       "gdeflate": "the most nvCOMP's CPU encoder takes"}
+# Every chunk starts on a 4 KiB page (docs/format.md), so a smaller chunk only pads the file; above
+# 256 MiB a chunk no longer fits the engine's staging ring (256 MiB by default).
+CHUNK_BYTES = Size(4 << 10, 256 << 20)
+
+
+def add_output_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``OUT.hrc`` positional and ``--force``."""
+    parser.add_argument("output", metavar="OUT.hrc", type=OutputFile(),
+                        help="container to write (an existing file is replaced only with --force)")
+    parser.add_argument("--force", action="store_true", help="replace OUT.hrc if it exists")
+
 
 def add_writer_arguments(parser: argparse.ArgumentParser) -> None:
     """The container-writing options shared by ``convert`` and ``generate``, and ``--json``."""
     group = parser.add_argument_group("container")
-    group.add_argument("--chunk-size", type=parse_size, metavar="BYTES",
-                       help="chunk size: bytes, or with K/M/G (binary) as in 4M (default: the writer's, 4 MiB; "
-                            "64 KiB, the most it takes, for gdeflate)")
+    group.add_argument("--chunk-size", type=CHUNK_BYTES, metavar="BYTES",
+                       help="bytes a chunk holds, rounded down to whole elements (a flow's whole blocks), at least "
+                            "one (default 4 MiB; 64 KiB for gdeflate; lz4 and zstd at most 16 MiB, gdeflate 64 KiB)")
     group.add_argument("--codec", choices=("none", "lz4", "zstd", "gdeflate"), default="none",
                        help="chunk codec (default: none); gdeflate writes format 1.1 and needs nvCOMP's CPU library")
-    group.add_argument("--codec-level", type=int, help="codec level (default: the codec's)")
+    group.add_argument("--codec-level", type=Integer(1, 22), metavar="L",
+                       help="compression level: lz4 1 (fast, the default) to 12 (LZ4-HC), zstd 1 to 22 (default 3), "
+                            "gdeflate 1 to 12 (default 6); needs --codec")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
 
 
+def check_chunk_bytes(codec: str, chunk_bytes: int, why: str = "--chunk-size") -> None:
+    """A ``UsageError`` when chunks of ``chunk_bytes`` are more than ``codec`` takes; ``why`` names the cause."""
+    from headrace.errors import UsageError
+
+    most = CODEC_CHUNK_BYTES.get(codec)
+    if most is not None and chunk_bytes > most:
+        raise UsageError(f"{why}: chunks of {describe_size(chunk_bytes)} with --codec {codec}, which takes at most "
+                         f"{describe_size(most)} a chunk ({_CHUNK_LIMIT_REASON[codec]})")
+
+
 def writer_options(args: argparse.Namespace) -> dict[str, object]:
-    """``--chunk-size``, ``--codec``, ``--codec-level`` as keyword arguments of convert/generate."""
+    """``--chunk-size``, ``--codec``, ``--codec-level`` as keyword arguments of convert/generate, checked
+    against each other."""
+    from headrace.errors import UsageError
+
+    if args.codec_level is not None:
+        if args.codec == "none":
+            raise UsageError(f"--codec-level {args.codec_level} needs --codec lz4, zstd or gdeflate")
+        least, most = CODEC_LEVELS[args.codec]
+        if not least <= args.codec_level <= most:
+            raise UsageError(f"--codec-level {args.codec_level}: --codec {args.codec} takes levels {least} to {most}")
+    if args.chunk_size is not None:
+        check_chunk_bytes(args.codec, args.chunk_size)
     return {"chunk_size_bytes": args.chunk_size, "codec": args.codec, "codec_level": args.codec_level}
+
+
+def refuse_existing(output: str, force: bool) -> os.stat_result | None:
+    """The output as it is before writing (None when it does not exist); a ``UsageError`` when it exists
+    and ``--force`` was not given."""
+    from headrace.errors import UsageError
+
+    try:
+        before = os.stat(output)
+    except FileNotFoundError:
+        return None
+    if not force:
+        raise UsageError(f"{output} exists: --force replaces it")
+    return before
+
+
+def interrupted(command: str, output: str, before: os.stat_result | None) -> int:
+    """After a Ctrl-C: says what is on disk at ``output`` (written, unchanged or absent), removes a
+    partial file left behind, and returns the exit status (130)."""
+    partial = Path(output + ".partial")
+    partial.unlink(missing_ok=True)  # the writer removes it; an interrupt inside that removal may not have
+    try:
+        now = os.stat(output)
+    except FileNotFoundError:
+        state = f"{output} was not written"
+    else:
+        if before is not None and (now.st_ino, now.st_mtime_ns) == (before.st_ino, before.st_mtime_ns):
+            state = f"{output} was not replaced: the earlier file is as it was"
+        else:  # the rename comes last, after the index and an fsync: a file there is whole
+            state = f"{output} had been written in full"
+    print(f"headrace {command}: interrupted; {state}", file=sys.stderr)
+    return 130
 
 
 def container_summary(path: Path, seconds: float, **extra: object) -> dict[str, object]:

@@ -4,17 +4,23 @@
 Studies: io (standard vs direct I/O over chunk sizes), banks, madvise, concurrency (chunk size and
 threads against hilbert-mmap), scaling (the four implementations, strong and weak, 1 to 64 threads),
 gpu (the GPU tracer against the CPU implementations on the same seeds);
-``docs/streamlines.md`` says what each varies. Every point is measured cold (the files' pages dropped
-before each repeat). Finished rows are kept after each point, so an interrupted run resumes where it
-stopped when run again with the same --out. ``headrace plot RESULTS.csv`` draws them.
+``docs/streamlines.md`` says what each varies. Every point is measured ``--cache cold`` by default
+(the two files' pages evicted before each repeat; ``drop-all`` drops the whole machine's page cache
+instead, as root). Finished rows are kept after each point, so an interrupted run (or one stopped by
+``--budget``) resumes where it stopped when run again with the same --out. ``headrace plot
+RESULTS.csv`` draws them.
 
 particles: every configuration of the factor space (``--grid``) or ``--sample N`` of it drawn from
 per-factor distributions, each rendered frame after frame (round robin) through headrace's streaming
 renderer and measured by seed 000's algorithm 3 (docs/particles.md): pre-warm frames, the frame count
 that fills ``--wall-seconds``, draw times per frame (min, median, max), wall time per frame, segment
 waits. One row per configuration with the machine it ran on, in CSV and JSON; ``--budget`` seconds
-stops starting new ones; a configuration that cannot run (no GPU for vram, cuFile here) is a row
-saying why.
+stops starting new ones. A configuration that cannot run (cuFile where it is not installed, a staging
+too small for a batch) is a row saying why, and the command then exits 1 naming how many and the
+first reason. Each configuration takes at least twice ``--wall-seconds`` (four times with
+``--overlap``) and at least ``--prewarm`` + ``--gpu-iterations`` + 1 frames: on the CPU reference
+renderer, at 1024 x 768, minutes (``--sample 40`` ran about 100 minutes on a 2-core machine). The
+run says its estimate at the start and after the first configuration.
 """
 
 from __future__ import annotations
@@ -22,13 +28,43 @@ from __future__ import annotations
 import argparse
 
 from headrace.bench.cases.streamlines import STUDIES
-from headrace.cli._arguments import choose_device, parse_size
+from headrace.bench.harness import CACHE_STATES
+from headrace.cli._arguments import Device, Integer, Items, OutputFile, Real, Size, Word, choose_device
+from headrace.cli._arguments import Path as PathArgument
+from headrace.cli.trace import MOST_STEPS, UNIT_PAGES, Seeds
 from headrace.errors import UsageError
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "run_particles", "particle_methods", "particle_device", "particle_space",
+           "expect_particle_container", "add_particle_space_arguments", "cache_help", "cache_said",
+           "MOST_BUDGET_SECONDS", "STREAMING_METHODS"]
 
+MOST_BUDGET_SECONDS = 7 * 24 * 3600  # a --budget of a week at most
 # What makes two rows the same point of a study (a resumed run skips points already measured).
-KEY = ("study", "implementation", "scaling", "threads", "direct", "unit_pages", "banks", "madvise_interval_s", "seeds")
+KEY = ("study", "cache", "implementation", "scaling", "threads", "direct", "unit_pages", "banks", "madvise_interval_s",
+       "seeds")
+
+
+def _methods() -> tuple[str, ...]:
+    from headrace.render import METHODS
+
+    return (*METHODS, "kvikio")
+
+
+STREAMING_METHODS = _methods()
+
+
+def cache_help(default: str, measured: str) -> str:
+    """The help of a --cache option: what each state does (and costs)."""
+    return (f"page cache state of {measured}: cold, this file's pages evicted before each (no privileges needed, "
+            "nothing else on the machine touched); hot, the file read once before; drop-all, the whole machine's "
+            f"page cache dropped before each (root only: every other process loses its cache) (default {default})")
+
+
+def cache_said(cache: str) -> str:
+    """What a cache state did, for the output."""
+    return {"cold": "cold: this file's pages evicted before each measurement",
+            "hot": "hot: the file in the page cache",
+            "drop-all": "drop-all: the whole machine's page cache dropped before each measurement"}[cache]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,112 +72,179 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     sl = kinds.add_parser("streamlines", help="seed 002's data-management studies")
-    sl.add_argument("native", metavar="NATIVE.hrc", help="the flow field in native blocks")
-    sl.add_argument("hilbert", metavar="HILBERT.hrc", help="the same field in the Hilbert layout")
-    sl.add_argument("--study", choices=STUDIES, required=True)
-    sl.add_argument("--seeds", default="uniform:512", help="as for headrace trace (default uniform:512)")
-    sl.add_argument("--steps", type=int, default=1000)
-    sl.add_argument("--step-size", type=float, default=0.01)
-    sl.add_argument("--cache-bytes", type=parse_size, default=256 << 20, help="user-managed cache (default 256M)")
-    sl.add_argument("--threads", default="1,2,4,8,16,32,64", help="thread counts (default 1,2,4,8,16,32,64)")
-    sl.add_argument("--chunk-pages", default="3,12,48,96,384,1536", help="Hilbert unit sizes in pages")
-    sl.add_argument("--unit-pages", type=int, default=96, help="the scaling study's Hilbert unit (default 96 pages)")
-    sl.add_argument("--scalings", default="strong,weak", help="the scaling study's halves (default strong,weak)")
-    sl.add_argument("--repeats", type=int, default=1)
-    sl.add_argument("--out", required=True, metavar="RESULTS.csv")
+    sl.add_argument("native", metavar="NATIVE.hrc", type=PathArgument(), help="the flow field in native blocks")
+    sl.add_argument("hilbert", metavar="HILBERT.hrc", type=PathArgument(), help="the same field in the Hilbert layout")
+    sl.add_argument("--study", choices=STUDIES, required=True, help="which of seed 002's studies")
+    sl.add_argument("--seeds", type=Seeds(), default="uniform:512", help="as for headrace trace (default uniform:512)")
+    sl.add_argument("--steps", type=Integer(1, MOST_STEPS, "steps"), default=1000, help="steps per line (default 1000)")
+    sl.add_argument("--step-size", type=Real(0, 1e6, above=True), default=0.01,
+                    help="in the field's time units (default 0.01)")
+    sl.add_argument("--cache-bytes", type=Size(4096, 1 << 40), default=256 << 20,
+                    help="the user-managed cache, and mmap's page-cache budget (default 256M)")
+    sl.add_argument("--threads", type=Items(Integer(1, 1024)), default="1,2,4,8,16,32,64",
+                    help="thread counts (default 1,2,4,8,16,32,64)")
+    sl.add_argument("--chunk-pages", type=Items(UNIT_PAGES), default="3,12,48,96,384,1536",
+                    help="Hilbert unit sizes in pages (default 3,12,48,96,384,1536)")
+    sl.add_argument("--unit-pages", type=UNIT_PAGES, default=96, help="the scaling study's Hilbert unit (default 96 pages)")
+    sl.add_argument("--scalings", type=Items(Word(("strong", "weak")), most_items=2), default="strong,weak",
+                    help="the scaling study's halves (default strong,weak)")
+    sl.add_argument("--repeats", type=Integer(1, 100), default=1, help="timed repeats per point (default 1)")
+    sl.add_argument("--cache", choices=CACHE_STATES, default="cold", help=cache_help("cold", "every repeat"))
+    sl.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
+                    help="seconds after which no new point starts (the rest is left for a resumed run)")
+    sl.add_argument("--out", required=True, type=OutputFile((".csv",)), metavar="RESULTS.csv",
+                    help="the rows; an existing file is resumed")
     sl.set_defaults(func=run)
 
-    pa = kinds.add_parser("particles", help="seed 000's streaming-method study (algorithm 3)")
-    pa.add_argument("file", metavar="FILE", help="a particle container (headrace generate particles)")
+    pa = kinds.add_parser("particles", help="seed 000's streaming-method study (algorithm 3)",
+                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pa.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle container (headrace generate particles)")
     space = pa.add_mutually_exclusive_group()
     space.add_argument("--grid", action="store_true", help="every combination of the levels (the default)")
-    space.add_argument("--sample", type=int, metavar="N", help="N configurations drawn from per-factor distributions")
-    pa.add_argument("--methods", default=None, help="comma-separated (default: every method this device can run)")
-    pa.add_argument("--batches", default="128000,500000,1000000", help="particles per batch")
-    pa.add_argument("--segments", default="2,4,16,64,256", help="batches in flight")
-    pa.add_argument("--staging", default="256M", help="staging sizes, comma-separated (default 256M)")
-    pa.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there)")
-    pa.add_argument("--cache", choices=("hot", "cold"), default="hot", help="page cache state of phase 3")
-    pa.add_argument("--wall-seconds", type=float, default=2.0, help="algorithm 3's T_w (default 2)")
-    pa.add_argument("--prewarm", type=int, default=4, help="algorithm 3's R_p (default 4)")
-    pa.add_argument("--gpu-iterations", type=int, default=8, help="algorithm 3's R_g (default 8)")
-    pa.add_argument("--width", type=int, default=1024)
-    pa.add_argument("--height", type=int, default=768)
-    pa.add_argument("--budget", type=float, default=None, help="seconds after which no new configuration starts")
-    pa.add_argument("--seed", type=int, default=0, help="--sample's random seed")
+    space.add_argument("--sample", type=Integer(1, 10_000, "configurations"), metavar="N",
+                       help="N configurations drawn from per-factor distributions (each takes at least 2 x "
+                            "--wall-seconds; on the CPU renderer minutes: --sample 40 ran about 100 minutes on 2 cores)")
+    add_particle_space_arguments(pa, staging="256M")
+    pa.add_argument("--cache", choices=CACHE_STATES, default="hot", help=cache_help("hot", "algorithm 3's timed frames"))
+    pa.add_argument("--wall-seconds", type=Real(0, 3600, "seconds", above=True), default=2.0,
+                    help="frames are timed until they fill this many seconds (algorithm 3's T_w; default 2)")
+    pa.add_argument("--prewarm", type=Integer(1, 1000, "frames"), default=4,
+                    help="frames rendered before the timing (algorithm 3's R_p; default 4)")
+    pa.add_argument("--gpu-iterations", type=Integer(1, 1000, "frames"), default=8,
+                    help="frames whose draw time is measured (algorithm 3's R_g; default 8)")
+    pa.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
+    pa.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
+    pa.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
+                    help="seconds after which no new configuration starts (the rest is left for a resumed run)")
+    pa.add_argument("--seed", type=Integer(0, (1 << 32) - 1), default=0, help="--sample's random seed (default 0)")
     pa.add_argument("--series", action="store_true",
                     help="each frame loads the next one's first batches while it is drawn (hot only; "
                          "the KvikIO peer renders frame by frame, so it has no series rows)")
     pa.add_argument("--overlap", action="store_true",
                     help="also stream each configuration's frames without drawing: frame time over max(streaming "
                          "alone, drawing alone) (seed 000's overlap)")
-    pa.add_argument("--out", required=True, metavar="RESULTS.csv", help="rows (and RESULTS.json beside it)")
+    pa.add_argument("--out", required=True, type=OutputFile((".csv",)), metavar="RESULTS.csv",
+                    help="rows (and RESULTS.json beside them); an existing file is resumed")
     pa.set_defaults(func=run_particles)
+
+
+def add_particle_space_arguments(parser: argparse.ArgumentParser, *, staging: str) -> None:
+    """--methods, --batches, --segments, --staging and --device, shared by bench particles and tune."""
+    parser.add_argument("--methods", type=Items(Word(STREAMING_METHODS)), default=None,
+                        help="streaming methods, comma-separated (default: every method this device can run here)")
+    parser.add_argument("--batches", type=Items(Integer(1, 1 << 30, "particles")), default="128000,500000,1000000",
+                        help="particles per batch, comma-separated (default 128000,500000,1000000)")
+    parser.add_argument("--segments", type=Items(Integer(1, 4096)), default="2,4,16,64,256",
+                        help="batches in flight, comma-separated (default 2,4,16,64,256)")
+    parser.add_argument("--staging", type=Items(Size(64 << 10, 1 << 40)), default=staging,
+                        help=f"staging sizes, comma-separated (default {staging})")
+    parser.add_argument("--device", type=Device(), default=None,
+                        help="where to draw (default: GPU 0 when there is one, else the CPU reference renderer, said once)")
 
 
 def _key(row: dict[str, object]) -> tuple[str, ...]:
     return tuple(str(row.get(name, "")) for name in KEY)
 
 
+def expect_cache_state(cache: str, paths: list[str]) -> None:
+    """drop-all needs root: tried once before the work, so that it fails as a usage error, not in every row."""
+    if cache == "drop-all":
+        from headrace.bench.harness import drop_page_cache
+
+        drop_page_cache(paths, everything=True)
+
+
 def run(args: argparse.Namespace) -> int:
+    import time
+
     from headrace.bench.cases import streamlines as study_cases
     from headrace.bench.harness import read_rows, write_rows
     from headrace.cli._output import console, count_progress
-    from headrace.cli.trace import parse_seeds
+    from headrace.cli.trace import expect_memory_for_lines, parse_seeds
 
-    setup = study_cases.Setup(native=args.native, hilbert=args.hilbert, seeds=parse_seeds(args.seeds, args.native),
+    seeds = parse_seeds(args.seeds, args.native)
+    weak = args.study == "scaling" and "weak" in args.scalings  # weak scaling multiplies the seeds by the threads
+    expect_memory_for_lines(len(seeds) * (max(args.threads) if weak else 1), args.steps, "forward")
+    setup = study_cases.Setup(native=args.native, hilbert=args.hilbert, seeds=seeds,
                               steps=args.steps, step_size=args.step_size, cache_bytes=args.cache_bytes,
-                              threads=tuple(int(t) for t in args.threads.split(",")),
-                              chunk_pages=tuple(int(p) for p in args.chunk_pages.split(",")), unit_pages=args.unit_pages,
-                              scalings=tuple(s for s in args.scalings.split(",") if s))
+                              threads=tuple(args.threads), chunk_pages=tuple(args.chunk_pages), unit_pages=args.unit_pages,
+                              scalings=tuple(dict.fromkeys(args.scalings)))
+    expect_cache_state(args.cache, [args.native, args.hilbert])
     rows: list[dict[str, object]] = list(read_rows(args.out))
     done = {_key(row) for row in rows}
     points = list(study_cases.configurations(args.study, setup))
-    todo = [p for p in points if _key({"study": args.study, "seeds": len(setup.seeds) * p.get("seed_factor", 1),
-                                       "scaling": p.get("scaling", ""), **p}) not in done]
+    todo = [p for p in points if _key({"study": args.study, "cache": args.cache, "scaling": p.get("scaling", ""),
+                                       "seeds": len(setup.seeds) * p.get("seed_factor", 1), **p}) not in done]
     if len(todo) < len(points):
         console.print(f"resuming: {len(points) - len(todo)} of {len(points)} points already in {args.out}")
+    console.print(f"{args.study}: {len(todo)} points, {args.repeats} repeat{'s' if args.repeats > 1 else ''} each, "
+                  f"{cache_said(args.cache)}")
+    started, measured = time.monotonic(), 0
     with count_progress(f"{args.study} study", len(todo)) as advance:
         for options in todo:
-            measured = study_cases.run_configuration(args.study, setup, options, args.repeats)
-            rows.append(measured.as_row())
+            if measured and args.budget is not None and time.monotonic() - started > args.budget:
+                console.print(f"budget of {args.budget:g} s spent: {measured} of {len(todo)} points measured, "
+                              f"the rest left for a later run with the same --out")
+                break
+            point = study_cases.run_configuration(args.study, setup, options, args.repeats, cache=args.cache)
+            rows.append(point.as_row())
             write_rows(args.out, rows)  # kept after every point: Ctrl-C loses at most the one running
+            measured += 1
             advance()
-    console.print(f"{args.study}: {len(points)} points in {args.out}")
+    console.print(f"{args.study}: {len(rows)} points in {args.out}")
     return 0
 
 
-def particle_methods(device: int | str) -> tuple[str, ...]:
-    """Every method the device can run on this file kind (vram, ram-pinned and cufile need a GPU)."""
+def particle_methods(device: int | str, path: str) -> tuple[str, ...]:
+    """Every method the device can run on this kind of file here: vram, ram-pinned and cufile need a GPU,
+    and a method whose backend this machine lacks (liburing, cuFile) is left out."""
+    from headrace import _ext
     from headrace.render import GPU_METHODS, METHODS
 
-    plain = tuple(m for m in METHODS if not m.startswith("compressed-"))
-    return plain if device != "cpu" else tuple(m for m in plain if m not in GPU_METHODS)
+    plain = [m for m in METHODS if not m.startswith("compressed-") and (device != "cpu" or m not in GPU_METHODS)]
+    return tuple(m for m in plain if _ext.backend_unavailable_reason(METHODS[m][0], path) is None)
 
 
-def particle_device(device: str | None, doing: str) -> int | str:
+def particle_device(device: int | str | None, doing: str) -> int | str:
     """The GPU ordinal or "cpu" of --device; without one, GPU 0 when there is one, else the CPU, said once."""
     return choose_device(device, f"{doing} the CPU reference renderer")
 
 
-def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str]):
-    """The factor space of --methods (default: every method the device runs on this kind of file),
-    --batches, --segments and --staging."""
-    from headrace.bench.cases import particles as study
-    from headrace.render import METHODS
+def expect_particle_container(ds) -> None:
+    """A usage error, before any work, for a file whose frames are not particles (x, y, z, radius, r, g, b, a)."""
+    fields = {f.name: f for f in ds.fields}
+    info = fields.get("particles")
+    if info is None or info.dtype != "float32" or info.components != 8:
+        have = ", ".join(f"{f.name} ({f.dtype} x {f.components})" for f in ds.fields) or "no fields"
+        raise UsageError(f"{ds.path}: not a particle container: expected a field 'particles' of float32 x 8 "
+                         f"(headrace generate particles writes one), found {have}")
 
-    methods = tuple(args.methods.split(",")) if args.methods else (
-        particle_methods(device) if codecs == ["none"] else tuple(f"compressed-{c}" for c in codecs))
-    unknown = [m for m in methods if m not in METHODS and m != "kvikio"]
-    if unknown:
-        raise UsageError(f"--methods: unknown {', '.join(unknown)}; expected some of {', '.join(METHODS)}, kvikio")
-    return study.Space(methods=methods, batches=tuple(int(b) for b in args.batches.split(",")),
-                       segments=tuple(int(s) for s in args.segments.split(",")),
-                       staging_bytes=tuple(parse_size(s) for s in args.staging.split(",")))
+
+def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str], path: str):
+    """The factor space of --methods (default: every method the device runs here on this kind of file),
+    --batches, --segments and --staging; a method that needs a GPU on the CPU is a usage error."""
+    from headrace.bench.cases import particles as study
+    from headrace.render import GPU_METHODS
+
+    if args.methods:
+        methods = tuple(dict.fromkeys(args.methods))
+        needs_gpu = [m for m in methods if device == "cpu" and (m in GPU_METHODS or m == "kvikio")]
+        if needs_gpu:
+            raise UsageError(f"--methods {','.join(needs_gpu)}: {'needs' if len(needs_gpu) == 1 else 'need'} a GPU, "
+                             "and this run is on the CPU")
+    else:
+        methods = particle_methods(device, path) if codecs == ["none"] else tuple(f"compressed-{c}" for c in codecs)
+    return study.Space(methods=methods, batches=tuple(dict.fromkeys(args.batches)),
+                       segments=tuple(dict.fromkeys(args.segments)), staging_bytes=tuple(dict.fromkeys(args.staging)))
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.2g} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def run_particles(args: argparse.Namespace) -> int:
     import json
+    import sys
     import time
     from pathlib import Path
 
@@ -149,11 +252,14 @@ def run_particles(args: argparse.Namespace) -> int:
     from headrace.bench.cases import particles as study
     from headrace.bench.harness import read_rows, write_rows
     from headrace.cli._output import console, count_progress
-    if args.series and args.cache == "cold":
-        raise UsageError("--series loads the next frame ahead, before a cold run drops its pages: use it hot")
+
+    if args.series and args.cache != "hot":
+        raise UsageError("--series loads the next frame ahead, before a cold run drops its pages: use it hot (--cache hot)")
     device = particle_device(args.device, "measuring")
     ds = headrace.open(args.file)
-    space = particle_space(args, device, ds.codecs)
+    expect_particle_container(ds)
+    space = particle_space(args, device, ds.codecs, ds.path)
+    expect_cache_state(args.cache, [ds.path])
     configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
     rows: list[dict[str, object]] = list(read_rows(args.out))
     common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache, "series": args.series,
@@ -162,19 +268,26 @@ def run_particles(args: argparse.Namespace) -> int:
     todo = [c for c in configurations if tuple(str({**common, **c}[k]) for k in study.KEY) not in done]
     if len(todo) < len(configurations):
         console.print(f"resuming: {len(configurations) - len(todo)} of {len(configurations)} configurations already in {args.out}")
+    least = (4 if args.overlap else 2) * args.wall_seconds  # phases 1 and 3 fill the wall time, the overlap twice more
+    where = "the CPU" if device == "cpu" else f"GPU {device}"
+    console.print(f"particles: {len(todo)} configuration{'s' if len(todo) != 1 else ''} on {where}, "
+                  f"{cache_said(args.cache)}; each at least {least:g} s and {args.prewarm + args.gpu_iterations + 1} "
+                  f"frames: at least {_duration(least * len(todo))} in all"
+                  + (f", --budget {args.budget:g} s" if args.budget else ""))
     machine = study.machine()
     frames = list(range(len(ds.frames)))
     started = time.monotonic()
+    failed: list[str] = []
+    measured = 0  # configurations run now, those that could not included
     with count_progress("particles study", len(todo)) as advance:
         for config in todo:
-            if args.budget is not None and time.monotonic() - started > args.budget:
-                console.print(f"budget of {args.budget:g} s spent: {len(rows)} rows, the rest left for a later run")
+            if measured and args.budget is not None and time.monotonic() - started > args.budget:
+                console.print(f"budget of {args.budget:g} s spent: {measured} of {len(todo)} configurations measured, "
+                              "the rest left for a later run with the same --out")
                 break
             row: dict[str, object] = {**common, **config, **machine}
             try:
                 if config["method"] == "kvikio":  # the peer: KvikIO into CuPy, drawn by our renderer
-                    if device == "cpu":
-                        raise UsageError("the kvikio peer reads into GPU memory: it needs a GPU")
                     if args.series:
                         raise UsageError("the kvikio peer renders frame by frame: no series")
                     renderer = study.kvikio_renderer(ds, device=int(device), batch=config["batch"], width=args.width,
@@ -191,12 +304,21 @@ def run_particles(args: argparse.Namespace) -> int:
                                                          series=args.series)
                     row.update(overlap_frame_s=drawn, stream_only_s=alone)
                     row["overlap_ratio"] = drawn / max(alone, row["draw_median_s"])
-            except headrace.errors.Error as why:  # said in the row, never dropped
-                row["error"] = str(why)
+            except (headrace.errors.Error, ImportError) as why:  # said in the row, never dropped
+                row["error"] = f"{type(why).__name__}: {why}" if isinstance(why, ImportError) else str(why)
+                failed.append(f"{config['method']}: {row['error']}")
             rows.append(row)
             write_rows(args.out, rows)  # kept after every configuration: an interruption loses at most one
             Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=2, default=str))
+            measured += 1
+            if measured == 1 and len(todo) > 1:
+                spent = time.monotonic() - started
+                console.print(f"  the first configuration took {spent:.1f} s: about {_duration(spent * (len(todo) - 1))} "
+                              "for the rest")
             advance()
-    measured = [r for r in rows if not r.get("error")]
-    console.print(f"particles: {len(rows)} rows in {args.out} ({len(rows) - len(measured)} could not run)")
+    console.print(f"particles: {len(rows)} rows in {args.out} ({measured} run now, {len(failed)} of them could not)")
+    if failed:
+        print(f"headrace bench particles: {len(failed)} of {measured} configurations could not run (their rows in "
+              f"{args.out} say why); the first: {failed[0]}", file=sys.stderr)
+        return 1
     return 0

@@ -6,8 +6,9 @@ From native blocks (``headrace generate flow``) the Hilbert layout is built part
 of core; from a grid in grid order (a BOV brick converted first) one frame at a time in memory.
 
 The input format is guessed from the extension or the first bytes unless ``--format`` names it. Several
-inputs (BOV headers, .npy or .npz files; a directory; a quoted glob) become frames in order. A failed or
-interrupted conversion leaves no output file. Mapping rules: docs/converters.md.
+inputs (BOV headers, .npy or .npz files; a directory; a quoted glob) become frames in order. An existing
+OUT.hrc is replaced only with --force; a failed or interrupted conversion leaves no output file.
+Mapping rules: docs/converters.md.
 """
 
 from __future__ import annotations
@@ -16,61 +17,102 @@ import argparse
 import time
 from pathlib import Path
 
+from headrace.cli._arguments import Integer, Name, Path as PathArgument
 from headrace.cli._writer_options import (
+    add_output_argument,
     add_writer_arguments,
     container_summary,
+    interrupted,
     print_summary,
+    refuse_existing,
     terminate_as_exit,
     writer_options,
 )
 
 __all__ = ["register", "run"]
 
+HILBERT_BITS = 6
+CHUNK_PAGES = 96
+
+
+# Hilbert chunks in 4 KiB pages: whole 12-byte points (3 pages hold 1024); at most the 256 MiB the
+# engine's staging holds (hilbert_field.cpp).
+HILBERT_CHUNK_PAGES = Integer(3, 65535, "pages of 4 KiB", multiple_of=3)
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("convert", help="convert particle or grid files into a container",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("inputs", nargs="+", metavar="IN",
+    parser.add_argument("inputs", nargs="+", metavar="IN", type=PathArgument(),
                         help="input file(s), a directory or a quoted glob; several become frames in order")
-    parser.add_argument("output", metavar="OUT.hrc", help="container to write")
+    add_output_argument(parser)
     parser.add_argument("--format", choices=("raw-particles", "mmpld", "bov", "npy"),
                         help="input format (default: guessed from the extension or the first bytes)")
     raw = parser.add_argument_group("raw-particles")
     split = raw.add_mutually_exclusive_group()
-    split.add_argument("--particles-per-frame", type=int, help="particles per frame (default: one frame)")
-    split.add_argument("--frames", type=int, help="number of equal frames the file holds (default: 1)")
+    split.add_argument("--particles-per-frame", type=Integer(1, 1 << 40, "particles"), metavar="N",
+                       help="particles per frame (default: one frame)")
+    split.add_argument("--frames", type=Integer(1, 1 << 20, "frames"), metavar="F",
+                       help="number of equal frames the file holds (default: 1)")
     npy = parser.add_argument_group("npy")
-    npy.add_argument("--field", help="field name (default: the file's stem)")
+    npy.add_argument("--field", type=Name(), help="field name (default: the file's stem)")
     layout = parser.add_argument_group("flow layout (input: a flow container)")
     layout.add_argument("--layout", choices=("hilbert", "blocks"), help="rewrite the flow field in this layout")
-    layout.add_argument("--block", type=int, nargs=3, metavar=("BX", "BY", "BZ"), help="blocks: points a block holds")
-    layout.add_argument("--hilbert-bits", type=int, default=6, help="partitions of 2^B points a side (default 6: 64)")
-    layout.add_argument("--chunk-pages", type=int, default=96, help="chunk size in 4 KiB pages, a multiple of 3 (default 96)")
+    layout.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, metavar=("BX", "BY", "BZ"),
+                        help="--layout blocks: points a block holds along x, y and z; they divide the grid")
+    layout.add_argument("--hilbert-bits", type=Integer(1, 20), metavar="B",
+                        help=f"--layout hilbert: partitions of 2^B points a side (default {HILBERT_BITS}: 64)")
+    layout.add_argument("--chunk-pages", type=HILBERT_CHUNK_PAGES, metavar="P",
+                        help=f"--layout hilbert: chunk size in 4 KiB pages (default {CHUNK_PAGES})")
     add_writer_arguments(parser)
     parser.set_defaults(func=run)
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """Options of one mode given in the other are a usage error, not silently ignored."""
+    from headrace.errors import UsageError
+
+    def given(*names: str) -> list[str]:
+        return ["--" + name.replace("_", "-") for name in names if getattr(args, name) not in (None, False)]
+
+    if args.layout is None:
+        stray = given("block", "hilbert_bits", "chunk_pages")
+        if stray:
+            raise UsageError(f"{', '.join(stray)}: only with --layout")
+        return
+    stray = given("format", "particles_per_frame", "frames", "field", "chunk_size", "codec_level")
+    stray += ["--codec"] if args.codec != "none" else []
+    stray += given("hilbert_bits", "chunk_pages") if args.layout == "blocks" else given("block")
+    if stray:
+        raise UsageError(f"{', '.join(stray)}: not with --layout {args.layout} (a layout's chunks are uncompressed; "
+                         "--chunk-pages sizes the Hilbert layout's)")
+    if args.layout == "blocks" and args.block is None:
+        raise UsageError("--layout blocks needs --block BX BY BZ")
+
+
 def run(args: argparse.Namespace) -> int:
-    from headrace.cli._output import byte_progress, console
+    from headrace.cli._output import byte_progress
     from headrace.convert import check_output, open_source, write_source
     from headrace.convert.formats import resolve_inputs
 
-    if args.layout:
-        return run_layout(args)
+    _check_options(args)
+    options = writer_options(args)
     paths = resolve_inputs(args.inputs[0] if len(args.inputs) == 1 else args.inputs)
     check_output(paths, args.output)
+    before = refuse_existing(args.output, args.force)
     started = time.perf_counter()
-    source = open_source(paths, args.format, particles_per_frame=args.particles_per_frame, frames=args.frames,
-                         field=args.field)
     try:
+        if args.layout:
+            return run_layout(args)
+        source = open_source(paths, args.format, particles_per_frame=args.particles_per_frame, frames=args.frames,
+                             field=args.field)
         with terminate_as_exit(), byte_progress(f"converting {source.path.name}", source.total_bytes,
                                                 enabled=not args.json) as update:
-            write_source(source, args.output, progress=update, **writer_options(args))
+            write_source(source, args.output, progress=update, **options)
+        summary = container_summary(Path(args.output), time.perf_counter() - started, input=[str(p) for p in paths],
+                                    format=source.attributes.get("source_format"))
     except KeyboardInterrupt:
-        console.print(f"headrace convert: interrupted; {args.output} was not written")
-        return 130
-    summary = container_summary(Path(args.output), time.perf_counter() - started, input=[str(p) for p in paths],
-                                format=source.attributes.get("source_format"))
+        return interrupted("convert", args.output, before)
     print_summary(summary, args.json)
     return 0
 
@@ -84,18 +126,20 @@ def run_layout(args: argparse.Namespace) -> int:
 
     if len(args.inputs) != 1:
         raise UsageError("--layout rewrites one flow container")
+    bits = HILBERT_BITS if args.hilbert_bits is None else args.hilbert_bits
+    chunk_pages = CHUNK_PAGES if args.chunk_pages is None else args.chunk_pages
     source_layout = headrace.open(args.inputs[0]).attributes.get("layout")
-    if source_layout == "blocks" and args.layout == "hilbert":
-        seconds = streamlines.convert_to_hilbert(args.inputs[0], args.output, bits=args.hilbert_bits,
-                                                 chunk_pages=args.chunk_pages)
-    elif source_layout == "linear":
-        seconds = streamlines.convert_linear_flow(args.inputs[0], args.output, layout=args.layout, block=args.block,
-                                                  bits=args.hilbert_bits, chunk_pages=args.chunk_pages)
-    else:
-        raise UsageError(f"{args.inputs[0]}: layout {source_layout!r} cannot become {args.layout} "
-                         "(native blocks become hilbert; a grid in grid order becomes either)")
-    summary = container_summary(Path(args.output), seconds, input=args.inputs, layout=args.layout,
-                                hilbert_bits=args.hilbert_bits, chunk_pages=args.chunk_pages)
+    with terminate_as_exit():
+        if source_layout == "blocks" and args.layout == "hilbert":
+            seconds = streamlines.convert_to_hilbert(args.inputs[0], args.output, bits=bits, chunk_pages=chunk_pages)
+        elif source_layout == "linear":
+            seconds = streamlines.convert_linear_flow(args.inputs[0], args.output, layout=args.layout, block=args.block,
+                                                      bits=bits, chunk_pages=chunk_pages)
+        else:
+            raise UsageError(f"{args.inputs[0]}: layout {source_layout!r} cannot become {args.layout} "
+                             "(native blocks become hilbert; a grid in grid order becomes either)")
+    details = dict(hilbert_bits=bits, chunk_pages=chunk_pages) if args.layout == "hilbert" else dict(block=args.block)
+    summary = container_summary(Path(args.output), seconds, input=args.inputs, layout=args.layout, **details)
     print_summary(summary, args.json)
     if not args.json:
         console.print(f"construction time (seed 002, table 1): {seconds:.3f} s")

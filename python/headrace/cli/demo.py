@@ -1,34 +1,69 @@
 """``headrace demo``: the synthetic particles of seed 000 (section 4.2) streamed through every host
 backend this machine has, each result verified byte for byte, compared in a table and a bar chart, and
-one frame drawn as sphere glyphs (on the GPU when there is one, else by the CPU reference renderer)."""
+one frame drawn as sphere glyphs (on the GPU when there is one, else by the CPU reference renderer).
+
+Cold here means this file's pages evicted from the page cache before each repeat (``--cache cold``,
+no privileges needed); ``--cache drop-all`` drops the whole machine's page cache instead (root only).
+``--budget`` stops starting new measurements once spent: the file is always written and verified."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 from rich.table import Table
 
 import headrace
-from headrace.bench.cases.read_backends import available_backends, sweep
+from headrace.bench.cases.read_backends import available_backends, read_container
 from headrace.bench.harness import write_csv
-from headrace.cli._output import byte_progress, console, human_bytes, print_json
+from headrace.cli._arguments import Integer, Real
+from headrace.cli._arguments import Path as PathArgument
+from headrace.cli._output import byte_progress, console, count_progress, human_bytes, print_json
+from headrace.cli.bench import MOST_BUDGET_SECONDS, cache_said
+from headrace.errors import UsageError
 from headrace.generate import generate_particles
 from headrace.generate.particles import particle_slices
+
+PARTICLE_BYTES = 32
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="generate particles, stream them through every backend, compare",
                                    description=__doc__)
-    parser.add_argument("--out", default="out/demo", help="output directory (default: out/demo)")
-    parser.add_argument("--particles", type=int, default=2_000_000, help="particles per frame (default 2M = 64 MB)")
-    parser.add_argument("--frames", type=int, default=4, help="frames, each repeating the particles (default 4)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=2, help="timed repeats per backend and cache state")
+    parser.add_argument("--out", type=PathArgument(), default="out/demo",
+                        help="output folder, made if missing (default: out/demo)")
+    parser.add_argument("--particles", type=Integer(1, 100_000_000), default=2_000_000,
+                        help="particles per frame (default 2M = 64 MB)")
+    parser.add_argument("--frames", type=Integer(1, 64), default=4, help="frames, each repeating the particles (default 4)")
+    parser.add_argument("--seed", type=Integer(0, (1 << 32) - 1), default=0, help="the generator's seed (default 0)")
+    parser.add_argument("--repeats", type=Integer(1, 100), default=2,
+                        help="timed repeats per backend and cache state (default 2)")
+    parser.add_argument("--cache", choices=("cold", "drop-all"), default="cold",
+                        help="how the cold measurements empty the page cache: cold, this file's pages evicted (no "
+                             "privileges needed); drop-all, the whole machine's page cache dropped (root only: every "
+                             "other process loses its cache) (default cold)")
+    parser.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
+                        help="seconds after which no new measurement starts (the file is always written and verified)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
+
+
+def _check_out(out: Path, total: int) -> None:
+    """--out: a folder (made if missing) on a disk with room for the file, checked before anything is written."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: a file, not a folder: the demo writes particles.hrc, backends.csv, "
+                         "backends.png and frame0.png into a folder")
+    existing = next((p for p in [out, *out.parents] if p.exists()), Path("."))
+    free = shutil.disk_usage(existing).free
+    if total > free:
+        raise UsageError(f"--particles x --frames: the demo's file takes {human_bytes(total)}, {existing} has "
+                         f"{human_bytes(free)} free")
 
 
 def verify_frames(ds: headrace.Dataset, backend: str, particles: int, seed: int) -> int:
@@ -43,7 +78,7 @@ def verify_frames(ds: headrace.Dataset, backend: str, particles: int, seed: int)
     return expected.nbytes * len(ds.frames)
 
 
-def plot(measurements, path: Path, heading: str, cache_note: str) -> None:
+def plot(measurements, path: Path, heading: str, cache_note: str, cold: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -52,7 +87,7 @@ def plot(measurements, path: Path, heading: str, cache_note: str) -> None:
     backends = list(dict.fromkeys(m.parameters["backend"] for m in measurements))
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
     width = 0.38
-    for offset, cache, colour in ((-width / 2, "cold", "#3465a4"), (width / 2, "hot", "#f57900")):
+    for offset, cache, colour in ((-width / 2, cold, "#3465a4"), (width / 2, "hot", "#f57900")):
         values = [next((m.best_gbps for m in measurements if m.parameters["backend"] == b and m.cache == cache), 0.0)
                   for b in backends]
         bars = ax.bar(np.arange(len(backends)) + offset, values, width, label=cache, color=colour)
@@ -63,19 +98,36 @@ def plot(measurements, path: Path, heading: str, cache_note: str) -> None:
     ax.legend()
     fig.tight_layout()
     partial = path.with_suffix(".partial.png")
-    fig.savefig(partial)
-    plt.close(fig)
-    os.replace(partial, path)
+    try:
+        fig.savefig(partial)
+        os.replace(partial, path)
+    finally:
+        plt.close(fig)
+        partial.unlink(missing_ok=True)
+
+
+@contextmanager
+def _counting(description: str, total: int, shown: bool) -> Iterator[Callable[[], None]]:
+    """count_progress, or nothing under --json (whose output is the JSON alone)."""
+    if not shown:
+        yield lambda: None
+        return
+    with count_progress(description, total) as advance:
+        yield advance
 
 
 def run(args: argparse.Namespace) -> int:
+    from headrace.cli.bench import expect_cache_state
+
     say = (lambda *a, **k: None) if args.json else console.print  # --json prints the JSON alone
     out = Path(args.out)
+    total = args.particles * PARTICLE_BYTES * args.frames
+    _check_out(out, total)
+    expect_cache_state(args.cache, [])
     out.mkdir(parents=True, exist_ok=True)
     path = out / "particles.hrc"
-    total = args.particles * 32 * args.frames
     say(f"[bold]1. generate[/] {args.particles:,} particles x {args.frames} frames "
-                  f"({human_bytes(total)}, seed {args.seed}) -> {path}")
+        f"({human_bytes(total)}, seed {args.seed}) -> {path}")
     with byte_progress("generating", total, enabled=not args.json) as update:
         generate_particles(path, particles=args.particles, frames=args.frames, seed=args.seed, progress=update)
 
@@ -87,18 +139,32 @@ def run(args: argparse.Namespace) -> int:
 
     say(f"[bold]2. verify[/] every frame through {', '.join(usable)} against the generator")
     ds = headrace.open(path)
-    for kind in usable:
-        verify_frames(ds, kind, args.particles, args.seed)
+    with _counting("verifying", len(usable), not args.json) as advance:
+        for kind in usable:
+            verify_frames(ds, kind, args.particles, args.seed)
+            advance()
     ds.close()
 
-    say(f"[bold]3. measure[/] reading all {len(ds.frames)} frames, cold and hot, {args.repeats} repeats each")
-    measurements = sweep(str(path), usable, ("cold", "hot"), repeats=args.repeats)
+    # ram preloads the file: the cache state does not reach it, so it is measured hot only.
+    pairs = [(kind, cache) for kind in usable for cache in (["hot"] if kind == "ram" else [args.cache, "hot"])]
+    say(f"[bold]3. measure[/] reading all {len(ds.frames)} frames, {args.cache} and hot, {args.repeats} repeats each "
+        f"({cache_said(args.cache)})")
+    measurements = []
+    started = time.monotonic()
+    with _counting("measuring", len(pairs), not args.json) as advance:
+        for kind, cache in pairs:
+            if measurements and args.budget is not None and time.monotonic() - started > args.budget:
+                say(f"   budget of {args.budget:g} s spent: {len(measurements)} of {len(pairs)} measurements made")
+                break
+            measurements.append(read_container(str(path), kind, cache, args.repeats))
+            advance()
     write_csv(str(out / "backends.csv"), measurements)
-    cold_method = next((m.cache_method for m in measurements if m.cache == "cold"), "")
+    cold_method = next((m.cache_method for m in measurements if m.cache == args.cache), "not measured")
     heading = f"headrace demo: {human_bytes(total)} of particles, every chunk read and checksummed"
-    cache_note = f"cold = page cache evicted ({cold_method}), hot = page cache filled; ram = preloaded"
+    emptied = "this file's pages evicted" if args.cache == "cold" else "the whole machine's page cache dropped"
+    cache_note = f"{args.cache} = {emptied} ({cold_method}), hot = page cache filled; ram = preloaded"
     title = f"{heading}; {cache_note}"
-    plot(measurements, out / "backends.png", heading, cache_note)
+    plot(measurements, out / "backends.png", heading, cache_note, args.cache)
 
     from headrace import render
 
@@ -110,23 +176,27 @@ def run(args: argparse.Namespace) -> int:
     render.write_image(out / "frame0.png", image)
 
     if args.json:
-        print_json({"file": str(path), "bytes": total, "unavailable": {k: v for k, v in reasons.items() if v},
+        print_json({"file": str(path), "bytes": total, "cache": args.cache, "skipped_by_budget": len(pairs) - len(measurements),
+                    "unavailable": {k: v for k, v in reasons.items() if v},
                     "results": [m.as_row() for m in measurements], "image": str(out / "frame0.png"),
                     "render": {k: v for k, v in stats.items() if k != "batch_draw_seconds"}})
         return 0
     table = Table(title=title)
-    for column in ("backend", "knobs", "cold GB/s", "hot GB/s", "spread"):
+    for column in ("backend", "knobs", f"{args.cache} GB/s", "hot GB/s", "spread"):
         table.add_column(column)
     for kind in usable:
         mine = {m.cache: m for m in measurements if m.parameters["backend"] == kind}
-        cold, hot = mine.get("cold"), mine.get("hot")
+        if not mine:
+            table.add_row(kind, "", "not measured (budget)", "", "")
+            continue
+        cold, hot = mine.get(args.cache), mine.get("hot")
         table.add_row(kind, (cold or hot).parameters["describe"],
-                      f"{cold.best_gbps:.2f}" if cold else "n/a (preloaded)",
-                      f"{hot.best_gbps:.2f}" if hot else "",
+                      f"{cold.best_gbps:.2f}" if cold else "n/a (preloaded)" if kind == "ram" else "not measured",
+                      f"{hot.best_gbps:.2f}" if hot else "not measured",
                       " ".join(f"{m.spread:.0%}" for m in mine.values()))
     console.print(table)
     console.print(f"bytes verified through every backend; chart {out / 'backends.png'}, CSV {out / 'backends.csv'}")
     console.print(f"frame 0 drawn in {stats['seconds']:.2f} s ({stats['batches']} batches): {out / 'frame0.png'}")
-    console.print("cold here is the page cache evicted; on a machine with a fast disk use "
+    console.print(f"{args.cache} here means {emptied}; on a machine with a fast disk use "
                   "`headrace probe` for the device ceiling these numbers should be read against.")
     return 0

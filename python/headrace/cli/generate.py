@@ -3,73 +3,146 @@
 particles: seed 000's series (uniform random spheres filling a third of the unit box, 8 float32 each,
 frames repeating the same particles); volume: moving Gaussian blobs on a nodal grid; flow: an ABC
 velocity field stored in native blocks (seed 002). The same seed always gives the same values.
+
+A data set holds at most 1 TiB of values, and an uncompressed one must fit the free space of OUT's
+file system: both are checked before anything is written. An existing OUT.hrc is replaced only with
+--force; a failed or interrupted run leaves no partial file.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import time
 from pathlib import Path
 
-from headrace.cli._writer_options import add_writer_arguments, container_summary, print_summary, terminate_as_exit, writer_options
+from headrace.cli._arguments import Integer, Real, describe_size
+from headrace.cli._writer_options import (
+    add_output_argument,
+    add_writer_arguments,
+    check_chunk_bytes,
+    container_summary,
+    interrupted,
+    print_summary,
+    refuse_existing,
+    terminate_as_exit,
+    writer_options,
+)
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "MAX_DATA_BYTES"]
+
+MAX_DATA_BYTES = 1 << 40  # the values one data set may hold (raw, before compression)
+# Bytes of one element: a particle (8 float32), a volume point (float32), a flow point (3 float32).
+ELEMENT_BYTES = {"particles": 32, "volume": 4, "flow": 12}
+FRAMES = Integer(1, 1 << 20, "frames")
+AXIS = Integer(2, 1 << 16, "points")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("generate", help="write a seeded synthetic data set", description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-    kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
+    kinds = parser.add_subparsers(dest="generator", required=True, metavar="KIND")  # flow's --kind is args.kind
 
     particles = kinds.add_parser("particles", help="uniform random particles (seed 000, section 4.2)")
-    particles.add_argument("output", metavar="OUT.hrc")
-    particles.add_argument("--particles", type=int, required=True, metavar="N", help="particles per frame")
-    particles.add_argument("--frames", type=int, required=True, metavar="F", help="frames (each repeats the particles)")
+    add_output_argument(particles)
+    most_particles = MAX_DATA_BYTES // ELEMENT_BYTES["particles"]
+    particles.add_argument("--particles", type=Integer(1, most_particles, "particles"), required=True, metavar="N",
+                           help="particles per frame (32 bytes each)")
+    particles.add_argument("--frames", type=FRAMES, required=True, metavar="F",
+                           help="frames (each repeats the particles)")
 
     volume = kinds.add_parser("volume", help="time-varying scalar field (moving Gaussian blobs)")
-    volume.add_argument("output", metavar="OUT.hrc")
-    volume.add_argument("--dims", type=int, nargs=3, required=True, metavar=("X", "Y", "Z"), help="grid points")
-    volume.add_argument("--frames", type=int, required=True, metavar="F", help="time steps")
-    volume.add_argument("--cutoff", type=float, default=0.0, metavar="C",
-                        help="write values below C as 0: empty space, which compresses (default: 0, off)")
+    add_output_argument(volume)
+    volume.add_argument("--dims", type=AXIS, nargs=3, required=True, metavar=("X", "Y", "Z"),
+                        help="grid points along x, y and z (4 bytes each)")
+    volume.add_argument("--frames", type=FRAMES, required=True, metavar="F", help="time steps")
+    volume.add_argument("--cutoff", type=Real(0.0, 10.0), default=0.0, metavar="C",
+                        help="write values below C as 0: empty space, which compresses (default: 0, off; "
+                             "the field peaks near 1)")
 
     flow = kinds.add_parser("flow", help="ABC velocity field stored in blocks (seed 002)")
-    flow.add_argument("output", metavar="OUT.hrc")
-    flow.add_argument("--dims", type=int, nargs=3, required=True, metavar=("X", "Y", "Z"), help="grid points")
-    flow.add_argument("--block", type=int, nargs=3, required=True, metavar=("BX", "BY", "BZ"),
+    add_output_argument(flow)
+    flow.add_argument("--dims", type=AXIS, nargs=3, required=True, metavar=("X", "Y", "Z"),
+                      help="grid points along x, y and z (12 bytes each)")
+    flow.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, required=True, metavar=("BX", "BY", "BZ"),
                       help="block size in points; the dims must be multiples of it")
-    flow.add_argument("--frames", type=int, default=1, metavar="F", help="time steps (default: 1, a steady flow)")
+    flow.add_argument("--frames", type=FRAMES, default=1, metavar="F", help="time steps (default: 1, a steady flow)")
     flow.add_argument("--kind", choices=("abc", "turbulence"), default="abc",
                       help="the analytic ABC flow, or synthetic turbulence at several scales (default: abc)")
 
     for sub in (particles, volume, flow):
-        sub.add_argument("--seed", type=int, default=0, help="seed of numpy.random.default_rng (default: 0)")
+        sub.add_argument("--seed", type=Integer(0, (1 << 32) - 1), default=0,
+                         help="seed of numpy.random.default_rng (default: 0)")
         add_writer_arguments(sub)
         sub.set_defaults(func=run)
 
 
+def _data_bytes(args: argparse.Namespace) -> int:
+    """The raw bytes the data set holds; a ``UsageError`` naming the options above the bound."""
+    from headrace.errors import UsageError
+
+    if args.generator == "particles":
+        elements, named = args.particles, f"--particles {args.particles:,}"
+    else:
+        elements, named = args.dims[0] * args.dims[1] * args.dims[2], "--dims " + " ".join(map(str, args.dims))
+    total = elements * ELEMENT_BYTES[args.generator] * args.frames
+    if total > MAX_DATA_BYTES:
+        raise UsageError(f"{named} x --frames {args.frames:,} make {total:,} bytes of values; generate writes at most "
+                         f"{describe_size(MAX_DATA_BYTES)}")
+    return total
+
+
+def _check_flow_chunks(args: argparse.Namespace) -> None:
+    """A flow's chunks hold whole blocks: a block larger than --chunk-size would silently make bigger chunks."""
+    from headrace.errors import UsageError
+    from headrace.writer import default_chunk_size
+
+    if any(d % b for d, b in zip(args.dims, args.block)):
+        raise UsageError(f"--dims {list(args.dims)} must be multiples of --block {list(args.block)}")
+    block_bytes = args.block[0] * args.block[1] * args.block[2] * ELEMENT_BYTES["flow"]
+    if args.chunk_size is not None and block_bytes > args.chunk_size:
+        raise UsageError(f"--block {' '.join(map(str, args.block))} is {block_bytes:,} bytes a block, more than "
+                         f"--chunk-size {args.chunk_size:,}: a chunk holds whole blocks")
+    target = args.chunk_size or default_chunk_size(args.codec)
+    check_chunk_bytes(args.codec, max(1, target // block_bytes) * block_bytes, "--block")
+
+
+def _check_room(output: str, data_bytes: int, codec: str) -> None:
+    """Uncompressed, the file is about as large as its values: refuse one its file system cannot hold."""
+    from headrace.errors import UsageError
+
+    if codec != "none":  # how much a codec saves is known only once written
+        return
+    free = shutil.disk_usage(os.path.dirname(os.path.abspath(output))).free
+    if data_bytes > free:
+        raise UsageError(f"{output}: {data_bytes:,} bytes of values, but its file system has {free:,} bytes free "
+                         "(fewer --particles, --dims or --frames, or a --codec)")
+
+
 def run(args: argparse.Namespace) -> int:
-    from headrace.cli._output import byte_progress, console
+    from headrace.cli._output import byte_progress
     from headrace.generate import generate_flow, generate_particles, generate_volume
 
     common = dict(seed=args.seed, **writer_options(args))
-    if args.kind == "particles":
+    total = _data_bytes(args)
+    if args.generator == "particles":
         generate, sizes = generate_particles, dict(particles=args.particles, frames=args.frames)
-        total = args.particles * 32 * args.frames
-    elif args.kind == "volume":
+    elif args.generator == "volume":
         generate, sizes = generate_volume, dict(dims=args.dims, frames=args.frames, cutoff=args.cutoff)
-        total = args.dims[0] * args.dims[1] * args.dims[2] * 4 * args.frames
     else:
+        _check_flow_chunks(args)
         generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames, kind=args.kind)
-        total = args.dims[0] * args.dims[1] * args.dims[2] * 12 * args.frames
+    before = refuse_existing(args.output, args.force)
+    _check_room(args.output, total, args.codec)
     started = time.perf_counter()
     try:
-        with terminate_as_exit(), byte_progress(f"generating {args.kind}", total,
+        with terminate_as_exit(), byte_progress(f"generating {args.generator}", total,
                                                 enabled=not args.json) as update:
             path = generate(args.output, progress=update, **sizes, **common)
+        summary = container_summary(Path(path), time.perf_counter() - started, generator=args.generator,
+                                    seed=args.seed)
     except KeyboardInterrupt:
-        console.print(f"headrace generate: interrupted; {args.output} was not written")
-        return 130
-    summary = container_summary(Path(path), time.perf_counter() - started, generator=args.kind, seed=args.seed)
+        return interrupted("generate", args.output, before)
     print_summary(summary, args.json)
     return 0

@@ -10,7 +10,9 @@ import tempfile
 from rich.table import Table
 
 from headrace import _ext
+from headrace.cli._arguments import Path
 from headrace.cli._output import console, human_bytes, print_json
+from headrace.errors import UsageError
 
 BACKENDS = ("posix", "direct", "mmap", "uring", "ram")
 
@@ -18,14 +20,20 @@ BACKENDS = ("posix", "direct", "mmap", "uring", "ram")
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("info", help="what headrace can use on this machine",
                                    description=__doc__)
-    parser.add_argument("--path", default=".", help="directory whose file system the backends are checked on (default: .)")
+    parser.add_argument("--path", type=Path(), default=".", metavar="FOLDER",
+                        help="folder whose file system the backends are checked on, with a small file written "
+                             "there and removed (default: .)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 
 
 def collect(directory: str) -> dict:
     """Everything ``info`` reports, as a dict (also used by the benchmarks' records)."""
-    with tempfile.NamedTemporaryFile(dir=directory, prefix=".headrace-info-") as probe:
+    try:
+        probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".headrace-info-")
+    except OSError as error:  # e.g. /proc, a read-only mount
+        raise OSError(f"cannot write a test file in {directory}: {error.strerror}") from None
+    with probe:
         probe.write(b"\0" * 8192)
         probe.flush()
         backends = {kind: _ext.backend_unavailable_reason(kind, probe.name) for kind in BACKENDS}
@@ -75,6 +83,9 @@ def _library_line(status: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not os.path.isdir(args.path):
+        what = "is not a folder" if os.path.exists(args.path) else "does not exist"
+        raise UsageError(f"--path {args.path} {what}: expected a folder, where the backends are tried on a file")
     report = collect(args.path)
     if args.json:
         print_json(report)

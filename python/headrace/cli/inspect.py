@@ -8,12 +8,13 @@ import math
 from rich.table import Table
 
 import headrace
+from headrace.cli._arguments import Path
 from headrace.cli._output import console, human_bytes, print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("inspect", help="print a container's index", description=__doc__)
-    parser.add_argument("file")
+    parser.add_argument("file", type=Path(), help="the container to describe")
     parser.add_argument("--chunks", action="store_true", help="also list every chunk")
     parser.add_argument("--json", action="store_true", help="print JSON (always with every chunk)")
     parser.set_defaults(func=run)

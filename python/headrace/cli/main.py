@@ -1,15 +1,20 @@
 """The ``headrace`` command: one module per subcommand, each with ``register(subparsers)``.
 
-Exit status: 0 success, 1 bad or corrupt data (or a failed check), 2 usage error.
+Exit status: 0 success, 1 bad or corrupt data, a failed check or an error of the system (a missing
+file, a full disk), 2 usage error (a bad option value, a missing argument), 130 interrupted. Every
+error is one line on stderr naming the command; ``--debug`` adds the traceback and the source location
+of errors raised in C++.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib
+import os
 import sys
+import traceback
 
 from headrace import errors
+from headrace.cli._arguments import Parser
 
 __all__ = ["main", "SUBCOMMANDS"]
 
@@ -17,27 +22,53 @@ SUBCOMMANDS = ("info", "generate", "convert", "inspect", "verify", "read", "stre
                "demo")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="headrace",
-        description="Stream time-varying scientific data from storage into GPU memory.",
-    )
+def build_parser() -> Parser:
+    from headrace import __version__
+
+    parser = Parser(prog="headrace", description="Stream time-varying scientific data from storage into GPU memory.")
+    parser.add_argument("--version", action="version", version=f"headrace {__version__}")
+    parser.add_argument("--debug", action="store_true", help="on an error, print its traceback and where in the source it was raised")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in SUBCOMMANDS:
         importlib.import_module(f"headrace.cli.{name}").register(subparsers)
     return parser
 
 
+def _report(command: str, error: BaseException, debug: bool, note: str = "") -> None:
+    if debug:
+        traceback.print_exception(error)
+        where = getattr(error, "source_location", None)
+        if where:
+            print(f"raised at {where}", file=sys.stderr)
+    text = " ".join(str(error).split("\n")) or type(error).__name__
+    print(f"headrace {command}: {text}{note}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Runs one command; returns its exit status (a usage error, --help and --version included)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:  # argparse: a one-line usage error (2), or --help / --version (0)
+        return stop.code if isinstance(stop.code, int) else 2
+    debug = args.debug or os.environ.get("HEADRACE_DEBUG", "") not in ("", "0", "off")
     try:
         return int(args.func(args) or 0)
     except errors.UsageError as error:
-        print(f"headrace {args.command}: {error}", file=sys.stderr)
+        _report(args.command, error, debug)
         return 2
-    except (errors.BadDataError, errors.SystemError, errors.UnavailableError, FileNotFoundError, errors.Error) as error:
-        print(f"headrace {args.command}: {error}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader left (`| head`): nothing more to say, and Python must not complain at exit either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(f"headrace {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (errors.Error, OSError, MemoryError) as error:
+        _report(args.command, error, debug)
+        return 1
+    except Exception as error:  # a fault of headrace itself: still one line, the traceback under --debug
+        _report(args.command, error, debug, f" (a bug in headrace: {type(error).__name__}; "
+                                            "rerun with --debug for the traceback and report it)")
         return 1
 
 

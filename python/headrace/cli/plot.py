@@ -15,15 +15,34 @@ import argparse
 import os
 from collections import defaultdict
 
+from headrace.cli._arguments import ImageFile, Path
+
 __all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("plot", help="draw the figures of a headrace bench results file",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", metavar="RESULTS.csv")
-    parser.add_argument("--out", required=True, metavar="FIG.png")
+    parser.add_argument("results", metavar="RESULTS.csv", type=Path(), help="a results file of headrace bench")
+    parser.add_argument("--out", required=True, metavar="FIG.png", type=ImageFile(),
+                        help="the figure to write, in the format its ending names")
     parser.set_defaults(func=run)
+
+
+def _read_results(path: str) -> list[dict[str, str]]:
+    """The rows of a results file; a one-line error for a file that is missing or not CSV text."""
+    import csv
+
+    from headrace import errors
+    from headrace.bench.harness import read_rows
+
+    if not os.path.isfile(path):  # a bad argument: the file named is not there
+        raise errors.UsageError(f"{path}: {'a folder' if os.path.isdir(path) else 'no such file'}; expected a results "
+                                "file of headrace bench")
+    try:
+        return read_rows(path)
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise errors.BadDataError(f"{path}: expected a CSV text file of headrace bench, found {error}") from None
 
 
 def _series(rows, x: str, label) -> dict[str, list[tuple[float, float]]]:
@@ -103,12 +122,17 @@ def run(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from headrace.bench.harness import read_rows
     from headrace.cli._output import console
-    from headrace.errors import UsageError
+    from headrace.errors import BadDataError, UsageError
 
-    rows = read_rows(args.results)
-    panels = list(_panels(rows))
+    rows = _read_results(args.results)
+    try:
+        panels = list(_panels(rows))
+    except KeyError as error:
+        raise BadDataError(f"{args.results}: expected the columns of a headrace bench study, found a row without "
+                           f"{error}") from None
+    except ValueError as error:
+        raise BadDataError(f"{args.results}: expected the numbers of a headrace bench study, found {error}") from None
     if not panels:
         raise UsageError(f"{args.results}: no rows of a study this command draws")
     figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
@@ -127,7 +151,11 @@ def run(args: argparse.Namespace) -> int:
         axis.legend(fontsize=7)
     figure.tight_layout()
     partial = f"{args.out}.partial"
-    figure.savefig(partial, format=os.path.splitext(args.out)[1][1:] or "png", dpi=120)
-    os.replace(partial, args.out)
+    try:
+        figure.savefig(partial, format=os.path.splitext(args.out)[1][1:].lower(), dpi=120)
+        os.replace(partial, args.out)
+    finally:
+        if os.path.exists(partial):
+            os.unlink(partial)
     console.print(f"{args.out}: {len(panels)} panels from {len(rows)} rows")
     return 0

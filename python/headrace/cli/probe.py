@@ -1,63 +1,120 @@
 """``headrace probe PATH``: raw read bandwidth over block size x queue depth x threads, and the device ceiling.
 
-PATH is a file or block device (read as it is), a directory (headrace-probe.bin is written there once
-and reused) or a file to create. Cold means O_DIRECT: the page cache is bypassed. See docs/probe.md.
+PATH is an existing file or block device (read as it is, never written), an existing folder
+(headrace-probe.bin is written there once and reused), or a new file to write, named with an ending
+such as probe.bin, in a folder that exists. A missing PATH without an ending (/mnt/nvme when that
+drive is not mounted) is refused rather than written as a file on whatever disk holds its folder.
+Cold means O_DIRECT: the page cache is bypassed. See docs/probe.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import stat
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from headrace import probe as probe_api
-from headrace.cli._arguments import parse_size
+from headrace.cli._arguments import Bounded, ImageFile, Integer, Items, OutputFile, Real, Size, Word, describe_size
 from headrace.cli._output import console, human_bytes, print_json
 from headrace.errors import UsageError
 
 __all__ = ["register", "run"]
 
-def _size_list(text: str) -> list[int]:
-    return [parse_size(item) for item in text.split(",")]
+
+class ProbePath(Bounded[str]):
+    """What ``probe`` reads: an existing file, block device or folder, or a new file with an ending in an
+    existing folder."""
+
+    least = most = None
+
+    def describe(self) -> str:
+        return ("an existing file, block device or folder, or a new file with an ending (probe.bin) in an "
+                "existing folder")
+
+    def parse(self, text: str) -> str:
+        if not text or "\0" in text:
+            raise self.fail(text)
+        if os.path.exists(text):
+            return text
+        folder = os.path.dirname(text.rstrip(os.sep)) or "."
+        if text.endswith(os.sep) or not os.path.splitext(text)[1]:
+            raise argparse.ArgumentTypeError(
+                f"{text} does not exist (a folder or drive that is not mounted?); the test file is written only into "
+                f"an existing folder, or as a new file with an ending such as {text.rstrip(os.sep)}.bin")
+        if not os.path.isdir(folder):
+            raise argparse.ArgumentTypeError(f"{text}: {folder} is not an existing folder")
+        return text
+
+    def bad_examples(self) -> list[str]:
+        return ["", "/nonexistent-folder/probe.bin", "/nonexistent-drive"]
+
+    def good_examples(self) -> list[str]:
+        return [".", "probe.bin"]
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(item) for item in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers") from None
+# The largest block fits the probe's 1 GiB of destination buffers (buffer_limit_bytes, probe/config.hpp).
+BLOCK_SIZES = Items(Size(4096, 1 << 30, multiple_of=4096))
+QUEUE_DEPTHS = Items(Integer(1, 4096))  # probe/config.cpp's ranges
+THREAD_COUNTS = Items(Integer(1, 1024))
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("probe", help="measure the raw read bandwidth of a device (the ceiling)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("path", metavar="PATH", help="file, block device or directory on the device to probe")
+    parser.add_argument("path", metavar="PATH", type=ProbePath(), help="what to read, on the device to probe")
     parser.add_argument("--quick", action="store_true",
                         help="smaller grid: 4 KiB, 128 KiB, 1 MiB x QD 1, 16, 32 x 1, 4 threads; 256 MiB file")
-    parser.add_argument("--csv", metavar="OUT.csv", help="write every point as CSV")
-    parser.add_argument("--png", metavar="OUT.png", help="draw the bandwidth heat maps")
+    parser.add_argument("--csv", metavar="OUT.csv", type=OutputFile(), help="write every point as CSV")
+    parser.add_argument("--png", metavar="OUT.png", type=ImageFile(),
+                        help="draw the bandwidth heat maps, in the format the ending names")
     parser.add_argument("--json", action="store_true", help="print JSON (progress goes to stderr)")
-    parser.add_argument("--size", type=parse_size, metavar="BYTES",
-                        help="size of the test file written for a directory or a missing PATH "
+    parser.add_argument("--size", type=Size(4096, 1 << 40), metavar="BYTES",
+                        help="size of the test file written for a folder or a new file "
                              "(default 4 GiB, --quick 256 MiB)")
-    parser.add_argument("--seconds", type=float, metavar="S", help="time per point (default 0.25, --quick 0.1)")
-    parser.add_argument("--bytes-per-point", type=parse_size, metavar="BYTES",
+    parser.add_argument("--seconds", type=Real(0.0, 60.0, "seconds", above=True), metavar="S",
+                        help="time per point (default 0.25, --quick 0.1)")
+    parser.add_argument("--bytes-per-point", type=Size(4096, 64 << 30), metavar="BYTES",
                         help="read exactly this much per point instead of timing it")
-    parser.add_argument("--block-sizes", type=_size_list, metavar="LIST", help="e.g. 4K,128K,1M")
-    parser.add_argument("--queue-depths", type=_int_list, metavar="LIST", help="e.g. 1,16,64")
-    parser.add_argument("--threads", type=_int_list, metavar="LIST", help="e.g. 1,4")
-    parser.add_argument("--patterns", type=lambda text: text.split(","), metavar="LIST",
-                        help="sequential,random (default both)")
-    parser.add_argument("--seed", type=int, help="seed of the test file and the random offsets (default 1)")
+    parser.add_argument("--block-sizes", type=BLOCK_SIZES, metavar="LIST", help="block sizes to read, e.g. 4K,128K,1M")
+    parser.add_argument("--queue-depths", type=QUEUE_DEPTHS, metavar="LIST",
+                        help="reads in flight per thread, e.g. 1,16,64")
+    parser.add_argument("--threads", type=THREAD_COUNTS, metavar="LIST", help="reading threads, e.g. 1,4")
+    parser.add_argument("--patterns", type=Items(Word(("sequential", "random")), most_items=2), metavar="LIST",
+                        help="access patterns (default both)")
+    parser.add_argument("--seed", type=Integer(0, (1 << 32) - 1),
+                        help="seed of the test file and the random offsets (default 1)")
     parser.add_argument("--strict", action="store_true",
                         help="fail instead of falling back (no io_uring, no O_DIRECT, a file in RAM)")
     parser.set_defaults(func=run)
 
 
+def _check_grid(args: argparse.Namespace) -> None:
+    """What the options say together: no value twice in a list, and a test file that holds one block per
+    thread (probe/run.cpp), checked before the file is written."""
+    for flag, values in (("--block-sizes", args.block_sizes), ("--queue-depths", args.queue_depths),
+                         ("--threads", args.threads), ("--patterns", args.patterns)):
+        if values is not None and len(set(values)) != len(values):
+            raise UsageError(f"{flag} lists a value twice")
+    defaults = probe_api.defaults(args.quick)
+    if os.path.exists(args.path) and not os.path.isdir(args.path):
+        if not stat.S_ISREG(os.stat(args.path).st_mode):
+            return  # a block device: its size is the C++ core's to find
+        size, named = os.path.getsize(args.path), args.path
+    else:
+        size = args.size or defaults["file_size_bytes"]
+        named = f"--size {describe_size(args.size)}" if args.size else f"the test file ({describe_size(size)})"
+    block = max(args.block_sizes or defaults["block_sizes_bytes"])
+    threads = max(args.threads or defaults["thread_counts"])
+    if size < block * threads:
+        raise UsageError(f"{named} holds {size:,} bytes; {threads} threads of {block:,}-byte blocks need "
+                         f"{block * threads:,} (a larger --size, or smaller --block-sizes or --threads)")
+
+
 def run(args: argparse.Namespace) -> int:
-    if args.seconds is not None and args.seconds <= 0:
-        raise UsageError(f"--seconds must be > 0, got {args.seconds}")
+    _check_grid(args)
     status_console = console if not args.json else _stderr_console()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}"), console=status_console, transient=True) as progress:
@@ -70,7 +127,8 @@ def run(args: argparse.Namespace) -> int:
         result = probe_api.probe(
             args.path, quick=args.quick, file_size_bytes=args.size, patterns=args.patterns,
             block_sizes_bytes=args.block_sizes, queue_depths=args.queue_depths, thread_counts=args.threads,
-            seconds_per_point=args.seconds, bytes_per_point=args.bytes_per_point, seed=args.seed, strict=args.strict, progress=report)
+            seconds_per_point=args.seconds, bytes_per_point=args.bytes_per_point, seed=args.seed, strict=args.strict,
+            progress=report)
     if args.csv:
         result.to_csv(args.csv)
     if args.png:

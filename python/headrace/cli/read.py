@@ -1,24 +1,42 @@
-"""``headrace read FILE --backend B``: reads every chunk through B, checks it, reports GB/s."""
+"""``headrace read FILE --backend B``: reads every chunk through B, checks it, reports GB/s.
+
+--cache says what the page cache holds before each repeat: cold (the default) evicts this file's pages
+only (posix_fadvise, no privileges needed, nothing else on the machine touched); hot reads the file once
+first; drop-all drops the whole machine's page cache (root only: on a shared node it costs every other
+job its cache). The output names what was done.
+"""
 
 from __future__ import annotations
 
 import argparse
 
 import headrace
-from headrace.bench.cases.read_backends import read_container
+from headrace.bench.cases.read_backends import BACKENDS, read_container
+from headrace.cli._arguments import Integer, Path, Size
 from headrace.cli._options import add_option_arguments, given_options
 from headrace.cli._output import byte_progress, console, human_bytes, print_json
+
+# What each --cache state did, in the words of the output.
+CACHE_DONE = {
+    "cold": "cold: this file evicted from the page cache",
+    "hot": "hot: this file read into the page cache first",
+    "drop-all": "drop-all: the whole machine's page cache dropped",
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("read", help="read every chunk through one backend and report GB/s",
-                                   description=__doc__)
-    parser.add_argument("file")
-    parser.add_argument("--backend", required=True, choices=("posix", "direct", "mmap", "uring", "ram"))
-    parser.add_argument("--cache", choices=("cold", "hot"), default="cold",
-                        help="cold: evict the file from the page cache before each repeat (default); hot: preread it")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--window-bytes", type=int, default=256 << 20, help="bytes of reads in flight (default 256 MiB)")
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", type=Path(), help="the container to read")
+    parser.add_argument("--backend", required=True, choices=BACKENDS, help="the host I/O backend to read through")
+    parser.add_argument("--cache", choices=("cold", "hot", "drop-all"), default="cold",
+                        help="before each repeat: cold evicts this file from the page cache (default); hot reads it "
+                             "in first; drop-all drops the whole machine's page cache (root only)")
+    parser.add_argument("--repeats", type=Integer(1, 100), default=1, metavar="N",
+                        help="times the file is read; the best and the median are reported (default 1)")
+    parser.add_argument("--window-bytes", type=Size(4 << 10, 4 << 30), default=256 << 20, metavar="BYTES",
+                        help="bytes of reads in flight, at least one chunk; two windows are held in memory "
+                             "(default 256 MiB)")
     parser.add_argument("--no-verify", action="store_true", help="skip checksum checks")
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_option_arguments(parser, queue=False)
@@ -34,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"path": args.file, **result.as_row()})
         return 0
-    console.print(f"{args.file}: {human_bytes(result.bytes)} through {described}, {args.cache} "
+    console.print(f"{args.file}: {human_bytes(result.bytes)} through {described}, {CACHE_DONE[args.cache]} "
                   f"({result.cache_method}), checksums {'checked' if not args.no_verify else 'not checked'}: "
                   f"[bold]{result.best_gbps:.3f} GB/s[/] best of {len(result.seconds)} "
                   f"(median {result.median_gbps:.3f} GB/s)")

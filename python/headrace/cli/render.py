@@ -15,70 +15,192 @@ renamed; ``--video`` writes an animated GIF or WebP, or an MP4 where imageio and
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
+from headrace.cli._arguments import Bounded, Device, Integer, Name, OutputFile, Real
+from headrace.cli._arguments import Path as PathArgument
 from headrace.errors import UsageError
 
-__all__ = ["register", "run", "parse_frames"]
+__all__ = ["register", "run", "parse_frames", "Camera", "Colour", "FrameRange"]
+
+MOST_FRAME = (1 << 32) - 1  # a container numbers its frames with 32 bits
+MOST_PIXELS_A_SIDE = 16384
+
+
+def _finite(words: list[str]) -> list[float]:
+    values = [float(w) for w in words]  # a ValueError for a word that is not a number
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError
+    return values
+
+
+class Camera(Bounded[str]):
+    """--camera: ``orbit:AZ,EL[,DIST]`` (EL strictly between -90 and 90, DIST above 0) or
+    ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``, finite numbers."""
+
+    least = most = None
+
+    def describe(self) -> str:
+        return ("orbit:AZ,EL[,DIST] (degrees around and above the frame's centre, EL between -90 and 90, DIST above 0) "
+                "or lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]")
+
+    def parse(self, text: str) -> str:
+        kind, _, rest = text.partition(":")
+        try:
+            if kind == "orbit":
+                values = _finite(rest.split(","))
+                if len(values) not in (2, 3) or not -90 < values[1] < 90 or (len(values) == 3 and values[2] <= 0):
+                    raise ValueError
+            elif kind == "lookat":
+                points = [_finite(part.split(",")) for part in rest.split(":")]
+                if len(points) not in (2, 3) or any(len(p) != 3 for p in points) or points[0] == points[1]:
+                    raise ValueError
+            else:
+                raise ValueError
+        except ValueError:
+            raise self.fail(text) from None
+        return text
+
+    def bad_examples(self) -> list[str]:
+        return ["", "bogus", "orbit:abc", "orbit:1", "orbit:0,90", "orbit:0,0,0", "orbit:nan,0", "lookat:0,0,0:1,1",
+                "lookat:0,0,0:0,0,0"]
+
+    def good_examples(self) -> list[str]:
+        return ["orbit:30,20", "orbit:10,15,3", "lookat:0.5,0.5,3:0.5,0.5,0.5", "lookat:0,0,3:0,0,0:0,1,0"]
+
+
+class Colour(Bounded[tuple]):
+    """--background: ``R,G,B``, each a whole number from 0 to 255."""
+
+    least, most = 0, 255
+
+    def describe(self) -> str:
+        return "R,G,B, each a whole number from 0 to 255"
+
+    def parse(self, text: str) -> tuple[int, int, int]:
+        words = text.split(",")
+        if len(words) != 3 or not all(w.strip().isdigit() and int(w) <= 255 for w in words):
+            raise self.fail(text)
+        return tuple(int(w) for w in words)  # type: ignore[return-value]
+
+    def bad_examples(self) -> list[str]:
+        return ["", "bogus", "0,0", "256,0,0", "0,0,0,0", "1.5,0,0", "99999999999999999999,0,0"]
+
+    def good_examples(self) -> list[str]:
+        return ["0,0,0", "255,255,255"]
+
+
+class FrameRange(Bounded[tuple]):
+    """--frames: ``A:B``, frames A to B with B excluded (``A:`` to the last frame); whether the file has
+    them is the command's to check."""
+
+    least, most = 0, MOST_FRAME
+
+    def describe(self) -> str:
+        return "A:B, frames A (from 0) to B, B excluded (A: to the last, :B from the first)"
+
+    def parse(self, text: str) -> tuple[int, int | None]:
+        first, colon, last = text.partition(":")
+        if not colon or any(word and not word.strip().isdigit() for word in (first, last)):
+            raise self.fail(text)
+        start, stop = int(first or 0), int(last) if last else None
+        if start > MOST_FRAME or (stop is not None and not start < stop <= MOST_FRAME + 1):
+            raise self.fail(text)
+        return start, stop
+
+    def bad_examples(self) -> list[str]:
+        return ["", "bogus", "3", "2:1", "0:0", "a:b", f"0:{MOST_FRAME + 2}"]
+
+    def good_examples(self) -> list[str]:
+        return ["0:8", "2:", ":3"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from headrace.render import METHODS
+
     parser = subparsers.add_parser("render", help="particle frames as sphere glyphs (PNG, animation)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle container")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--frame", type=int, help="one frame, into --out IMG.png")
-    which.add_argument("--frames", help="frames A:B (B excluded), into the folder --out DIR/")
-    parser.add_argument("--out", required=True, metavar="IMG.png|DIR/")
-    parser.add_argument("--video", metavar="OUT.gif|OUT.webp|OUT.mp4", help="--frames: also an animation")
-    parser.add_argument("--fps", type=float, default=10.0, help="animation frames per second (default 10)")
-    parser.add_argument("--width", type=int, default=1024)
-    parser.add_argument("--height", type=int, default=768)
-    parser.add_argument("--camera", default="orbit:30,20", help="orbit:AZ,EL[,DIST] or lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]")
-    parser.add_argument("--fov", type=float, default=45.0, help="vertical field of view in degrees (default 45)")
-    parser.add_argument("--background", default="0,0,0", help="R,G,B in 0..255 (default black)")
-    parser.add_argument("--batch", type=int, default=None,
+    which.add_argument("--frame", type=Integer(0, MOST_FRAME), help="one frame, into --out IMG.png")
+    which.add_argument("--frames", type=FrameRange(), help="frames A:B (B excluded), into the folder --out DIR/")
+    parser.add_argument("--out", required=True, type=PathArgument(), metavar="IMG.png|DIR/",
+                        help="--frame: the image (.png, .webp, .gif, .tif); --frames: the folder of images")
+    parser.add_argument("--video", type=OutputFile((".gif", ".webp", ".mp4")), metavar="OUT.gif|OUT.webp|OUT.mp4",
+                        help="--frames: also an animation")
+    parser.add_argument("--fps", type=Real(0, 100, "frames per second", above=True), default=None,
+                        help="--video: animation frames per second (default 10)")
+    pixels = Integer(1, MOST_PIXELS_A_SIDE, "pixels")
+    parser.add_argument("--width", type=pixels, default=1024, help="image width (default 1024)")
+    parser.add_argument("--height", type=pixels, default=768, help="image height (default 768)")
+    parser.add_argument("--camera", type=Camera(), default="orbit:30,20",
+                        help="where the camera looks from (default orbit:30,20)")
+    parser.add_argument("--fov", type=Real(0, 179, "degrees", above=True), default=45.0,
+                        help="vertical field of view in degrees (default 45)")
+    parser.add_argument("--background", type=Colour(), default="0,0,0", help="background colour (default 0,0,0, black)")
+    parser.add_argument("--batch", type=Integer(1, 1 << 30, "particles"), default=None,
                         help="particles per batch (default: the tuned profile's, headrace tune, else 1048576)")
-    parser.add_argument("--segments", type=int, default=None, help="batches in flight (default: the profile's, else 16)")
-    parser.add_argument("--method", default=None,
+    parser.add_argument("--segments", type=Integer(1, 4096), default=None,
+                        help="batches in flight (default: the profile's, else 16)")
+    parser.add_argument("--method", choices=tuple(METHODS), default=None,
                         help="streaming method (default: the profile's, else auto, the engine's read path)")
-    parser.add_argument("--field", default="particles", help="the particle field (default particles)")
-    parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads of the reference renderer (default: all)")
+    parser.add_argument("--field", type=Name(), default="particles", help="the particle field (default particles)")
+    parser.add_argument("--device", type=Device(), default=None,
+                        help="where to draw (default: GPU 0 when there is one, else the CPU reference renderer, said once)")
+    parser.add_argument("--threads", type=Integer(0, 1024), default=0,
+                        help="CPU threads of the reference renderer (default 0: one per core)")
     parser.add_argument("--stats", action="store_true", help="print each frame's statistics")
     parser.set_defaults(func=run)
 
 
-def parse_frames(text: str, frame_count: int) -> range:
+def parse_frames(text: str | tuple[int, int | None], frame_count: int) -> range:
+    """The frames of ``A:B`` (text, or as :class:`FrameRange` parsed it) in a file of ``frame_count``."""
     try:
-        first, _, last = text.partition(":")
-        frames = range(int(first or 0), int(last) if last else frame_count)
-    except ValueError:
+        first, last = FrameRange().parse(text) if isinstance(text, str) else text
+    except argparse.ArgumentTypeError:
         raise UsageError(f"--frames {text!r}: expected A:B") from None
-    if not frames or frames.start < 0 or frames.stop > frame_count:
-        raise UsageError(f"--frames {text!r}: the file has frames 0 to {frame_count - 1}")
+    frames = range(first, frame_count if last is None else last)
+    shown = text if isinstance(text, str) else f"{first}:{'' if last is None else last}"
+    if not frames or frames.stop > frame_count:
+        raise UsageError(f"--frames {shown!r}: the file has frames 0 to {frame_count - 1}")
     return frames
+
+
+def _check_image_output(path: str) -> None:
+    """--out of --frame: an image Pillow writes by its suffix, in a folder that takes it (before the work)."""
+    try:
+        OutputFile((".png", ".webp", ".gif", ".tif", ".tiff")).parse(path)
+    except argparse.ArgumentTypeError as why:
+        raise UsageError(f"--out: {why}") from None
+
+
+def _check_folder_output(path: str) -> None:
+    """--out of --frames: a folder, made if missing; not an existing file."""
+    folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--out {path}: a file, not a folder: --frames writes one image per frame into a folder")
 
 
 def run(args: argparse.Namespace) -> int:
     import headrace
-    from headrace import render
-    from headrace.cli._output import console
-
-    try:
-        background = tuple(int(c) for c in args.background.split(","))
-    except ValueError:
-        background = ()
-    if len(background) != 3 or not all(0 <= c <= 255 for c in background):
-        raise UsageError(f"--background {args.background!r}: expected R,G,B in 0..255")
-    ds = headrace.open(args.file)
+    from headrace import render, tune
+    from headrace.cli._output import console, count_progress
     from headrace.cli.bench import particle_device
 
+    if args.frame is not None:
+        for given, option in ((args.video, "--video"), (args.fps, "--fps")):
+            if given is not None:
+                raise UsageError(f"{option} needs --frames (an animation of several frames)")
+        _check_image_output(args.out)
+    else:
+        if args.fps is not None and args.video is None:
+            raise UsageError("--fps needs --video")
+        _check_folder_output(args.out)
+    ds = headrace.open(args.file)
     device = particle_device(args.device, "drawing with")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
-    from headrace import tune
-
     codecs = ds.codecs
     tuned = tune.default_configuration(device, codecs[0] if codecs else "none")
     profile_used = False
@@ -90,12 +212,13 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"this machine's tuned profile ({tune.profile_path()}): {tuned['method']}, "
                           f"{tuned['batch']} particles per batch, {tuned['segments']} in flight")
     method = args.method or tuned["method"]
-    batch, segments = args.batch or tuned["batch"], args.segments or tuned["segments"]
-    first = args.frame if args.frame is not None else parse_frames(args.frames, len(ds.frames)).start
+    batch = args.batch if args.batch is not None else tuned["batch"]
+    segments = args.segments if args.segments is not None else tuned["segments"]
+    frames = range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
     # One pipeline and one camera (framed on the first frame) for the whole series.
     renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field, width=args.width, height=args.height,
-                                        fov=args.fov, background=background, batch=batch, segments=segments,
-                                        threads=args.threads, method=method, device=device, camera_frame=first,
+                                        fov=args.fov, background=args.background, batch=batch, segments=segments,
+                                        threads=args.threads, method=method, device=device, camera_frame=frames.start,
                                         **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
 
     def draw(frame: int, next_frame: int | None = None):
@@ -113,20 +236,19 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"{args.out}: frame {args.frame}, {args.width} x {args.height}, {method} on {where}, "
                       f"{time.perf_counter() - start:.2f} s")
         return 0
-    if args.video is None and args.fps != 10.0:
-        raise UsageError("--fps needs --video")
-    frames = parse_frames(args.frames, len(ds.frames))
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     images = []
     start = time.perf_counter()
-    for n, frame in enumerate(frames):  # each frame loads the next one's first batches while it is drawn
-        image = draw(frame, frames[n + 1] if n + 1 < len(frames) else None)
-        render.write_image(folder / f"frame_{frame:05d}.png", image)
-        if args.video:
-            images.append(image)
+    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
+        for n, frame in enumerate(frames):  # each frame loads the next one's first batches while it is drawn
+            image = draw(frame, frames[n + 1] if n + 1 < len(frames) else None)
+            render.write_image(folder / f"frame_{frame:05d}.png", image)
+            if args.video:
+                images.append(image)
+            advance()
     if args.video:
-        render.write_animation(args.video, images, args.fps)
+        render.write_animation(args.video, images, args.fps or 10.0)
     console.print(f"{folder}: frames {frames.start} to {frames.stop - 1} ({len(frames)} images), {method} on {where}, "
                   f"{time.perf_counter() - start:.2f} s" + (f"; {args.video}" if args.video else ""))
     return 0

@@ -8,22 +8,35 @@ import csv
 import os
 import statistics
 import time
+from pathlib import Path
 
 import headrace
-from headrace.cli._arguments import choose_device
+from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, Real, choose_device
+from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._options import add_option_arguments, given_options
-from headrace.cli._output import console, human_bytes, print_json
+from headrace.cli._output import byte_progress, console, human_bytes, print_json
+from headrace.cli.bench import MOST_BUDGET_SECONDS
+from headrace.errors import UsageError
+
+MOST_FRAMES_PLAYED = 1_000_000  # frames x --loop: the play order is a list of them
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("stream", help="stream every frame into GPU or host memory", description=__doc__)
-    parser.add_argument("file")
-    parser.add_argument("--fields", help="comma-separated fields (default: all)")
-    parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there, else cpu)")
-    parser.add_argument("--prefetch", type=int, default=3, help="frames in flight (2: double buffering, 3: triple)")
-    parser.add_argument("--loop", type=int, default=1, help="play the frames this many times")
+    parser.add_argument("file", type=PathArgument(), help="a container")
+    parser.add_argument("--fields", type=Items(Name()), help="the fields to stream, comma-separated (default: all)")
+    parser.add_argument("--device", type=Device(), default=None,
+                        help="where the frames go: cpu is host memory (default: GPU 0 when there is one, else host "
+                             "memory, said once)")
+    parser.add_argument("--prefetch", type=Integer(1, 64, "frames"), default=3,
+                        help="frames in flight, each holding a slot of buffers (2: double buffering, 3: triple, the "
+                             "default, as Dataset.stream's; never more slots than frames to play)")
+    parser.add_argument("--loop", type=Integer(1, 10_000), default=1,
+                        help=f"play the frames this many times (frames x loop at most {MOST_FRAMES_PLAYED:,})")
+    parser.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
+                        help="stop after this many seconds and report the frames played so far")
     parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
-    parser.add_argument("--csv", metavar="OUT.csv", help="write per-frame statistics as CSV")
+    parser.add_argument("--csv", type=OutputFile(), metavar="OUT.csv", help="write per-frame statistics as CSV")
     parser.add_argument("--json", action="store_true", help="print JSON")
     add_option_arguments(parser)
     parser.set_defaults(func=run)
@@ -47,6 +60,9 @@ def summarize(history: list[dict], seconds: float, queue_stats: object) -> dict:
         "delivered_gbps": raw / seconds / 1e9 if seconds else 0.0,
         "consumer_wait_s": spread("consumer_wait_s"),
         "ready_s": spread("ready_s"),
+        # Each of these is a sum over the frame's reads, which run concurrently: a sum can exceed the
+        # frame's own time by up to the number of reads in flight.
+        "reads_per_frame": spread("requests"),
         "io_s_per_frame": spread("io_s"),
         "queue_wait_s_per_frame": spread("queue_wait_s"),
         "transfer_s_per_frame": spread("transfer_s"),
@@ -60,38 +76,73 @@ def summarize(history: list[dict], seconds: float, queue_stats: object) -> dict:
     }
 
 
+def _stored_bytes(ds: headrace.Dataset, fields: list[str]) -> int:
+    """The stored bytes of these fields over every frame: what one pass reads."""
+    import numpy as np
+
+    table = ds.container.chunk_table()
+    mask = np.isin(table["field"], [ds.container.field_index(name) for name in fields])
+    return int(table["stored_size"][mask].sum())
+
+
+def write_frames_csv(path: str, frames: list[dict]) -> None:
+    partial = f"{path}.partial"
+    try:
+        with open(partial, "w", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=list(frames[0]) if frames else ["frame"])
+            writer.writeheader()
+            writer.writerows(frames)
+        os.replace(partial, path)
+    finally:  # renamed, or failed: no half file stays
+        Path(partial).unlink(missing_ok=True)
+
+
 def run(args: argparse.Namespace) -> int:
     ds = headrace.open(args.file)
+    played = len(ds.frames) * args.loop
+    if played > MOST_FRAMES_PLAYED:
+        raise UsageError(f"--loop {args.loop}: {len(ds.frames):,} frames x {args.loop} plays {played:,} frames, "
+                         f"more than {MOST_FRAMES_PLAYED:,}")
     device = choose_device(args.device)
-    fields = args.fields.split(",") if args.fields else None
+    fields = args.fields or [f.name for f in ds.fields]
+    for name in fields:
+        ds.field(name)  # a usage error naming the fields there are
     # Options not given keep their defaults, overridden by HEADRACE_<NAME> (docs/settings.md).
     options = headrace.queue_options(**given_options(args))
-    stream = ds.stream(fields, device=device, prefetch=args.prefetch, loop=args.loop, options=options)
-    started = time.perf_counter()
-    for frame in stream:
-        if device == "cpu":
-            frame.release()
-        else:
-            frame.wait()  # a consumer that only needs the bytes in place
-            frame.release()
-    seconds = time.perf_counter() - started
-    stats = stream.stats()
-    described = stream.describe()
-    stream.close()
+    prefetch = min(args.prefetch, played)  # a slot per frame in flight: one that no frame fills is never allocated
+    total = _stored_bytes(ds, fields) * args.loop
+    stream = ds.stream(fields, device=device, prefetch=prefetch, loop=args.loop, options=options)
+    stopped = False
+    try:
+        started = time.perf_counter()
+        with byte_progress(f"streaming {played} frames", total, enabled=not args.json) as update:
+            done = 0
+            for frame in stream:
+                if device != "cpu":
+                    frame.wait()  # a consumer that only needs the bytes in place
+                frame.release()
+                done += stream.history[-1].stored_bytes
+                update(done)
+                if args.budget is not None and time.perf_counter() - started > args.budget:
+                    stopped = True
+                    break
+        seconds = time.perf_counter() - started
+        stats = stream.stats()
+        described = stream.describe()
+    finally:
+        stream.close()
     summary = summarize(stats["frames"], seconds, stats["queue"])
-    summary.update(file=ds.path, device=str(device), configuration=described)
+    summary.update(file=ds.path, device=str(device), configuration=described, frames_asked=played,
+                   budget_spent=stopped)
     if args.csv:
-        partial = f"{args.csv}.partial"
-        with open(partial, "w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=list(stats["frames"][0]) if stats["frames"] else ["frame"])
-            writer.writeheader()
-            writer.writerows(stats["frames"])
-        os.replace(partial, args.csv)
+        write_frames_csv(args.csv, stats["frames"])
     if args.json:
         print_json({**summary, "per_frame": stats["frames"] if args.stats else None})
         return 0
-    console.print(f"{ds.path}: {summary['frames']} frames to {'GPU ' + str(device) if device != 'cpu' else 'host memory'} "
-                  f"in {seconds:.3f} s ({described})")
+    where = f"GPU {device}" if device != "cpu" else "host memory"
+    if stopped:
+        console.print(f"budget of {args.budget:g} s spent: {summary['frames']} of {played} frames played")
+    console.print(f"{ds.path}: {summary['frames']} frames to {where} in {seconds:.3f} s ({described})")
     console.print(f"  stored {human_bytes(summary['stored_bytes'])} at [bold]{summary['disk_gbps']:.3f} GB/s[/], delivered "
                   f"{human_bytes(summary['raw_bytes'])} at [bold]{summary['delivered_gbps']:.3f} GB/s[/] "
                   f"(compression ratio {summary['compression_ratio']:.2f}); from the page cache "
@@ -100,7 +151,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"  consumer wait per frame: mean {summary['consumer_wait_s']['mean'] * 1e3:.2f} ms, "
                       f"max {summary['consumer_wait_s']['max'] * 1e3:.2f} ms; ready after submit: mean "
                       f"{summary['ready_s']['mean'] * 1e3:.2f} ms")
-        console.print(f"  per frame, summed over its reads: queue wait {summary['queue_wait_s_per_frame']['mean'] * 1e3:.2f} ms, "
+        console.print(f"  per frame, summed over its {summary['reads_per_frame']['mean']:.0f} concurrent reads (so a sum "
+                      f"may exceed the frame's time): queue wait {summary['queue_wait_s_per_frame']['mean'] * 1e3:.2f} ms, "
                       f"I/O {summary['io_s_per_frame']['mean'] * 1e3:.2f} ms, read done to in place "
                       f"{summary['transfer_s_per_frame']['mean'] * 1e3:.2f} ms (H2D "
                       f"{summary['h2d_s_per_frame']['mean'] * 1e3:.2f} ms, decode "

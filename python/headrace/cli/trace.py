@@ -8,80 +8,191 @@ block cache of ``--cache-bytes`` in ``--banks`` banks, read with standard or ``-
 ``--memory-budget``), or ``resident``, the GPU tracer: ``--device 0`` streams the units its lines ask
 for through the engine's queue (``--backend``) into a cache of ``--cache-bytes`` in GPU memory and
 steps every half-line on its own GPU thread (with ``--device cpu``, the same rounds on CPU threads, the
-reference it is tested against). The output is written through a temporary file and renamed;
-``--stats`` writes one CSV row with the run's time and counters. CPU threads may exceed the cores.
+reference it is tested against; a GPU asked for on a machine without one traces on the CPU, said once).
+The output is written through a temporary file and renamed; ``--stats`` writes one CSV row with the
+run's time and counters. Both outputs are checked before the tracing starts. CPU threads may exceed the
+cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from headrace.cli._arguments import parse_size
+from headrace.cli._arguments import Bounded, Device, Integer, OutputFile, Real, Size, choose_device
+from headrace.cli._arguments import Path as PathArgument
 from headrace.errors import UsageError
+from headrace.streamlines import MOST_MADVISE_INTERVAL_S
 
-__all__ = ["register", "run", "parse_seeds", "device_name"]
+__all__ = ["register", "run", "parse_seeds", "device_name", "Seeds", "UNIT_PAGES", "MOST_SEEDS"]
+
+MOST_SEEDS = 1 << 24  # a count of uniform or rake seeds (16 Mi lines: 192 MiB of seeds alone)
+MOST_STEPS = 1_000_000
+_SEEDS_FORMS = "uniform:N, feature:LOW[:HIGH], rake:X0,Y0,Z0:X1,Y1,Z1:N or a .npy file"
 
 
 def device_name(device: int | str) -> str:
     return "the CPU" if device == "cpu" else f"GPU {device}"
 
 
+def _count(word: str) -> int:
+    if not word.strip().isdigit() or not 1 <= int(word) <= MOST_SEEDS:
+        raise ValueError(f"a seed count from 1 to {MOST_SEEDS:,}, got {word!r}")
+    return int(word)
+
+
+def _numbers(word: str, count: int, what: str) -> list[float]:
+    try:
+        values = [float(v) for v in word.split(",")]
+    except ValueError:
+        values = []
+    if len(values) != count or not all(math.isfinite(v) for v in values):
+        raise ValueError(f"{what}: {count} finite number{'s' if count > 1 else ''}, got {word!r}")
+    return values
+
+
+def seed_spec(text: str) -> tuple[str, list[Any]]:
+    """The form of a --seeds word and its values: ("uniform", [N]), ("feature", [LOW, HIGH]),
+    ("rake", [start, end, N]) or ("npy", [path]); a ValueError says what is wrong."""
+    kind, _, rest = text.partition(":")
+    if kind == "uniform":
+        return kind, [_count(rest)]
+    if kind == "feature":
+        bounds = rest.split(":")
+        if len(bounds) not in (1, 2):
+            raise ValueError("expected feature:LOW or feature:LOW:HIGH")
+        low = _numbers(bounds[0], 1, "LOW")[0]
+        high = _numbers(bounds[1], 1, "HIGH")[0] if len(bounds) == 2 else math.inf
+        if not low < high:
+            raise ValueError(f"LOW must be below HIGH, got {low:g} and {high:g}")
+        return kind, [low, high]
+    if kind == "rake":
+        parts = rest.split(":")
+        if len(parts) != 3:
+            raise ValueError("expected rake:X0,Y0,Z0:X1,Y1,Z1:N")
+        return kind, [_numbers(parts[0], 3, "a rake's start"), _numbers(parts[1], 3, "a rake's end"), _count(parts[2])]
+    if text.endswith(".npy"):
+        if not os.path.isfile(text):
+            raise ValueError("no such file")
+        return "npy", [text]
+    raise ValueError(f"expected {_SEEDS_FORMS}")
+
+
+class Seeds(Bounded[str]):
+    """--seeds: one of the forms of :func:`seed_spec`, checked as it is parsed (the points are made
+    from the file by :func:`parse_seeds`)."""
+
+    least, most = 1, MOST_SEEDS
+
+    def describe(self) -> str:
+        return f"{_SEEDS_FORMS} of (N, 3) points; N from 1 to {MOST_SEEDS:,}"
+
+    def parse(self, text: str) -> str:
+        try:
+            seed_spec(text)
+        except ValueError as why:
+            raise argparse.ArgumentTypeError(f"{text!r}: {why}") from None
+        return text
+
+    def bad_examples(self) -> list[str]:
+        return ["", "bogus", "uniform:0", "uniform:-1", "uniform:abc", f"uniform:{MOST_SEEDS + 1}",
+                "uniform:99999999999999999999", "feature:abc", "feature:2:1", "feature:nan", "rake:0,0,0:1,1:4",
+                "rake:0,0,0:1,1,1:0", "/nonexistent/seeds.npy"]
+
+    def good_examples(self) -> list[str]:
+        return ["uniform:512", "feature:2.5", "feature:1:2", "rake:0,0,0:1,1,1:8"]
+
+
+# A Hilbert unit in 4 KiB pages: whole 12-byte points, so a multiple of 3 pages.
+UNIT_PAGES = Integer(3, 3 << 16, "pages of 4 KiB", multiple_of=3)
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("trace", help="streamlines of a flow container (CPU, out of core)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE")
-    parser.add_argument("--seeds", required=True,
-                        help="uniform:N | feature:LOW[:HIGH] | rake:X0,Y0,Z0:X1,Y1,Z1:N | SEEDS.npy")
-    parser.add_argument("--seed-stride", type=int, default=1, help="feature seeds: every S-th grid point (default 1)")
-    parser.add_argument("--steps", type=int, default=1000, help="steps per direction (default 1000)")
-    parser.add_argument("--step-size", type=float, default=0.01, help="in the field's time units (default 0.01)")
-    parser.add_argument("--integrator", choices=("rk4", "rk45"), default="rk4")
-    parser.add_argument("--direction", choices=("forward", "backward", "both"), default="forward")
+    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a flow container (headrace generate flow)")
+    parser.add_argument("--seeds", required=True, type=Seeds(), help="where the lines start")
+    parser.add_argument("--seed-stride", type=Integer(1, 1024), default=1,
+                        help="feature seeds: every S-th grid point along each axis (default 1)")
+    parser.add_argument("--steps", type=Integer(1, MOST_STEPS, "steps"), default=1000, help="steps per direction (default 1000)")
+    parser.add_argument("--step-size", type=Real(0, 1e6, above=True), default=0.01,
+                        help="in the field's time units (default 0.01)")
+    parser.add_argument("--integrator", choices=("rk4", "rk45"), default="rk4",
+                        help="fixed-step Runge-Kutta 4, or adaptive Runge-Kutta 4(5) (default rk4)")
+    parser.add_argument("--direction", choices=("forward", "backward", "both"), default="forward",
+                        help="along the flow, against it, or both from each seed (default forward)")
     parser.add_argument("--manager", choices=("user", "mmap", "resident"), default=None,
                         help="data manager (default: user on the CPU, resident on a GPU)")
-    parser.add_argument("--device", default="cpu", help="cpu (default) or a GPU ordinal: the GPU tracer")
+    parser.add_argument("--device", type=Device(), default="cpu",
+                        help="where to trace (default cpu); a GPU runs the GPU tracer, and where there is none the CPU "
+                             "traces instead, said once")
     parser.add_argument("--backend", default="uring", choices=("posix", "direct", "mmap", "uring"),
                         help="resident: the queue's backend (default uring)")
-    parser.add_argument("--cache-bytes", type=parse_size, default=1 << 30,
+    parser.add_argument("--cache-bytes", type=Size(4096, 1 << 40), default=1 << 30,
                         help="user, resident: cache capacity (default 1G)")
-    parser.add_argument("--banks", type=int, default=1, help="user: cache banks (default 1)")
+    parser.add_argument("--banks", type=Integer(1, 1024), default=1, help="user: cache banks (default 1)")
     parser.add_argument("--direct", action="store_true", help="user: direct I/O (O_DIRECT) instead of standard")
-    parser.add_argument("--unit-pages", type=int, default=96, help="user, Hilbert layout: pages a cache unit holds")
-    parser.add_argument("--madvise-interval", type=float, default=4.0, help="mmap: seconds between madvise (0: never)")
-    parser.add_argument("--memory-budget", type=parse_size, default=None, help="mmap: page-cache budget (default none)")
-    parser.add_argument("--threads", type=int, default=0, help="tracing threads (default: one per core)")
-    parser.add_argument("--frame", type=int, default=0, help="time step (default 0)")
-    parser.add_argument("--out", required=True, metavar="LINES.vtp|LINES.npz")
-    parser.add_argument("--stats", metavar="OUT.csv", help="write the run's statistics as one CSV row")
+    parser.add_argument("--unit-pages", type=UNIT_PAGES, default=96,
+                        help="user and resident, Hilbert layout: pages a cache unit holds (default 96)")
+    parser.add_argument("--madvise-interval", type=Real(0, MOST_MADVISE_INTERVAL_S, "seconds"), default=4.0,
+                        help="mmap: seconds between madvise calls (0: never; default 4)")
+    parser.add_argument("--memory-budget", type=Size(4096, 1 << 40), default=None, help="mmap: page-cache budget (default none)")
+    parser.add_argument("--threads", type=Integer(0, 1024), default=0, help="tracing threads (default 0: one per core)")
+    parser.add_argument("--frame", type=Integer(0, (1 << 32) - 1), default=0, help="time step (default 0)")
+    parser.add_argument("--out", required=True, type=OutputFile((".npz", ".vtp")), metavar="LINES.vtp|LINES.npz",
+                        help="the lines: .npz (points, offsets) or .vtp (ParaView)")
+    parser.add_argument("--stats", type=OutputFile(), metavar="OUT.csv", help="write the run's statistics as one CSV row")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON")
     parser.set_defaults(func=run)
 
 
 def parse_seeds(text: str, file: str, stride: int = 1):
+    """The (N, 3) seeds of a --seeds word over the flow container ``file``."""
     from headrace import streamlines
 
-    if text.startswith("uniform:"):
-        return streamlines.uniform_seeds(file, int(text.split(":", 1)[1]))
-    if text.startswith("feature:"):
-        bounds = [float(v) for v in text.split(":")[1:]]
-        if len(bounds) not in (1, 2):
-            raise UsageError(f"--seeds {text!r}: expected feature:LOW or feature:LOW:HIGH")
-        seeds = streamlines.feature_seeds(file, *bounds, stride=stride)
+    try:
+        kind, values = seed_spec(text)
+    except ValueError as why:
+        raise UsageError(f"--seeds {text!r}: {why}") from None
+    if kind == "uniform":
+        return streamlines.uniform_seeds(file, values[0])
+    if kind == "feature":
+        seeds = streamlines.feature_seeds(file, *values, stride=stride)
         if len(seeds) == 0:
             raise UsageError(f"--seeds {text!r}: no grid point has a vorticity magnitude in that range")
         return seeds
-    if text.startswith("rake:"):
-        parts = text.split(":")
-        if len(parts) != 4:
-            raise UsageError(f"--seeds {text!r}: expected rake:X0,Y0,Z0:X1,Y1,Z1:N")
-        start, end = ([float(v) for v in p.split(",")] for p in parts[1:3])
-        if len(start) != 3 or len(end) != 3:
-            raise UsageError(f"--seeds {text!r}: a rake's ends have three coordinates each")
-        return streamlines.rake_seeds(start, end, int(parts[3]))
-    if text.endswith(".npy"):
-        return streamlines.load_seeds(text)
-    raise UsageError(f"--seeds {text!r}: expected uniform:N, rake:X0,Y0,Z0:X1,Y1,Z1:N or a .npy file")
+    if kind == "rake":
+        return streamlines.rake_seeds(*values)
+    return streamlines.load_seeds(values[0])
+
+
+def expect_memory_for_lines(seeds: int, steps: int, direction: str) -> None:
+    """A usage error when the lines could outgrow this machine's memory (every seed running all its steps):
+    the tracer holds every point until the end."""
+    halves = 2 if direction == "both" else 1
+    most_bytes = seeds * (steps * halves + 1) * 12
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if most_bytes > memory:
+        raise UsageError(f"--seeds and --steps: {seeds:,} lines of up to {steps * halves + 1:,} points could hold "
+                         f"{most_bytes / 2**30:.1f} GiB, more than this machine's {memory / 2**30:.1f} GiB of memory: "
+                         "fewer seeds or steps")
+
+
+@contextmanager
+def _tracing(text: str, shown: bool) -> Iterator[None]:
+    """A spinner with the time spent while the tracer (one call into C++) runs; on a terminal only."""
+    from headrace.cli._output import console
+
+    if not shown or not console.is_terminal:
+        yield
+        return
+    with console.status(text):
+        yield
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,22 +202,25 @@ def run(args: argparse.Namespace) -> int:
     from headrace.bench.harness import write_rows
     from headrace.cli._output import console
 
-    suffix = Path(args.out).suffix.lower()
-    if suffix not in (".npz", ".vtp"):
-        raise UsageError(f"--out {args.out}: expected a .npz or .vtp file")
+    device = choose_device(args.device, "tracing on the CPU instead")
     seeds = parse_seeds(args.seeds, args.file, args.seed_stride)
-    result = streamlines.trace_run(args.file, seeds, steps=args.steps, step_size=args.step_size,
-                                   integrator=args.integrator, direction=args.direction, manager=args.manager,
-                                   device=args.device, backend=args.backend,
-                                   threads=args.threads, frame=args.frame, cache_bytes=args.cache_bytes,
-                                   banks=args.banks, direct=args.direct, unit_pages=args.unit_pages,
-                                   madvise_interval_s=args.madvise_interval,
-                                   memory_budget_bytes=args.memory_budget or 0)
+    expect_memory_for_lines(len(seeds), args.steps, args.direction)
+    with _tracing(f"tracing {len(seeds):,} lines of up to {args.steps:,} steps on {device_name(device)}", not args.json):
+        result = streamlines.trace_run(args.file, seeds, steps=args.steps, step_size=args.step_size,
+                                       integrator=args.integrator, direction=args.direction, manager=args.manager,
+                                       device=device, backend=args.backend,
+                                       threads=args.threads, frame=args.frame, cache_bytes=args.cache_bytes,
+                                       banks=args.banks, direct=args.direct, unit_pages=args.unit_pages,
+                                       madvise_interval_s=args.madvise_interval,
+                                       memory_budget_bytes=args.memory_budget or 0)
     streamlines.write_lines(args.out, result.points, result.offsets)
     stats = {"file": args.file, "direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
              "integrator": args.integrator, "steps": args.steps, "step_size": args.step_size, **result.stats}
     if args.stats:
-        write_rows(args.stats, [stats])
+        try:
+            write_rows(args.stats, [stats])
+        finally:  # written and renamed, or failed: either way no half file stays
+            Path(f"{args.stats}.partial").unlink(missing_ok=True)
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

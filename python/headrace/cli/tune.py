@@ -4,13 +4,22 @@ sampling followed by refinement of the best (``headrace.tune``), each configurat
 000's algorithm 3 over ``--wall-seconds``. The winner becomes this machine's profile: ``headrace
 render`` and ``headrace stream`` use it when their options are not given. ``--compare-grid`` then
 measures every configuration of the (small) space and says how far the tuned one is from the best.
+A configuration that cannot run is skipped and counted (``--out`` keeps a row saying why); when none
+can, nothing is stored and the command exits 1 with the first reason.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+import sys
+import time
 
+from headrace.bench.harness import CACHE_STATES
+from headrace.cli._arguments import Integer, OutputFile, Real
+from headrace.cli._arguments import Path as PathArgument
+from headrace.cli.bench import MOST_BUDGET_SECONDS, add_particle_space_arguments, cache_help
 from headrace.errors import UsageError
 
 __all__ = ["register", "run"]
@@ -19,21 +28,23 @@ __all__ = ["register", "run"]
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("tune", help="find and store this machine's best streaming configuration",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE", help="a particle container (headrace generate particles)")
-    parser.add_argument("--budget", type=float, default=120.0, help="seconds of searching (default 120)")
-    parser.add_argument("--device", default=None, help="GPU ordinal, or cpu (default: 0 when a GPU is there)")
-    parser.add_argument("--methods", default=None, help="comma-separated (default: every method the device runs)")
-    parser.add_argument("--batches", default="128000,500000,1000000", help="particles per batch")
-    parser.add_argument("--segments", default="2,4,16,64,256", help="batches in flight")
-    parser.add_argument("--staging", default="64M,256M,1G", help="staging sizes")
-    parser.add_argument("--cache", choices=("hot", "cold"), default="hot")
-    parser.add_argument("--wall-seconds", type=float, default=0.5, help="algorithm 3's T_w per configuration")
-    parser.add_argument("--width", type=int, default=1024)
-    parser.add_argument("--height", type=int, default=768)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle container (headrace generate particles)")
+    parser.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=120.0,
+                        help="seconds of searching (default 120; --compare-grid measures after it)")
+    add_particle_space_arguments(parser, staging="64M,256M,1G")
+    parser.add_argument("--cache", choices=CACHE_STATES, default="hot",
+                        help=cache_help("hot", "each configuration's timed frames"))
+    parser.add_argument("--wall-seconds", type=Real(0, 3600, "seconds", above=True), default=0.5,
+                        help="each configuration's frames are timed until they fill this many seconds (algorithm 3's "
+                             "T_w; default 0.5)")
+    parser.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
+    parser.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
+    parser.add_argument("--seed", type=Integer(0, (1 << 32) - 1), default=0, help="the random sampling's seed (default 0)")
     parser.add_argument("--compare-grid", action="store_true",
                         help="also measure the whole space and report the tuned result against its best")
     parser.add_argument("--no-save", action="store_true", help="report only; keep the stored profile")
+    parser.add_argument("--out", type=OutputFile((".csv",)), metavar="RESULTS.csv",
+                        help="one row per configuration measured: its frame time, or why it could not run")
     parser.set_defaults(func=run)
 
 
@@ -41,20 +52,23 @@ def run(args: argparse.Namespace) -> int:
     import headrace
     from headrace import tune
     from headrace.bench.cases import particles as study
-    from headrace.cli._output import console
-    from headrace.cli.bench import particle_device, particle_space
+    from headrace.bench.harness import write_rows
+    from headrace.cli._output import console, count_progress
+    from headrace.cli.bench import cache_said, expect_cache_state, expect_particle_container, particle_device, particle_space
 
     device = particle_device(args.device, "tuning")
     ds = headrace.open(args.file)
+    expect_particle_container(ds)
     codecs = ds.codecs
     if len(codecs) != 1:
         raise UsageError(f"{args.file}: chunks of several codecs ({', '.join(codecs)}); tune one kind of file")
     codec = codecs[0]
-    space = particle_space(args, device, codecs)
-    baselines = [m for m in space.methods if m in study.BASELINES]  # neither streams through headrace
-    if args.methods and baselines:
+    baselines = [m for m in args.methods or () if m in study.BASELINES]  # neither streams through headrace
+    if baselines:
         raise UsageError(f"--methods: {', '.join(baselines)} cannot be tuned (baselines, not ways to stream)")
-    space = dataclasses.replace(space, methods=tuple(m for m in space.methods if m not in baselines))
+    space = particle_space(args, device, codecs, ds.path)
+    space = dataclasses.replace(space, methods=tuple(m for m in space.methods if m not in study.BASELINES))
+    expect_cache_state(args.cache, [ds.path])
     frames = list(range(len(ds.frames)))
 
     def evaluate(config: dict) -> float:
@@ -63,13 +77,63 @@ def run(args: argparse.Namespace) -> int:
                                   gpu_iterations=2)
         return result.wall_seconds / result.wall_frames
 
+    grid_size = len(list(study.grid(space)))
+    console.print(f"tuning for {args.budget:g} s over {grid_size} configurations on "
+                  f"{'the CPU' if device == 'cpu' else f'GPU {device}'}, {cache_said(args.cache)}"
+                  + (f"; then --compare-grid measures the rest of the {grid_size}, each at least "
+                     f"{2 * args.wall_seconds:g} s" if args.compare_grid else ""))
     default = tune.default_configuration(device, codec)
-    result = tune.tune(evaluate, space, args.budget, seed=args.seed, start_with=(default,))
+    total = math.ceil(args.budget)
+    started, shown = time.monotonic(), 0
+    with count_progress("tuning (seconds of the budget)", total) as advance:
+        def timed(config: dict) -> float:
+            nonlocal shown
+            try:
+                return evaluate(config)
+            finally:  # the bar follows the budget's seconds, whatever each configuration took
+                spent = min(total, int(time.monotonic() - started))
+                for _ in range(spent - shown):
+                    advance()
+                shown = max(shown, spent)
+
+        try:
+            result = tune.tune(timed, space, args.budget, seed=args.seed, start_with=(default,))
+            evaluations = list(result.evaluations)  # and --compare-grid's after them
+        except tune.NothingRan as nothing:
+            evaluations, result = nothing.evaluations, None
+    failed = [e for e in evaluations if "error" in e]
+    if result is not None and args.compare_grid:
+        measured = {tuple(e[k] for k in ("method", *tune.FACTORS)): e.get("frame_seconds", float("inf"))
+                    for e in evaluations if e["method"] in space.methods and e["batch"] in space.batches
+                    and e["segments"] in space.segments and e["staging_bytes"] in space.staging_bytes}
+        rest = [c for c in study.grid(space) if tuple(c[k] for k in ("method", *tune.FACTORS)) not in measured]
+        with count_progress("the rest of the grid", len(rest)) as advance:
+            for config in rest:
+                key = tuple(config[k] for k in ("method", *tune.FACTORS))
+                try:
+                    measured[key] = evaluate(config)
+                    evaluations.append({**config, "frame_seconds": measured[key]})
+                except headrace.errors.Error as why:
+                    measured[key] = float("inf")
+                    evaluations.append({**config, "error": str(why)})
+                    failed.append(evaluations[-1])
+                advance()
+        grid_best = min(measured.values())
+    if args.out:
+        machine = study.machine()
+        write_rows(args.out, [{"file": ds.path, "device": str(device), "cache": args.cache, **e, **machine}
+                              for e in evaluations])
+    if failed:
+        first = failed[0]
+        print(f"headrace tune: {len(failed)} of {len(evaluations)} configurations could not run; the first, "
+              f"{first['method']} with {first['batch']} particles a batch: {first['error']}", file=sys.stderr)
+    if result is None:
+        return 1  # nothing measured, nothing stored: the line above says why
     best = result.best
     console.print(f"tuned in {len(result.evaluations)} configurations: {best['method']}, {best['batch']} particles "
                   f"per batch, {best['segments']} in flight, {best['staging_bytes'] >> 20} MiB staging: "
                   f"{result.best_seconds * 1e3:.1f} ms per frame")
-    measured_default = result.evaluations[0]
+    measured_default = evaluations[0]
     if "frame_seconds" in measured_default:
         console.print(f"  the defaults ({default['method']}, {default['batch']} particles, {default['segments']} in flight, {default['staging_bytes'] >> 20} MiB): "
                       f"{measured_default['frame_seconds'] * 1e3:.1f} ms per frame; tuned is "
@@ -77,19 +141,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         console.print(f"  the defaults cannot run here: {measured_default['error']}")
     if args.compare_grid:
-        measured = {tuple(e[k] for k in ("method", *tune.FACTORS)): e.get("frame_seconds", float("inf"))
-                    for e in result.evaluations if e["method"] in space.methods and e["batch"] in space.batches
-                    and e["segments"] in space.segments and e["staging_bytes"] in space.staging_bytes}
-        for config in study.grid(space):
-            key = tuple(config[k] for k in ("method", *tune.FACTORS))
-            if key not in measured:
-                try:
-                    measured[key] = evaluate(config)
-                except headrace.errors.Error:
-                    measured[key] = float("inf")
-        grid_best = min(measured.values())
         console.print(f"  the grid's best of {len(measured)}: {grid_best * 1e3:.1f} ms per frame; "
                       f"tuned / grid best = {result.best_seconds / grid_best:.3f}")
+    if args.out:
+        console.print(f"  every configuration measured: {args.out}")
     if not args.no_save:
         path = tune.save_profile(device, codec, best, result.best_seconds, ds.path)
         console.print(f"  stored as this machine's profile in {path}")

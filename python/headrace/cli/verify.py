@@ -6,13 +6,15 @@ import argparse
 
 import headrace
 from headrace import _ext
+from headrace.cli._arguments import Path
 from headrace.cli._output import byte_progress, console, print_json
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("verify", help="check every chunk checksum", description=__doc__)
-    parser.add_argument("file")
-    parser.add_argument("--backend", default="posix", help="host I/O backend to read with (default: posix)")
+    parser.add_argument("file", type=Path(), help="the container to check")
+    parser.add_argument("--backend", default="posix", choices=("posix", "direct", "mmap", "uring", "ram"),
+                        help="host I/O backend to read with (default: posix)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)
 

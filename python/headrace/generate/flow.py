@@ -35,6 +35,7 @@ import numpy as np
 
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
+from headrace.writer import default_chunk_size
 
 __all__ = [
     "generate_flow",
@@ -49,7 +50,8 @@ __all__ = [
     "turbulence_velocity",
 ]
 
-# Chunk size aimed at when none is given (the writer's default), rounded down to whole blocks.
+# Chunk size aimed at when none is given (the writer's default but for gdeflate's 64 KiB), rounded down
+# to whole blocks.
 TARGET_CHUNK_BYTES = 4 << 20
 PERIOD_FRAMES = 16
 _B = math.sqrt(2.0)
@@ -213,7 +215,7 @@ def generate_flow(
     if kind not in ("abc", "turbulence"):
         raise errors.UsageError(f"--kind must be abc or turbulence, got {kind!r}")
     source = _FlowSource(dims, block, frames, seed, kind)  # type: ignore[arg-type]
-    target = TARGET_CHUNK_BYTES if chunk_size_bytes is None else chunk_size_bytes
+    target = default_chunk_size(codec) if chunk_size_bytes is None else chunk_size_bytes
     chunk_bytes = max(1, target // source.block_bytes) * source.block_bytes
     return write_source(
         source, path, chunk_size_bytes=chunk_bytes, codec=codec, codec_level=codec_level, progress=progress

@@ -8,7 +8,8 @@ robin through :class:`headrace.render.StreamingRenderer` and is measured by the 
    on a GPU, wall time on the CPU), summed per frame: min, median, max.
 3. Wall time: ``p`` frames, each from its first request to its last pass (the pipeline is set up once,
    before the clock; vram's frame is loaded before it): total, and per frame. Cold: the file's pages are
-   dropped before every frame of phase 3, outside the clock; hot: the frames follow one another.
+   dropped before every frame of phase 3, outside the clock (cold: this file's pages evicted; drop-all: the
+   whole machine's page cache dropped, as root); hot: the frames follow one another.
 
 The factors (seed 000's): ``method``, ``batch`` (particles per batch), ``segments`` (batches in flight)
 and ``staging_bytes``. :func:`grid` enumerates a space; :func:`sample` draws ``n`` configurations from
@@ -146,8 +147,8 @@ def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str
     pairs = max(count, least)
     for n in range(pairs):
         for draw in (True, False):
-            if cache == "cold":
-                drop_page_cache([renderer.dataset.path])
+            if cache != "hot":
+                drop_page_cache([renderer.dataset.path], everything=cache == "drop-all")
             ahead = {"next_frame": frames[(n + 1) % len(frames) if not draw else n % len(frames)]} if series else {}
             seconds[draw].append(renderer.render(frames[n % len(frames)], draw=draw, **ahead)["seconds"])
     return statistics.median(seconds[True]), statistics.median(seconds[False])
@@ -157,7 +158,7 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
                gpu_iterations: int = 8, max_frames: int = 1000, series: bool = False) -> Algorithm3:
     """Seed 000's algorithm 3 over ``renderer`` (a StreamingRenderer), frames round robin. ``series``
     (hot only): each frame loads the next one's first batches while it is drawn."""
-    if series and cache == "cold":
+    if series and cache != "hot":
         raise UsageError("a series loads the next frame ahead, before the cold run would drop its pages: hot only")
     turn = 0
 
@@ -174,8 +175,8 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
         """Renders count frames; cold, each after its pages are dropped (outside the clock)."""
         spent = 0.0
         for _ in range(count):
-            if cache == "cold":
-                drop_page_cache(paths)
+            if cache != "hot":
+                drop_page_cache(paths, everything=cache == "drop-all")
             start = time.perf_counter()
             render()
             spent += time.perf_counter() - start
@@ -194,8 +195,8 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
     # Phase 3: wall time over p frames.
     total, waits, stored, h2d, last = 0.0, 0, 0, 0.0, {}
     for _ in range(p):
-        if cache == "cold":
-            drop_page_cache(paths)
+        if cache != "hot":
+            drop_page_cache(paths, everything=cache == "drop-all")
         last = render()
         total += last["seconds"]
         waits += last["segment_waits"]

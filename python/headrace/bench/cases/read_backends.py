@@ -1,6 +1,7 @@
 """Case: read every chunk of a container into host memory through one host backend.
 
-Axes: backend (posix, direct, mmap, uring, ram) x cache state (cold, hot) x the backend's knobs.
+Axes: backend (posix, direct, mmap, uring, ram) x cache state (cold: the file's pages evicted; drop-all:
+the whole machine's page cache dropped, as root; hot) x the backend's knobs.
 The bytes counted are the stored bytes; checksums are checked inside the timed region (overlapped
 with the next window's reads), so a result is also a proof that the data arrived intact.
 """
@@ -28,8 +29,9 @@ def read_container(path: str, backend: str, cache: CacheState, repeats: int = 1,
                    verify: bool = True, progress=None, **options: object) -> Measurement:
     """Measures reading every chunk of ``path`` through ``backend`` opened with ``options``.
 
-    ``progress(done_bytes)`` is called after each window. A cold repeat opens the backend anew: pages a mapping (mmap) or a preload holds survive a
-    page-cache drop, so a reused backend would read from memory.
+    ``progress(done_bytes)`` is called after each window. A cold (or drop-all) repeat opens the backend
+    anew: pages a mapping (mmap) or a preload holds survive a page-cache drop, so a reused backend would
+    read from memory.
     """
     ds = headrace.open(path)
     opened: list = []
@@ -45,7 +47,7 @@ def read_container(path: str, backend: str, cache: CacheState, repeats: int = 1,
     if cache == "hot":
         reopen()
     result = measure(f"read/{backend}", body, files=[path], cache=cache, repeats=repeats,
-                     setup=reopen if cache == "cold" else None,
+                     setup=reopen if cache != "hot" else None,
                      parameters={"backend": backend, "verify": verify})
     result.parameters["describe"] = opened[0].describe()
     return result

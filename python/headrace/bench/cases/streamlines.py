@@ -1,5 +1,5 @@
 """Seed 002's experiments on our tracer: each study declares its axes; the harness owns the clock and
-the cache state (cold: the files' pages dropped before every repeat).
+the cache state (by default cold: the file's pages evicted before every repeat).
 
 - ``io``: standard against direct I/O in hilbert-user over chunk sizes and thread counts (figure 4);
 - ``banks``: hilbert-user at two chunk sizes over bank counts (figure 5);
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from headrace import streamlines
-from headrace.bench.harness import Measurement, measure
+from headrace.bench.harness import CacheState, Measurement, measure
 
 __all__ = ["Setup", "STUDIES", "configurations", "run_configuration", "weak_seeds"]
 
@@ -120,8 +120,10 @@ def weak_seeds(seeds: np.ndarray, factor: int, path: str) -> np.ndarray:
     return np.concatenate(copies).astype(np.float32)
 
 
-def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats: int) -> Measurement:
-    """One point, cold before every repeat; bytes = the bytes the data manager read (0 for mmap)."""
+def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats: int,
+                      cache: CacheState = "cold") -> Measurement:
+    """One point, in the cache state ``cache`` before every repeat (cold: the file's pages evicted);
+    bytes = the bytes the data manager read (0 for mmap)."""
     options = dict(options)
     path, implementation = options.pop("path"), options.pop("implementation")
     scaling, factor = options.pop("scaling", ""), options.pop("seed_factor", 1)
@@ -135,7 +137,7 @@ def run_configuration(study: str, setup: Setup, options: dict[str, Any], repeats
 
     parameters = {"study": study, "implementation": implementation, "scaling": scaling, "seeds": len(seeds),
                   "steps": setup.steps, "cache_bytes": setup.cache_bytes, **options}
-    measured = measure(f"streamlines/{study}/{implementation}", body, files=[path], cache="cold", repeats=repeats,
+    measured = measure(f"streamlines/{study}/{implementation}", body, files=[path], cache=cache, repeats=repeats,
                        parameters=parameters)
     last = results[-1].stats
     measured.parameters.update({k: last[k] for k in ("seconds", "cache_hits", "cache_misses", "cache_evictions",

@@ -1,0 +1,127 @@
+"""Every option of every subcommand, driven with values it must refuse and values it must take.
+
+Each valued option is parsed by a type of ``cli/_arguments.py`` (or has fixed choices), which states its
+range and the words it refuses; a refused word must end in a one-line usage error that names the option
+(exit 2), with no traceback, before the command does any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from headrace.cli._arguments import Bounded
+from headrace.cli.main import build_parser, main
+
+PARSER = build_parser()
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(the words naming a subcommand, its parser) for every subcommand that runs something."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, path + (name,))
+    if "func" in parser._defaults:
+        yield path, parser
+
+
+def _valued_options(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if action.option_strings and action.nargs != 0 and not isinstance(
+                action, (argparse._HelpAction, argparse._VersionAction, argparse.BooleanOptionalAction)):
+            yield action
+
+
+def _words(action: argparse.Action, word: str) -> list[str]:
+    count = action.nargs if isinstance(action.nargs, int) else 1
+    return [action.option_strings[-1]] + [word] * count
+
+
+COMMANDS = list(_commands(PARSER))
+OPTIONS = [(path, action) for path, parser in COMMANDS for action in _valued_options(parser)]
+POSITIONALS = [(path, action) for path, parser in COMMANDS for action in parser._actions
+               if not action.option_strings and not isinstance(action, argparse._SubParsersAction)]
+
+
+def _id(path: tuple[str, ...], action: argparse.Action) -> str:
+    return " ".join(path) + " " + (action.option_strings[-1] if action.option_strings else action.dest)
+
+
+def test_every_subcommand_is_found():
+    assert {path[0] for path, _ in COMMANDS} >= {"info", "generate", "convert", "stream", "trace", "render", "bench"}
+    assert len(OPTIONS) > 150
+
+
+@pytest.mark.parametrize("path,action", OPTIONS + POSITIONALS, ids=[_id(p, a) for p, a in OPTIONS + POSITIONALS])
+def test_every_value_is_checked_by_a_type_that_states_its_range(path, action):
+    assert action.choices is not None or isinstance(action.type, Bounded), (
+        f"{_id(path, action)} takes any text: give it a type of cli/_arguments.py or choices")
+    if action.option_strings:
+        assert action.help, f"{_id(path, action)} has no help text"
+
+
+CASES = [(path, action, word) for path, action in OPTIONS if isinstance(action.type, Bounded)
+         for word in action.type.bad_examples()]
+
+
+@pytest.mark.parametrize("path,action,word", CASES, ids=[f"{_id(p, a)}={w!r}" for p, a, w in CASES])
+def test_a_refused_value_is_a_one_line_usage_error_naming_the_option(capsys, path, action, word):
+    with pytest.raises(SystemExit) as stopped:
+        PARSER.parse_args([*path, *_words(action, word)])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert action.option_strings[-1] in err and "Traceback" not in err
+
+
+GOOD = [(path, action, word) for path, action in OPTIONS if isinstance(action.type, Bounded)
+        for word in action.type.good_examples()]
+
+
+@pytest.mark.parametrize("path,action,word", GOOD, ids=[f"{_id(p, a)}={w!r}" for p, a, w in GOOD])
+def test_the_values_a_type_states_are_taken(path, action, word):
+    for value in [word] * (action.nargs if isinstance(action.nargs, int) else 1):
+        action.type(value)
+
+
+@pytest.mark.parametrize("path,action", [(p, a) for p, a in OPTIONS if a.choices is not None],
+                         ids=[_id(p, a) for p, a in OPTIONS if a.choices is not None])
+def test_a_value_outside_the_choices_is_a_one_line_usage_error(capsys, path, action):
+    with pytest.raises(SystemExit) as stopped:
+        PARSER.parse_args([*path, *_words(action, "bogus")])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and action.option_strings[-1] in err, err
+
+
+def test_version_and_an_unknown_command(capsys):
+    assert main(["--version"]) == 0 and capsys.readouterr().out.startswith("headrace ")
+    assert main(["bogus"]) == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_help_states_each_range(capsys):
+    assert main(["stream", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "a whole number from" in out and "--prefetch" in out
+
+
+def test_piped_output_is_neither_wrapped_nor_a_traceback_when_the_reader_leaves(tmp_path):
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    import headrace
+
+    path = tmp_path / "many.hrc"
+    with headrace.Writer(path, [headrace.FieldSpec("particles", "float32", 8)]) as writer:
+        for t in range(1500):
+            writer.write(writer.add_frame(time=float(t)), "particles", np.full((100, 8), t, dtype=np.float32))
+    info = subprocess.run([sys.executable, "-m", "headrace", "info"], capture_output=True, text=True, timeout=120)
+    assert info.returncode == 0 and max(len(line) for line in info.stdout.splitlines()) > 80  # not cut at 80
+    # inspect's JSON (hundreds of KB) into a reader that takes one line and leaves
+    piped = subprocess.run(f"{sys.executable} -m headrace inspect --chunks --json {path} | head -1", shell=True,
+                           capture_output=True, text=True, timeout=120)
+    assert piped.stdout.strip() == "{" and "Traceback" not in piped.stderr and "Error" not in piped.stderr, piped.stderr
