@@ -121,7 +121,7 @@ def shared_engine(device: int | str | None = None, options: Any = None, **named:
     """The process's engine for ``device`` (a GPU ordinal, or None / "cpu" for host memory) and these
     queue options (a :class:`headrace.QueueOptions` and/or options by name), made on first use. Engines
     are told apart by the options in effect (after ``HEADRACE_<NAME>``), not by how they were given."""
-    device = None if device in (None, "cpu") else int(device)
+    device = device_ordinal(device)
     resolved = queue_options(options, device=-1 if device is None else device, **named)
     key = (device, repr(resolved))
     with _shared_lock:
@@ -148,6 +148,17 @@ def release_engines() -> None:
 
 def _size_of(buffer: Any) -> int:
     return int(buffer.nbytes) if isinstance(buffer, np.ndarray) else int(buffer.size_bytes)
+
+
+def device_ordinal(device: int | str | None) -> int | None:
+    """A ``device=`` argument: a GPU number (``0``, ``"0"``, ``"cuda:0"``), or None / ``"cpu"`` / -1 for host
+    memory; anything else is a UsageError saying so."""
+    if device is None or device == "cpu" or device == -1:
+        return None
+    text = str(device).removeprefix("cuda:")
+    if isinstance(device, bool) or not text.isdigit():
+        raise _ext.UsageError(f"device={device!r}: expected a GPU number (0, 1, ...) or 'cpu' for host memory")
+    return int(text)
 
 
 def _validate_device(device: int | None) -> None:

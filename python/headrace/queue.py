@@ -122,7 +122,10 @@ class Queue:
 
     def __init__(self, options: Any = None, *, device: int | str | None = None, **named: Any) -> None:
         if device is not None:
-            named["device"] = -1 if device == "cpu" else device
+            from headrace.engine import device_ordinal  # engine imports this module
+
+            ordinal = device_ordinal(device)
+            named["device"] = -1 if ordinal is None else ordinal
         self.options = queue_options(options, **named)
         self.device = None if self.options.device < 0 else self.options.device
         self._native = _ext.Queue(self.options)

@@ -30,7 +30,7 @@ def _set(target: Any, kind: str, name: str, value: Any) -> None:
     try:
         setattr(target, name, value)
     except TypeError:
-        expected = {"pin_files": "auto, on, off or a bool", "device": "a GPU ordinal or -1 (host)"}.get(
+        expected = {"pin_files": "auto, on, off or a bool", "device": "a GPU number (0, 1, ...), or 'cpu' or -1 for host memory"}.get(
             name, {"int": "a non-negative int", "bool": "a bool", "str": "a str"}.get(type(getattr(target, name)).__name__))
         raise _ext.UsageError(f"{kind} {name}={value!r}: expected {expected}") from None
 

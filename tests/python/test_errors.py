@@ -74,3 +74,15 @@ def test_a_destination_of_the_wrong_dtype_or_shape_is_refused(particle_file):
         queue.enqueue_chunks(file, ds, 0, "particles", np.empty((count, 8), dtype=np.float64))
     with pytest.raises(headrace.UsageError, match="bytes"):
         queue.enqueue_chunks(file, ds, 0, "particles", np.empty((count - 1, 8), dtype=np.float32))
+
+
+@pytest.mark.parametrize("device", ["gpu", "-2", 1.5, True])
+def test_a_device_that_is_neither_a_gpu_number_nor_cpu_says_what_is(device):
+    for make in (lambda: headrace.Queue(device=device), lambda: headrace.shared_engine(device)):
+        with pytest.raises(headrace.UsageError, match="expected a GPU number .* or 'cpu'"):
+            make()
+
+
+def test_cpu_is_a_device_everywhere():
+    assert headrace.Queue(device="cpu").device is None
+    assert headrace.shared_engine("cpu").device is None

@@ -86,7 +86,7 @@ def test_every_queue_option_is_settable_by_its_variable_and_named_arguments_win(
     ({"decode_on": "tpu"}, "decode_on='tpu': expected gpu|cpu"),
     ({"backend": "nvme"}, "backend 'nvme': expected auto|posix"),
     ({"cache_policy": "maybe"}, "cache policy 'maybe': expected auto|bypass|use"),
-    ({"device": "gpu"}, "queue option device='gpu': expected a GPU ordinal or -1"),
+    ({"device": "gpu"}, "queue option device='gpu': expected a GPU number"),
     ({"queue_depth": 0}, "queue_depth must be in 1..4096"),
 ])
 def test_bad_queue_options_are_usage_errors_naming_them(named, message):
