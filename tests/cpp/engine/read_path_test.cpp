@@ -110,7 +110,9 @@ TEST(ReadPath, BothLanesStageAndDecodeAHalfCachedSeries) {
   testing::TempDirectory dir;
   const std::string path = dir.file("series.hrc");
   constexpr std::uint32_t frames = 6;
-  constexpr std::uint64_t particles = 20000;  // 640 KB a frame, chunks of 32 KiB
+  // 2.56 MB a frame, chunks of 32 KiB: the cached first frame must outlast the disk's first read by far,
+  // whatever the machine's load (a frame of 640 KB was finished as soon as that read began, at times).
+  constexpr std::uint64_t particles = 80000;
   testing::write_particles(path, frames, particles, format::CodecId::zstd, 32 << 10);
   if (!o_direct_here(path)) GTEST_SKIP() << "no O_DIRECT on " << path;
   const auto container = format::Container::open(path);
@@ -153,7 +155,7 @@ TEST(ReadPath, BothLanesStageAndDecodeAHalfCachedSeries) {
   EXPECT_GT(all.bytes_from_disk, 0u);
   EXPECT_GE(stats.cache_lane_flights, 1u);
   EXPECT_GE(stats.disk_lane_flights, 1u);
-  // Frame 0 (cached, 20 chunks) fills its lane's ring five times over; frame 1 (the disk's) goes at the first.
+  // Frame 0 (cached, 80 chunks) fills its lane's ring twenty times over; frame 1 (the disk's) goes at the first.
   const RequestStatus last_cached = queue.status(ids[first_of_frame[1] - 1]);
   const RequestStatus first_from_disk = queue.status(ids[first_of_frame[1]]);
   ASSERT_EQ(last_cached.source, ReadSource::page_cache);
