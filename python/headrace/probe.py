@@ -14,11 +14,11 @@ from __future__ import annotations
 import csv
 import math
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 from headrace import _ext
+from headrace._files import replacing
 
 __all__ = ["CSV_COLUMNS", "ProbePoint", "ProbeResult", "defaults", "format_block_size", "probe"]
 
@@ -97,7 +97,7 @@ class ProbeResult:
 
     def to_csv(self, path: str | os.PathLike[str]) -> None:
         """One row per point with :data:`CSV_COLUMNS` (through ``path.partial`` and a rename)."""
-        with _replacing(path) as partial, open(partial, "w", newline="") as out:
+        with replacing(path) as partial, open(partial, "w", newline="") as out:
             writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS)
             writer.writeheader()
             for point in self.points:
@@ -156,7 +156,7 @@ class ProbeResult:
         figure.suptitle(f"headrace probe: {self.file} [{self.points[0].path}, {self.points[0].cache_state}]\n"
                         f"{self.ceiling_line()}", fontsize=9)
         image_format = os.path.splitext(os.fspath(path))[1][1:].lower() or "png"
-        with _replacing(path) as partial:
+        with replacing(path) as partial:
             figure.savefig(partial, format=image_format, dpi=120)
 
 
@@ -217,19 +217,6 @@ def probe(
         points=tuple(ProbePoint(**point) for point in outcome["points"]),
         ceiling_index=outcome["ceiling_index"],
     )
-
-
-@contextmanager
-def _replacing(path: str | os.PathLike[str]) -> Iterator[str]:
-    """Yields ``path.partial`` to write; renames it over ``path`` when the block ends, removes it on an error."""
-    partial = f"{os.fspath(path)}.partial"
-    try:
-        yield partial
-        os.replace(partial, path)
-    except BaseException:
-        if os.path.exists(partial):
-            os.unlink(partial)
-        raise
 
 
 def format_block_size(size_bytes: int) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
+from headrace._files import replacing
 from headrace.errors import UnavailableError, UsageError
 
 __all__ = ["METHODS", "GPU_METHODS", "StreamingRenderer", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
@@ -188,21 +189,16 @@ def write_image(path: os.PathLike | str, image: np.ndarray) -> None:
     from PIL import Image
 
     target = Path(path)
-    partial = target.with_name(target.name + ".partial")
-    try:
+    with replacing(target) as partial:
         Image.fromarray(image, "RGBA").save(partial, format=_format_of(target))
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def write_animation(path: os.PathLike | str, images: Sequence[np.ndarray], fps: float = 10.0) -> None:
     """An animated GIF or WebP (Pillow), or an MP4 when imageio with ffmpeg is installed; through a
     temporary file and rename."""
     target = Path(path)
-    partial = target.with_name(target.name + ".partial")
     suffix = target.suffix.lower()
-    try:
+    with replacing(target) as partial:
         if suffix == ".mp4":
             try:
                 import imageio.v3 as iio
@@ -218,9 +214,6 @@ def write_animation(path: os.PathLike | str, images: Sequence[np.ndarray], fps: 
                            duration=int(math.ceil(1000 / fps)), loop=0)
         else:
             raise UsageError(f"{target}: expected an animation ending in .mp4, .gif or .webp")
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
 
 
 def _format_of(path: Path) -> str:

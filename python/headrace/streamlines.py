@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
+from headrace._files import replacing
 from headrace.errors import UsageError
 
 __all__ = ["TraceResult", "trace", "trace_run", "grid_of", "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds",
@@ -173,8 +174,7 @@ def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray
     suffix = path.suffix.lower()
     if suffix not in (".npz", ".vtp"):
         raise UsageError(f"{path}: streamlines are written as .npz or .vtp, not {suffix or 'no extension'}")
-    partial = path.with_name(path.name + ".partial")
-    try:
+    with replacing(path) as partial:
         with open(partial, "wb") as out:
             if suffix == ".npz":
                 np.savez(out, points=np.asarray(points, dtype=np.float32), offsets=np.asarray(offsets, dtype=np.int64),
@@ -183,10 +183,6 @@ def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray
                 out.write(_vtp(np.asarray(points), np.asarray(offsets)))
             out.flush()
             os.fsync(out.fileno())
-        os.replace(partial, path)
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
     return path
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from headrace._files import replacing
 from headrace.bench.cases import particles as study
 from headrace.errors import Error
 
@@ -146,7 +147,6 @@ def save_profile(device: int | str, codec: str, config: dict[str, Any], frame_se
     profiles.setdefault(machine_key(device), {})[codec] = {**config, "frame_seconds": frame_seconds, "tuned_on": source,
                                                            "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(profiles, indent=2))
-    os.replace(partial, path)
+    with replacing(path) as partial:
+        Path(partial).write_text(json.dumps(profiles, indent=2))
     return path

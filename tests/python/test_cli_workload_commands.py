@@ -277,17 +277,17 @@ def test_a_configuration_that_cannot_run_is_a_row_and_the_study_exits_1(particle
 def test_bench_particles_says_its_estimate_and_cache_state_and_stops_at_its_budget(particle_file, tmp_path, capsys,
                                                                                  monkeypatch):
     from headrace.bench import harness
-    from headrace.bench.cases import particles as study
 
-    dropped = []
-    monkeypatch.setattr(study, "drop_page_cache", lambda paths, everything=False: dropped.append(everything) or "fadvise")
+    evicted, dropped_all = [], []
+    monkeypatch.setattr(harness, "evict_from_page_cache", lambda paths: evicted.append(list(paths)) or "fadvise")
+    monkeypatch.setattr(harness, "drop_all_page_caches", lambda paths=(): dropped_all.append(list(paths)) or "drop_caches")
     out = tmp_path / "b.csv"
     assert main(bench_particles(particle_file, out, "--cache", "cold", "--budget", "0.001")) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert "2 configurations on the CPU, cold: this file's pages evicted" in said and "at least 0.04 s" in said
     assert "budget of 0.001 s spent: 1 of 2 configurations measured" in said
     rows = list(csv.DictReader(open(out)))
-    assert len(rows) == 1 and rows[0]["cache"] == "cold" and dropped and not any(dropped)  # the file only
+    assert len(rows) == 1 and rows[0]["cache"] == "cold" and evicted and not dropped_all  # the file only
 
     def no_root(paths=()):
         raise headrace.UsageError("dropping the whole page cache needs root")

@@ -18,8 +18,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
+from headrace._files import replacing
+
 __all__ = ["CacheState", "CACHE_STATES", "Measurement", "drop_page_cache", "evict_from_page_cache", "drop_all_page_caches",
-           "set_cache_state", "warm_page_cache", "measure", "write_csv", "read_rows", "write_rows"]
+           "uncache", "warm_page_cache", "measure", "write_csv", "read_rows", "write_rows"]
 
 CacheState = Literal["cold", "hot", "drop-all"]
 CACHE_STATES: tuple[str, ...] = ("cold", "hot", "drop-all")
@@ -111,11 +113,10 @@ def drop_page_cache(paths: Iterable[str], everything: bool = False) -> str:
     return drop_all_page_caches(paths) if everything else evict_from_page_cache(paths)
 
 
-def set_cache_state(paths: Iterable[str], state: str) -> str:
-    """Puts the files in a cache state of :data:`CACHE_STATES`; returns how."""
-    if state == "hot":
-        return warm_page_cache(paths)
-    return drop_page_cache(paths, everything=state == "drop-all")
+def uncache(paths: Iterable[str], state: str) -> str:
+    """Before a repeat in a cache state of :data:`CACHE_STATES`: cold, the files evicted; drop-all, the
+    whole cache dropped; hot, nothing (its cache was filled once). Returns how ("" for hot)."""
+    return "" if state == "hot" else drop_page_cache(paths, everything=state == "drop-all")
 
 
 def warm_page_cache(paths: Iterable[str], chunk_bytes: int = 16 << 20) -> str:
@@ -156,7 +157,7 @@ def measure(
         if prepare_cache is not None:
             method = prepare_cache()
         elif cache != "hot":
-            method = drop_page_cache(files, everything=cache == "drop-all")
+            method = uncache(files, cache)
         elif repeat == 0:  # hot: one read fills the cache for every repeat
             method = warm_page_cache(files)
         start = time.perf_counter()
@@ -184,9 +185,7 @@ def write_rows(path: str, rows: Sequence[dict[str, object]]) -> None:
     columns: list[str] = []
     for row in rows:
         columns += [c for c in row if c not in columns]
-    partial = f"{path}.partial"
-    with open(partial, "w", newline="") as out:
+    with replacing(path) as partial, open(partial, "w", newline="") as out:
         writer = csv.DictWriter(out, fieldnames=columns)
         writer.writeheader()
         writer.writerows(rows)
-    os.replace(partial, path)

@@ -231,14 +231,17 @@ class Device(Bounded[Any]):
         return "cpu or a GPU number such as 0"
 
     def parse(self, text: str) -> int | str:
+        from headrace import _ext
+        from headrace.engine import device_ordinal  # the Python API's rule, so both take the same words
+
         word = text.strip().lower()
-        if word in ("cpu", "host"):
-            return "cpu"
-        if word.startswith("cuda:"):
-            word = word[5:]
-        if re.fullmatch(r"\d+", word) is None or int(word) > GPU_ORDINALS:
+        try:
+            ordinal = device_ordinal("cpu" if word == "host" else word)
+        except _ext.UsageError:
+            raise self.fail(text) from None
+        if ordinal is not None and ordinal > GPU_ORDINALS:
             raise self.fail(text)
-        return int(word)
+        return "cpu" if ordinal is None else ordinal
 
     def bad_examples(self) -> list[str]:
         return ["", "gpu", "-1", "abc", str(GPU_ORDINALS + 1)]
@@ -267,12 +270,10 @@ class Path(Bounded[str]):
         return ["out.csv", "/tmp/x"]
 
 
-class OutputFile(Bounded[str]):
+class OutputFile(Path):
     """A file a command writes (through ``NAME.partial`` and a rename), ending in one of ``suffixes`` if
     any are given. Checked as it is parsed, so that a place that cannot take it is a usage error before
     the work, not a lost result after it: not a folder, in a folder that exists and takes new files."""
-
-    least = most = None
 
     def __init__(self, suffixes: tuple[str, ...] = ()) -> None:
         self.suffixes = tuple(suffixes)
@@ -282,9 +283,7 @@ class OutputFile(Bounded[str]):
         return f"a file{ending} in an existing folder"
 
     def parse(self, text: str) -> str:
-        if not text or "\0" in text:
-            raise self.fail(text)
-        path = pathlib.Path(text)
+        path = pathlib.Path(super().parse(text))
         if self.suffixes and path.suffix.lower() not in self.suffixes:
             raise self.fail(text)
         if text.endswith(os.sep) or path.is_dir():

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 
 from headrace.bench.cases.streamlines import STUDIES
+from headrace._files import replacing
 from headrace.bench.harness import CACHE_STATES
 from headrace.cli._arguments import Device, Integer, Items, OutputFile, Real, Size, Word, choose_device
 from headrace.cli._arguments import Path as PathArgument
@@ -309,7 +310,8 @@ def run_particles(args: argparse.Namespace) -> int:
                 failed.append(f"{config['method']}: {row['error']}")
             rows.append(row)
             write_rows(args.out, rows)  # kept after every configuration: an interruption loses at most one
-            Path(args.out).with_suffix(".json").write_text(json.dumps(rows, indent=2, default=str))
+            with replacing(Path(args.out).with_suffix(".json")) as partial:
+                Path(partial).write_text(json.dumps(rows, indent=2, default=str))
             measured += 1
             if measured == 1 and len(todo) > 1:
                 spent = time.monotonic() - started

@@ -9,7 +9,6 @@ no privileges needed); ``--cache drop-all`` drops the whole machine's page cache
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -20,6 +19,7 @@ import numpy as np
 from rich.table import Table
 
 import headrace
+from headrace._files import replacing
 from headrace.bench.cases.read_backends import available_backends, read_container
 from headrace.bench.harness import write_csv
 from headrace.cli._arguments import Integer, Real
@@ -97,13 +97,11 @@ def plot(measurements, path: Path, heading: str, cache_note: str, cold: str) -> 
     ax.set_title(f"{heading}\n{cache_note}", fontsize=10)
     ax.legend()
     fig.tight_layout()
-    partial = path.with_suffix(".partial.png")
     try:
-        fig.savefig(partial)
-        os.replace(partial, path)
+        with replacing(path) as partial:
+            fig.savefig(partial, format="png")
     finally:
         plt.close(fig)
-        partial.unlink(missing_ok=True)
 
 
 @contextmanager

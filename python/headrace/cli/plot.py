@@ -15,6 +15,7 @@ import argparse
 import os
 from collections import defaultdict
 
+from headrace._files import replacing
 from headrace.cli._arguments import ImageFile, Path
 
 __all__ = ["register", "run"]
@@ -150,12 +151,7 @@ def run(args: argparse.Namespace) -> int:
         axis.grid(True, alpha=0.3)
         axis.legend(fontsize=7)
     figure.tight_layout()
-    partial = f"{args.out}.partial"
-    try:
+    with replacing(args.out) as partial:
         figure.savefig(partial, format=os.path.splitext(args.out)[1][1:].lower(), dpi=120)
-        os.replace(partial, args.out)
-    finally:
-        if os.path.exists(partial):
-            os.unlink(partial)
     console.print(f"{args.out}: {len(panels)} panels from {len(rows)} rows")
     return 0

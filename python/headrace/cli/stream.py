@@ -4,13 +4,11 @@ reports throughput (disk rate, delivered rate, compression ratio) and where the 
 from __future__ import annotations
 
 import argparse
-import csv
-import os
 import statistics
 import time
-from pathlib import Path
 
 import headrace
+from headrace.bench.harness import write_rows
 from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, Real, choose_device
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._options import add_option_arguments, given_options
@@ -85,18 +83,6 @@ def _stored_bytes(ds: headrace.Dataset, fields: list[str]) -> int:
     return int(table["stored_size"][mask].sum())
 
 
-def write_frames_csv(path: str, frames: list[dict]) -> None:
-    partial = f"{path}.partial"
-    try:
-        with open(partial, "w", newline="") as out:
-            writer = csv.DictWriter(out, fieldnames=list(frames[0]) if frames else ["frame"])
-            writer.writeheader()
-            writer.writerows(frames)
-        os.replace(partial, path)
-    finally:  # renamed, or failed: no half file stays
-        Path(partial).unlink(missing_ok=True)
-
-
 def run(args: argparse.Namespace) -> int:
     ds = headrace.open(args.file)
     played = len(ds.frames) * args.loop
@@ -135,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     summary.update(file=ds.path, device=str(device), configuration=described, frames_asked=played,
                    budget_spent=stopped)
     if args.csv:
-        write_frames_csv(args.csv, stats["frames"])
+        write_rows(args.csv, stats["frames"])
     if args.json:
         print_json({**summary, "per_frame": stats["frames"] if args.stats else None})
         return 0

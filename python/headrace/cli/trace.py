@@ -21,7 +21,6 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from headrace.cli._arguments import Bounded, Device, Integer, OutputFile, Real, Size, choose_device
@@ -217,10 +216,7 @@ def run(args: argparse.Namespace) -> int:
     stats = {"file": args.file, "direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
              "integrator": args.integrator, "steps": args.steps, "step_size": args.step_size, **result.stats}
     if args.stats:
-        try:
-            write_rows(args.stats, [stats])
-        finally:  # written and renamed, or failed: either way no half file stays
-            Path(f"{args.stats}.partial").unlink(missing_ok=True)
+        write_rows(args.stats, [stats])
     if args.json:
         print(json.dumps(stats, indent=2))
     else:

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from headrace.bench.harness import drop_page_cache
+from headrace.bench.harness import uncache
 from headrace.errors import UsageError
 
 __all__ = ["Space", "grid", "sample", "renderer_for", "algorithm3", "overlap_seconds", "machine", "kvikio_renderer",
@@ -147,8 +147,7 @@ def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str
     pairs = max(count, least)
     for n in range(pairs):
         for draw in (True, False):
-            if cache != "hot":
-                drop_page_cache([renderer.dataset.path], everything=cache == "drop-all")
+            uncache([renderer.dataset.path], cache)
             ahead = {"next_frame": frames[(n + 1) % len(frames) if not draw else n % len(frames)]} if series else {}
             seconds[draw].append(renderer.render(frames[n % len(frames)], draw=draw, **ahead)["seconds"])
     return statistics.median(seconds[True]), statistics.median(seconds[False])
@@ -175,8 +174,7 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
         """Renders count frames; cold, each after its pages are dropped (outside the clock)."""
         spent = 0.0
         for _ in range(count):
-            if cache != "hot":
-                drop_page_cache(paths, everything=cache == "drop-all")
+            uncache(paths, cache)
             start = time.perf_counter()
             render()
             spent += time.perf_counter() - start
@@ -195,8 +193,7 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
     # Phase 3: wall time over p frames.
     total, waits, stored, h2d, last = 0.0, 0, 0, 0.0, {}
     for _ in range(p):
-        if cache != "hot":
-            drop_page_cache(paths, everything=cache == "drop-all")
+        uncache(paths, cache)
         last = render()
         total += last["seconds"]
         waits += last["segment_waits"]
