@@ -1,6 +1,7 @@
 #include "headrace/error.hpp"
 
 #include <cstring>
+#include <new>
 #include <string>
 
 namespace headrace::detail {
@@ -41,3 +42,56 @@ std::string located(std::string_view message, const char* source_file, int sourc
 }
 
 }  // namespace headrace::detail
+
+namespace headrace {
+namespace {
+
+template <class Thrown>
+Thrown with_message(const Thrown& error, const std::string& message) {
+  if constexpr (requires { error.error_number(); }) return Thrown(message, error.error_number());
+  else if constexpr (requires { error.result(); }) return Thrown(message, error.result());
+  else return Thrown(message);
+}
+
+// Tries each type in order: most derived first, as a catch clause takes the first base that matches.
+template <class First, class... Rest>
+[[noreturn]] void rethrow_as_first_match(const std::exception_ptr& thrown, const std::string& lead) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const First& error) {
+    throw with_message(error, lead + error.what());
+  } catch (...) {
+    if constexpr (sizeof...(Rest) != 0) rethrow_as_first_match<Rest...>(thrown, lead);
+    else throw;
+  }
+}
+
+}  // namespace
+
+void rethrow_with_context(const std::exception_ptr& thrown, std::string_view context) {
+  const std::string lead(context);
+  try {
+    rethrow_as_first_match<UnknownNameError, UsageError, FileNotFoundError, SystemError, UnavailableError,
+                           GpuOutOfMemoryError, CudaError, TruncatedFileError, BadMagicError, UnsupportedVersionError,
+                           CorruptIndexError, ChunkOutOfBoundsError, ChecksumMismatchError, EmptyFieldError, CodecError,
+                           BadDataError, Error>(thrown, lead);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;  // no room to build a longer message
+  } catch (const std::exception& error) {
+    throw Error(lead + error.what());
+  }
+}
+
+std::string message_of(const std::exception_ptr& thrown) {
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an error of a type that is not an exception";
+  }
+}
+
+}  // namespace headrace

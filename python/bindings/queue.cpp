@@ -134,6 +134,13 @@ void bind_queue(nb::module_& m) {
       .def_ro("transfer_s", &queue::RequestSummary::transfer_s)
       .def_ro("h2d_s", &queue::RequestSummary::h2d_s)
       .def_ro("decode_s", &queue::RequestSummary::decode_s)
+      .def(
+          "raise_first_failure",
+          [](const queue::RequestSummary& summary) {
+            if (summary.first_error) rethrow_with_context(summary.first_error, "");
+          },
+          "Raises the first failed request's error as its own type (ChecksumMismatchError, TruncatedFileError, "
+          "SystemCallError, ...); returns when none failed.")
       .def("to_dict", [](nb::handle self) { return fields_dict(self); })
       .def("__repr__", [](nb::handle self) { return fields_repr(self); });
 

@@ -202,8 +202,9 @@ class Queue:
             del self._keep[request]
 
     def summarize(self, requests: list[int]) -> Any:
-        """A set of requests summed up (``_ext.RequestSummary``): counts by state, the first failure,
-        bytes by source (page cache, disk, pinned pages) and summed times."""
+        """A set of requests summed up (``_ext.RequestSummary``): counts by state, the first failure
+        (``raise_first_failure()`` raises it as its own type: ``ChecksumMismatchError``, ...), bytes by
+        source (page cache, disk, pinned pages) and summed times."""
         return self._native.summarize(requests)
 
     def stats(self) -> Any:

@@ -64,6 +64,64 @@ def test_a_corrupt_chunk_is_a_checksum_mismatch_naming_the_file_and_offset(parti
     assert f"offset {offset}" in str(caught.value)
 
 
+def _flip_a_byte(path, offset):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param(0, marks=pytest.mark.gpu)])
+def test_a_stream_over_a_corrupt_chunk_raises_a_checksum_mismatch_naming_its_frame(particle_file, device):
+    particle_file, frames = particle_file
+    table = headrace.open(particle_file).container.chunk_table()
+    second_frame = int(np.flatnonzero(table["frame"] == 1)[0])
+    offset = int(table["offset"][second_frame])
+    _flip_a_byte(particle_file, offset + 100)
+    seen = []
+    with pytest.raises(errors.ChecksumMismatchError) as caught:
+        for frame in headrace.open(particle_file).stream(device=device):
+            seen.append(frame.index)
+            frame.release()
+    message = str(caught.value)
+    assert seen == [0] and message.startswith("frame 1: 1 of ")
+    assert str(particle_file) in message and f"offset {offset}" in message and "expected checksum" in message
+    assert "[" not in message and "chunk_checks.cpp" in caught.value.source_location
+
+
+def test_a_stream_over_a_truncated_file_raises_a_truncated_file_error_naming_its_frame(particle_file):
+    particle_file, _ = particle_file
+    ds = headrace.open(particle_file)
+    table = ds.container.chunk_table()
+    last_frame = int(np.flatnonzero(table["frame"] == 2)[-1])
+    stream = ds.stream(device="cpu", prefetch=1)
+    with open(particle_file, "r+b") as f:  # cut after the index was read: the last chunk ends past the file
+        f.truncate(int(table["offset"][last_frame]) + 10)
+    with pytest.raises(errors.TruncatedFileError) as caught:
+        for frame in stream:
+            frame.release()
+    assert isinstance(caught.value, EOFError) and str(caught.value).startswith("frame 2: ")
+
+
+def test_a_queue_summary_raises_its_first_failure_as_its_own_type(particle_file):
+    particle_file, _ = particle_file
+    ds = headrace.open(particle_file)
+    offset = int(ds.container.chunk_table()["offset"][0])
+    _flip_a_byte(particle_file, offset + 8)
+    with headrace.Queue(device="cpu") as queue:
+        file = queue.add_file(particle_file)
+        destination = np.empty((ds.element_count(0, "particles"), 8), dtype=np.float32)
+        requests = queue.enqueue_chunks(file, ds, 0, "particles", destination)
+        queue.submit()
+        queue.drain()
+        summary = queue.summarize(requests)
+        assert summary.failed == 1 and f"offset {offset}" in summary.first_failure
+        with pytest.raises(errors.ChecksumMismatchError, match=f"offset {offset}: .*expected checksum"):
+            summary.raise_first_failure()
+        queue.summarize(requests[1:]).raise_first_failure()  # the others read fine: nothing raised
+
+
 def test_a_destination_of_the_wrong_dtype_or_shape_is_refused(particle_file):
     particle_file, _ = particle_file
     ds = headrace.open(particle_file)

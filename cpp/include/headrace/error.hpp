@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -85,6 +86,14 @@ HEADRACE_BAD_DATA_KIND(ChecksumMismatchError);   // stored bytes differ from the
 HEADRACE_BAD_DATA_KIND(EmptyFieldError);         // a field with no elements or no components
 HEADRACE_BAD_DATA_KIND(CodecError);              // compressed bytes that do not decode to their raw size
 #undef HEADRACE_BAD_DATA_KIND
+
+// Throws the error `thrown` holds again, as its own type (errno or CUDA result kept), its message led
+// by `context` ("frame 2 (particles): "): whoever reports a failure found elsewhere (a request's, read
+// on another thread) adds where it was without turning a checksum mismatch into a plain Error.
+[[noreturn]] void rethrow_with_context(const std::exception_ptr& thrown, std::string_view context);
+
+// The message of the error `thrown` holds.
+std::string message_of(const std::exception_ptr& thrown);
 
 namespace detail {
 

@@ -47,8 +47,8 @@ ChunkCheckResult ChunkChecker::check_one(const ChunkCheck& chunk) {
                   chunk.file_offset);
       result.decode_seconds = detail::seconds_since(start);
     }
-  } catch (const std::exception& error) {
-    result.error = error.what();
+  } catch (const std::exception&) {
+    result.error = std::current_exception();
   }
   return result;
 }

@@ -71,12 +71,12 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
       }
       entry.read_at = read_at;
       entry.status.io_s = detail::seconds_between(entry.dispatched_at, read_at);
-      const bool short_read = reads[i].ok() && reads[i].bytes_read < r.stored_size;
-      if (!reads[i].ok() || short_read) {
-        finish_locked(id, RequestState::failed,
-                      reads[i].ok() ? r.label + ": expected " + std::to_string(r.stored_size) + " bytes, read " +
-                                          std::to_string(reads[i].bytes_read)
-                                    : reads[i].message);
+      if (!reads[i].ok()) {
+        fail_locked(id, reads[i].error());
+      } else if (reads[i].bytes_read < r.stored_size) {
+        fail_locked(id, std::make_exception_ptr(TruncatedFileError(
+                            r.label + ": expected " + std::to_string(r.stored_size) + " bytes, read " +
+                            std::to_string(reads[i].bytes_read) + " (the file ends first)")));
       } else if (entry.cancel_requested && entry.cancellable_after_read) {
         finish_locked(id, RequestState::cancelled, "cancelled after its read; destination untouched");
       } else if (entry.plan.route == Route::cufile_copy) {
@@ -97,9 +97,9 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
 }
 
 // Checksums and CPU decoding of requests whose bytes pass the host (codec/chunk_checks.hpp). Returns
-// per request an error message (empty when fine). Chunks nvCOMP decodes are always checked: it trusts
+// per request its error (null when fine). Chunks nvCOMP decodes are always checked: it trusts
 // its input, and a corrupt frame can read wild addresses and kill the GPU context.
-std::vector<std::string> Queue::Impl::check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds) {
+std::vector<std::exception_ptr> Queue::Impl::check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds) {
   // A deque's elements stay put while enqueue appends, but its index of blocks may move: look the
   // entries up under the lock, then work on them without it (nobody else writes what is read here).
   std::vector<codec::ChunkCheck> chunks;
@@ -127,7 +127,7 @@ std::vector<std::string> Queue::Impl::check_and_decode(const std::vector<Request
     }
   }
   const auto results = checker_.run(chunks);
-  std::vector<std::string> errors(ids.size());
+  std::vector<std::exception_ptr> errors(ids.size());
   decode_seconds.assign(ids.size(), 0.0);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     errors[i] = results[i].error;
@@ -139,18 +139,19 @@ std::vector<std::string> Queue::Impl::check_and_decode(const std::vector<Request
 void Queue::Impl::finish_on_host(const std::vector<RequestId>& ids) {
   if (ids.empty()) return;
   std::vector<double> decode_seconds;
-  const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
+  const std::vector<std::exception_ptr> errors = check_and_decode(ids, decode_seconds);
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < ids.size(); ++i) {
     book_.entry(ids[i]).status.decode_s = decode_seconds[i];
-    finish_locked(ids[i], errors[i].empty() ? RequestState::done : RequestState::failed, errors[i]);
+    if (errors[i]) fail_locked(ids[i], errors[i]);
+    else finish_locked(ids[i], RequestState::done, "");
   }
 }
 
 void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight) {
   if (ids.empty()) return;
   std::vector<double> decode_seconds;
-  const std::vector<std::string> errors = check_and_decode(ids, decode_seconds);
+  const std::vector<std::exception_ptr> errors = check_and_decode(ids, decode_seconds);
   const auto checked_at = Clock::now();
   std::vector<RequestId> issued;
   auto completion = std::make_unique<Completion>();
@@ -168,8 +169,8 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
     for (std::size_t i = 0; i < ids.size(); ++i) {
       Entry& entry = book_.entry(ids[i]);
       entry.status.decode_s = decode_seconds[i];
-      if (!errors[i].empty()) {
-        finish_locked(ids[i], RequestState::failed, errors[i]);
+      if (errors[i]) {
+        fail_locked(ids[i], errors[i]);
         continue;
       }
       const Request& r = entry.request;
@@ -198,7 +199,7 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
     }
   }
   if (issued.empty()) return;
-  std::string failure;
+  std::exception_ptr failure;
   try {
     copies.issue(stream);
     completion->copied.record(stream);
@@ -221,19 +222,19 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
       }
     }
     completion->event.record(stream);
-  } catch (const std::exception& error) {
-    failure = error.what();
+  } catch (const std::exception&) {
+    failure = std::current_exception();
   }
   const auto issued_at = Clock::now();
   std::lock_guard lock(mutex_);
   stamp_flight_locked(flight, &FlightRecord::checked_s, checked_at);
   stamp_flight_locked(flight, &FlightRecord::issued_s, issued_at);
-  if (!failure.empty()) {
+  if (failure) {
     // The batch never reaches the completer: wait for what was issued, then fail it.
     stream_->synchronize();
     for (auto& group : completion->groups)
       if (group.decoder) decoders_->give_back(std::move(group.decoder));
-    for (const RequestId id : issued) finish_locked(id, RequestState::failed, failure);
+    for (const RequestId id : issued) fail_locked(id, failure);
     return;
   }
   for (const RequestId id : issued) book_.mark_issued(id);
@@ -251,27 +252,28 @@ void Queue::Impl::complete_loop() {
       completion = std::move(completions_.front());
       completions_.pop_front();
     }
-    std::string gpu_failure;  // the batch's GPU work failed: all of it fails
+    std::exception_ptr gpu_failure;  // the batch's GPU work failed: all of it fails
     double copy_s = 0, decode_s = 0;
     try {
       completion->event.synchronize();
       copy_s = completion->copied.elapsed_ms_since(completion->started) / 1e3;
       decode_s = completion->event.elapsed_ms_since(completion->copied) / 1e3;
-    } catch (const std::exception& error) {
-      gpu_failure = error.what();
+    } catch (const std::exception&) {
+      gpu_failure = std::current_exception();
     }
     const auto total = [](const std::vector<std::uint64_t>& bytes) {
       return static_cast<double>(std::accumulate(bytes.begin(), bytes.end(), std::uint64_t{0}));
     };
     const double copied_total = total(completion->copied_bytes), decoded_total = total(completion->decoded_bytes);
-    // Per request, why decoding failed (empty: it decoded).
-    std::vector<std::string> decode_failures(completion->ids.size());
+    // Per request, why decoding failed (null: it decoded).
+    std::vector<std::exception_ptr> decode_failures(completion->ids.size());
     for (auto& group : completion->groups) {
       try {
         const auto failed = group.decoder->decoder.failures(group.labels);
-        for (std::size_t k = 0; k < group.indices.size(); ++k) decode_failures[group.indices[k]] = failed[k];
-      } catch (const std::exception& error) {  // the results could not be read: the group fails
-        for (const std::size_t index : group.indices) decode_failures[index] = error.what();
+        for (std::size_t k = 0; k < group.indices.size(); ++k)
+          if (!failed[k].empty()) decode_failures[group.indices[k]] = std::make_exception_ptr(CodecError(failed[k]));
+      } catch (const std::exception&) {  // the results could not be read: the group fails
+        for (const std::size_t index : group.indices) decode_failures[index] = std::current_exception();
       }
       decoders_->give_back(std::move(group.decoder));
     }
@@ -283,8 +285,8 @@ void Queue::Impl::complete_loop() {
       if (copied_total > 0) status.h2d_s = copy_s * static_cast<double>(completion->copied_bytes[i]) / copied_total;
       if (completion->decoded_bytes[i] != 0)
         status.decode_s = decode_s * static_cast<double>(completion->decoded_bytes[i]) / decoded_total;
-      if (!gpu_failure.empty()) finish_locked(id, RequestState::failed, gpu_failure);
-      else if (!decode_failures[i].empty()) finish_locked(id, RequestState::failed, decode_failures[i]);
+      if (gpu_failure) fail_locked(id, gpu_failure);
+      else if (decode_failures[i]) fail_locked(id, decode_failures[i]);
       else finish_locked(id, RequestState::done, "");
     }
     stamp_flight_locked(completion->flight, &FlightRecord::done_s, Clock::now());

@@ -536,6 +536,13 @@ void Queue::Impl::finish_locked(RequestId id, RequestState state, std::string me
   fences_changed_.notify_all();
 }
 
+void Queue::Impl::fail_locked(RequestId id, std::exception_ptr error) {
+  release_region_locked(book_.entry(id));
+  std::string message = message_of(error);  // before error moves: arguments have no order
+  book_.finish(id, RequestState::failed, std::move(message), std::move(error));
+  fences_changed_.notify_all();
+}
+
 void Queue::Impl::account_depth_locked() {
   const auto now = Clock::now();
   if (reads_in_flight_ > 0) {

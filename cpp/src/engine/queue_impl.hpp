@@ -170,6 +170,7 @@ class Queue::Impl {
   // With the lock held: staging or direct bytes came back; wakes a dispatcher that waits for room.
   void room_freed_locked();
   void finish_locked(RequestId id, queue::RequestState state, std::string message);
+  void fail_locked(RequestId id, std::exception_ptr error);  // failed, its error kept as thrown
   // With the lock held: the flight's `stage` ended at `at`, and so did every later stage until it is
   // stamped itself (a flight without GPU work skips those). Nothing once newer flights displaced it.
   void stamp_flight_locked(std::uint64_t number, double FlightRecord::*stage, Clock::time_point at);
@@ -189,7 +190,7 @@ class Queue::Impl {
   // ---- finish.cpp ----
   void finish_loop(Lane lane);
   void finish_flight(queue::Flight& flight);
-  std::vector<std::string> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
+  std::vector<std::exception_ptr> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
   void finish_on_host(const std::vector<RequestId>& ids);
   void finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight);
   void complete_loop();

@@ -94,8 +94,11 @@ void SlotStream::wait_for(FenceId fence, Readiness readiness) const {
 
 void SlotStream::expect_done(const Scheduled& unit, const RequestSummary& summary) {
   if (summary.failed == 0 && summary.cancelled == 0) return;
-  throw Error(options_.name(unit.unit) + ": " + std::to_string(summary.failed + summary.cancelled) + " of " +
-              std::to_string(summary.requests) + " reads failed; the first: " + summary.first_failure);
+  const std::string context = options_.name(unit.unit) + ": " + std::to_string(summary.failed + summary.cancelled) +
+                              " of " + std::to_string(summary.requests) + " reads failed; the first: ";
+  // The first failure's own type: a checksum mismatch stays a ChecksumMismatchError.
+  if (summary.first_error) rethrow_with_context(summary.first_error, context);
+  throw Error(context + summary.first_failure);
 }
 
 std::optional<SlotDelivery> SlotStream::next(Readiness readiness) {

@@ -75,12 +75,14 @@ const std::vector<ReadStatus>& ReadBatch::statuses() const {
   return statuses_;  // no writer touches it once every request is done
 }
 
+std::exception_ptr ReadStatus::error() const {
+  if (error_number == end_of_file_error_number) return std::make_exception_ptr(TruncatedFileError(message));
+  return std::make_exception_ptr(SystemError(message, error_number));
+}
+
 void ReadBatch::check() const {
-  for (const ReadStatus& status : statuses()) {
-    if (status.ok()) continue;
-    if (status.error_number == ReadStatus::end_of_file_error_number) throw TruncatedFileError(status.message);
-    throw SystemError(status.message, status.error_number);
-  }
+  for (const ReadStatus& status : statuses())
+    if (!status.ok()) std::rethrow_exception(status.error());
 }
 
 void ReadBatch::complete(std::size_t index, ReadStatus status) {

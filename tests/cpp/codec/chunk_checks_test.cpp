@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/error.hpp"
 #include "headrace/format/checksum.hpp"
 #include "support/random_bytes.hpp"
 
@@ -25,12 +26,15 @@ TEST(ChunkChecker, ChecksumsPassOrNameTheChunkAndPinnedChunksAreCheckedOnce) {
   chunks[1].label = "data.hrc: offset 4096: chunk 1";
   chunks[2].pinned_at = std::pair<std::uint64_t, std::uint64_t>{0, 4096};
   auto results = checker.run(chunks);
-  EXPECT_TRUE(results[0].error.empty()) << results[0].error;
-  EXPECT_NE(results[1].error.find("data.hrc: offset 4096: chunk 1: expected checksum"), std::string::npos) << results[1].error;
-  EXPECT_TRUE(results[2].error.empty());
+  EXPECT_FALSE(results[0].error) << message_of(results[0].error);
+  ASSERT_TRUE(results[1].error);
+  EXPECT_THROW(std::rethrow_exception(results[1].error), ChecksumMismatchError);
+  EXPECT_NE(message_of(results[1].error).find("data.hrc: offset 4096: chunk 1: expected checksum"), std::string::npos)
+      << message_of(results[1].error);
+  EXPECT_FALSE(results[2].error);
   EXPECT_EQ(checker.checksums_checked(), 2u);  // the two that passed; the mismatch counts as none
   results = checker.run(std::span(chunks).subspan(2));  // the pinned chunk again: not computed again
-  EXPECT_TRUE(results[0].error.empty());
+  EXPECT_FALSE(results[0].error);
   EXPECT_EQ(checker.checksums_checked(), 2u);
 }
 
@@ -47,7 +51,7 @@ TEST(ChunkChecker, CpuDecodingLandsTheRawBytes) {
   chunk.raw_size = out.size();
   ChunkChecker checker(1);
   const auto results = checker.run({&chunk, 1});
-  ASSERT_TRUE(results[0].error.empty()) << results[0].error;
+  ASSERT_FALSE(results[0].error) << message_of(results[0].error);
   EXPECT_EQ(out, raw);
   EXPECT_GE(results[0].decode_seconds, 0.0);
 }

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -38,7 +39,7 @@ struct ChunkCheck {
 };
 
 struct ChunkCheckResult {
-  std::string error;         // empty when the chunk is fine
+  std::exception_ptr error;  // null when the chunk is fine; else as thrown (ChecksumMismatchError, CodecError)
   double decode_seconds = 0;  // CPU decoding, when it decoded
 };
 

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -45,6 +46,8 @@ struct ReadStatus {
   int error_number = 0;  // errno of the failure, 0 on success
   std::string message;   // names the path, the offset and the call; empty on success
   [[nodiscard]] bool ok() const noexcept { return error_number == 0 && message.empty(); }
+  // A failed read as an error: TruncatedFileError at the end of the file, else SystemError.
+  [[nodiscard]] std::exception_ptr error() const;
 };
 
 // The completion of one submit(): statuses fill in as requests finish, in any order.

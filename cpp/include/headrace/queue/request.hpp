@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 
@@ -93,6 +94,7 @@ enum class RequestState : std::uint8_t {
 struct RequestStatus {
   RequestState state = RequestState::enqueued;
   std::string message;  // why it failed
+  std::exception_ptr error;  // a failed request's error as thrown, its type kept (null otherwise)
   std::uint64_t completion_index = 0;  // order in which requests finished (done, failed or cancelled)
   // Seconds: submit -> read issued (queue wait), read issued -> read done (I/O), read done -> bytes
   // in place (H2D and decode, or CPU decode).

@@ -36,6 +36,7 @@ struct RequestTotals {
 struct RequestSummary {
   std::uint64_t requests = 0, done = 0, failed = 0, cancelled = 0, unfinished = 0;
   std::string first_failure;  // the message of the first failed (or cancelled) request, in the order asked
+  std::exception_ptr first_error;  // the error of the first failed request, as thrown (null: none failed)
   std::uint64_t stored_bytes = 0, raw_bytes = 0;  // of the done ones
   // Stored bytes of the done ones by source: the page cache (buffered reads and pinned pages) or the disk.
   std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0, bytes_other = 0;
@@ -230,12 +231,14 @@ class RequestBook {
   }
 
   // The request is done, failed or cancelled: it counts, and the fences it closes fire.
-  void finish(RequestId id, RequestState state, std::string message) {
+  // A failed one carries its error as thrown.
+  void finish(RequestId id, RequestState state, std::string message, std::exception_ptr error = nullptr) {
     Entry& e = entry(id);
     if (e.status.finished()) return;
     if (e.status.state == RequestState::enqueued) --awaiting_submit_;
     e.status.state = state;
     e.status.message = std::move(message);
+    e.status.error = std::move(error);
     e.status.completion_index = completed_++;
     const auto now = Clock::now();
     if (state == RequestState::done) {
@@ -298,6 +301,7 @@ class RequestBook {
         case RequestState::cancelled:
           ++(s.state == RequestState::failed ? sum.failed : sum.cancelled);
           if (sum.first_failure.empty()) sum.first_failure = s.message;
+          if (!sum.first_error) sum.first_error = s.error;
           break;
         default: ++sum.unfinished;
       }

@@ -308,8 +308,11 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<SegmentedRender
     // GPU decoding reports after the draw was issued: the frame fails then, never returning its image.
     for (std::uint64_t b = 0; b < n; ++b) {
       const engine::RequestSummary summary = queue.summarize(requests[b]);
-      if (summary.failed != 0 || summary.cancelled != 0)
-        throw Error("frame " + std::to_string(frame) + " batch " + std::to_string(b) + ": " + summary.first_failure);
+      if (summary.failed != 0 || summary.cancelled != 0) {
+        const std::string context = "frame " + std::to_string(frame) + " batch " + std::to_string(b) + ": ";
+        if (summary.first_error) rethrow_with_context(summary.first_error, context);
+        throw Error(context + summary.first_failure);
+      }
       stats.h2d_seconds += summary.h2d_s;
     }
   } catch (...) {
