@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (scripts/setup.sh), then runs every test: GoogleTest and the fuzz run through ctest, pytest,
-# then the concurrent layers again under ASan+UBSan and TSan (scripts/sanitize.sh).
+# then the concurrent layers again under ASan+UBSan and TSan (scripts/sanitize.sh), then the wheel
+# (scripts/wheel.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -9,3 +10,4 @@ nvcomp_lib=$(python3 -c "import nvidia.libnvcomp, os; print(os.path.join(os.path
 LD_LIBRARY_PATH="$nvcomp_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ctest --test-dir build/python --output-on-failure -j "$(nproc)"
 python3 -m pytest -q tests/python
 bash scripts/sanitize.sh
+bash scripts/wheel.sh build/dist  # the users' wheel: built, checked by auditwheel, installed into a clean venv and run

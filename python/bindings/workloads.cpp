@@ -123,8 +123,14 @@ void bind_workloads(nb::module_& m) {
            std::uint32_t max_steps, float stagnant_speed, float tolerance, float min_step, float max_step,
            const std::string& manager, unsigned threads, std::uint64_t cache_bytes, unsigned banks, bool direct,
            std::uint32_t unit_pages, double madvise_interval_s, std::uint64_t memory_budget_bytes, int device,
-           const std::string& backend) {
+           const std::string& backend, std::function<bool(std::uint64_t, std::uint64_t)> progress) {
           sl::ContainerTraceOptions options;
+          if (progress) {
+            options.progress = [progress](std::uint64_t ended, std::uint64_t lines) {
+              nb::gil_scoped_acquire acquire;
+              return progress(ended, lines);
+            };
+          }
           options.trace.integrator = parse_integrator(integrator);
           options.trace.direction = parse_direction(direction);
           options.trace.step_size = step_size;
@@ -188,8 +194,9 @@ void bind_workloads(nb::module_& m) {
         "max_steps"_a = 1000u, "stagnant_speed"_a = 1e-6f, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
         "manager"_a = "user", "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "banks"_a = 1u, "direct"_a = false,
         "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0}, "device"_a = -1,
-        "backend"_a = "uring",
-        "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics.");
+        "backend"_a = "uring", "progress"_a = nb::none(),
+        "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics. "
+        "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'.");
 
   m.def("render_particles",
         [](nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles, const CameraSpec& view,

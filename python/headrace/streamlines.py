@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -58,8 +58,13 @@ def trace_run(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 
               direction: str = "forward", manager: str | None = None, device: int | str | None = "cpu",
               threads: int = 0, frame: int = 0, cache_bytes: int = 1 << 30, banks: int = 1, direct: bool = False,
               unit_pages: int = 96, madvise_interval_s: float = 4.0, memory_budget_bytes: int = 0,
-              backend: str = "uring", **tuning: float) -> TraceResult:
-    """Traces every seed; see the module docstring. ``tuning``: stagnant_speed, tolerance, min_step, max_step."""
+              backend: str = "uring", progress: Callable[[int, int], bool] | None = None,
+              **tuning: float) -> TraceResult:
+    """Traces every seed; see the module docstring. ``tuning``: stagnant_speed, tolerance, min_step, max_step.
+
+    ``progress(ended, lines)`` is called now and then with the lines ended so far; returning False
+    stops the run: every seed still has its line, and those cut short end ``"stopped"`` (in ``ends``)
+    with the points they had."""
     if not 0 <= madvise_interval_s <= MOST_MADVISE_INTERVAL_S:  # also NaN; past a day, nanoseconds overflow in C++
         raise UsageError(f"madvise_interval_s must lie in 0..{MOST_MADVISE_INTERVAL_S} seconds, got {madvise_interval_s}")
     ordinal = _device_ordinal(device)
@@ -68,7 +73,8 @@ def trace_run(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 
                                direction=direction, step_size=float(step_size), max_steps=int(steps), manager=manager,
                                threads=int(threads), cache_bytes=int(cache_bytes), banks=int(banks), direct=bool(direct),
                                unit_pages=int(unit_pages), madvise_interval_s=float(madvise_interval_s),
-                               memory_budget_bytes=int(memory_budget_bytes), device=ordinal, backend=backend, **tuning)
+                               memory_budget_bytes=int(memory_budget_bytes), device=ordinal, backend=backend,
+                               progress=progress, **tuning)
     stats = {k: v for k, v in run.items() if k not in ("points", "offsets", "ends")}
     stats.update(manager=manager, device="cpu" if ordinal < 0 else ordinal, threads=threads, seeds=len(run["ends"]),
                  points=len(run["points"]))

@@ -418,12 +418,22 @@ def test_long_commands_count_their_work_on_a_progress_bar_with_a_total(particle_
         bar = [description, total, 0]
         bars.append(bar)
 
-        def advance(done=None, total=None):
-            bar[2] = done if done is not None else bar[2] + 1
+        def advance(steps=1, total=None):
+            bar[2] += steps
+            bar[1] = total or bar[1]
         yield advance
 
+    @contextmanager
+    def measured(description, total, enabled=True):
+        bar = [description, total, 0]
+        bars.append(bar)
+
+        def update(done, total=None):
+            bar[2] = done
+        yield update
+
     monkeypatch.setattr(_output, "count_progress", counted)
-    monkeypatch.setattr(stream, "byte_progress", counted)
+    monkeypatch.setattr(stream, "byte_progress", measured)
     assert main(["stream", str(particle_file), "--device", "cpu", "--loop", "3"]) == 0
     assert bars[-1] == ["streaming 9 frames", 9 * 6000 * 32, 9 * 6000 * 32]
     assert main(bench_particles(particle_file, tmp_path / "b.csv")) == 0
@@ -434,5 +444,16 @@ def test_long_commands_count_their_work_on_a_progress_bar_with_a_total(particle_
     assert main(["bench", "streamlines", str(flows[0]), str(flows[1]), "--study", "io", "--seeds", "uniform:8",
                  "--steps", "10", "--threads", "1", "--chunk-pages", "3", "--out", str(tmp_path / "s.csv")]) == 0
     assert bars[-1] == ["io study", 6, 6]  # standard and direct I/O x 1, 2 and 8 threads
+    assert main(["trace", str(flows[0]), "--seeds", "uniform:8", "--steps", "10", "--out", str(tmp_path / "l.npz")]) == 0
+    assert bars[-1] == ["tracing 8 lines of up to 10 steps on the CPU", 8, 8]
     assert main(["tune", str(particle_file), *TUNE, "--budget", "1", "--no-save"]) == 0
     assert bars[-1][0].startswith("tuning") and bars[-1][1] == 1
+
+
+def test_render_budget_keeps_the_frames_drawn_and_says_how_many(particle_file, tmp_path, capsys):
+    frames = tmp_path / "frames"
+    assert main(["render", str(particle_file), "--frames", "0:3", "--out", str(frames), "--device", "cpu",
+                 "--width", "32", "--height", "24", "--budget", "0.000001"]) == 0
+    said = capsys.readouterr().out
+    assert "budget of 1e-06 s spent: 1 of 3 frames rendered" in said and "(1 images)" in said
+    assert sorted(p.name for p in frames.iterdir()) == ["frame_00000.png"]

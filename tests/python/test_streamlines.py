@@ -145,6 +145,46 @@ def test_trace_command_writes_lines_and_statistics(flows, tmp_path, capsys):
     assert not list(tmp_path.glob("*.partial"))
 
 
+def _lines(result):
+    return [result.points[a:b] for a, b in zip(result.offsets[:-1], result.offsets[1:])]
+
+
+@pytest.mark.parametrize("manager", ["user", "mmap", "resident"])
+def test_a_stopped_trace_keeps_a_line_per_seed_and_marks_those_cut_short(flows, manager):
+    blocks, _ = flows
+    seeds = streamlines.uniform_seeds(blocks, 8000)
+    options = dict(steps=400, step_size=0.01, manager=manager, device="cpu", threads=1, unit_pages=3)
+    told = []
+
+    def stop_at_once(ended, lines):
+        told.append((ended, lines))
+        return False
+
+    stopped = streamlines.trace_run(blocks, seeds, progress=stop_at_once, **options)
+    whole = streamlines.trace_run(blocks, seeds, **options)
+    assert told and told[0][1] == len(seeds)  # forward only: one half-line a seed for the resident manager too
+    assert len(stopped.ends) == len(seeds) and "stopped" not in "".join(whole.ends)
+    cut = [i for i, end in enumerate(stopped.ends) if "stopped" in end]
+    assert 0 < len(cut) < len(seeds)
+    for i, (line, reference) in enumerate(zip(_lines(stopped), _lines(whole))):
+        if i in cut:  # the points it had: the seed at least, a prefix of its whole line
+            assert 1 <= len(line) < len(reference) or len(reference) == 1
+            np.testing.assert_array_equal(line, reference[: len(line)])
+        else:
+            np.testing.assert_array_equal(line, reference)
+
+
+def test_trace_budget_stops_the_command_and_says_so(flows, tmp_path, capsys):
+    blocks, _ = flows
+    out = tmp_path / "lines.npz"
+    assert main(["trace", str(blocks), "--seeds", "uniform:20000", "--steps", "400", "--threads", "1",
+                 "--budget", "0.01", "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert re.search(r"budget of 0.01 s spent: \d[\d,]* of 1[\d,]+ lines ended; the other [\d,]+ end where they were", said)
+    saved = np.load(out)
+    assert len(saved["offsets"]) - 1 == len(saved["ends"]) and any("stopped" in end for end in saved["ends"])
+
+
 def test_feature_seeds_follow_the_vorticity(flows, tmp_path, capsys):
     blocks, hilbert = flows
     strong = streamlines.feature_seeds(blocks, 2.0)

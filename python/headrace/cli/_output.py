@@ -48,15 +48,16 @@ def human_bytes(size: float) -> str:
 
 
 @contextmanager
-def count_progress(description: str, total: int) -> Iterator[Any]:
-    """A rich progress bar over a count of steps; yields advance(). Hidden when output is not a terminal."""
-    if not console.is_terminal:
-        yield lambda: None
+def count_progress(description: str, total: int, enabled: bool = True) -> Iterator[Any]:
+    """A rich progress bar over a count of steps; yields advance(steps=1, total=None) (a total given
+    replaces the one known so far). Hidden when output is not a terminal."""
+    if not enabled or not console.is_terminal:
+        yield lambda steps=1, total=None: None
         return
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=console, transient=True) as progress:
-        task = progress.add_task(description, total=total)
-        yield lambda: progress.advance(task)
+        task = progress.add_task(description, total=total or None)
+        yield lambda steps=1, total=None: progress.update(task, advance=steps, total=total or progress.tasks[0].total)
 
 
 @contextmanager

@@ -31,15 +31,15 @@ from headrace.bench.cases.streamlines import STUDIES
 from headrace._files import replacing
 from headrace.bench.harness import CACHE_STATES
 from headrace.cli._arguments import Device, Integer, Items, OutputFile, Real, Size, Word, choose_device
+from headrace.cli._budget import Budget, add_budget_argument
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli.trace import MOST_STEPS, UNIT_PAGES, Seeds
 from headrace.errors import UsageError
 
 __all__ = ["register", "run", "run_particles", "particle_methods", "particle_device", "particle_space",
            "expect_particle_container", "add_particle_space_arguments", "cache_help", "cache_said",
-           "MOST_BUDGET_SECONDS", "STREAMING_METHODS"]
+           "STREAMING_METHODS"]
 
-MOST_BUDGET_SECONDS = 7 * 24 * 3600  # a --budget of a week at most
 # What makes two rows the same point of a study (a resumed run skips points already measured).
 KEY = ("study", "cache", "implementation", "scaling", "threads", "direct", "unit_pages", "banks", "madvise_interval_s",
        "seeds")
@@ -91,8 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="the scaling study's halves (default strong,weak)")
     sl.add_argument("--repeats", type=Integer(1, 100), default=1, help="timed repeats per point (default 1)")
     sl.add_argument("--cache", choices=CACHE_STATES, default="cold", help=cache_help("cold", "every repeat"))
-    sl.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
-                    help="seconds after which no new point starts (the rest is left for a resumed run)")
+    add_budget_argument(sl, "seconds after which no new point starts (the rest is left for a resumed run)")
     sl.add_argument("--out", required=True, type=OutputFile((".csv",)), metavar="RESULTS.csv",
                     help="the rows; an existing file is resumed")
     sl.set_defaults(func=run)
@@ -115,8 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="frames whose draw time is measured (algorithm 3's R_g; default 8)")
     pa.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
     pa.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
-    pa.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
-                    help="seconds after which no new configuration starts (the rest is left for a resumed run)")
+    add_budget_argument(pa, "seconds after which no new configuration starts (the rest is left for a resumed run)")
     pa.add_argument("--seed", type=Integer(0, (1 << 32) - 1), default=0, help="--sample's random seed (default 0)")
     pa.add_argument("--series", action="store_true",
                     help="each frame loads the next one's first batches while it is drawn (hot only; "
@@ -156,8 +154,6 @@ def expect_cache_state(cache: str, paths: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
     from headrace.bench.cases import streamlines as study_cases
     from headrace.bench.harness import read_rows, write_rows
     from headrace.cli._output import console, count_progress
@@ -180,12 +176,12 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"resuming: {len(points) - len(todo)} of {len(points)} points already in {args.out}")
     console.print(f"{args.study}: {len(todo)} points, {args.repeats} repeat{'s' if args.repeats > 1 else ''} each, "
                   f"{cache_said(args.cache)}")
-    started, measured = time.monotonic(), 0
+    budget, measured = Budget(args.budget), 0
     with count_progress(f"{args.study} study", len(todo)) as advance:
         for options in todo:
-            if measured and args.budget is not None and time.monotonic() - started > args.budget:
-                console.print(f"budget of {args.budget:g} s spent: {measured} of {len(todo)} points measured, "
-                              f"the rest left for a later run with the same --out")
+            if budget.spent(measured):
+                console.print(budget.said(measured, len(todo), "points measured") +
+                              ", the rest left for a later run with the same --out")
                 break
             point = study_cases.run_configuration(args.study, setup, options, args.repeats, cache=args.cache)
             rows.append(point.as_row())
@@ -277,14 +273,14 @@ def run_particles(args: argparse.Namespace) -> int:
                   + (f", --budget {args.budget:g} s" if args.budget else ""))
     machine = study.machine()
     frames = list(range(len(ds.frames)))
-    started = time.monotonic()
+    budget = Budget(args.budget)
     failed: list[str] = []
     measured = 0  # configurations run now, those that could not included
     with count_progress("particles study", len(todo)) as advance:
         for config in todo:
-            if measured and args.budget is not None and time.monotonic() - started > args.budget:
-                console.print(f"budget of {args.budget:g} s spent: {measured} of {len(todo)} configurations measured, "
-                              "the rest left for a later run with the same --out")
+            if budget.spent(measured):
+                console.print(budget.said(measured, len(todo), "configurations measured") +
+                              ", the rest left for a later run with the same --out")
                 break
             row: dict[str, object] = {**common, **config, **machine}
             try:
@@ -314,7 +310,7 @@ def run_particles(args: argparse.Namespace) -> int:
                 Path(partial).write_text(json.dumps(rows, indent=2, default=str))
             measured += 1
             if measured == 1 and len(todo) > 1:
-                spent = time.monotonic() - started
+                spent = time.monotonic() - budget.started
                 console.print(f"  the first configuration took {spent:.1f} s: about {_duration(spent * (len(todo) - 1))} "
                               "for the rest")
             advance()

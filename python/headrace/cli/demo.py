@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,10 +21,11 @@ import headrace
 from headrace._files import replacing
 from headrace.bench.cases.read_backends import available_backends, read_container
 from headrace.bench.harness import write_csv
-from headrace.cli._arguments import Integer, Real
+from headrace.cli._arguments import Integer
+from headrace.cli._budget import Budget, add_budget_argument
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._output import byte_progress, console, count_progress, human_bytes, print_json
-from headrace.cli.bench import MOST_BUDGET_SECONDS, cache_said
+from headrace.cli.bench import cache_said
 from headrace.errors import UsageError
 from headrace.generate import generate_particles
 from headrace.generate.particles import particle_slices
@@ -48,8 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="how the cold measurements empty the page cache: cold, this file's pages evicted (no "
                              "privileges needed); drop-all, the whole machine's page cache dropped (root only: every "
                              "other process loses its cache) (default cold)")
-    parser.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
-                        help="seconds after which no new measurement starts (the file is always written and verified)")
+    add_budget_argument(parser, "seconds after which no new measurement starts (the file is always written and verified)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
 
@@ -148,11 +147,11 @@ def run(args: argparse.Namespace) -> int:
     say(f"[bold]3. measure[/] reading all {len(ds.frames)} frames, {args.cache} and hot, {args.repeats} repeats each "
         f"({cache_said(args.cache)})")
     measurements = []
-    started = time.monotonic()
+    budget = Budget(args.budget)
     with _counting("measuring", len(pairs), not args.json) as advance:
         for kind, cache in pairs:
-            if measurements and args.budget is not None and time.monotonic() - started > args.budget:
-                say(f"   budget of {args.budget:g} s spent: {len(measurements)} of {len(pairs)} measurements made")
+            if budget.spent(len(measurements)):
+                say("   " + budget.said(len(measurements), len(pairs), "measurements made"))
                 break
             measurements.append(read_container(str(path), kind, cache, args.repeats))
             advance()

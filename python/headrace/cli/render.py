@@ -21,6 +21,7 @@ from pathlib import Path
 
 from headrace.cli._arguments import Bounded, Device, Integer, Name, OutputFile, Real
 from headrace.cli._arguments import Path as PathArgument
+from headrace.cli._budget import Budget, add_budget_argument
 from headrace.errors import UsageError
 
 __all__ = ["register", "run", "parse_frames", "Camera", "Colour", "FrameRange"]
@@ -152,6 +153,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--threads", type=Integer(0, 1024), default=0,
                         help="CPU threads of the reference renderer (default 0: one per core)")
     parser.add_argument("--stats", action="store_true", help="print each frame's statistics")
+    add_budget_argument(parser, "a series: seconds after which no new frame starts (the frames drawn are kept, "
+                                "the animation holds them; default none)")
     parser.set_defaults(func=run)
 
 
@@ -239,16 +242,21 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)
     images = []
-    start = time.perf_counter()
+    start, budget = time.perf_counter(), Budget(args.budget)
+    drawn = 0
     with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
         for n, frame in enumerate(frames):  # each frame loads the next one's first batches while it is drawn
+            if budget.spent(drawn):
+                console.print(budget.said(drawn, len(frames), "frames rendered"))
+                break
             image = draw(frame, frames[n + 1] if n + 1 < len(frames) else None)
             render.write_image(folder / f"frame_{frame:05d}.png", image)
             if args.video:
                 images.append(image)
+            drawn += 1
             advance()
     if args.video:
         render.write_animation(args.video, images, args.fps or 10.0)
-    console.print(f"{folder}: frames {frames.start} to {frames.stop - 1} ({len(frames)} images), {method} on {where}, "
+    console.print(f"{folder}: frames {frames.start} to {frames.start + drawn - 1} ({drawn} images), {method} on {where}, "
                   f"{time.perf_counter() - start:.2f} s" + (f"; {args.video}" if args.video else ""))
     return 0

@@ -9,11 +9,11 @@ import time
 
 import headrace
 from headrace.bench.harness import write_rows
-from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, Real, choose_device
+from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, choose_device
+from headrace.cli._budget import Budget, add_budget_argument
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._options import add_option_arguments, given_options
 from headrace.cli._output import byte_progress, console, human_bytes, print_json
-from headrace.cli.bench import MOST_BUDGET_SECONDS
 from headrace.errors import UsageError
 
 MOST_FRAMES_PLAYED = 1_000_000  # frames x --loop: the play order is a list of them
@@ -31,8 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "default, as Dataset.stream's; never more slots than frames to play)")
     parser.add_argument("--loop", type=Integer(1, 10_000), default=1,
                         help=f"play the frames this many times (frames x loop at most {MOST_FRAMES_PLAYED:,})")
-    parser.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=None,
-                        help="stop after this many seconds and report the frames played so far")
+    add_budget_argument(parser, "stop after this many seconds and report the frames played so far")
     parser.add_argument("--stats", action="store_true", help="print per-frame statistics")
     parser.add_argument("--csv", type=OutputFile(), metavar="OUT.csv", help="write per-frame statistics as CSV")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -100,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     stream = ds.stream(fields, device=device, prefetch=prefetch, loop=args.loop, options=options)
     stopped = False
     try:
-        started = time.perf_counter()
+        started, budget = time.perf_counter(), Budget(args.budget)
         with byte_progress(f"streaming {played} frames", total, enabled=not args.json) as update:
             done = 0
             for frame in stream:
@@ -109,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
                 frame.release()
                 done += stream.history[-1].stored_bytes
                 update(done)
-                if args.budget is not None and time.perf_counter() - started > args.budget:
+                if budget.spent(len(stream.history)):
                     stopped = True
                     break
         seconds = time.perf_counter() - started
@@ -127,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     where = f"GPU {device}" if device != "cpu" else "host memory"
     if stopped:
-        console.print(f"budget of {args.budget:g} s spent: {summary['frames']} of {played} frames played")
+        console.print(budget.said(summary["frames"], played, "frames played"))
     console.print(f"{ds.path}: {summary['frames']} frames to {where} in {seconds:.3f} s ({described})")
     console.print(f"  stored {human_bytes(summary['stored_bytes'])} at [bold]{summary['disk_gbps']:.3f} GB/s[/], delivered "
                   f"{human_bytes(summary['raw_bytes'])} at [bold]{summary['delivered_gbps']:.3f} GB/s[/] "

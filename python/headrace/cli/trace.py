@@ -19,12 +19,11 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from headrace.cli._arguments import Bounded, Device, Integer, OutputFile, Real, Size, choose_device
 from headrace.cli._arguments import Path as PathArgument
+from headrace.cli._budget import Budget, add_budget_argument
 from headrace.errors import UsageError
 from headrace.streamlines import MOST_MADVISE_INTERVAL_S
 
@@ -147,6 +146,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the lines: .npz (points, offsets) or .vtp (ParaView)")
     parser.add_argument("--stats", type=OutputFile(), metavar="OUT.csv", help="write the run's statistics as one CSV row")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    add_budget_argument(parser, "seconds after which no new line starts: lines not ended by then end where they "
+                                "are, marked 'stopped' (default none)")
     parser.set_defaults(func=run)
 
 
@@ -182,39 +183,45 @@ def expect_memory_for_lines(seeds: int, steps: int, direction: str) -> None:
                          "fewer seeds or steps")
 
 
-@contextmanager
-def _tracing(text: str, shown: bool) -> Iterator[None]:
-    """A spinner with the time spent while the tracer (one call into C++) runs; on a terminal only."""
-    from headrace.cli._output import console
-
-    if not shown or not console.is_terminal:
-        yield
-        return
-    with console.status(text):
-        yield
-
-
 def run(args: argparse.Namespace) -> int:
     import json
 
+    import numpy as np
+
     from headrace import streamlines
     from headrace.bench.harness import write_rows
-    from headrace.cli._output import console
+    from headrace.cli._output import console, count_progress
 
     device = choose_device(args.device, "tracing on the CPU instead")
     seeds = parse_seeds(args.seeds, args.file, args.seed_stride)
     expect_memory_for_lines(len(seeds), args.steps, args.direction)
-    with _tracing(f"tracing {len(seeds):,} lines of up to {args.steps:,} steps on {device_name(device)}", not args.json):
+    budget = Budget(args.budget)
+    with count_progress(f"tracing {len(seeds):,} lines of up to {args.steps:,} steps on {device_name(device)}",
+                        0, enabled=not args.json) as advance:
+        shown = 0
+
+        def progress(ended: int, lines: int) -> bool:
+            nonlocal shown
+            advance(ended - shown, total=lines)
+            shown = ended
+            return not budget.spent(1)
+
         result = streamlines.trace_run(args.file, seeds, steps=args.steps, step_size=args.step_size,
                                        integrator=args.integrator, direction=args.direction, manager=args.manager,
                                        device=device, backend=args.backend,
                                        threads=args.threads, frame=args.frame, cache_bytes=args.cache_bytes,
                                        banks=args.banks, direct=args.direct, unit_pages=args.unit_pages,
                                        madvise_interval_s=args.madvise_interval,
-                                       memory_budget_bytes=args.memory_budget or 0)
-    streamlines.write_lines(args.out, result.points, result.offsets)
+                                       memory_budget_bytes=args.memory_budget or 0, progress=progress)
+        progress(len(result.ends), len(result.ends))  # the tracer tells now and then, not at its end
+    stopped = sum("stopped" in end for end in result.ends)
+    if stopped:
+        console.print(budget.said(len(seeds) - stopped, len(seeds), "lines ended") +
+                      f"; the other {stopped:,} end where they were (their ends read 'stopped' in an .npz)")
+    streamlines.write_lines(args.out, result.points, result.offsets, ends=np.array(result.ends))
     stats = {"file": args.file, "direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
-             "integrator": args.integrator, "steps": args.steps, "step_size": args.step_size, **result.stats}
+             "integrator": args.integrator, "steps": args.steps, "step_size": args.step_size,
+             "lines_stopped": stopped, **result.stats}
     if args.stats:
         write_rows(args.stats, [stats])
     if args.json:

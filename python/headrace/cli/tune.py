@@ -18,8 +18,9 @@ import time
 
 from headrace.bench.harness import CACHE_STATES
 from headrace.cli._arguments import Integer, OutputFile, Real
+from headrace.cli._budget import add_budget_argument
 from headrace.cli._arguments import Path as PathArgument
-from headrace.cli.bench import MOST_BUDGET_SECONDS, add_particle_space_arguments, cache_help
+from headrace.cli.bench import add_particle_space_arguments, cache_help
 from headrace.errors import UsageError
 
 __all__ = ["register", "run"]
@@ -29,8 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("tune", help="find and store this machine's best streaming configuration",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle container (headrace generate particles)")
-    parser.add_argument("--budget", type=Real(0, MOST_BUDGET_SECONDS, "seconds", above=True), default=120.0,
-                        help="seconds of searching (default 120; --compare-grid measures after it)")
+    add_budget_argument(parser, "seconds of searching (default 120; --compare-grid measures after it)", default=120.0)
     add_particle_space_arguments(parser, staging="64M,256M,1G")
     parser.add_argument("--cache", choices=CACHE_STATES, default="hot",
                         help=cache_help("hot", "each configuration's timed frames"))

@@ -357,8 +357,18 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
                    std::vector<std::uint32_t>(unit_count, 0)};
   SlotTable slot_table(slots, state);
   const auto start = Clock::now();
+  auto told_at = start;
+  bool stopped = false;
   std::uint64_t unfinished = line_count;
   for (unsigned idle = 0; unfinished > 0;) {
+    if (options.progress && seconds_since(told_at) >= 0.1) {
+      told_at = Clock::now();
+      // Told in lines (seeds): a line of both directions is two half-lines here.
+      if (!options.progress((line_count - unfinished) * seeds.size() / std::max<std::uint64_t>(line_count, 1), seeds.size())) {
+        stopped = true;
+        break;
+      }
+    }
     ++state.round;
     const auto advance_start = Clock::now();
     const RoundCounters counters = runner->run(state);
@@ -394,6 +404,9 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   std::vector<HalfLine> ended;
   std::vector<Vec3> points;
   runner->collect(ended, points);
+  if (stopped)
+    for (HalfLine& line : ended)
+      if (!line.ended) line.end = Termination::stopped;
   run.lines = assemble(seeds, trace, ended, points);
   run.seconds = seconds_since(start);
   return run;

@@ -53,7 +53,7 @@ template <typename Sampler>
 Polylines timed_trace(const Sampler& sampler, const std::vector<Vec3>& seeds, const ContainerTraceOptions& options,
                       double& seconds) {
   const auto start = std::chrono::steady_clock::now();
-  Polylines lines = trace_all(sampler, seeds, options.trace, options.threads);
+  Polylines lines = trace_all(sampler, seeds, options.trace, options.threads, options.progress);
   seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return lines;
 }

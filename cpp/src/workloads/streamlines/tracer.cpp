@@ -7,6 +7,7 @@ const char* to_string(Termination termination) noexcept {
     case Termination::max_steps: return "max_steps";
     case Termination::left_domain: return "left_domain";
     case Termination::stagnant: return "stagnant";
+    case Termination::stopped: return "stopped";
   }
   return "?";
 }

@@ -14,7 +14,8 @@ namespace headrace::workloads::streamlines {
 
 enum class Integrator : std::uint8_t { rk4, rk45 };
 enum class Direction : std::uint8_t { forward, backward, both };
-enum class Termination : std::uint8_t { max_steps, left_domain, stagnant };
+// stopped: the run was stopped (a time budget) before the line ended; it holds the points it had.
+enum class Termination : std::uint8_t { max_steps, left_domain, stagnant, stopped };
 
 struct TraceOptions {
   Integrator integrator = Integrator::rk4;

@@ -44,6 +44,9 @@ struct ContainerTraceOptions {
   io::BackendKind backend = io::BackendKind::uring;
   // kernel-managed
   MappedUnitsOptions mapped;
+  // Lines ended so far, now and then; false stops the run (tracer.hpp). The resident manager tells it
+  // between rounds, and its lines cut short end "stopped" with the points they had.
+  TraceProgress progress;
 };
 
 struct ContainerTraceRun {

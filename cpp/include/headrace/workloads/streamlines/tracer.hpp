@@ -6,7 +6,11 @@
 // block that failed never reads as zeros).
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <vector>
 
 #include "headrace/detail/parallel_for.hpp"
@@ -58,13 +62,34 @@ struct Polylines {
   std::vector<Streamline> lines;  // per seed, with how it ended (points moved into `points`)
 };
 
+// Told the lines ended so far and the lines in all, now and then, from one thread at a time; false
+// stops the run: lines not yet started are left at their seed, ended "stopped".
+using TraceProgress = std::function<bool(std::uint64_t ended, std::uint64_t lines)>;
+
 // Traces every seed on `threads` threads (0: one per core; more than the cores is allowed).
 template <typename Sampler>
 Polylines trace_all(const Sampler& sample, const std::vector<Vec3>& seeds, const TraceOptions& options,
-                    unsigned threads = 0) {
+                    unsigned threads = 0, const TraceProgress& progress = nullptr) {
   std::vector<Streamline> lines(seeds.size());
-  headrace::detail::parallel_for(seeds.size(), threads,
-                                 [&](std::uint64_t i) { lines[i] = trace(sample, seeds[i], options); });
+  std::atomic<std::uint64_t> ended{0};
+  std::atomic<bool> stopped{false};
+  std::mutex reporting;  // one thread tells at a time; the others go on tracing
+  auto told_at = std::chrono::steady_clock::now();
+  headrace::detail::parallel_for(seeds.size(), threads, [&](std::uint64_t i) {
+    if (stopped) {
+      lines[i].points = {seeds[i]};
+      lines[i].forward_end = lines[i].backward_end = Termination::stopped;
+      return;
+    }
+    lines[i] = trace(sample, seeds[i], options);
+    const std::uint64_t done = ++ended;
+    if (!progress || !reporting.try_lock()) return;
+    std::lock_guard told(reporting, std::adopt_lock);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - told_at < std::chrono::milliseconds(100) && done != seeds.size()) return;
+    told_at = now;
+    if (!progress(done, seeds.size())) stopped = true;
+  });
   Polylines out;
   for (auto& line : lines) {
     out.points.insert(out.points.end(), line.points.begin(), line.points.end());
