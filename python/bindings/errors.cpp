@@ -47,7 +47,9 @@ PyObject* make_class(nb::module_& m, const char* name, const char* doc, std::ini
   nb::tuple base_tuple = nb::steal<nb::tuple>(PyTuple_New(static_cast<Py_ssize_t>(bases.size())));
   Py_ssize_t i = 0;
   for (PyObject* base : bases) PyTuple_SET_ITEM(base_tuple.ptr(), i++, nb::borrow(base).release().ptr());
-  const std::string qualified = std::string("headrace._ext.") + name;
+  // The module's own name ("headrace._ext" when imported from the package, "_ext" where nanobind's
+  // stubgen imports it): stubgen writes out only the classes that name it as their module.
+  const std::string qualified = std::string(nb::borrow<nb::str>(m.attr("__name__")).c_str()) + "." + name;
   PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, base_tuple.ptr(), nullptr);
   if (type == nullptr) throw nb::python_error();
   m.attr(name) = nb::borrow(type);

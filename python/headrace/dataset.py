@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,11 @@ class Frame:
     bbox: tuple[tuple[float, float, float], tuple[float, float, float]]
 
 
+def _point(xyz: Sequence[float]) -> tuple[float, float, float]:
+    x, y, z = xyz
+    return x, y, z
+
+
 class Dataset:
     """An open container: the index was read once at open; data is read through a host I/O backend."""
 
@@ -40,7 +46,7 @@ class Dataset:
         self._container = _ext.Container.open(self.path)
         self.fields = [Field(f.name, f.dtype, int(f.components)) for f in self._container.fields]
         self.frames = [
-            Frame(i, f.time, (tuple(f.bbox[0]), tuple(f.bbox[1]))) for i, f in enumerate(self._container.frames)
+            Frame(i, f.time, (_point(f.bbox[0]), _point(f.bbox[1]))) for i, f in enumerate(self._container.frames)
         ]
         self.attributes: dict[str, Any] = dict(self._container.attributes)
         self._backends: dict[tuple, Any] = {}

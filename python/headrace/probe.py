@@ -16,14 +16,15 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TypedDict, cast
 
 from headrace import _ext
 from headrace._files import replacing
 
-__all__ = ["CSV_COLUMNS", "ProbePoint", "ProbeResult", "defaults", "format_block_size", "probe"]
+__all__ = ["CSV_COLUMNS", "ProbeDefaults", "ProbePoint", "ProbeResult", "defaults", "format_block_size", "probe"]
 
 #: Columns of :meth:`ProbeResult.to_csv`, in order.
-CSV_COLUMNS = (
+CSV_COLUMNS: tuple[str, ...] = (
     "file", "pattern", "block_size_bytes", "queue_depth", "threads", "bytes", "reads", "seconds",
     "gigabytes_per_second", "iops", "path", "backend", "o_direct", "cache_state", "note",
 )
@@ -160,9 +161,26 @@ class ProbeResult:
             figure.savefig(partial, format=image_format, dpi=120)
 
 
-def defaults(quick: bool = False) -> dict[str, object]:
+class ProbeDefaults(TypedDict):
+    """The probe's default grid and limits, as :func:`defaults` returns them."""
+
+    file_size_bytes: int
+    patterns: list[str]
+    block_sizes_bytes: list[int]
+    queue_depths: list[int]
+    thread_counts: list[int]
+    seconds_per_point: float
+    min_bytes_per_point: int
+    max_seconds_per_point: float
+    bytes_per_point: int
+    buffer_limit_bytes: int
+    seed: int
+    strict: bool
+
+
+def defaults(quick: bool = False) -> ProbeDefaults:
     """The probe's default grid and limits (``quick``: the smaller grid), from the C++ core."""
-    return _ext.probe_defaults(quick)
+    return cast(ProbeDefaults, _ext.probe_defaults(quick))  # the stub says only dict (bindings/probe.cpp)
 
 
 def probe(

@@ -154,7 +154,10 @@ class StreamingRenderer:
         _expect_frame(ds, frame)
         if next_frame is not None:
             _expect_frame(ds, next_frame)
-        stats = self._renderer.render(self.queue._native, self.file, ds.container, int(frame), self.field, self.batch,
+        native_queue = self.queue._native
+        if native_queue is None:  # the engine was closed (release_engines)
+            raise UsageError(f"{ds.path}: the renderer's engine was released; make a new renderer")
+        stats = self._renderer.render(native_queue, self.file, ds.container, int(frame), self.field, self.batch,
                                       self.segments, self.preload, draw, None if next_frame is None else int(next_frame))
         stats.update(method=self.method, device="cpu" if self.ordinal < 0 else self.ordinal)
         return stats
@@ -201,7 +204,7 @@ def write_animation(path: os.PathLike | str, images: Sequence[np.ndarray], fps: 
     with replacing(target) as partial:
         if suffix == ".mp4":
             try:
-                import imageio.v3 as iio
+                import imageio.v3 as iio  # type: ignore[import]  # optional (MP4 only)
             except ImportError:
                 raise UnavailableError(f"{target}: no MP4 encoder (pip install imageio imageio-ffmpeg); "
                                        "write a .gif or .webp instead") from None

@@ -95,7 +95,9 @@ def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget
         seconds = run(config)
         if seconds < best_time:
             best, best_time = config, seconds
-    improved = best is not None
+    if best is None:
+        raise NothingRan(evaluations)
+    improved = True
     while improved and clock() - start <= budget_seconds:  # phase 2: hill-climb from the best
         improved = False
         for config in _neighbours(best, space):
@@ -105,8 +107,6 @@ def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget
             if seconds < best_time:
                 best, best_time, improved = config, seconds, True
                 break
-    if best is None:
-        raise NothingRan(evaluations)
     return Tuning(best=best, best_seconds=best_time, evaluations=evaluations)
 
 

@@ -31,11 +31,14 @@ from typing import Any
 import numpy as np
 
 import headrace
-from headrace.bench.harness import Measurement, measure, write_csv
+from headrace.bench.harness import CacheState, Measurement, measure, write_csv
+from headrace.errors import UnavailableError
 
 __all__ = ["main"]
 
 MiB = 1 << 20
+# A case's options by name, of their own types each (headrace.settings checks them when a queue is made).
+Knobs = dict[str, Any]
 
 
 def data_region(path: str) -> tuple[int, int]:
@@ -44,11 +47,11 @@ def data_region(path: str) -> tuple[int, int]:
     return 4096, ds.container.index_offset - 4096
 
 
-def headrace_case(path: str, cache: str, repeats: int, backend: str, keep_queue: bool = False,
+def headrace_case(path: str, cache: CacheState, repeats: int, backend: str, keep_queue: bool = False,
                   **knobs: Any) -> Measurement:
     """Every chunk of every frame into one GPU buffer through the queue; bytes = raw bytes delivered.
     ``keep_queue``: one queue for every repeat (a player that replays the data set), not one each."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     ds = headrace.open(path)
     fields = ds.fields
@@ -100,7 +103,7 @@ def headrace_case(path: str, cache: str, repeats: int, backend: str, keep_queue:
     return result
 
 
-def peer_case(path: str, peer: str, cache: str, repeats: int, env: dict[str, str]) -> Measurement:
+def peer_case(path: str, peer: str, cache: CacheState, repeats: int, env: dict[str, str]) -> Measurement:
     """Runs ``--peer`` in a subprocess per repeat (the cache is prepared here, the clock runs there)."""
     command = [sys.executable, "-m", "headrace.bench.engine", "--peer", peer, "--plain", path]
     results: list[dict] = []
@@ -120,14 +123,14 @@ def peer_case(path: str, peer: str, cache: str, repeats: int, env: dict[str, str
 
 def run_peer(peer: str, path: str) -> None:
     """Inside the subprocess: read the data region into GPU memory, print {"bytes", "seconds"}."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     offset, size = data_region(path)
     buffer = cupy.empty(size, dtype=cupy.uint8)
     cupy.cuda.runtime.deviceSynchronize()
     if peer == "kvikio":
-        import kvikio
-        import kvikio.defaults
+        import kvikio  # type: ignore[import]  # GPU machines only
+        import kvikio.defaults  # type: ignore[import]
 
         start = time.perf_counter()
         with kvikio.CuFile(path, "r") as f:
@@ -165,18 +168,18 @@ def alternate(path: str, best: Measurement, best_kvikio: Measurement, rounds: in
 
 # The best of each side in the sweeps of four calls (docs/results.md): fixed so that every round
 # spends its time on the comparison, not on a search.
-ROUND_CONFIGS = {"headrace": ("uring", {"queue_depth": 64, "staging_bytes": 1024 * MiB}),
-                 "kvikio": {"KVIKIO_NTHREADS": "16", "KVIKIO_TASK_SIZE": str(16 * MiB), "KVIKIO_COMPAT_MODE": "ON"}}
+ROUND_HEADRACE: tuple[str, Knobs] = ("uring", {"queue_depth": 64, "staging_bytes": 1024 * MiB})
+ROUND_KVIKIO = {"KVIKIO_NTHREADS": "16", "KVIKIO_TASK_SIZE": str(16 * MiB), "KVIKIO_COMPAT_MODE": "ON"}
 
 
 def rounds_only(plain: str, compressed: list[str], rounds: int) -> dict[str, Any]:
     """Cold, in turn, ``rounds`` times: headrace on plain, KvikIO on plain, headrace on each compressed
     container (GPU decoding). Each round's ratios compare reads made moments apart on the same disk."""
-    backend, knobs = ROUND_CONFIGS["headrace"]
+    backend, knobs = ROUND_HEADRACE
     rows: list[dict[str, float]] = []
     for r in range(rounds):
         row = {"headrace": headrace_case(plain, "cold", 1, backend, **knobs).best_gbps,
-               "kvikio": peer_case(plain, "kvikio", "cold", 1, ROUND_CONFIGS["kvikio"]).best_gbps}
+               "kvikio": peer_case(plain, "kvikio", "cold", 1, ROUND_KVIKIO).best_gbps}
         for container in compressed:
             ds = headrace.open(container)
             delivered = headrace_case(container, "cold", 1, backend, decode_on="gpu", **knobs).best_gbps
@@ -186,7 +189,7 @@ def rounds_only(plain: str, compressed: list[str], rounds: int) -> dict[str, Any
         print(f"round {r}: " + " ".join(f"{k}={v:.3f}" for k, v in row.items()), flush=True)
         rows.append(row)
     ratios = [row["headrace"] / row["kvikio"] for row in rows]
-    summary: dict[str, Any] = {"headrace": f"{backend} {knobs}", "kvikio": ROUND_CONFIGS["kvikio"], "rounds": rows,
+    summary: dict[str, Any] = {"headrace": f"{backend} {knobs}", "kvikio": ROUND_KVIKIO, "rounds": rows,
                                "x_kvikio_per_round": ratios, "x_kvikio_median": float(np.median(ratios)),
                                "rounds_ahead": sum(r > 1 for r in ratios)}
     for container in compressed:
@@ -197,7 +200,7 @@ def rounds_only(plain: str, compressed: list[str], rounds: int) -> dict[str, Any
 
 # Compressed reads: GPU and CPU decoding; batches of 512 requests for small chunks (64 KiB gdeflate),
 # whose per-batch costs (a decoder call, the batch's events) 64 chunks do not amortise.
-COMPRESSED_CONFIGS = [("uring", {"queue_depth": 64, "staging_bytes": 1024 * MiB}),
+COMPRESSED_CONFIGS: list[tuple[str, Knobs]] = [("uring", {"queue_depth": 64, "staging_bytes": 1024 * MiB}),
                       ("uring", {"queue_depth": 64, "staging_bytes": 1024 * MiB, "max_batch": 512}),
                       ("posix", {"threads": 32})]
 
@@ -231,7 +234,7 @@ def compressed_targets(summary: dict[str, Any]) -> dict[str, bool]:
 
 def h2d_ceiling(repeats: int) -> Measurement:
     """Pinned host -> device copy bandwidth (1 GiB), the hot yardstick."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     size = 1 << 30
     pinned = cupy.cuda.alloc_pinned_memory(size)
@@ -255,7 +258,7 @@ def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[s
 
     The frames play ``loop`` times so that the times are the steady state (seed 003's question), not
     the first frame's read and the last frame's kernel, which no pipeline can overlap."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     ds = headrace.open(path)
     name = ds.fields[0].name
@@ -272,7 +275,7 @@ def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[s
         """Seconds a frame in the steady state: from the first frame in hand to the last one consumed, over
         the frame count (opening the stream and the first read are start-up: no pipeline hides them)."""
         consumer = cupy.cuda.Stream(non_blocking=True)
-        first = None
+        first: float | None = None  # when the first frame was in hand
         with ds.stream([name], device=0, prefetch=3, loop=loop, **knobs) as s:
             for frame in s:
                 with consumer:
@@ -282,6 +285,8 @@ def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[s
                         kernel(x, iterations, out)
                 frame.release(stream=consumer.ptr)
             consumer.synchronize()
+            if first is None:
+                raise headrace.BadDataError(f"{path}: the stream delivered no frame")
             return (time.perf_counter() - first) / frames
 
     def compute_alone(iterations: int) -> float:
@@ -306,7 +311,7 @@ def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[s
             "compute_alone_s": compute, "both_s": both, "iterations": iterations, "ratio": both / max(io_alone, compute)}
 
 
-OVERLAP_CONFIGS = [{"backend": "posix", "threads": 16}, {"backend": "mmap", "threads": 16, "pin_files": True}]
+OVERLAP_CONFIGS: list[Knobs] = [{"backend": "posix", "threads": 16}, {"backend": "mmap", "threads": 16, "pin_files": True}]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overlap-only", action="store_true", help="measure only the overlap case")
     parser.add_argument("--rounds-only", action="store_true",
                         help="only alternate, --rounds times: headrace and KvikIO on --plain (the configurations of "
-                             "ROUND_CONFIGS), then headrace on each --compressed container")
+                             "ROUND_HEADRACE and ROUND_KVIKIO), then headrace on each --compressed container")
     parser.add_argument("--compressed-only", action="store_true",
                         help="only the --compressed containers, against the --probe ceiling")
     parser.add_argument("--peer", choices=("kvikio", "naive"), help=argparse.SUPPRESS)
@@ -369,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary, indent=2), flush=True)
         return 0
     h2d = record(h2d_ceiling(args.repeats))
-    cold_configs = [
+    cold_configs: list[tuple[str, Knobs]] = [
         ("uring", {"queue_depth": 32}),
         ("uring", {"queue_depth": 64, "staging_bytes": 1024 * MiB}),
         ("uring", {"queue_depth": 128, "staging_bytes": 2048 * MiB}),
@@ -385,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     for b, k in cold_configs:
         try:
             cold.append(record(headrace_case(args.plain, "cold", args.repeats, b, **k)))
-        except headrace.errors.UnavailableError as why:  # said in the summary, never dropped silently
+        except UnavailableError as why:  # said in the summary, never dropped silently
             unavailable[b] = str(why)
             print(f"cold headrace {b}: unavailable: {why}", flush=True)
     kvikio = [record(peer_case(args.plain, "kvikio", "cold", args.repeats,
@@ -396,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     best = max(cold, key=lambda m: m.best_gbps)
     best_kvikio = max(kvikio, key=lambda m: m.best_gbps)
     head_to_head = alternate(args.plain, best, best_kvikio, args.rounds, record)
-    hot_configs = [("posix", {"threads": 16}), ("posix", {"threads": 32}), ("mmap", {"threads": 16}),
+    hot_configs: list[tuple[str, Knobs]] = [("posix", {"threads": 16}), ("posix", {"threads": 32}), ("mmap", {"threads": 16}),
                    ("ram", {"threads": 16}), ("mmap", {"threads": 16, "pin_files": True}),
                    ("mmap", {"threads": 16, "pin_files": True, "keep_queue": True}),
                    ("mmap", {"threads": 16, "pin_files": True, "verify_checksums": False})]
@@ -405,12 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             repeats = max(3, args.repeats) if k.get("keep_queue") else args.repeats  # a first pass, then replays
             hot.append(record(headrace_case(args.plain, "hot", repeats, b, **k)))
-        except headrace.errors.Error as why:  # a driver that refuses to page-lock file pages: said, not dropped
+        except headrace.Error as why:  # a driver that refuses to page-lock file pages: said, not dropped
             unavailable[f"hot {b} {k}"] = str(why)
             print(f"hot headrace {b} {k}: unavailable: {why}", flush=True)
     compressed = measure_compressed(args.compressed or [], args.repeats, record)
     best_hot = max(hot, key=lambda m: m.best_gbps)
-    summary: dict[str, Any] = {
+    summary = {
         "ceiling_gbps": ceiling,
         "h2d_pinned_gbps": h2d.best_gbps,
         "best_cold": {"backend": best.parameters["backend"], "knobs": best.parameters["knobs"], "gbps": best.best_gbps,

@@ -17,16 +17,18 @@ import json
 import os
 import platform
 from pathlib import Path
+from typing import Any
 
 from headrace.bench.cases.read_backends import read_container
-from headrace.bench.harness import Measurement, write_csv
+from headrace.bench.harness import CacheState, Measurement, write_csv
 from headrace.cli._arguments import Integer
 
 __all__ = ["COLD", "HOT", "main"]
 
 MiB = 1 << 20
 # (backend, knobs): the cold axis sweeps what a disk rewards (parallelism, queue depth, block size).
-COLD: list[tuple[str, dict[str, object]]] = [
+# Knobs by name, of their own types each (headrace.settings checks them).
+COLD: list[tuple[str, dict[str, Any]]] = [
     ("posix", {"threads": 1}),
     ("posix", {"threads": 4}),
     ("posix", {"threads": 16}),
@@ -45,7 +47,7 @@ COLD: list[tuple[str, dict[str, object]]] = [
     ("uring", {"queue_depth": 32, "uring_register_buffers": True}),
 ]
 # The hot axis: threads against the page cache (memory bandwidth and copy cost).
-HOT: list[tuple[str, dict[str, object]]] = [
+HOT: list[tuple[str, dict[str, Any]]] = [
     ("posix", {"threads": 1}),
     ("posix", {"threads": 4}),
     ("posix", {"threads": 8}),
@@ -61,10 +63,11 @@ def knobs_text(knobs: dict[str, object]) -> str:
     return " ".join(f"{k}={v}" for k, v in knobs.items())
 
 
-def run(path: str, ceiling_gbps: float, repeats: int, cold: str = "cold") -> tuple[list[Measurement], dict[str, object]]:
+def run(path: str, ceiling_gbps: float, repeats: int, cold: CacheState = "cold") -> tuple[list[Measurement], dict[str, object]]:
     """Every backend of the two axes; ``cold`` is how the cold axis empties the cache (cold or drop-all)."""
     results: list[Measurement] = []
-    for cache, axis in ((cold, COLD), ("hot", HOT)):
+    axes: list[tuple[CacheState, list[tuple[str, dict[str, Any]]]]] = [(cold, COLD), ("hot", HOT)]
+    for cache, axis in axes:
         for backend, knobs in axis:
             measurement = read_container(path, backend, cache, repeats, **knobs)
             measurement.parameters["knobs"] = knobs_text(knobs)

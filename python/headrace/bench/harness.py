@@ -16,7 +16,7 @@ import statistics
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from headrace._files import replacing
 
@@ -36,7 +36,8 @@ class Measurement:
     seconds: list[float]
     cache: CacheState
     cache_method: str
-    parameters: dict[str, object] = field(default_factory=dict)
+    # What each study records with a case (names, numbers, knob dicts); it reads back what it put there.
+    parameters: dict[str, Any] = field(default_factory=dict)
 
     @property
     def best_gbps(self) -> float:
@@ -135,7 +136,7 @@ def measure(
     files: Sequence[str],
     cache: CacheState,
     repeats: int = 3,
-    parameters: dict[str, object] | None = None,
+    parameters: dict[str, Any] | None = None,
     setup: Callable[[], None] | None = None,
     prepare_cache: Callable[[], str] | None = None,
 ) -> Measurement:

@@ -57,8 +57,8 @@ def _sample(name: str, particles: str, device: str, cache: str, group: list[dict
         out.append(f"| {n} | {r['method']} | {int(r['batch']):,} | {r['segments']} | {int(r['staging_bytes']) >> 20} MiB "
                    f"| {_ms(float(r['frame_seconds']))} |")
     grid = [r for r in groups.get((name, particles, device, cache.split(", sample of ")[0]), []) if r["method"] not in BASELINES]
-    if ranked and grid:
-        best = _fastest(grid)
+    best = _fastest(grid)
+    if ranked and best:
         out.append(f"\nthe sample's best over the grid's best: {_ms(float(ranked[0]['frame_seconds']))} ms "
                    f"({len(ranked)} configurations drawn) over {_ms(float(best['frame_seconds']))} ms ({best['method']}, "
                    f"{int(best['batch']):,} per batch, {best['segments']} in flight; {len(grid)} configurations) = "
@@ -123,12 +123,12 @@ def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | 
                            f"**{drawn / bound:.2f}** (target <= 1.1)\n")
             single = groups.get((name, particles, device, cache.removesuffix(", series")), []) if "series" in cache else []
             paired = [r for r in single if (r["method"], r["batch"]) == (top["method"], top["batch"]) and r.get("stream_only_s")]
-            if vram and paired:
+            single_top = _fastest([r for r in single if r["method"] not in BASELINES])
+            if vram and paired and single_top:
                 # A series loads ahead when it streams alone too; against a single frame streamed alone, its
                 # ratio cannot gain from a slower half.
                 drawn = float(top.get("overlap_frame_s") or top["frame_seconds"])
                 alone = min(float(r["stream_only_s"]) for r in paired)
-                single_top = _fastest([r for r in single if r["method"] not in BASELINES])
                 out.append(f"against single frames of this call: the series' {_ms(drawn)} ms over max(vram "
                            f"{_ms(float(vram['frame_seconds']))} ms, a single frame streamed alone {_ms(alone)} ms) = "
                            f"**{drawn / max(float(vram['frame_seconds']), alone):.2f}**; single frames streamed and drawn: "

@@ -313,8 +313,8 @@ class ImageFile(OutputFile):
     def __init__(self) -> None:  # no fixed endings: see suffixes
         self._suffixes: tuple[str, ...] | None = None
 
-    @property  # type: ignore[override]
-    def suffixes(self) -> tuple[str, ...]:
+    @property
+    def suffixes(self) -> tuple[str, ...]:  # type: ignore[override]  # read-only here: asked of matplotlib
         if self._suffixes is None:
             from matplotlib.backend_bases import FigureCanvasBase
 

@@ -9,12 +9,14 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypedDict
 
 from headrace.cli._arguments import Integer, OutputFile, Size, describe_size
+from headrace.writer import Codec
 
 __all__ = ["add_writer_arguments", "add_output_argument", "writer_options", "check_chunk_bytes", "refuse_existing",
            "interrupted", "container_summary", "print_summary", "terminate_as_exit", "CODEC_LEVELS",
-           "CODEC_CHUNK_BYTES"]
+           "CODEC_CHUNK_BYTES", "WriterOptions"]
 
 # The levels each codec's CPU encoder takes (codec/cpu/chunk_codec.cpp, gdeflate.cpp): lz4 1 is its fast
 # mode and 2 to 12 LZ4-HC; zstd's positive levels; gdeflate libdeflate's scale.
@@ -60,7 +62,15 @@ def check_chunk_bytes(codec: str, chunk_bytes: int, why: str = "--chunk-size") -
                          f"{describe_size(most)} a chunk ({_CHUNK_LIMIT_REASON[codec]})")
 
 
-def writer_options(args: argparse.Namespace) -> dict[str, object]:
+class WriterOptions(TypedDict):
+    """The keyword arguments of convert/generate that say how the container is written."""
+
+    chunk_size_bytes: int | None
+    codec: Codec
+    codec_level: int | None
+
+
+def writer_options(args: argparse.Namespace) -> WriterOptions:
     """``--chunk-size``, ``--codec``, ``--codec-level`` as keyword arguments of convert/generate, checked
     against each other."""
     from headrace.errors import UsageError

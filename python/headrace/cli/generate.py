@@ -15,6 +15,7 @@ import argparse
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from headrace.cli._arguments import Integer, Real, describe_size
@@ -124,8 +125,9 @@ def run(args: argparse.Namespace) -> int:
     from headrace.cli._output import byte_progress
     from headrace.generate import generate_flow, generate_particles, generate_volume
 
-    common = dict(seed=args.seed, **writer_options(args))
+    options = writer_options(args)
     total = _data_bytes(args)
+    generate: Callable[..., Path]  # each generator takes its own sizes (keywords)
     if args.generator == "particles":
         generate, sizes = generate_particles, dict(particles=args.particles, frames=args.frames)
     elif args.generator == "volume":
@@ -139,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         with terminate_as_exit(), byte_progress(f"generating {args.generator}", total,
                                                 enabled=not args.json) as update:
-            path = generate(args.output, progress=update, **sizes, **common)
+            path = generate(args.output, progress=update, seed=args.seed, **sizes, **options)
         summary = container_summary(Path(path), time.perf_counter() - started, generator=args.generator,
                                     seed=args.seed)
     except KeyboardInterrupt:

@@ -9,6 +9,7 @@ import tempfile
 
 from rich.table import Table
 
+import headrace
 from headrace import _ext
 from headrace.cli._arguments import Path
 from headrace.cli._output import console, human_bytes, print_json
@@ -39,7 +40,7 @@ def collect(directory: str) -> dict:
         backends = {kind: _ext.backend_unavailable_reason(kind, probe.name) for kind in BACKENDS}
     environment = _ext.gpu_environment()
     return {
-        "version": _ext.__version__,
+        "version": headrace.__version__,
         "checked_on": os.path.abspath(directory),
         "backends": {kind: {"available": why is None, "why": why or ""} for kind, why in backends.items()},
         "liburing": backends["uring"] is None,

@@ -23,6 +23,7 @@ from headrace.convert.mmpld import open_mmpld
 from headrace.convert.npy import open_npy
 from headrace.convert.raw_particles import open_raw_particles
 from headrace.convert.source import Source
+from headrace.writer import Codec
 
 __all__ = ["convert", "open_source", "write_source", "check_output", "InputFormat", "ProgressCallback"]
 
@@ -77,19 +78,17 @@ def write_source(
     output: os.PathLike | str,
     *,
     chunk_size_bytes: int | None = None,
-    codec: str = "none",
+    codec: Codec = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Path:
     """Write an opened source as a container at ``output`` and return its path."""
     import headrace
 
-    writer_options: dict[str, object] = {"codec": codec, "codec_level": codec_level}
-    if chunk_size_bytes is not None:
-        writer_options["chunk_size_bytes"] = chunk_size_bytes
     specs = [headrace.FieldSpec(info.name, info.dtype.name, info.components) for info in source.fields]
     done = 0
-    with headrace.Writer(output, fields=specs, **writer_options) as writer:
+    with headrace.Writer(output, fields=specs, chunk_size_bytes=chunk_size_bytes, codec=codec,
+                         codec_level=codec_level) as writer:
         for name, value in source.attributes.items():
             writer.set_attribute(name, value)
         for frame in source.frames():
@@ -117,7 +116,7 @@ def convert(
     format: InputFormat | str | None = None,
     *,
     chunk_size_bytes: int | None = None,
-    codec: str = "none",
+    codec: Codec = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
     **options: object,

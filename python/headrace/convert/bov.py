@@ -27,7 +27,7 @@ from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, Sour
 __all__ = ["Centering", "BovHeader", "BovSource", "parse_bov_header", "open_bov", "DATA_FORMATS"]
 
 # BOV DATA_FORMAT -> element type (byte order applied from DATA_ENDIAN).
-DATA_FORMATS = {
+DATA_FORMATS: dict[str, np.dtype] = {
     "BYTE": np.dtype("u1"),
     "SHORT": np.dtype("i2"),
     "INT": np.dtype("i4"),

@@ -65,13 +65,13 @@ class ColourType(IntEnum):
 
 
 # (NumPy dtype of one value, values per particle); SHORT_XYZ is signed (int16 in the mmpld library).
-_VERTEX_VALUES = {
+_VERTEX_VALUES: dict[VertexType, tuple[np.dtype, int]] = {
     VertexType.FLOAT_XYZ: (np.dtype("<f4"), 3),
     VertexType.FLOAT_XYZR: (np.dtype("<f4"), 4),
     VertexType.SHORT_XYZ: (np.dtype("<i2"), 3),
     VertexType.DOUBLE_XYZ: (np.dtype("<f8"), 3),
 }
-_COLOUR_VALUES = {
+_COLOUR_VALUES: dict[ColourType, tuple[np.dtype, int]] = {
     ColourType.UINT8_RGB: (np.dtype("u1"), 3),
     ColourType.UINT8_RGBA: (np.dtype("u1"), 4),
     ColourType.FLOAT_I: (np.dtype("<f4"), 1),

@@ -73,6 +73,7 @@ class _ArrayRef:
         """
         from headrace import errors
 
+        array: np.ndarray
         if self.member is None:
             array = np.memmap(
                 self.path, dtype=self.dtype, mode="r", offset=self.data_offset, shape=self.shape,
@@ -133,26 +134,26 @@ def open_npy(paths: Sequence[os.PathLike | str], *, field: str | None = None) ->
     """
     from headrace import errors
 
-    paths = [Path(path) for path in paths]
-    if not paths:
+    files = [Path(path) for path in paths]
+    if not files:
         raise errors.UsageError("no .npy or .npz files given")
-    suffixes = {path.suffix.lower() for path in paths}
+    suffixes = {path.suffix.lower() for path in files}
     if suffixes - {".npy", ".npz"} or len(suffixes) != 1:
         raise errors.UsageError(f"expected only .npy or only .npz files, got {', '.join(sorted(suffixes))}")
     if suffixes == {".npy"}:
-        name = field or (paths[0].stem if len(paths) == 1 else _frame_stem(paths[0].stem))
-        frames = [{name: _read_npy(path)} for path in paths]
-    elif len(paths) == 1:
-        name = field or paths[0].stem
-        members = _read_npz(paths[0])
+        name = field or (files[0].stem if len(files) == 1 else _frame_stem(files[0].stem))
+        frames = [{name: _read_npy(path)} for path in files]
+    elif len(files) == 1:
+        name = field or files[0].stem
+        members = _read_npz(files[0])
         frames = [{name: members[key]} for key in sorted(members, key=natural_key)]
     else:
         if field is not None:
             raise errors.UsageError("--field does not apply to several .npz files (member names are the fields)")
-        frames = [_read_npz(path) for path in paths]
+        frames = [_read_npz(path) for path in files]
         frames = [{key: frame[key] for key in sorted(frame, key=natural_key)} for frame in frames]
     fields = _check_frames(frames)
-    return NpySource(paths[0], fields, frames)
+    return NpySource(files[0], fields, frames)
 
 
 def _read_npy(path: Path) -> _ArrayRef:

@@ -74,13 +74,24 @@ class SourceFrame:
 
 
 class Source(Protocol):
-    """An opened, checked input: everything the converter needs to write a container."""
+    """An opened, checked input: everything the converter needs to write a container.
 
-    path: Path
-    fields: Sequence[FieldInfo]
-    attributes: Mapping[str, AttributeValue]
-    frame_count: int
-    total_bytes: int
+    Read-only here (properties), so that a reader may hold them in any form: a list, a dict."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def fields(self) -> Sequence[FieldInfo]: ...
+
+    @property
+    def attributes(self) -> Mapping[str, AttributeValue]: ...
+
+    @property
+    def frame_count(self) -> int: ...
+
+    @property
+    def total_bytes(self) -> int: ...
 
     def frames(self) -> Iterator[SourceFrame]:
         """Yield the frames in order; raise a ``BadDataError`` subclass for data found to be bad."""

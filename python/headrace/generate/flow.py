@@ -35,7 +35,7 @@ import numpy as np
 
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
-from headrace.writer import default_chunk_size
+from headrace.writer import Codec, default_chunk_size
 
 __all__ = [
     "generate_flow",
@@ -194,7 +194,7 @@ def generate_flow(
     seed: int = 0,
     kind: str = "abc",
     chunk_size_bytes: int | None = None,
-    codec: str = "none",
+    codec: Codec = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Path:

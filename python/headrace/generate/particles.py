@@ -22,6 +22,7 @@ import numpy as np
 
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
+from headrace.writer import Codec
 
 __all__ = ["generate_particles", "particle_radius", "particle_slices", "SLICE_PARTICLES", "BOX"]
 
@@ -75,7 +76,7 @@ def generate_particles(
     frames: int,
     seed: int = 0,
     chunk_size_bytes: int | None = None,
-    codec: str = "none",
+    codec: Codec = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Path:

@@ -23,6 +23,7 @@ import numpy as np
 
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
+from headrace.writer import Codec
 
 __all__ = ["generate_volume", "scalar_field", "blob_parameters", "Blobs", "BLOBS", "PERIOD_FRAMES"]
 
@@ -123,7 +124,7 @@ def generate_volume(
     seed: int = 0,
     cutoff: float = 0.0,
     chunk_size_bytes: int | None = None,
-    codec: str = "none",
+    codec: Codec = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Path:

@@ -57,14 +57,14 @@ class ColourType(IntEnum):
 
 
 # (value dtype, values per particle) of each record type.
-VERTEX_VALUES = {
+VERTEX_VALUES: dict[VertexType, tuple[np.dtype, int]] = {
     VertexType.NONE: (np.dtype("<f4"), 0),
     VertexType.FLOAT_XYZ: (np.dtype("<f4"), 3),
     VertexType.FLOAT_XYZR: (np.dtype("<f4"), 4),
     VertexType.SHORT_XYZ: (np.dtype("<i2"), 3),
     VertexType.DOUBLE_XYZ: (np.dtype("<f8"), 3),
 }
-COLOUR_VALUES = {
+COLOUR_VALUES: dict[ColourType, tuple[np.dtype, int]] = {
     ColourType.NONE: (np.dtype("u1"), 0),
     ColourType.UINT8_RGB: (np.dtype("u1"), 3),
     ColourType.UINT8_RGBA: (np.dtype("u1"), 4),

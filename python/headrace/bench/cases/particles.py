@@ -191,7 +191,8 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
     # Phase 2: per-frame draw times.
     draws = sorted(render()["draw_seconds"] for _ in range(gpu_iterations))
     # Phase 3: wall time over p frames.
-    total, waits, stored, h2d, last = 0.0, 0, 0, 0.0, {}
+    total, waits, stored, last = 0.0, 0, 0, {}
+    h2d: float | None = 0.0  # None once a frame did not time its copies
     for _ in range(p):
         uncache(paths, cache)
         last = render()
@@ -209,14 +210,14 @@ def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height
     buffers (one read while the other is drawn), and drawn by headrace's own GPU renderer. Has the
     ``render(frame)`` and ``dataset`` of :class:`headrace.render.StreamingRenderer`, so algorithm 3
     measures it alike."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     # KvikIO's best of the engine bench (16 threads, 16 MiB tasks), in compatibility mode (POSIX reads and
     # copies: where GDS cannot register files, as in the GPU machine's container, its automatic mode
     # fails to open them), unless the caller's environment chose otherwise.
     for name, value in (("KVIKIO_COMPAT_MODE", "ON"), ("KVIKIO_NTHREADS", "16"), ("KVIKIO_TASK_SIZE", str(16 << 20))):
         os.environ.setdefault(name, value)
-    import kvikio
+    import kvikio  # type: ignore[import]  # GPU machines only
 
     from headrace import _ext
     from headrace.render import _camera, _packed, parse_camera

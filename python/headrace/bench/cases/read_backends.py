@@ -9,6 +9,7 @@ with the next window's reads), so a result is also a proof that the data arrived
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import headrace
 from headrace import _ext
@@ -54,10 +55,11 @@ def read_container(path: str, backend: str, cache: CacheState, repeats: int = 1,
 
 
 def sweep(path: str, backends: Sequence[str], caches: Sequence[CacheState], repeats: int = 1,
-          **options: object) -> list[Measurement]:
+          **options: Any) -> list[Measurement]:
     """Every (backend, cache) pair; ``ram`` is measured once (preloaded: the cache state does not apply)."""
     results = []
     for backend in backends:
-        for cache in (["hot"] if backend == "ram" else caches):
+        backend_caches: Sequence[CacheState] = ["hot"] if backend == "ram" else caches
+        for cache in backend_caches:
             results.append(read_container(path, backend, cache, repeats, **options))
     return results

@@ -23,10 +23,12 @@ Writes ``user_stream.json`` and ``user_stream.csv`` under ``--out``.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,7 @@ import numpy as np
 
 import headrace
 from headrace.bench.engine import data_region
-from headrace.bench.harness import Measurement, drop_page_cache, measure, warm_page_cache, write_csv
+from headrace.bench.harness import CacheState, Measurement, drop_page_cache, measure, warm_page_cache, write_csv
 
 __all__ = ["main"]
 
@@ -44,7 +46,7 @@ MiB = 1 << 20
 def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """One pass of a user's loop over every frame (``options``: none, the defaults); returns (raw bytes,
     bytes by source and the queue's counters over the pass: staging full, reads in flight)."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     ds = headrace.open(path)
     stream = cupy.cuda.get_current_stream()
@@ -67,9 +69,9 @@ def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, Any]
 
 
 def kvikio_pass(path: str, compat: bool, buffer: Any) -> int:
-    import cupy
-    import kvikio
-    import kvikio.defaults
+    import cupy  # type: ignore[import]  # GPU machines only
+    import kvikio  # type: ignore[import]  # GPU machines only
+    import kvikio.defaults  # type: ignore[import]
 
     offset, size = data_region(path)
     with kvikio.defaults.set({"compat_mode": compat, "num_threads": 16, "task_size": 16 * MiB}):
@@ -82,9 +84,9 @@ def kvikio_pass(path: str, compat: bool, buffer: Any) -> int:
 def kvikio_cufile_works(path: str, buffer: Any) -> str:
     """'' when KvikIO's cuFile mode reads the file here, else why not."""
     try:
-        import kvikio
+        import kvikio  # type: ignore[import]  # GPU machines only
 
-        import kvikio.defaults
+        import kvikio.defaults  # type: ignore[import]
 
         with kvikio.defaults.set({"compat_mode": False}):
             with kvikio.CuFile(path, "r") as f:
@@ -124,7 +126,7 @@ def warm_every_other_frame(path: str) -> str:
 
 def h2d_pinned_gbps(repeats: int = 5) -> float:
     """Pinned host -> device copy rate (1 GiB, CuPy alone, CUDA events): the hot yardstick."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     size = 1 << 30
     pinned = cupy.cuda.alloc_pinned_memory(size)
@@ -148,7 +150,7 @@ def rounds(path: str, state: str, count: int, kvikio_modes: list[bool], buffer: 
     turned by one each round."""
     results: list[Measurement] = []
     prepare = {"hot": None, "cold": drop_caches, "half": warm_every_other_frame}[state]
-    cache = "hot" if state == "hot" else "cold"
+    cache: CacheState = "hot" if state == "hot" else "cold"
     for r in range(count):
         sources: dict[str, int] = {}
 
@@ -157,9 +159,10 @@ def rounds(path: str, state: str, count: int, kvikio_modes: list[bool], buffer: 
             sources.update(by_source)
             return raw
 
-        cases = [("headrace defaults" if not options else "headrace tuned", ours, dict(options))]
+        cases: list[tuple[str, Callable[[], int], dict[str, Any]]] = [
+            ("headrace defaults" if not options else "headrace tuned", ours, dict(options))]
         for compat in kvikio_modes:
-            cases.append((f"kvikio {'posix' if compat else 'cufile'}", lambda compat=compat: kvikio_pass(path, compat, buffer),
+            cases.append((f"kvikio {'posix' if compat else 'cufile'}", functools.partial(kvikio_pass, path, compat, buffer),
                           {"compat_mode": compat}))
         turn = r % len(cases)
         for position, (name, body, parameters) in enumerate(cases[turn:] + cases[:turn]):
@@ -175,7 +178,7 @@ def rounds(path: str, state: str, count: int, kvikio_modes: list[bool], buffer: 
 
 def reopen_first_frame(path: str, options: dict[str, Any]) -> dict[str, float]:
     """A stream opened again over the hot file: seconds from ``stream()`` to its first frame on the GPU."""
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     ds = headrace.open(path)
     stream = cupy.cuda.get_current_stream()
@@ -220,7 +223,7 @@ def summarize(results: list[Measurement], h2d: float, disk: float | None, reopen
         name = next(case for case in by_case if case.startswith("headrace"))
         ours = by_case[name]
         peers = {case: v for case, v in medians.items() if case.startswith("kvikio")}
-        best_peer = max(peers, key=peers.get) if peers else None
+        best_peer = max(peers, key=peers.__getitem__) if peers else None
         entry: dict[str, Any] = {
             "headrace": name, "headrace_gbps": ours, "headrace_median_gbps": medians[name],
             "headrace_spread": (max(ours) - min(ours)) / statistics.median(ours),
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                                                         "instead of the defaults")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    import cupy
+    import cupy  # type: ignore[import]  # GPU machines only
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
