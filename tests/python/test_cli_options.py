@@ -11,7 +11,7 @@ import argparse
 
 import pytest
 
-from headrace.cli._arguments import Bounded
+from headrace.cli._arguments import Bounded, Device
 from headrace.cli.main import build_parser, main
 
 PARSER = build_parser()
@@ -74,6 +74,20 @@ def test_a_refused_value_is_a_one_line_usage_error_naming_the_option(capsys, pat
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1, err
     assert action.option_strings[-1] in err and "Traceback" not in err
+
+
+NUMBERS = [(path, action) for path, action in OPTIONS  # a device is a word or a GPU number, not a range
+           if isinstance(action.type, Bounded) and not isinstance(action.type, Device) and "-1" in action.type.bad_examples()]
+
+
+@pytest.mark.parametrize("path,action", NUMBERS, ids=[_id(p, a) for p, a in NUMBERS])
+def test_a_negative_number_is_refused_with_the_range_taken(capsys, path, action):
+    """Not just "expected a non-negative int": the range the option takes, as for a value too large."""
+    with pytest.raises(SystemExit):
+        PARSER.parse_args([*path, *_words(action, "-1")])
+    err = capsys.readouterr().err.strip()
+    assert "'-1'" in err or "got -1" in err, err
+    assert any(said in err for said in (" in ", " from ", "at least", " to ")), err
 
 
 GOOD = [(path, action, word) for path, action in OPTIONS if isinstance(action.type, Bounded)

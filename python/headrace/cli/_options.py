@@ -39,16 +39,30 @@ class EngineValue(Bounded[Any]):
     def parse(self, text: str) -> Any:
         value: Any = text
         if isinstance(self.default, int):
+            if re.fullmatch(r"\s*-\s*\d.*", text):
+                raise argparse.ArgumentTypeError(self._refusal_of(text.strip()))
             value = Size(0, 1 << 62).parse(text) if self.name.endswith("_bytes") else None
             if value is None:
-                if re.fullmatch(r"\s*[-+]?\d+\s*", text) is None:
+                if re.fullmatch(r"\s*\+?\d+\s*", text) is None:
                     raise self.fail(text)
-                value = int(text)  # a negative one is refused below, with the range
+                value = int(text)
+        self._validate(value)
+        return value
+
+    def _validate(self, value: Any) -> None:
         try:
             (io_settings if self.name in KNOBS else queue_options)(**{self.name: value})
         except _ext.UsageError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
-        return value
+
+    def _refusal_of(self, negative: str) -> str:
+        """The engine's range for a negative value, which its unsigned fields cannot even hold: the
+        engine is asked about a value above every range, and its answer says what it takes."""
+        try:
+            self._validate((1 << 62) if self.name.endswith("_bytes") else (1 << 31) - 1)
+        except argparse.ArgumentTypeError as refused:
+            return re.sub(r"got \d+$", f"got {negative}", str(refused))
+        return f"{self.name}: expected {self.describe()} of at least 0, got {negative}"
 
     def bad_examples(self) -> list[str]:
         if isinstance(self.default, int):
