@@ -115,10 +115,16 @@ void bind_probe(nb::module_& m) {
         config.strict = strict;
 
         // Runs between points on this thread: the GIL is taken only here, and Ctrl-C stops the probe.
+        // progress returning False stops it too (None, or anything true, goes on).
         auto between_points = [&progress](std::size_t done, std::size_t total, const ProbePoint& point) {
           nb::gil_scoped_acquire acquire;
-          if (!progress.is_none()) progress(done, total, point_dict(point));
+          bool go_on = true;
+          if (!progress.is_none()) {
+            const nb::object answer = progress(done, total, point_dict(point));
+            go_on = answer.is_none() || PyObject_IsTrue(answer.ptr()) != 0;
+          }
           if (PyErr_CheckSignals() != 0) throw nb::python_error();
+          return go_on;
         };
         std::vector<ProbePoint> points;
         {

@@ -198,7 +198,7 @@ def probe(
     bytes_per_point: int | None = None,
     seed: int | None = None,
     strict: bool = False,
-    progress: Callable[[int, int, ProbePoint], None] | None = None,
+    progress: Callable[[int, int, ProbePoint], bool | None] | None = None,
 ) -> ProbeResult:
     """Measures raw read bandwidth of the device holding ``path``.
 
@@ -209,7 +209,8 @@ def probe(
     (``quick`` picks the smaller grid); ``max_seconds_per_point`` is at least ``seconds_per_point``.
     ``bytes_per_point`` reads exactly that much per point instead of timing ``seconds_per_point``.
     ``strict`` turns every fallback (no io_uring, no O_DIRECT, a file in RAM) into UnavailableError.
-    ``progress(done, total, point)`` is called after each point.
+    ``progress(done, total, point)`` is called after each point; returning False stops the probe
+    there (the result holds the points measured).
     """
     config = defaults(quick)
     test_file = _ext.probe_prepare_test_file(

@@ -104,6 +104,19 @@ def test_cli_json_holds_every_point_and_the_ceiling(tmp_path, capsys):
     assert report["ceiling_line"].startswith("device ceiling: ")
 
 
+def test_a_budget_stops_the_probe_and_keeps_the_points_measured(tmp_path, capsys):
+    csv_path = tmp_path / "out.csv"
+    assert main(["probe", str(tmp_path), *TINY_ARGS, "--patterns", "sequential", "--budget", "0.000001",
+                 "--csv", str(csv_path)]) == 0
+    said = capsys.readouterr().out
+    assert "budget of 1e-06 s spent: 1 of 8 points measured" in said and "device ceiling: " in said
+    assert len(csv_path.read_text().splitlines()) == 2  # the header and the one point
+    told = []
+    result = probe_api.probe(tmp_path, **TINY, patterns=["random"],
+                             progress=lambda done, total, point: told.append(done) or done < 2)
+    assert told == [1, 2] and len(result.points) == 2
+
+
 def test_bad_block_size_is_a_usage_error_naming_it(tmp_path, capsys):
     with pytest.raises(errors.UsageError, match="block size 6000 bytes is not a positive multiple of 4096"):
         probe_api.probe(tmp_path, **{**TINY, "block_sizes_bytes": [6000]})

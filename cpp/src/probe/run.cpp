@@ -66,7 +66,7 @@ std::vector<ProbePoint> run_probe(const ProbeConfig& config, const ProgressCallb
       work.sequential_start_bytes = (work.sequential_start_bytes + points.back().bytes / grid_point.threads) %
                                     file.size_bytes;
     }
-    if (progress) progress(points.size(), grid.size(), points.back());
+    if (progress && !progress(points.size(), grid.size(), points.back())) break;
   }
   return points;
 }

@@ -13,11 +13,12 @@ import argparse
 import os
 import stat
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from headrace import probe as probe_api
 from headrace.cli._arguments import Bounded, ImageFile, Integer, Items, OutputFile, Real, Size, Word, describe_size
+from headrace.cli._budget import Budget, add_budget_argument
 from headrace.cli._output import console, human_bytes, print_json
 from headrace.errors import UsageError
 
@@ -71,6 +72,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--png", metavar="OUT.png", type=ImageFile(),
                         help="draw the bandwidth heat maps, in the format the ending names")
     parser.add_argument("--json", action="store_true", help="print JSON (progress goes to stderr)")
+    add_budget_argument(parser, "seconds after which no new point starts: the points measured are reported "
+                                "and saved (default none)")
     parser.add_argument("--size", type=Size(4096, 1 << 40), metavar="BYTES",
                         help="size of the test file written for a folder or a new file "
                              "(default 4 GiB, --quick 256 MiB)")
@@ -116,19 +119,25 @@ def _check_grid(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     _check_grid(args)
     status_console = console if not args.json else _stderr_console()
+    budget, grid = Budget(args.budget), [0]
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[last]}"), console=status_console, transient=True) as progress:
+                  TimeRemainingColumn(), TextColumn("{task.fields[last]}"), console=status_console,
+                  transient=True) as progress:
         task = progress.add_task("probe", total=None, last="writing or checking the test file")
 
-        def report(done: int, total: int, point: probe_api.ProbePoint) -> None:
+        def report(done: int, total: int, point: probe_api.ProbePoint) -> bool:
             progress.update(task, completed=done, total=total,
                             last=f"{point.describe()}: {point.gigabytes_per_second:.2f} GB/s")
+            grid[0] = total
+            return not budget.spent(done)
 
         result = probe_api.probe(
             args.path, quick=args.quick, file_size_bytes=args.size, patterns=args.patterns,
             block_sizes_bytes=args.block_sizes, queue_depths=args.queue_depths, thread_counts=args.threads,
             seconds_per_point=args.seconds, bytes_per_point=args.bytes_per_point, seed=args.seed, strict=args.strict,
             progress=report)
+    if len(result.points) < grid[0]:
+        status_console.print(budget.said(len(result.points), grid[0], "points measured"))
     if args.csv:
         result.to_csv(args.csv)
     if args.png:

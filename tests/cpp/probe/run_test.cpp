@@ -26,6 +26,13 @@ ProbeConfig tiny_config(const std::string& path) {
   return config;
 }
 
+TEST(ProbeRun, ProgressThatSaysStopEndsTheProbeWithThePointsMeasured) {
+  testing::TempDirectory directory;
+  const auto points = run_probe(tiny_config(directory.path().string()),
+                                [](std::size_t done, std::size_t, const ProbePoint&) { return done < 3; });
+  EXPECT_EQ(points.size(), 3u);
+}
+
 TEST(ProbeRun, ExactBytesPerPointAddUpAndRatesArePositive) {
   testing::TempDirectory directory;
   const auto config = tiny_config(directory.path().string());
@@ -34,6 +41,7 @@ TEST(ProbeRun, ExactBytesPerPointAddUpAndRatesArePositive) {
     EXPECT_EQ(total, 16u);
     EXPECT_GT(point.bytes, 0u);
     progress_calls.push_back(done);
+    return true;
   });
   ASSERT_EQ(points.size(), 16u);
   EXPECT_EQ(progress_calls, (std::vector<std::size_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}));
