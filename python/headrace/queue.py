@@ -85,22 +85,22 @@ class Fence:
         self._queue, self.id = queue, fence_id
 
     def is_signaled(self) -> bool:
-        return self._queue._native.is_signaled(self.id)
+        return self._queue._open_native().is_signaled(self.id)
 
     def wait(self) -> None:
         """Blocks the host until the fence is signalled."""
-        self._queue._native.wait(self.id)
+        self._queue._open_native().wait(self.id)
 
     @property
     def event(self) -> int:
         """The CUevent (as an int) a consumer stream can wait on with cudaStreamWaitEvent; blocks until
         every earlier request is issued to the GPU (its reads are done)."""
-        return self._queue._native.fence_event(self.id)
+        return self._queue._open_native().fence_event(self.id)
 
     def wait_on_stream(self, stream: int) -> None:
         """Makes a CUDA stream wait for the fence. Blocks the host until the fence's GPU work is issued
         (after :meth:`Queue.submit`); with ``stream_value_fences`` it returns at once, even before submit."""
-        self._queue._native.wait_on_stream(self.id, int(stream))
+        self._queue._open_native().wait_on_stream(self.id, int(stream))
 
 
 class Queue:
@@ -128,25 +128,31 @@ class Queue:
             named["device"] = -1 if ordinal is None else ordinal
         self.options = queue_options(options, **named)
         self.device = None if self.options.device < 0 else self.options.device
-        self._native = _ext.Queue(self.options)
+        self._native: _ext.Queue | None = _ext.Queue(self.options)  # None once closed
         self._keep: dict[int, Any] = {}  # destinations of requests not known to be finished
+
+    def _open_native(self) -> _ext.Queue:
+        """The native queue; UsageError once the queue is closed."""
+        if self._native is None:
+            raise _ext.UsageError("the queue is closed")
+        return self._native
 
     def add_file(self, path: str | os.PathLike[str]) -> int:
         """The file's id: opened once per version of it (the same path, unchanged, gives the same id)."""
-        return self._native.add_file(os.fspath(path))
+        return self._open_native().add_file(os.fspath(path))
 
     def close_file(self, file: int) -> None:
         """Closes (and unpins) a file once its requests' GPU copies have ended; UsageError while a
         request of it still waits for or does its read."""
-        self._native.close_file(file)
+        self._open_native().close_file(file)
 
     def enqueue(self, file: int, offset: int, stored_size: int, destination: Any, *, codec: str = "none",
                 checksum: int | None = None, priority: int = 0, tag: int = 0, label: str = "") -> int:
         """Reads ``stored_size`` bytes at ``offset`` of ``file``, decodes them with ``codec`` into
         ``destination`` (whose size is the raw size)."""
         address, size, kind = destination_of(destination)
-        request = self._native.enqueue(file, offset, stored_size, size, address, kind=kind, codec=codec,
-                                       checksum=checksum, priority=priority, tag=tag, label=label)
+        request = self._open_native().enqueue(file, offset, stored_size, size, address, kind=kind, codec=codec,
+                                              checksum=checksum, priority=priority, tag=tag, label=label)
         self._keep[request] = destination
         return request
 
@@ -167,77 +173,78 @@ class Queue:
                                   "(give an array of the field's dtype, or of bytes)")
         if size < needed:
             raise _ext.UsageError(f"destination of {size} bytes for frame {frame} field {field!r} of {needed} bytes")
-        requests = self._native.enqueue_chunks(file, dataset.container, frame, index, address, kind=kind,
-                                               priority=priority, tag=tag)
+        requests = self._open_native().enqueue_chunks(file, dataset.container, frame, index, address, kind=kind,
+                                                      priority=priority, tag=tag)
         if keep_alive:
             for request in requests:
                 self._keep[request] = destination
         return requests
 
     def enqueue_signal(self) -> Fence:
-        return Fence(self, self._native.enqueue_signal())
+        return Fence(self, self._open_native().enqueue_signal())
 
     def submit(self) -> None:
-        self._native.submit()
+        self._open_native().submit()
 
     def cancel(self, request: int) -> bool:
         """True when the request will never write its destination."""
-        return self._native.cancel(request)
+        return self._open_native().cancel(request)
 
     def cancel_tag(self, tag: int) -> int:
-        return self._native.cancel_tag(tag)
+        return self._open_native().cancel_tag(tag)
 
     def status(self, request: int) -> RequestStatus:
-        status = RequestStatus(**self._native.status(request))
+        status = RequestStatus(**self._open_native().status(request))
         if status.finished:
             self._keep.pop(request, None)
         return status
 
     def drain(self) -> None:
         """Waits until every submitted request has finished."""
-        self._native.drain()
-        finished = [r for r, state in zip(self._keep, self._native.states(list(self._keep)))
+        native = self._open_native()
+        native.drain()
+        finished = [r for r, state in zip(self._keep, native.states(list(self._keep)))
                     if state in ("done", "failed", "cancelled", "retired")]
         for request in finished:
             del self._keep[request]
 
-    def summarize(self, requests: list[int]) -> Any:
+    def summarize(self, requests: list[int]) -> _ext.RequestSummary:
         """A set of requests summed up (``_ext.RequestSummary``): counts by state, the first failure
         (``raise_first_failure()`` raises it as its own type: ``ChecksumMismatchError``, ...), bytes by
         source (page cache, disk, pinned pages) and summed times."""
-        return self._native.summarize(requests)
+        return self._open_native().summarize(requests)
 
-    def stats(self) -> Any:
+    def stats(self) -> _ext.QueueStats:
         """The queue's counters (``_ext.QueueStats``; bounded: no history)."""
-        return self._native.stats()
+        return self._open_native().stats()
 
-    def flight_timeline(self) -> list[Any]:
+    def flight_timeline(self) -> list[_ext.FlightRecord]:
         """The newest flights (up to 4096, oldest first; ``_ext.FlightRecord``): per flight its lane,
         requests, reads and bytes, and when it was dispatched, taken by its lane's finisher, landed,
         checked, issued to the GPU and done, in seconds since the queue was made."""
-        return self._native.flight_timeline()
+        return self._open_native().flight_timeline()
 
     def fallbacks(self) -> list[str]:
         """The fallbacks taken so far, each once (``strict=True`` makes each an error instead)."""
-        return self._native.fallbacks()
+        return self._open_native().fallbacks()
 
     @property
     def pinned_host_bytes(self) -> int:
         """Page-locked host memory the queue holds: staging and page-locked files."""
-        return self._native.pinned_host_bytes
+        return self._open_native().pinned_host_bytes
 
     @property
     def device_bytes(self) -> int:
         """GPU memory the queue holds: the staging twin for decoding and the fence words."""
-        return self._native.device_bytes
+        return self._open_native().device_bytes
 
     @property
     def copy_stream(self) -> int:
         """The CUstream (as an int) the queue's H2D copies and GPU decoding run on; 0 without a GPU."""
-        return self._native.copy_stream
+        return self._open_native().copy_stream
 
     def describe(self) -> str:
-        return self._native.describe()
+        return self._open_native().describe()
 
     def close(self) -> None:
         """Cancels what was not read yet, waits for the rest; the queue is unusable afterwards."""

@@ -107,7 +107,8 @@ class FieldArray:
 
     def __dlpack__(self, stream: int | None = None, **kwargs: Any) -> Any:
         if not self.on_gpu:
-            return self.numpy().__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
+            given: dict[str, Any] = {"stream": stream} if stream is not None else {}
+            return self.numpy().__dlpack__(**given, **kwargs)
         self._frame._check_readable()
         # DLPack's contract: the data must be ready on the consumer's stream (None: the legacy default
         # stream, CU_STREAM_LEGACY = 1; -1: the consumer will not sync, so the host waits).
@@ -116,11 +117,11 @@ class FieldArray:
         else:
             self._frame.wait_on_stream(1 if stream is None else stream)
         # A fresh capsule each time (a DLPack capsule is consumed once), owning the frame's lease.
-        return self._storage.view(self.dtype.name, list(self.shape), int(self._frame._stream.device), owner=self._lease)
+        return self._storage.view(self.dtype.name, list(self.shape), self._frame._stream._gpu(), owner=self._lease)
 
     def __dlpack_device__(self) -> tuple[int, int]:
         if self.on_gpu:
-            return (_DLPACK_CUDA, int(self._frame._stream.device))
+            return (_DLPACK_CUDA, self._frame._stream._gpu())
         return self._storage.__dlpack_device__()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
@@ -177,6 +178,13 @@ class Frame:
     def _held_lease(self) -> _Lease | None:
         return self._lease if self._lease is not None else (self._kept() if self._kept is not None else None)
 
+    def _fence(self) -> Fence:
+        """The fence of the frame's slot (set when the stream delivers a frame)."""
+        fence = self._slot.fence
+        if fence is None:
+            raise _ext.UsageError(f"frame {self.index} has no fence: it was not delivered by a stream")
+        return fence
+
     def _check_readable(self) -> None:
         if self._held_lease() is None:
             raise _ext.UsageError(f"frame {self.index} was released; its buffers hold another frame now (take the "
@@ -203,7 +211,7 @@ class Frame:
     @property
     def event(self) -> int:
         """The CUevent that fires when every field of the frame is in place (GPU streams)."""
-        return self._slot.fence.event
+        return self._fence().event
 
     @property
     def stream(self) -> int:
@@ -212,11 +220,11 @@ class Frame:
 
     def wait(self) -> None:
         """Blocks the host until the frame's bytes are in place."""
-        self._slot.fence.wait()
+        self._fence().wait()
 
     def wait_on_stream(self, stream: int) -> None:
         """Makes a CUDA stream wait for the frame without blocking the host."""
-        self._slot.fence.wait_on_stream(stream)
+        self._fence().wait_on_stream(stream)
 
     def release(self, stream: int | None = None) -> None:
         """Gives the frame's buffers back for the next frame. ``stream``: the CUDA stream whose queued
@@ -265,7 +273,7 @@ class FrameStream:
         self._slots = [_Slot(i, self._allocate()) for i in range(self.prefetch)]
         destinations = [[destination_of(slot.buffers[name])[0] for name in self.fields] for slot in self._slots]
         self._native = _ext.FrameSlotStream(
-            self._queue._native, dataset.container, self._file, [dataset.container.field_index(n) for n in self.fields],
+            self._queue._open_native(), dataset.container, self._file, [dataset.container.field_index(n) for n in self.fields],
             destinations, "host" if self.device is None else "device", tag=self._engine.new_tag())
         self._current: Frame | None = None
         self._spares: list[dict[str, Any]] = []  # host buffers whose kept frame's arrays are gone
@@ -284,6 +292,12 @@ class FrameStream:
             buffer = self._engine.slot_buffer(size)
             buffers[name] = buffer[:size].view(info.dtype) if self.device is None else buffer
         return buffers
+
+    def _gpu(self) -> int:
+        """The GPU ordinal of a stream into GPU memory (its FieldArrays' device)."""
+        if self.device is None:
+            raise _ext.UsageError("a stream into host memory has no GPU")
+        return self.device
 
     @property
     def engine(self) -> Engine:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -151,8 +152,9 @@ def _vtp(points: np.ndarray, offsets: np.ndarray) -> bytes:
     """VTK XML PolyData with the lines, appended raw (UInt64 headers): ParaView opens it."""
     connectivity = np.arange(len(points), dtype=np.int64)
     ends = offsets[1:].astype(np.int64)
-    arrays = [np.ascontiguousarray(points, dtype=np.float32), connectivity, ends]
-    head, body, at = [], b"", 0
+    arrays: list[np.ndarray] = [np.ascontiguousarray(points, dtype=np.float32), connectivity, ends]
+    head: list[int] = []
+    body, at = b"", 0
     for array in arrays:
         raw = array.tobytes()
         head.append(at)
@@ -222,6 +224,7 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
         raise UsageError(f"{source}: field {name!r} is {info.dtype} x {info.components}; a velocity is float32 x 3")
     nx, ny, nz = (int(d) for d in ds.attributes["grid_dims"])
     attributes = {k: v for k, v in ds.attributes.items() if k != "layout"}
+    arrange: Callable[[np.ndarray], np.ndarray]  # a frame's (Z, Y, X, 3) grid -> its values in the new layout
     if layout == "blocks":
         block = tuple(int(b) for b in block or ())
         if len(block) != 3 or any(d % b for d, b in zip((nx, ny, nz), block)):
@@ -229,6 +232,7 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
         block_bytes = 12 * block[0] * block[1] * block[2]
         chunk_bytes = max(1, TARGET_CHUNK_BYTES // block_bytes) * block_bytes  # whole blocks, as generate flow writes
         attributes.update(layout="blocks", block_dims=list(block))
+        arrange = partial(to_blocks, block=block)
     elif layout == "hilbert":
         side = 1 << bits
         if any(d % side for d in (nx, ny, nz)) or chunk_pages < 3 or chunk_pages % 3:
@@ -237,17 +241,21 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
         order = _ext.hilbert_order(bits)
         chunk_bytes = chunk_pages * 4096
         attributes.update(layout="hilbert", hilbert_bits=[bits])
+        arrange = partial(_hilbert_ordered, side=side, order=order)
     else:
         raise UsageError(f"layout {layout!r}: expected blocks or hilbert")
     with headrace.Writer(output, [headrace.FieldSpec("velocity", "float32", 3)], chunk_size_bytes=chunk_bytes) as writer:
         for key, value in attributes.items():
             writer.set_attribute(key, value)
         for frame in ds.frames:
-            grid = ds.read(frame.index, name).reshape(nz, ny, nx, 3)
-            if layout == "blocks":
-                values = to_blocks(grid, block)
-            else:
-                cubes = grid.reshape(nz // side, side, ny // side, side, nx // side, side, 3).transpose(0, 2, 4, 1, 3, 5, 6)
-                values = cubes.reshape(-1, side**3, 3)[:, order, :].reshape(-1, 3)  # partitions x fastest, curve order
+            values = arrange(ds.read(frame.index, name).reshape(nz, ny, nx, 3))
             writer.write(writer.add_frame(time=frame.time, bbox=frame.bbox), "velocity", np.ascontiguousarray(values))
     return time.perf_counter() - started
+
+
+def _hilbert_ordered(grid: np.ndarray, side: int, order: np.ndarray) -> np.ndarray:
+    """A (Z, Y, X, 3) grid's values in partitions of ``side`` points a side (x fastest), each in
+    ``order`` (the Hilbert curve's)."""
+    nz, ny, nx, _ = grid.shape
+    cubes = grid.reshape(nz // side, side, ny // side, side, nx // side, side, 3).transpose(0, 2, 4, 1, 3, 5, 6)
+    return cubes.reshape(-1, side**3, 3)[:, order, :].reshape(-1, 3)  # partitions x fastest, curve order

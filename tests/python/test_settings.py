@@ -117,7 +117,7 @@ def test_every_stream_knob_on_the_command_line_works(particle_file, argv, capsys
     assert main(["stream", str(path), "--device", "cpu", *argv]) == 0
 
 
-@pytest.mark.parametrize("argv, message", [(["--threads", "-1"], "threads=-1"), (["--queue-depth", "0"], "queue_depth"),
+@pytest.mark.parametrize("argv, message", [(["--threads", "-1"], "threads must be in 1..1024, got -1"), (["--queue-depth", "0"], "queue_depth"),
                                            (["--staging-bytes", "10"], "staging_bytes must be in 64 KiB..1 TiB")])
 def test_a_bad_knob_on_the_command_line_exits_2_naming_it(particle_file, argv, message, capsys):
     path, _ = particle_file

@@ -19,8 +19,7 @@ from headrace import _ext
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# headrace's sources not checked yet, relative to the package: another session is fixing them. Once they
-# pass, this tuple goes and test_headrace_itself_type_checks covers the whole package.
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> Path:
     """The package as a wheel installs it: the sources and the generated stub side by side."""

@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
                               threads=tuple(args.threads), chunk_pages=tuple(args.chunk_pages), unit_pages=args.unit_pages,
                               scalings=tuple(dict.fromkeys(args.scalings)))
     expect_cache_state(args.cache, [args.native, args.hilbert])
-    rows: list[dict[str, object]] = list(read_rows(args.out))
+    rows: list[dict[str, object]] = [dict(row) for row in read_rows(args.out)]
     done = {_key(row) for row in rows}
     points = list(study_cases.configurations(args.study, setup))
     todo = [p for p in points if _key({"study": args.study, "cache": args.cache, "scaling": p.get("scaling", ""),
@@ -246,6 +246,7 @@ def run_particles(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     import headrace
+    import headrace.errors
     from headrace.bench.cases import particles as study
     from headrace.bench.harness import read_rows, write_rows
     from headrace.cli._output import console, count_progress
@@ -258,7 +259,7 @@ def run_particles(args: argparse.Namespace) -> int:
     space = particle_space(args, device, ds.codecs, ds.path)
     expect_cache_state(args.cache, [ds.path])
     configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
-    rows: list[dict[str, object]] = list(read_rows(args.out))
+    rows: list[dict[str, object]] = [dict(row) for row in read_rows(args.out)]
     common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache, "series": args.series,
               "design": f"sample of {args.sample}, seed {args.seed}" if args.sample else "grid"}
     done = {tuple(str(row.get(k, "")) for k in study.KEY) for row in rows}
@@ -294,13 +295,14 @@ def run_particles(args: argparse.Namespace) -> int:
                 result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=args.prewarm,
                                           wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations,
                                           series=args.series)
-                row.update(result.row())
+                timed = result.row()
+                row.update(timed)
                 row["describe"] = renderer.describe()
                 if args.overlap and config["method"] not in study.BASELINES:
                     drawn, alone = study.overlap_seconds(renderer, frames, result.wall_frames, args.cache,
                                                          series=args.series)
                     row.update(overlap_frame_s=drawn, stream_only_s=alone)
-                    row["overlap_ratio"] = drawn / max(alone, row["draw_median_s"])
+                    row["overlap_ratio"] = drawn / max(alone, timed["draw_median_s"])
             except (headrace.errors.Error, ImportError) as why:  # said in the row, never dropped
                 row["error"] = f"{type(why).__name__}: {why}" if isinstance(why, ImportError) else str(why)
                 failed.append(f"{config['method']}: {row['error']}")

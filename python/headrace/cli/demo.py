@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,7 +20,7 @@ from rich.table import Table
 import headrace
 from headrace._files import replacing
 from headrace.bench.cases.read_backends import available_backends, read_container
-from headrace.bench.harness import write_csv
+from headrace.bench.harness import CacheState, Measurement, write_csv
 from headrace.cli._arguments import Integer
 from headrace.cli._budget import Budget, add_budget_argument
 from headrace.cli._arguments import Path as PathArgument
@@ -77,7 +77,7 @@ def verify_frames(ds: headrace.Dataset, backend: str, particles: int, seed: int)
     return expected.nbytes * len(ds.frames)
 
 
-def plot(measurements, path: Path, heading: str, cache_note: str, cold: str) -> None:
+def plot(measurements: Sequence[Measurement], path: Path, heading: str, cache_note: str, cold: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,6 +101,12 @@ def plot(measurements, path: Path, heading: str, cache_note: str, cold: str) -> 
             fig.savefig(partial, format="png")
     finally:
         plt.close(fig)
+
+
+def _cache_states(kind: str, cold: CacheState) -> list[CacheState]:
+    """The cache states a backend is measured in: ram preloads the file, so the cache state does not
+    reach it, and it is measured hot only."""
+    return ["hot"] if kind == "ram" else [cold, "hot"]
 
 
 @contextmanager
@@ -142,11 +148,10 @@ def run(args: argparse.Namespace) -> int:
             advance()
     ds.close()
 
-    # ram preloads the file: the cache state does not reach it, so it is measured hot only.
-    pairs = [(kind, cache) for kind in usable for cache in (["hot"] if kind == "ram" else [args.cache, "hot"])]
+    pairs: list[tuple[str, CacheState]] = [(kind, cache) for kind in usable for cache in _cache_states(kind, args.cache)]
     say(f"[bold]3. measure[/] reading all {len(ds.frames)} frames, {args.cache} and hot, {args.repeats} repeats each "
         f"({cache_said(args.cache)})")
-    measurements = []
+    measurements: list[Measurement] = []
     budget = Budget(args.budget)
     with _counting("measuring", len(pairs), not args.json) as advance:
         for kind, cache in pairs:
@@ -187,7 +192,8 @@ def run(args: argparse.Namespace) -> int:
             table.add_row(kind, "", "not measured (budget)", "", "")
             continue
         cold, hot = mine.get(args.cache), mine.get("hot")
-        table.add_row(kind, (cold or hot).parameters["describe"],
+        shown = cold or hot or next(iter(mine.values()))  # mine holds one of the two at least
+        table.add_row(kind, shown.parameters["describe"],
                       f"{cold.best_gbps:.2f}" if cold else "n/a (preloaded)" if kind == "ram" else "not measured",
                       f"{hot.best_gbps:.2f}" if hot else "not measured",
                       " ".join(f"{m.spread:.0%}" for m in mine.values()))

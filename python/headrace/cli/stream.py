@@ -8,6 +8,7 @@ import statistics
 import time
 
 import headrace
+from headrace._ext import QueueStats
 from headrace.bench.harness import write_rows
 from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, choose_device
 from headrace.cli._budget import Budget, add_budget_argument
@@ -39,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def summarize(history: list[dict], seconds: float, queue_stats: object) -> dict:
+def summarize(history: list[dict], seconds: float, queue_stats: QueueStats) -> dict:
     stored = sum(f["stored_bytes"] for f in history)
     raw = sum(f["raw_bytes"] for f in history)
 

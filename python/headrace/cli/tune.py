@@ -50,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import headrace
+    import headrace.errors
     from headrace import tune
     from headrace.bench.cases import particles as study
     from headrace.bench.harness import write_rows
@@ -102,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
         except tune.NothingRan as nothing:
             evaluations, result = nothing.evaluations, None
     failed = [e for e in evaluations if "error" in e]
+    grid_best: float | None = None  # --compare-grid: the best frame time over the whole space
+    grid_measured = 0
     if result is not None and args.compare_grid:
         measured = {tuple(e[k] for k in ("method", *tune.FACTORS)): e.get("frame_seconds", float("inf"))
                     for e in evaluations if e["method"] in space.methods and e["batch"] in space.batches
@@ -118,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                     evaluations.append({**config, "error": str(why)})
                     failed.append(evaluations[-1])
                 advance()
-        grid_best = min(measured.values())
+        grid_measured, grid_best = len(measured), min(measured.values())
     if args.out:
         machine = study.machine()
         write_rows(args.out, [{"file": ds.path, "device": str(device), "cache": args.cache, **e, **machine}
@@ -140,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
                       f"{measured_default['frame_seconds'] / result.best_seconds:.2f} x faster")
     else:
         console.print(f"  the defaults cannot run here: {measured_default['error']}")
-    if args.compare_grid:
-        console.print(f"  the grid's best of {len(measured)}: {grid_best * 1e3:.1f} ms per frame; "
+    if grid_best is not None:
+        console.print(f"  the grid's best of {grid_measured}: {grid_best * 1e3:.1f} ms per frame; "
                       f"tuned / grid best = {result.best_seconds / grid_best:.3f}")
     if args.out:
         console.print(f"  every configuration measured: {args.out}")
