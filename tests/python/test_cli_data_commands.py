@@ -361,6 +361,14 @@ def test_read_options(particle_file, capsys, extra, says):
         assert status == 2 and says in one_line_error(capsys)
 
 
+def test_read_budget_stops_starting_repeats_and_says_how_many_were_made(particle_file, capsys):
+    path, _ = particle_file
+    assert main(["read", str(path), "--backend", "posix", "--cache", "hot", "--repeats", "5",
+                 "--budget", "0.000001"]) == 0
+    said = capsys.readouterr().out
+    assert "budget of 1e-06 s spent: 1 of 5 repeats made" in said and "best of 1 " in said
+
+
 def test_info_path_must_be_a_folder(particle_file, tmp_path, capsys):
     path, _ = particle_file
     assert main(["info", "--path", str(path)]) == 2

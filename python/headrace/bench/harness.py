@@ -139,13 +139,15 @@ def measure(
     parameters: dict[str, Any] | None = None,
     setup: Callable[[], None] | None = None,
     prepare_cache: Callable[[], str] | None = None,
+    go_on: Callable[[int], bool] | None = None,
 ) -> Measurement:
     """Runs ``body`` ``repeats`` times, preparing the cache state before each; body returns bytes moved.
 
     ``setup`` runs before the cache state is prepared, untimed: it opens what must be opened anew for a
     cold repeat (a whole-file mapping keeps its pages resident through a page-cache drop).
     ``prepare_cache`` replaces the preparation of ``cache`` before every repeat (a state between cold and
-    hot, e.g. part of the file cached); it returns how, which is recorded.
+    hot, e.g. part of the file cached); it returns how, which is recorded. ``go_on(repeats_done)``,
+    asked before each repeat after the first, ends the measurement early when false (a time budget).
     """
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
@@ -153,6 +155,8 @@ def measure(
     moved = 0
     method = ""
     for repeat in range(repeats):
+        if repeat and go_on is not None and not go_on(repeat):
+            break
         if setup is not None:
             setup()
         if prepare_cache is not None:

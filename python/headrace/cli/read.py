@@ -13,6 +13,7 @@ import argparse
 import headrace
 from headrace.bench.cases.read_backends import BACKENDS, read_container
 from headrace.cli._arguments import Integer, Path, Size
+from headrace.cli._budget import Budget, add_budget_argument
 from headrace.cli._options import add_option_arguments, given_options
 from headrace.cli._output import byte_progress, console, human_bytes, print_json
 
@@ -39,15 +40,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(default 256 MiB)")
     parser.add_argument("--no-verify", action="store_true", help="skip checksum checks")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    add_budget_argument(parser, "seconds after which no new repeat starts: the repeats done are reported "
+                                "(default none)")
     add_option_arguments(parser, queue=False)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     total = headrace.open(args.file).stored_bytes  # the bar refills for each repeat
+    budget = Budget(args.budget)
     with byte_progress(f"reading through {args.backend}", total, enabled=not args.json) as update:
         result = read_container(args.file, args.backend, args.cache, args.repeats, args.window_bytes,
-                                not args.no_verify, progress=update, **given_options(args, queue=False))
+                                not args.no_verify, progress=update, go_on=lambda done: not budget.spent(done),
+                                **given_options(args, queue=False))
+    if len(result.seconds) < args.repeats and not args.json:
+        console.print(budget.said(len(result.seconds), args.repeats, "repeats made"))
     described = result.parameters["describe"]
     if args.json:
         print_json({"path": args.file, **result.as_row()})

@@ -8,7 +8,7 @@ with the next window's reads), so a result is also a proof that the data arrived
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import headrace
@@ -27,10 +27,11 @@ def available_backends(path: str) -> dict[str, str | None]:
 
 
 def read_container(path: str, backend: str, cache: CacheState, repeats: int = 1, window_bytes: int = 256 << 20,
-                   verify: bool = True, progress=None, **options: object) -> Measurement:
+                   verify: bool = True, progress=None, go_on: Callable[[int], bool] | None = None,
+                   **options: object) -> Measurement:
     """Measures reading every chunk of ``path`` through ``backend`` opened with ``options``.
 
-    ``progress(done_bytes)`` is called after each window. A cold (or drop-all) repeat opens the backend
+    ``progress(done_bytes)`` is called after each window; ``go_on`` as in ``measure``. A cold (or drop-all) repeat opens the backend
     anew: pages a mapping (mmap) or a preload holds survive a page-cache drop, so a reused backend would
     read from memory.
     """
@@ -48,7 +49,7 @@ def read_container(path: str, backend: str, cache: CacheState, repeats: int = 1,
     if cache == "hot":
         reopen()
     result = measure(f"read/{backend}", body, files=[path], cache=cache, repeats=repeats,
-                     setup=reopen if cache != "hot" else None,
+                     setup=reopen if cache != "hot" else None, go_on=go_on,
                      parameters={"backend": backend, "verify": verify})
     result.parameters["describe"] = opened[0].describe()
     return result
