@@ -102,6 +102,25 @@ def render_particles(particles: np.ndarray, *, width: int = 1024, height: int = 
     return _ext.render_particles(array, _camera(width, height, fov, **camera), _packed(background), int(batch), int(threads))
 
 
+def view_box(ds: Any, frame: int, field: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """The box a camera frames: the frame's bounding box when the file records one, else the positions'
+    range (the chunks' x, y, z minima and maxima) in that frame, else over every frame (an empty frame
+    of a series), else the unit box (no particles anywhere)."""
+    box = np.asarray(ds.frames[frame].bbox, dtype=np.float64)
+    if np.isfinite(box).all():
+        return tuple(box[0]), tuple(box[1])
+    container = ds.container
+    table = container.chunk_table()
+    chunks = np.flatnonzero(table["field"] == container.field_index(field))
+    for picked in (chunks[table["frame"][chunks] == frame], chunks):
+        if picked.size:
+            ranges = [container.chunk_range(int(k)) for k in picked]
+            lo = np.min([r[0][:3] for r in ranges], axis=0)
+            hi = np.max([r[1][:3] for r in ranges], axis=0)
+            return tuple(lo), tuple(hi)
+    return (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
+
+
 def _expect_frame(ds: Any, frame: int) -> None:
     if not 0 <= frame < len(ds.frames):
         raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
@@ -142,8 +161,8 @@ class StreamingRenderer:
         self.queue = self.engine.queue
         self.file = self.engine.add_file(ds.path)
         _expect_frame(ds, camera_frame)
-        # One camera for the series, framed on one frame's bounding box.
-        view = _camera(width, height, fov, **parse_camera(camera, ds.frames[camera_frame].bbox))
+        # One camera for the series, framed on one frame's box.
+        view = _camera(width, height, fov, **parse_camera(camera, view_box(ds, camera_frame, field)))
         self._renderer = _ext.FrameRenderer(view, _packed(background), self.ordinal, int(threads))
 
     def render(self, frame: int, *, draw: bool = True, next_frame: int | None = None) -> dict[str, Any]:

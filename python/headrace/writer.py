@@ -114,11 +114,14 @@ class Writer:
         values = np.ascontiguousarray(array).reshape(-1)
         index = self._index[field]
         components = self.fields[index].components
-        if values.size == 0 or values.size % components:  # the native writer names the fault
+        if values.size % components:  # the native writer names the fault
             self._native.write_field(frame, index, values)
         if self._open != (frame, field):
             self._flush()
             self._open = (frame, field)
+        if values.size == 0:  # an empty frame-field (a frame without particles; format 1.2), or nothing to append
+            self._native.write_field(frame, index, values)
+            return
         chunk_values = max(1, self.chunk_size_bytes // (values.itemsize * components)) * components
         if self._held:  # complete the held chunk first
             taken = min(chunk_values - self._held, values.size)

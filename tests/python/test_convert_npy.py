@@ -142,8 +142,18 @@ def test_npz_that_is_not_a_zip(tmp_path):
     assert_no_output(tmp_path / "out.hrc")
 
 
-def test_empty_array(tmp_path):
-    np.save(tmp_path / "a.npy", np.zeros((0, 3), np.float32))
+def test_a_particle_frame_of_no_elements_is_an_empty_frame(tmp_path):
+    frames = [np.arange(12, dtype=np.float32).reshape(4, 3), np.zeros((0, 3), np.float32), np.ones((2, 3), np.float32)]
+    for t, frame in enumerate(frames):
+        np.save(tmp_path / f"p_{t}.npy", frame)
+    ds = headrace.open(convert([tmp_path / f"p_{t}.npy" for t in range(3)], tmp_path / "out.hrc"))
+    for t, frame in enumerate(frames):
+        np.testing.assert_array_equal(ds.read(t, ds.fields[0].name), frame)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (4, 0), (0, 2, 2)])
+def test_an_array_that_holds_nothing_to_store(tmp_path, shape):
+    np.save(tmp_path / "a.npy", np.zeros(shape, np.float32))
 
     with pytest.raises(errors.EmptyFieldError, match=r"a\.npy: offset 128: expected at least one element"):
         convert(tmp_path / "a.npy", tmp_path / "out.hrc")

@@ -228,9 +228,17 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
       const auto record = record_at<layout::FrameFieldRecord>(index, at);
       const FieldInfo& field = c.fields_[f];
       const std::string where = "frame " + std::to_string(t) + " field '" + field.name + "'";
-      HEADRACE_EXPECT_DATA(record.element_count >= 1, EmptyFieldError, path, base + at,
-                           where + " with at least one element", "0 elements");
-      HEADRACE_EXPECT_DATA(record.chunk_count >= 1 && record.first_chunk <= header.chunk_count &&
+      // 1.0 and 1.1 readers refuse an empty frame-field: a file holding one says 1.2.
+      HEADRACE_EXPECT_DATA(record.element_count >= 1 || block.version_minor >= layout::version_minor_empty_frames,
+                           EmptyFieldError, path, base + at,
+                           where + " with at least one element (empty frames need format 1.2, the file says 1." +
+                               std::to_string(block.version_minor) + ")",
+                           "0 elements");
+      HEADRACE_EXPECT_DATA((record.chunk_count >= 1) == (record.element_count >= 1), CorruptIndexError, path, base + at + 16,
+                           where + ": chunks exactly when it holds elements",
+                           std::to_string(record.chunk_count) + " chunks for " + std::to_string(record.element_count) +
+                               " elements");
+      HEADRACE_EXPECT_DATA(record.first_chunk <= header.chunk_count &&
                                record.chunk_count <= header.chunk_count - record.first_chunk,
                            CorruptIndexError, path, base + at + 8, where + ": chunks inside the chunk table",
                            "chunks " + std::to_string(record.first_chunk) + "+" + std::to_string(record.chunk_count) +
@@ -250,7 +258,7 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
                              chunk_name + " aligned inside the data region [4096, " +
                                  std::to_string(block.index_offset) + ")",
                              "offset " + std::to_string(raw.offset) + " size " + std::to_string(raw.stored_size));
-        const bool gdeflate_allowed = block.version_minor >= 1;  // 1.0 reserved code 3
+        const bool gdeflate_allowed = block.version_minor >= layout::version_minor_gdeflate;  // 1.0 reserved code 3
         HEADRACE_EXPECT_DATA(raw.codec <= static_cast<std::uint8_t>(gdeflate_allowed ? CodecId::gdeflate : CodecId::zstd),
                              CorruptIndexError, path, base + chunk_at + 56,
                              chunk_name + (gdeflate_allowed ? " codec none|lz4|zstd|gdeflate" : " codec none|lz4|zstd"),

@@ -142,7 +142,6 @@ void ContainerWriter::write_field(std::uint32_t frame, std::uint32_t field, std:
   const std::size_t slot_index = std::size_t{frame} * fields_.size() + field;
   HEADRACE_EXPECT(!slot.written || slot_index == open_slot_, UsageError,
                   where + " was already written and another field since: appends must be consecutive");
-  HEADRACE_EXPECT(!raw.empty(), EmptyFieldError, where + ": expected at least one element, got 0 bytes");
   const std::uint64_t element_bytes = info.element_bytes();
   HEADRACE_EXPECT(raw.size() % element_bytes == 0, UsageError,
                   where + ": " + std::to_string(raw.size()) + " bytes is not a whole number of " +
@@ -286,7 +285,9 @@ void ContainerWriter::close() {
     std::memcpy(block.magic, layout::superblock_magic, 8);
     block.version_major = layout::version_major;
     const bool gdeflate = std::any_of(chunks_.begin(), chunks_.end(), [](const auto& c) { return c.codec == CodecId::gdeflate; });
-    block.version_minor = gdeflate ? layout::version_minor : layout::version_minor_without_gdeflate;
+    const bool empty_frames =
+        std::any_of(frame_fields_.begin(), frame_fields_.end(), [](const auto& slot) { return slot.element_count == 0; });
+    block.version_minor = empty_frames ? layout::version_minor_empty_frames : gdeflate ? layout::version_minor_gdeflate : 0;
     block.index_offset = index_offset;
     block.index_size = index.size();
     block.index_checksum = xxh3_64(index);

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+import numpy as np
 
 from headrace.convert.bov import open_bov
 from headrace.convert.formats import InputFormat, InputSpec, guess_format, resolve_inputs
@@ -93,11 +94,16 @@ def write_source(
             writer.set_attribute(name, value)
         for frame in source.frames():
             handle = writer.add_frame(time=frame.time, bbox=frame.bbox)
+            written = set()
             for piece in frame.pieces:
                 writer.write(handle, piece.field, piece.array)
+                written.add(piece.field)
                 done += piece.source_bytes
                 if progress is not None:
                     progress(done)
+            for info in source.fields:  # no elements of a field in this frame: an empty frame (format 1.2)
+                if info.name not in written:
+                    writer.write(handle, info.name, np.empty((0, info.components), info.dtype))
     return Path(output)
 
 

@@ -73,6 +73,8 @@ class _ArrayRef:
         """
         from headrace import errors
 
+        if self.shape[0] == 0:  # an empty frame: the converter writes it as one
+            return
         array: np.ndarray
         if self.member is None:
             array = np.memmap(
@@ -223,7 +225,8 @@ def _read_header(handle, path: Path, member: str | None) -> _ArrayRef:
             f"{label}: shape {shape} is not (n,), (n, c), (Z, Y, X) or (Z, Y, X, c)"
         )
     ref = _ArrayRef(path, member, tuple(shape), bool(fortran_order), dtype, handle.tell())
-    if ref.nbytes == 0:
+    # (0,) or (0, c) is a frame without elements (an empty frame); a grid or c = 0 holds nothing to store.
+    if ref.nbytes == 0 and not (len(shape) in (1, 2) and shape[0] == 0 and (len(shape) == 1 or shape[1] > 0)):
         raise bad_data(errors.EmptyFieldError, label, ref.data_offset, "at least one element", f"shape {shape}")
     return ref
 

@@ -7,6 +7,7 @@
 
 #include "headrace/error.hpp"
 #include "headrace/format/layout.hpp"
+#include "headrace/format/writer.hpp"
 #include "support/container_fixture.hpp"
 #include "support/temp_directory.hpp"
 
@@ -191,6 +192,32 @@ TEST_F(ContainerTest, GdeflateNeedsFormat1Point1) {
   testing::reseal(file);
   testing::write_file(path, file);
   expect_open_fails<CorruptIndexError>(path, "code 4");
+}
+
+// A 1.0 or 1.1 file cannot hold an empty frame-field: its readers refused one (docs/format.md 5.4).
+TEST_F(ContainerTest, EmptyFramesNeedFormat1Point2AndNoChunks) {
+  {
+    ContainerWriter writer(path, {{"p", DType::float32, 1}}, {});
+    const std::vector<float> values{1, 2};
+    writer.write_field(writer.add_frame(0, std::nullopt), 0, std::as_bytes(std::span<const float>(values)));
+    writer.write_field(writer.add_frame(1, std::nullopt), 0, {});
+    writer.close();
+  }
+  auto file = testing::read_file(path);
+  EXPECT_EQ(Container::open(path).version_minor(), 2u);
+  const std::uint16_t minor = 1;
+  std::memcpy(file.data() + 10, &minor, sizeof minor);
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<EmptyFieldError>(path, "empty frames need format 1.2, the file says 1.1");
+  const std::uint16_t current = 2;
+  std::memcpy(file.data() + 10, &current, sizeof current);
+  const auto block = testing::superblock_of(file);
+  const std::uint32_t one_chunk = 1;  // frame 1's record claims a chunk for its zero elements
+  std::memcpy(file.data() + block.index_offset + 64 + 32 + 2 * 64 + 24 + 16, &one_chunk, sizeof one_chunk);
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<CorruptIndexError>(path, "chunks exactly when it holds elements");
 }
 
 TEST_F(ContainerTest, TrailingBytesAreCorruption) {

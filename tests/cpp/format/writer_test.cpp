@@ -42,15 +42,44 @@ TEST(ContainerWriter, KeepsTheOldFileUntilTheNewOneIsComplete) {
   EXPECT_EQ(Container::open(path).fields()[0].name, "particles");
 }
 
-TEST(ContainerWriter, RejectsEmptyAndRaggedData) {
+TEST(ContainerWriter, RejectsRaggedDataAndFieldsWithoutComponents) {
   TempDirectory dir;
   ContainerWriter writer(dir.file("out.hrc"), {{"p", DType::float32, 8}}, {});
   const auto frame = writer.add_frame(0.0, std::nullopt);
-  EXPECT_THROW(writer.write_field(frame, 0, {}), EmptyFieldError);
   const std::vector<float> ragged(12);
   EXPECT_THROW(writer.write_field(frame, 0, std::as_bytes(std::span<const float>(ragged))), UsageError);
   EXPECT_THROW(ContainerWriter(dir.file("x.hrc"), {{"p", DType::float32, 0}}, {}), EmptyFieldError);
   EXPECT_THROW(ContainerWriter(dir.file("y.hrc"), {}, {}), EmptyFieldError);
+}
+
+// Format 1.2: a frame may hold no elements of a field (a simulation that lost its particles); the file
+// says 1.2 only then, so files without empty frames stay readable by 1.0 readers.
+TEST(ContainerWriter, WritesEmptyFramesAsFormat1Point2) {
+  TempDirectory dir;
+  const auto path = dir.file("out.hrc");
+  {
+    ContainerWriter writer(path, {{"p", DType::float32, 3}, {"id", DType::int64, 1}}, {});
+    const std::vector<float> points{1, 2, 3, 4, 5, 6};
+    const std::vector<std::int64_t> ids{7, 8};
+    for (int t = 0; t < 3; ++t) {
+      const auto frame = writer.add_frame(t, std::nullopt);
+      if (t == 1) {  // the middle frame holds nothing
+        writer.write_field(frame, 0, {});
+        writer.write_field(frame, 1, {});
+      } else {
+        writer.write_field(frame, 0, std::as_bytes(std::span<const float>(points)));
+        writer.write_field(frame, 1, std::as_bytes(std::span<const std::int64_t>(ids)));
+      }
+    }
+    writer.close();
+  }
+  const auto c = Container::open(path);
+  EXPECT_EQ(c.version_minor(), 2u);
+  EXPECT_EQ(c.frame_field(1, 0).element_count, 0u);
+  EXPECT_TRUE(c.chunks_of(1, 0).empty());
+  EXPECT_TRUE(c.chunks_of(1, 1).empty());
+  EXPECT_EQ(c.frame_field(2, 1).element_count, 2u);
+  EXPECT_EQ(c.chunks_of(2, 0)[0].first_element, 0u);
 }
 
 TEST(ContainerWriter, AppendsConsecutiveSlicesOfOneField) {

@@ -15,9 +15,12 @@ inline constexpr std::uint64_t superblock_bytes = 4096;
 inline constexpr char superblock_magic[8] = {'H', 'E', 'A', 'D', 'R', 'A', 'C', 'E'};
 inline constexpr char index_magic[8] = {'H', 'R', 'C', 'I', 'N', 'D', 'E', 'X'};
 inline constexpr std::uint16_t version_major = 1;
-// 1.1 admits codec 3 (gdeflate), which 1.0 readers reject by name; files without it stay 1.0.
-inline constexpr std::uint16_t version_minor = 1;
-inline constexpr std::uint16_t version_minor_without_gdeflate = 0;
+// Each minor version admits what older readers reject by name: 1.1 codec 3 (gdeflate), 1.2 frame-fields
+// of zero elements (empty frames). A writer writes the lowest version its file needs, so a file that
+// uses neither stays 1.0.
+inline constexpr std::uint16_t version_minor = 2;
+inline constexpr std::uint16_t version_minor_gdeflate = 1;
+inline constexpr std::uint16_t version_minor_empty_frames = 2;
 inline constexpr std::uint32_t max_name_bytes = 255;
 
 enum class AttributeKind : std::uint8_t { int64 = 1, float64 = 2, string = 3 };

@@ -40,8 +40,8 @@ class ContainerWriter {
   std::uint32_t add_frame(double time, std::optional<BoundingBox> bbox);
   // Writes elements of one field of one frame: raw bytes, a whole number of elements. Calls for the
   // same frame-field append, as long as no other frame-field was written in between (so a huge
-  // field can be written in slices). Throws EmptyFieldError for no elements, UsageError for a
-  // wrong size or a non-consecutive append.
+  // field can be written in slices). No bytes at all make an empty frame-field (format 1.2: a frame
+  // without particles). Throws UsageError for a wrong size or a non-consecutive append.
   void write_field(std::uint32_t frame, std::uint32_t field, std::span<const std::byte> raw);
   // Writes index and superblock, fsyncs, renames over path. Throws UsageError if a field of a
   // frame was never written.
