@@ -20,18 +20,62 @@ import os
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Callable
 
 import numpy as np
 
 from headrace import _ext
 from headrace._files import replacing
+from headrace import errors
 from headrace.errors import UsageError
 
 __all__ = ["TraceResult", "trace", "trace_run", "grid_of", "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds",
-           "write_lines", "convert_to_hilbert", "convert_linear_flow", "MOST_MADVISE_INTERVAL_S"]
+           "write_lines", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
+           "MOST_MADVISE_INTERVAL_S"]
 
 MOST_MADVISE_INTERVAL_S = 86400  # a day between madvise calls at most
+DEFAULT_BLOCK = (32, 32, 32)  # points of a native block when none is asked for (seed 002's blocks are 32^3 to 64^3)
+TRACED_LAYOUTS = ("blocks", "hilbert")
+
+
+@contextmanager
+def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = None) -> Iterator[str]:
+    """A path the tracer reads: ``source`` itself when it is a flow container in native blocks or the
+    Hilbert layout; else, for a flow field in grid order (a container of ``layout = "linear"``, or a BOV
+    or ``.npy`` file that ``headrace convert`` reads), a container in native blocks of
+    :data:`DEFAULT_BLOCK` made in a temporary folder for as long as the ``with`` lasts. ``say`` is told
+    once what was made and how to skip it next time."""
+    import tempfile
+    import time
+
+    import headrace
+    from headrace.convert import convert
+
+    path = os.fspath(_path(source))
+    try:
+        layout = headrace.open(path).attributes.get("layout")
+    except errors.BadMagicError:  # not a container: a file headrace convert reads
+        layout = None
+    if layout in TRACED_LAYOUTS:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="headrace-trace-") as folder:
+        started = time.perf_counter()
+        linear = path
+        if layout is None:
+            linear = os.fspath(convert(path, Path(folder) / "grid.hrc"))
+        elif layout != "linear":
+            raise UsageError(f"{path}: expected a flow field (layout blocks, hilbert or linear), found layout {layout!r}")
+        blocks = Path(folder) / "blocks.hrc"
+        convert_linear_flow(linear, blocks, layout="blocks", block=DEFAULT_BLOCK)
+        if say is not None:
+            block = "x".join(map(str, DEFAULT_BLOCK))
+            say(f"{path}: a flow field in grid order, traced through native blocks of {block} points made in a "
+                f"temporary file ({time.perf_counter() - started:.1f} s); `headrace convert {path} FLOW.hrc --layout "
+                "blocks` makes them once")
+        yield os.fspath(blocks)
 
 
 @dataclass
@@ -226,18 +270,17 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
     attributes = {k: v for k, v in ds.attributes.items() if k != "layout"}
     arrange: Callable[[np.ndarray], np.ndarray]  # a frame's (Z, Y, X, 3) grid -> its values in the new layout
     if layout == "blocks":
-        block = tuple(int(b) for b in block or ())
-        if len(block) != 3 or any(d % b for d, b in zip((nx, ny, nz), block)):
-            raise UsageError(f"--block {list(block)}: three sizes that divide the grid {[nx, ny, nz]}")
+        block = tuple(int(b) for b in block or DEFAULT_BLOCK)
+        if len(block) != 3 or min(block) < 1:
+            raise UsageError(f"--block {list(block)}: three sizes of at least 1 (partial blocks at the edges are fine)")
         block_bytes = 12 * block[0] * block[1] * block[2]
         chunk_bytes = max(1, TARGET_CHUNK_BYTES // block_bytes) * block_bytes  # whole blocks, as generate flow writes
         attributes.update(layout="blocks", block_dims=list(block))
         arrange = partial(to_blocks, block=block)
     elif layout == "hilbert":
         side = 1 << bits
-        if any(d % side for d in (nx, ny, nz)) or chunk_pages < 3 or chunk_pages % 3:
-            raise UsageError(f"Hilbert partitions of {side} must divide the grid {[nx, ny, nz]} and chunks be a multiple "
-                             f"of 3 pages (got {chunk_pages})")
+        if chunk_pages < 3 or chunk_pages % 3:
+            raise UsageError(f"Hilbert chunks are a multiple of 3 pages (12 KiB holds 1024 whole points), got {chunk_pages}")
         order = _ext.hilbert_order(bits)
         chunk_bytes = chunk_pages * 4096
         attributes.update(layout="hilbert", hilbert_bits=[bits])
@@ -256,6 +299,9 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
 def _hilbert_ordered(grid: np.ndarray, side: int, order: np.ndarray) -> np.ndarray:
     """A (Z, Y, X, 3) grid's values in partitions of ``side`` points a side (x fastest), each in
     ``order`` (the Hilbert curve's)."""
+    from headrace.generate.flow import padded_to
+
+    grid = padded_to(grid, (side, side, side))  # partial partitions at the far edges, stored whole
     nz, ny, nx, _ = grid.shape
     cubes = grid.reshape(nz // side, side, ny // side, side, nx // side, side, 3).transpose(0, 2, 4, 1, 3, 5, 6)
     return cubes.reshape(-1, side**3, 3)[:, order, :].reshape(-1, 3)  # partitions x fastest, curve order

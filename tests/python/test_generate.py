@@ -225,7 +225,6 @@ def test_flow_steady_by_default(tmp_path):
         lambda p: generate_particles(p, particles=0, frames=1),
         lambda p: generate_particles(p, particles=10, frames=0),
         lambda p: generate_volume(p, dims=(1, 4, 4), frames=1),
-        lambda p: generate_flow(p, dims=(8, 8, 8), block=(3, 4, 4)),
         lambda p: generate_flow(p, dims=(8, 8, 8), block=(0, 4, 4)),
         lambda p: generate_particles(p, particles=10, frames=1, codec="brotli"),
     ],

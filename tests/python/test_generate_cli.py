@@ -45,13 +45,10 @@ def test_generate_flow(tmp_path, capsys):
     assert summary["attributes"]["layout"] == "blocks"
 
 
-def test_block_that_does_not_divide_the_grid_exits_2(tmp_path, capsys):
+def test_a_block_that_does_not_divide_the_grid_leaves_partial_blocks_at_the_edges(tmp_path):
     output = tmp_path / "f.hrc"
-
-    assert main(["generate", "flow", str(output), "--dims", "8", "8", "8", "--block", "3", "4", "4"]) == 2
-
-    assert "must be multiples of --block" in capsys.readouterr().err
-    assert not output.exists()
+    assert main(["generate", "flow", str(output), "--dims", "8", "8", "8", "--block", "3", "4", "4"]) == 0
+    assert headrace.open(output).element_count(0, "velocity") == 3 * 2 * 2 * 48  # ceil(8 / 3) = 3 blocks along x
 
 
 def test_missing_required_option_exits_2(tmp_path):

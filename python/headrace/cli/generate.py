@@ -66,8 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_output_argument(flow)
     flow.add_argument("--dims", type=AXIS, nargs=3, required=True, metavar=("X", "Y", "Z"),
                       help="grid points along x, y and z (12 bytes each)")
-    flow.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, required=True, metavar=("BX", "BY", "BZ"),
-                      help="block size in points; the dims must be multiples of it")
+    flow.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, default=(32, 32, 32), metavar=("BX", "BY", "BZ"),
+                      help="block size in points (default 32 32 32); blocks at the far edges are partial where it does "
+                           "not divide the grid")
     flow.add_argument("--frames", type=FRAMES, default=1, metavar="F", help="time steps (default: 1, a steady flow)")
     flow.add_argument("--kind", choices=("abc", "turbulence"), default="abc",
                       help="the analytic ABC flow, or synthetic turbulence at several scales (default: abc)")
@@ -99,8 +100,6 @@ def _check_flow_chunks(args: argparse.Namespace) -> None:
     from headrace.errors import UsageError
     from headrace.writer import default_chunk_size
 
-    if any(d % b for d, b in zip(args.dims, args.block)):
-        raise UsageError(f"--dims {list(args.dims)} must be multiples of --block {list(args.block)}")
     block_bytes = args.block[0] * args.block[1] * args.block[2] * ELEMENT_BYTES["flow"]
     if args.chunk_size is not None and block_bytes > args.chunk_size:
         raise UsageError(f"--block {' '.join(map(str, args.block))} is {block_bytes:,} bytes a block, more than "

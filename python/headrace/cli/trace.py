@@ -184,6 +184,18 @@ def expect_memory_for_lines(seeds: int, steps: int, direction: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from headrace import streamlines
+    from headrace.cli._output import console
+
+    device = choose_device(args.device, "tracing on the CPU instead")
+    say = console.print if not args.json else (lambda text: print(text, file=sys.stderr))  # JSON keeps stdout
+    with streamlines.traceable(args.file, say=say) as flow:  # a grid-order field: blocks made on the fly
+        return _trace(args, flow, device)
+
+
+def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     import json
 
     import numpy as np
@@ -192,8 +204,7 @@ def run(args: argparse.Namespace) -> int:
     from headrace.bench.harness import write_rows
     from headrace.cli._output import console, count_progress
 
-    device = choose_device(args.device, "tracing on the CPU instead")
-    seeds = parse_seeds(args.seeds, args.file, args.seed_stride)
+    seeds = parse_seeds(args.seeds, flow, args.seed_stride)
     expect_memory_for_lines(len(seeds), args.steps, args.direction)
     budget = Budget(args.budget)
     with count_progress(f"tracing {len(seeds):,} lines of up to {args.steps:,} steps on {device_name(device)}",
@@ -206,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
             shown = ended
             return not budget.spent(1)
 
-        result = streamlines.trace_run(args.file, seeds, steps=args.steps, step_size=args.step_size,
+        result = streamlines.trace_run(flow, seeds, steps=args.steps, step_size=args.step_size,
                                        integrator=args.integrator, direction=args.direction, manager=args.manager,
                                        device=device, backend=args.backend,
                                        threads=args.threads, frame=args.frame, cache_bytes=args.cache_bytes,

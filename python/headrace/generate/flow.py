@@ -16,10 +16,12 @@ frequencies ``omega_n ~ k_n^(2/3)``; scaled to an rms speed of 1. Streamlines in
 whole grid, through many blocks, as the paper's turbulent mixing layer makes them do.
 
 Block layout (``layout = "blocks"``, ``block_dims = [BX, BY, BZ]``): the grid is cut into blocks of
-BX x BY x BZ points (the dims must be multiples of the block); blocks are stored one after another, x
-fastest, then y, then z (block (bi, bj, bk) is number ``bi + NBX * (bj + NBY * bk)``), and each block's
-points are one contiguous run, x fastest, then y, then z. The chunk size is rounded down to whole blocks
-(at least one), so every chunk holds whole blocks.
+BX x BY x BZ points; blocks are stored one after another, x fastest, then y, then z (block (bi, bj, bk)
+is number ``bi + NBX * (bj + NBY * bk)``, ``NBX = ceil(X / BX)``), and each block's points are one
+contiguous run, x fastest, then y, then z. Where a block size does not divide the grid, the blocks at
+the far edges are partial: stored whole, their points past the grid are padding that no reader uses
+(this generator fills them with the field continued, the converters with zeros). The chunk size is
+rounded down to whole blocks (at least one), so every chunk holds whole blocks.
 """
 
 from __future__ import annotations
@@ -111,21 +113,34 @@ def turbulence_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float
     return out
 
 
+def padded_to(grid: np.ndarray, sides: Sequence[int]) -> np.ndarray:
+    """A ``(Z, Y, X, c)`` grid grown with zeros to whole multiples of ``sides`` (x, y, z): partial blocks
+    or partitions at the far edges stored whole (see the module docstring)."""
+    nz, ny, nx = grid.shape[:3]
+    grow = [(-n) % side for n, side in zip((nz, ny, nx), (sides[2], sides[1], sides[0]))]
+    if not any(grow):
+        return grid
+    return np.pad(grid, [(0, grow[0]), (0, grow[1]), (0, grow[2])] + [(0, 0)] * (grid.ndim - 3))
+
+
 def to_blocks(grid: np.ndarray, block: Sequence[int]) -> np.ndarray:
     """``(Z, Y, X, c)`` grid -> ``(elements, c)`` in block order (see the module docstring)."""
-    nz, ny, nx, c = grid.shape
     bx, by, bz = block
+    grid = padded_to(grid, block)
+    nz, ny, nx, c = grid.shape
     blocked = grid.reshape(nz // bz, bz, ny // by, by, nx // bx, bx, c).transpose(0, 2, 4, 1, 3, 5, 6)
     return blocked.reshape(-1, c)
 
 
 def from_blocks(values: np.ndarray, dims: Sequence[int], block: Sequence[int]) -> np.ndarray:
-    """``(elements, c)`` in block order -> ``(Z, Y, X, c)`` grid; the inverse of :func:`to_blocks`."""
+    """``(elements, c)`` in block order -> ``(Z, Y, X, c)`` grid; the inverse of :func:`to_blocks` (the
+    padding of partial blocks dropped)."""
     nx, ny, nz = dims
     bx, by, bz = block
+    nbx, nby, nbz = -(-nx // bx), -(-ny // by), -(-nz // bz)
     c = values.shape[-1]
-    blocked = values.reshape(nz // bz, ny // by, nx // bx, bz, by, bx, c).transpose(0, 3, 1, 4, 2, 5, 6)
-    return blocked.reshape(nz, ny, nx, c)
+    blocked = values.reshape(nbz, nby, nbx, bz, by, bx, c).transpose(0, 3, 1, 4, 2, 5, 6)
+    return blocked.reshape(nbz * bz, nby * by, nbx * bx, c)[:nz, :ny, :nx]
 
 
 class _FlowSource:
@@ -164,7 +179,8 @@ class _FlowSource:
         Rows are computed on a thread per core (NumPy's ufuncs let go of the GIL), a few ahead, in order."""
         (nx, ny, nz), (bx, by, bz) = self.dims, self.block
         hx, hy, hz = self.spacing
-        x = (np.arange(nx) * hx).reshape(nx // bx, 1, 1, bx)  # (NBX, BZ, BY, BX) broadcast axes
+        nbx = -(-nx // bx)  # a partial block at the edge is computed whole: its padding is the field continued
+        x = (np.arange(nbx * bx) * hx).reshape(nbx, 1, 1, bx)  # (NBX, BZ, BY, BX) broadcast axes
 
         def row(k0: int, j0: int) -> np.ndarray:
             z = ((k0 + np.arange(bz)) * hz).reshape(1, bz, 1, 1)
@@ -208,8 +224,6 @@ def generate_flow(
         raise errors.UsageError(f"--dims needs three sizes of at least 2 (a nodal grid), got {list(dims)}")
     if len(block) != 3 or min(block) < 1:
         raise errors.UsageError(f"--block needs three sizes of at least 1, got {list(block)}")
-    if any(d % b for d, b in zip(dims, block)):
-        raise errors.UsageError(f"--dims {list(dims)} must be multiples of --block {list(block)}")
     if frames < 1:
         raise errors.UsageError(f"--frames must be at least 1, got {frames}")
     if kind not in ("abc", "turbulence"):

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <random>
 #include <vector>
 
@@ -26,8 +28,36 @@ TEST(BlockedField, ReadsTheLayoutFromTheContainer) {
   EXPECT_EQ(layout.block_count(), 4u * 3 * 2);
   EXPECT_FLOAT_EQ(layout.grid.spacing[1], 0.25f);
   BlockLayout uneven = layout;
-  uneven.block[0] = 5;
+  uneven.block[0] = 5;  // 16 = 5 + 5 + 5 + 1: the fourth block is partial
+  EXPECT_NO_THROW(uneven.check());
+  EXPECT_EQ(uneven.block_count(), 4u * 3 * 2);
+  std::uint64_t element = 0;
+  EXPECT_EQ(uneven.unit_of(15, 11, 7, element), 4u * 3 * 2 - 1);
+  EXPECT_EQ(element, 0 + 5 * (3 + 4 * 3));
+  uneven.block[1] = 0;
   EXPECT_THROW(uneven.check(), UsageError);
+}
+
+// A grid that blocks of 4 do not divide (18 x 13 x 9): its partial blocks at the edges stored whole.
+TEST(BlockedField, PartialBlocksAtTheEdgesGiveTheInCoreStreamlines) {
+  testing::BlockedFlow flow(18, 13, 9);
+  const auto container = format::Container::open(flow.path);
+  const auto layout = block_layout_of(container);
+  EXPECT_EQ(layout.block_count(), 5u * 4 * 3);
+  std::shared_ptr<io::Backend> backend = io::open_backend(io::BackendKind::posix, flow.path);
+  const std::uint64_t block_bytes = layout.block_points() * 12;
+  BlockCache cache(block_bytes, 4 * block_bytes, 1, container_block_loader(backend, container, 0, 0, layout));
+  const CachedBlockField out_of_core(layout, cache);
+  const InMemoryField in_core{layout.grid, flow.linear.data()};
+  std::vector<Vec3> seeds;
+  for (int s = 0; s < 40; ++s) seeds.push_back({0.1f * s, 1.4f + 0.04f * s, 0.05f * s});  // some leave at the far edges
+  TraceOptions options;
+  options.step_size = 0.02f;
+  options.max_steps = 400;
+  const auto reference = trace_all(in_core, seeds, options, 1);
+  ASSERT_TRUE(testing::same_lines(reference, trace_all(out_of_core, seeds, options, 8)));
+  EXPECT_TRUE(std::any_of(reference.lines.begin(), reference.lines.end(),
+                          [](const Streamline& line) { return line.forward_end == Termination::left_domain; }));
 }
 
 class BlockedFieldOnBackends : public ::testing::TestWithParam<io::BackendKind> {};

@@ -46,12 +46,24 @@ TEST(HilbertField, TheConverterStoresEveryPointAtItsHilbertPosition) {
       }
 }
 
-TEST(HilbertField, TracesTheInCoreStreamlinesWithAnyUnitSize) {
-  testing::BlockedFlow flow(32, 24, 16);  // 36 pages of velocities
+// A grid its partitions divide (32 x 24 x 16, partitions of 4: 36 pages), and one they do not (36 x 26 x
+// 18 in partitions of 8, from partial blocks of 4): the partial partitions at the edges stored whole.
+struct HilbertGrid {
+  int dims[3];
+  std::uint32_t bits;
+  std::uint64_t stored_points;
+};
+
+class HilbertFieldGrids : public ::testing::TestWithParam<HilbertGrid> {};
+
+TEST_P(HilbertFieldGrids, TracesTheInCoreStreamlinesWithAnyUnitSize) {
+  const HilbertGrid grid = GetParam();
+  testing::BlockedFlow flow(grid.dims[0], grid.dims[1], grid.dims[2]);
   const std::string out = flow.dir.file("flow-hilbert.hrc");
-  (void)convert_blocks_to_hilbert(flow.path, out, 2, 3);
+  (void)convert_blocks_to_hilbert(flow.path, out, grid.bits, 3);
   const auto container = format::Container::open(out);
   const auto layout = hilbert_layout_of(container);
+  EXPECT_EQ(container.frame_field(0, 0).element_count, grid.stored_points);
   const InMemoryField in_core{layout.grid, flow.linear.data()};
   std::vector<Vec3> seeds;
   for (int s = 0; s < 32; ++s) seeds.push_back({2.0f + 0.1f * s, 2.9f, 0.1f + 0.1f * s});
@@ -72,10 +84,15 @@ TEST(HilbertField, TracesTheInCoreStreamlinesWithAnyUnitSize) {
   EXPECT_THROW(CachedHilbertField(layout, odd), UsageError);  // 4096 bytes do not hold whole points
 }
 
+INSTANTIATE_TEST_SUITE_P(Grids, HilbertFieldGrids,
+                         ::testing::Values(HilbertGrid{{32, 24, 16}, 2, 32 * 24 * 16},
+                                           HilbertGrid{{36, 26, 18}, 3, 5 * 4 * 3 * 512}),
+                         [](const auto& info) { return info.index == 0 ? std::string("Divided") : std::string("Partial"); });
+
 TEST(HilbertField, BadPartitionsAndChunksAreRefusedAndLeaveNoFile) {
   testing::BlockedFlow flow;
   const std::string out = flow.dir.file("bad.hrc");
-  EXPECT_THROW((void)convert_blocks_to_hilbert(flow.path, out, 3, 3), UsageError);  // 8 does not divide 12
+  EXPECT_THROW((void)convert_blocks_to_hilbert(flow.path, out, 0, 3), UsageError);  // partitions of 2^0
   EXPECT_THROW((void)convert_blocks_to_hilbert(flow.path, out, 2, 4), UsageError);  // 4 pages: partial points
   EXPECT_FALSE(std::filesystem::exists(out));
   EXPECT_FALSE(std::filesystem::exists(out + ".partial"));

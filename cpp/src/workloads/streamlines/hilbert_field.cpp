@@ -13,10 +13,9 @@ namespace headrace::workloads::streamlines {
 void HilbertLayout::check() const {
   HEADRACE_EXPECT(bits >= 1 && bits <= 20, UsageError, "Hilbert partitions of 2^1 to 2^20 points a side, got 2^" + std::to_string(bits));
   for (int axis = 0; axis < 3; ++axis)
-    HEADRACE_EXPECT(grid.dims[axis] >= 2 && grid.dims[axis] % partition() == 0, UsageError,
+    HEADRACE_EXPECT(grid.dims[axis] >= 2, UsageError,
                     "grid dims " + std::to_string(grid.dims[0]) + "x" + std::to_string(grid.dims[1]) + "x" +
-                        std::to_string(grid.dims[2]) + " are not whole multiples of Hilbert partitions of " +
-                        std::to_string(partition()));
+                        std::to_string(grid.dims[2]) + ": 2 or more points a side");
 }
 
 HilbertLayout hilbert_layout_of(const format::Container& container) {
@@ -97,9 +96,10 @@ double convert_blocks_to_hilbert(const std::string& input, const std::string& ou
   // The writer cuts each write into chunks: writes of whole chunks keep every chunk whole pages.
   const std::size_t chunk_floats = options.chunk_size_bytes / sizeof(float);
   std::vector<float> pending;
-  const std::int32_t parts[3] = {blocks.grid.dims[0] / static_cast<std::int32_t>(p),
-                                 blocks.grid.dims[1] / static_cast<std::int32_t>(p),
-                                 blocks.grid.dims[2] / static_cast<std::int32_t>(p)};
+  const auto side = static_cast<std::int32_t>(p);
+  const std::int32_t parts[3] = {static_cast<std::int32_t>(units_along(blocks.grid.dims[0], side)),
+                                 static_cast<std::int32_t>(units_along(blocks.grid.dims[1], side)),
+                                 static_cast<std::int32_t>(units_along(blocks.grid.dims[2], side))};
   const std::uint64_t total = source.frames().size() * static_cast<std::uint64_t>(parts[0]) * parts[1] * parts[2];
   std::uint64_t done = 0;
   for (std::uint32_t t = 0; t < source.frames().size(); ++t) {
@@ -114,13 +114,20 @@ double convert_blocks_to_hilbert(const std::string& input, const std::string& ou
           for (std::uint32_t z = 0; z < p; ++z)
             for (std::uint32_t y = 0; y < p; ++y)
               for (std::uint32_t x = 0; x < p; ++x) {
+                float* point = &dense[3 * (x + p * (y + std::uint64_t{p} * z))];
+                const std::int32_t i = pi * side + static_cast<std::int32_t>(x), j = pj * side + static_cast<std::int32_t>(y),
+                                   k = pk * side + static_cast<std::int32_t>(z);
+                if (i >= blocks.grid.dims[0] || j >= blocks.grid.dims[1] || k >= blocks.grid.dims[2]) {
+                  std::memset(point, 0, point_bytes);  // a partial partition's padding past the grid
+                  continue;
+                }
                 std::uint64_t element = 0;
-                const std::uint64_t unit = blocks.unit_of(pi * p + x, pj * p + y, pk * p + z, element);
+                const std::uint64_t unit = blocks.unit_of(i, j, k, element);
                 if (!held.valid() || held.unit() != unit) {
                   held.release();
                   held = cache.acquire(unit);
                 }
-                std::memcpy(&dense[3 * (x + p * (y + std::uint64_t{p} * z))], held.data() + element * point_bytes, point_bytes);
+                std::memcpy(point, held.data() + element * point_bytes, point_bytes);
               }
           held.release();
           for (std::uint64_t h = 0; h < cube; ++h)
