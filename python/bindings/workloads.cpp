@@ -165,6 +165,7 @@ void bind_workloads(nb::module_& m) {
             ends.emplace_back(std::string(sl::to_string(line.backward_end)) + "/" + sl::to_string(line.forward_end));
           nb::dict result;
           result["points"] = owned_array(std::move(flat), {count, 3});
+          result["times"] = owned_array(std::move(run.lines.times), {count});
           const std::size_t lines = run.lines.offsets.size();
           result["offsets"] = owned_array(std::move(run.lines.offsets), {lines});
           nb::list end_list;
@@ -279,6 +280,23 @@ void bind_workloads(nb::module_& m) {
         },
         "path"_a, "low"_a, "high"_a, "stride"_a = 1u, "frame"_a = 0u, "threads"_a = 0u,
         "Interior grid points (every stride-th) whose vorticity magnitude lies in [low, high), as (N, 3) float32.");
+
+  m.def("sample_flow",
+        [](const std::string& path, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> points,
+           std::uint32_t frame, unsigned threads) {
+          std::vector<sl::Vec3> at(points.shape(0));
+          std::memcpy(at.data(), points.data(), at.size() * sizeof(sl::Vec3));
+          std::vector<sl::Vec3> velocities;
+          {
+            nb::gil_scoped_release release;
+            velocities = sl::sample_flow(path, at, frame, threads);
+          }
+          std::vector<float> flat(3 * velocities.size());
+          std::memcpy(flat.data(), velocities.data(), flat.size() * sizeof(float));
+          return owned_array(std::move(flat), {velocities.size(), 3});
+        },
+        "path"_a, "points"_a, "frame"_a = 0u, "threads"_a = 0u,
+        "The flow's velocity at (N, 3) float32 points, trilinear as the tracers sample it (NaN outside the grid).");
 
   m.def("hilbert_order",
         [](std::uint32_t bits) {

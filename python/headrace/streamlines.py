@@ -30,13 +30,14 @@ from headrace import _ext
 from headrace._files import replacing
 from headrace import errors
 from headrace.errors import UsageError
+from headrace.generate.flow import DEFAULT_BLOCK, default_block
 
 __all__ = ["TraceResult", "trace", "trace_run", "grid_of", "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds",
-           "write_lines", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
+           "write_lines", "write_traced", "TERMINATION_CODES", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
            "MOST_MADVISE_INTERVAL_S"]
 
 MOST_MADVISE_INTERVAL_S = 86400  # a day between madvise calls at most
-DEFAULT_BLOCK = (32, 32, 32)  # points of a native block when none is asked for (seed 002's blocks are 32^3 to 64^3)
+
 TRACED_LAYOUTS = ("blocks", "hilbert")
 
 
@@ -45,7 +46,7 @@ def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = Non
     """A path the tracer reads: ``source`` itself when it is a flow container in native blocks or the
     Hilbert layout; else, for a flow field in grid order (a container of ``layout = "linear"``, or a BOV
     or ``.npy`` file that ``headrace convert`` reads), a container in native blocks of
-    :data:`DEFAULT_BLOCK` made in a temporary folder for as long as the ``with`` lasts. ``say`` is told
+    :func:`default_block` made in a temporary folder for as long as the ``with`` lasts. ``say`` is told
     once what was made and how to skip it next time."""
     import tempfile
     import time
@@ -69,9 +70,9 @@ def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = Non
         elif layout != "linear":
             raise UsageError(f"{path}: expected a flow field (layout blocks, hilbert or linear), found layout {layout!r}")
         blocks = Path(folder) / "blocks.hrc"
-        convert_linear_flow(linear, blocks, layout="blocks", block=DEFAULT_BLOCK)
+        convert_linear_flow(linear, blocks, layout="blocks")
         if say is not None:
-            block = "x".join(map(str, DEFAULT_BLOCK))
+            block = "x".join(str(side) for side in headrace.open(blocks).attributes["block_dims"])
             say(f"{path}: a flow field in grid order, traced through native blocks of {block} points made in a "
                 f"temporary file ({time.perf_counter() - started:.1f} s); `headrace convert {path} FLOW.hrc --layout "
                 "blocks` makes them once")
@@ -80,12 +81,21 @@ def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = Non
 
 @dataclass
 class TraceResult:
-    """The lines and what the run did: seconds tracing, cache or mapping counters, how each line ended."""
+    """The lines and what the run did: seconds tracing, cache or mapping counters, how each line ended
+    (``"backward/forward"`` ends), and each point's integration time (the sum of the signed steps that
+    led to it: 0 at the seed, negative backward)."""
 
     points: np.ndarray
     offsets: np.ndarray
     ends: list[str]
     stats: dict[str, Any] = field(default_factory=dict)
+    times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+    def velocities(self, threads: int = 0) -> np.ndarray:
+        """The flow's velocity at every point, trilinear as the tracer sampled it ((N, 3) float32): the
+        vectors ParaView colours lines by. Read from the traced file through a mapping."""
+        return _ext.sample_flow(self.stats["file"], np.ascontiguousarray(self.points, dtype=np.float32),
+                                int(self.stats.get("frame", 0)), int(threads))
 
 
 def _path(source: Any) -> str:
@@ -120,10 +130,10 @@ def trace_run(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 
                                unit_pages=int(unit_pages), madvise_interval_s=float(madvise_interval_s),
                                memory_budget_bytes=int(memory_budget_bytes), device=ordinal, backend=backend,
                                progress=progress, **tuning)
-    stats = {k: v for k, v in run.items() if k not in ("points", "offsets", "ends")}
+    stats = {k: v for k, v in run.items() if k not in ("points", "offsets", "ends", "times")}
     stats.update(manager=manager, device="cpu" if ordinal < 0 else ordinal, threads=threads, seeds=len(run["ends"]),
-                 points=len(run["points"]))
-    return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats)
+                 points=len(run["points"]), file=_path(source), frame=int(frame), direction=direction)
+    return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats, run["times"])
 
 
 def _device_ordinal(device: int | str | None) -> int:
@@ -192,24 +202,44 @@ def load_seeds(path: os.PathLike | str) -> np.ndarray:
     return _as_seeds(np.load(path))
 
 
-def _vtp(points: np.ndarray, offsets: np.ndarray) -> bytes:
-    """VTK XML PolyData with the lines, appended raw (UInt64 headers): ParaView opens it."""
+# ParaView's codes for why a line ended (vtkStreamTracer's ReasonForTermination); "stopped" (a time
+# budget) has none there and is 0.
+TERMINATION_CODES = {"left_domain": 1, "max_steps": 5, "stagnant": 6, "stopped": 0}
+
+_VTK_TYPES = {np.dtype("float32"): "Float32", np.dtype("int64"): "Int64", np.dtype("int32"): "Int32"}
+
+
+def _vtp(points: np.ndarray, offsets: np.ndarray, point_data: dict[str, np.ndarray],
+         line_data: dict[str, np.ndarray]) -> bytes:
+    """VTK XML PolyData with the lines and their point and cell (line) data, appended raw (UInt64
+    headers): ParaView opens it."""
     connectivity = np.arange(len(points), dtype=np.int64)
     ends = offsets[1:].astype(np.int64)
-    arrays: list[np.ndarray] = [np.ascontiguousarray(points, dtype=np.float32), connectivity, ends]
+    arrays: list[np.ndarray] = [np.ascontiguousarray(points, dtype=np.float32), connectivity, ends,
+                                *point_data.values(), *line_data.values()]
     head: list[int] = []
     body, at = b"", 0
     for array in arrays:
-        raw = array.tobytes()
+        raw = np.ascontiguousarray(array).tobytes()
         head.append(at)
         body += np.uint64(len(raw)).tobytes() + raw
         at += 8 + len(raw)
+
+    def described(data: dict[str, np.ndarray], first: int) -> str:
+        return "".join(
+            f'<DataArray type="{_VTK_TYPES[array.dtype]}" Name="{name}" '
+            f'NumberOfComponents="{array.shape[1] if array.ndim == 2 else 1}" format="appended" offset="{head[first + n]}"/>\n'
+            for n, (name, array) in enumerate(data.items()))
+
+    vectors = next((f' Vectors="{name}"' for name, array in point_data.items() if array.ndim == 2), "")
     xml = (
         '<?xml version="1.0"?>\n'
         '<VTKFile type="PolyData" version="1.0" byte_order="LittleEndian" header_type="UInt64">\n'
         "<PolyData>\n"
         f'<Piece NumberOfPoints="{len(points)}" NumberOfLines="{len(ends)}">\n'
-        f'<Points><DataArray type="Float32" NumberOfComponents="3" format="appended" offset="{head[0]}"/></Points>\n'
+        + (f"<PointData{vectors}>\n{described(point_data, 3)}</PointData>\n" if point_data else "")
+        + (f"<CellData>\n{described(line_data, 3 + len(point_data))}</CellData>\n" if line_data else "")
+        + f'<Points><DataArray type="Float32" NumberOfComponents="3" format="appended" offset="{head[0]}"/></Points>\n'
         "<Lines>\n"
         f'<DataArray type="Int64" Name="connectivity" format="appended" offset="{head[1]}"/>\n'
         f'<DataArray type="Int64" Name="offsets" format="appended" offset="{head[2]}"/>\n'
@@ -219,23 +249,51 @@ def _vtp(points: np.ndarray, offsets: np.ndarray) -> bytes:
     return xml.encode() + body + b"\n</AppendedData>\n</VTKFile>\n"
 
 
-def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray, **extra: Any) -> Path:
-    """Writes ``.npz`` (``points``, ``offsets``, and ``extra`` arrays) or ``.vtp`` through a temporary
-    file and rename, so a failure leaves nothing."""
+def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray, *,
+                point_data: dict[str, np.ndarray] | None = None, line_data: dict[str, np.ndarray] | None = None,
+                **extra: Any) -> Path:
+    """Writes ``.npz`` (``points``, ``offsets``, the ``point_data`` and ``line_data`` arrays by name, and
+    ``extra`` arrays) or ``.vtp`` (point data and cell data, one cell a line) through a temporary file and
+    rename, so a failure leaves nothing."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".npz", ".vtp"):
         raise UsageError(f"{path}: streamlines are written as .npz or .vtp, not {suffix or 'no extension'}")
+    point_data, line_data = dict(point_data or {}), dict(line_data or {})
     with replacing(path) as partial:
         with open(partial, "wb") as out:
             if suffix == ".npz":
                 np.savez(out, points=np.asarray(points, dtype=np.float32), offsets=np.asarray(offsets, dtype=np.int64),
-                         **extra)
+                         **point_data, **line_data, **extra)
             else:
-                out.write(_vtp(np.asarray(points), np.asarray(offsets)))
+                out.write(_vtp(np.asarray(points), np.asarray(offsets), point_data, line_data))
             out.flush()
             os.fsync(out.fileno())
     return path
+
+
+def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0) -> Path:
+    """Writes a trace's lines with what ParaView's stream tracer gives them: per point
+    ``IntegrationTime``, the sampled ``Velocity`` vectors and their magnitude ``Speed``; per line
+    ``SeedIds`` and ``ReasonForTermination`` (ParaView's codes, :data:`TERMINATION_CODES`; the forward
+    end, or the backward end of a backward trace; ``BackwardReasonForTermination`` too when both
+    directions were traced). An ``.npz`` also keeps ``ends``, the reasons as text."""
+    velocities = result.velocities(threads)
+    direction = result.stats.get("direction", "forward")
+    backward_ends = [end.split("/")[0] for end in result.ends]
+    forward_ends = [end.split("/")[-1] for end in result.ends]
+
+    def codes(ends: list[str]) -> np.ndarray:
+        return np.array([TERMINATION_CODES[end] for end in ends], dtype=np.int32)
+
+    line_data = {"SeedIds": np.arange(len(result.ends), dtype=np.int64),
+                 "ReasonForTermination": codes(backward_ends if direction == "backward" else forward_ends)}
+    if direction == "both":
+        line_data["BackwardReasonForTermination"] = codes(backward_ends)
+    point_data = {"IntegrationTime": np.asarray(result.times, dtype=np.float32),
+                  "Velocity": velocities, "Speed": np.linalg.norm(velocities, axis=1).astype(np.float32)}
+    extra = {"ends": np.array(result.ends)} if Path(path).suffix.lower() == ".npz" else {}
+    return write_lines(path, result.points, result.offsets, point_data=point_data, line_data=line_data, **extra)
 
 
 def convert_to_hilbert(source: os.PathLike | str, output: os.PathLike | str, *, bits: int = 6, chunk_pages: int = 96,
@@ -270,9 +328,10 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
     attributes = {k: v for k, v in ds.attributes.items() if k != "layout"}
     arrange: Callable[[np.ndarray], np.ndarray]  # a frame's (Z, Y, X, 3) grid -> its values in the new layout
     if layout == "blocks":
-        block = tuple(int(b) for b in block or DEFAULT_BLOCK)
-        if len(block) != 3 or min(block) < 1:
-            raise UsageError(f"--block {list(block)}: three sizes of at least 1 (partial blocks at the edges are fine)")
+        block = tuple(int(b) for b in block or default_block((nx, ny, nz)))
+        if len(block) != 3 or min(block) < 1 or any(b > d for b, d in zip(block, (nx, ny, nz))):
+            raise UsageError(f"--block {list(block)}: three sizes from 1 to the grid's {[nx, ny, nz]} (partial blocks at "
+                             "the edges are fine)")
         block_bytes = 12 * block[0] * block[1] * block[2]
         chunk_bytes = max(1, TARGET_CHUNK_BYTES // block_bytes) * block_bytes  # whole blocks, as generate flow writes
         attributes.update(layout="blocks", block_dims=list(block))

@@ -90,7 +90,24 @@ def test_gpu_tracer_lines_equal_the_cpu_reference(flows):
             assert gpu.stats["manager"] == "resident" and gpu.stats["device"] == 0
             np.testing.assert_array_equal(gpu.offsets, cpu.offsets)
             np.testing.assert_allclose(gpu.points, cpu.points, atol=1e-5)
+            np.testing.assert_allclose(gpu.times, cpu.times, atol=1e-5)
             assert gpu.ends == cpu.ends
+
+
+@pytest.mark.gpu
+def test_gpu_tracer_takes_partial_blocks_and_partitions(tmp_path):
+    """The kernel locates points with the CPU's layouts (units_along): partial units at the edges."""
+    path = generate_flow(tmp_path / "odd.hrc", dims=(37, 23, 19), block=(8, 8, 8), frames=1, seed=5)
+    hilbert = tmp_path / "odd-hilbert.hrc"
+    streamlines.convert_to_hilbert(path, hilbert, bits=3, chunk_pages=3)
+    seeds = streamlines.uniform_seeds(path, 256)
+    for source in (path, hilbert):
+        options = dict(steps=200, step_size=0.05, direction="both", cache_bytes=16 * 6144, unit_pages=3)
+        cpu = streamlines.trace_run(source, seeds, manager="resident", device="cpu", **options)
+        gpu = streamlines.trace_run(source, seeds, device=0, **options)
+        np.testing.assert_array_equal(gpu.offsets, cpu.offsets)
+        np.testing.assert_allclose(gpu.points, cpu.points, atol=1e-5)
+        assert gpu.ends == cpu.ends and "left_domain" in "".join(cpu.ends)
 
 
 def test_turbulent_streamlines_wander_across_many_blocks(tmp_path):
@@ -294,7 +311,7 @@ def test_a_bov_brick_becomes_both_layouts_and_traces_alike(tmp_path, capsys):
         np.testing.assert_array_equal(offsets, lines[0][1])
         np.testing.assert_array_equal(points, lines[0][0])
     assert main(["convert", str(blocks), str(tmp_path / "x.hrc"), "--layout", "blocks", "--block", "2", "2", "2"]) == 2
-    assert main(["convert", str(linear), str(tmp_path / "y.hrc"), "--layout", "blocks", "--block", "5", "4", "4"]) == 2
+    assert main(["convert", str(linear), str(tmp_path / "y.hrc"), "--layout", "blocks", "--block", "99", "4", "4"]) == 2
     assert not (tmp_path / "x.hrc").exists() and not (tmp_path / "y.hrc").exists()
 
 
@@ -310,7 +327,7 @@ def test_a_flow_file_of_any_grid_traces_in_one_command_and_every_layout_gives_it
     options = ["--seeds", "uniform:64", "--steps", "200", "--step-size", "0.05"]
     assert main(["trace", str(source), *options, "--out", str(tmp_path / "direct.npz")]) == 0
     said = capsys.readouterr().out
-    assert "a flow field in grid order, traced through native blocks of 32x32x32 points" in said
+    assert "a flow field in grid order, traced through native blocks of 32x23x19 points" in said  # none past the grid
     reference = np.load(tmp_path / "direct.npz")
 
     grid = tmp_path / "grid.hrc"
@@ -340,3 +357,51 @@ def test_generate_flow_takes_any_grid_in_partial_blocks(tmp_path):
     whole = streamlines.trace_run(path, seeds, steps=100, step_size=0.05, manager="user", cache_bytes=1 << 20)
     small = streamlines.trace_run(path, seeds, steps=100, step_size=0.05, manager="mmap")
     np.testing.assert_array_equal(whole.points, small.points)
+
+
+@pytest.mark.parametrize("direction, integrator", [("forward", "rk4"), ("both", "rk45"), ("backward", "rk4")])
+def test_lines_carry_what_paraviews_stream_tracer_gives(flows, tmp_path, direction, integrator):
+    """Per point the integration time, the sampled vectors and their magnitude; per line the seed id and
+    why it ended (ParaView's codes): in the .vtp, read back with VTK, and in the .npz."""
+    vtk = pytest.importorskip("vtk")
+    from vtk.util.numpy_support import vtk_to_numpy
+
+    blocks, _ = flows
+    seeds = streamlines.uniform_seeds(blocks, 27)
+    result = streamlines.trace_run(blocks, seeds, steps=60, step_size=0.05, integrator=integrator, direction=direction)
+    vtp, npz = tmp_path / "lines.vtp", tmp_path / "lines.npz"
+    streamlines.write_traced(vtp, result)
+    streamlines.write_traced(npz, result)
+    reader = vtk.vtkXMLPolyDataReader()
+    reader.SetFileName(str(vtp))
+    reader.Update()
+    polydata = reader.GetOutput()
+    assert polydata.GetNumberOfLines() == len(seeds) and polydata.GetNumberOfPoints() == len(result.points)
+    point_data, cell_data = polydata.GetPointData(), polydata.GetCellData()
+    times = vtk_to_numpy(point_data.GetArray("IntegrationTime"))
+    velocity = vtk_to_numpy(point_data.GetVectors())
+    np.testing.assert_array_equal(times, result.times)
+    np.testing.assert_array_equal(velocity, result.velocities())
+    np.testing.assert_allclose(vtk_to_numpy(point_data.GetArray("Speed")), np.linalg.norm(velocity, axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(vtk_to_numpy(cell_data.GetArray("SeedIds")), np.arange(len(seeds)))
+    saved = np.load(npz)
+    np.testing.assert_array_equal(saved["IntegrationTime"], times)
+    np.testing.assert_array_equal(saved["Velocity"], velocity)
+    for line, (start, end) in enumerate(zip(result.offsets[:-1], result.offsets[1:])):
+        backward_end, forward_end = result.ends[line].split("/")
+        seed_at = start + (np.flatnonzero(times[start:end] == 0)[0] if direction != "forward" else 0)
+        np.testing.assert_array_equal(result.points[seed_at], seeds[line])
+        line_times = times[start:end]
+        assert (np.diff(line_times) > 0).all()  # time grows along the line, from the backward end
+        if integrator == "rk4":  # fixed steps: the k-th point past the seed at k steps
+            np.testing.assert_allclose(line_times, (np.arange(end - start) - (seed_at - start)) * 0.05, rtol=1e-5, atol=1e-6)
+        reason = vtk_to_numpy(cell_data.GetArray("ReasonForTermination"))[line]
+        assert reason == streamlines.TERMINATION_CODES[backward_end if direction == "backward" else forward_end]
+        if direction == "both":
+            assert vtk_to_numpy(cell_data.GetArray("BackwardReasonForTermination"))[line] == \
+                streamlines.TERMINATION_CODES[backward_end]
+    assert np.isfinite(velocity).all()  # every point a line reached lies in the grid
+    rounds = streamlines.trace_run(blocks, seeds, steps=60, step_size=0.05, integrator=integrator, direction=direction,
+                                   manager="resident", device="cpu", cache_bytes=1 << 20)
+    np.testing.assert_array_equal(rounds.points, result.points)  # the GPU tracer's rounds keep the same times
+    np.testing.assert_array_equal(rounds.times, result.times)

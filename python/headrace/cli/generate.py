@@ -66,9 +66,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_output_argument(flow)
     flow.add_argument("--dims", type=AXIS, nargs=3, required=True, metavar=("X", "Y", "Z"),
                       help="grid points along x, y and z (12 bytes each)")
-    flow.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, default=(32, 32, 32), metavar=("BX", "BY", "BZ"),
-                      help="block size in points (default 32 32 32); blocks at the far edges are partial where it does "
-                           "not divide the grid")
+    flow.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, default=None, metavar=("BX", "BY", "BZ"),
+                      help="block size in points, at most the grid's (default 32 32 32, or the grid where smaller); "
+                           "blocks at the far edges are partial where it does not divide the grid")
     flow.add_argument("--frames", type=FRAMES, default=1, metavar="F", help="time steps (default: 1, a steady flow)")
     flow.add_argument("--kind", choices=("abc", "turbulence"), default="abc",
                       help="the analytic ABC flow, or synthetic turbulence at several scales (default: abc)")
@@ -132,6 +132,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.generator == "volume":
         generate, sizes = generate_volume, dict(dims=args.dims, frames=args.frames, cutoff=args.cutoff)
     else:
+        from headrace.generate.flow import default_block
+
+        args.block = args.block or default_block(args.dims)
         _check_flow_chunks(args)
         generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames, kind=args.kind)
     before = refuse_existing(args.output, args.force)

@@ -198,8 +198,6 @@ def run(args: argparse.Namespace) -> int:
 def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     import json
 
-    import numpy as np
-
     from headrace import streamlines
     from headrace.bench.harness import write_rows
     from headrace.cli._output import console, count_progress
@@ -229,7 +227,7 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     if stopped:
         console.print(budget.said(len(seeds) - stopped, len(seeds), "lines ended") +
                       f"; the other {stopped:,} end where they were (their ends read 'stopped' in an .npz)")
-    streamlines.write_lines(args.out, result.points, result.offsets, ends=np.array(result.ends))
+    streamlines.write_traced(args.out, result, threads=args.threads)
     stats = {"file": args.file, "direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
              "integrator": args.integrator, "steps": args.steps, "step_size": args.step_size,
              "lines_stopped": stopped, **result.stats}

@@ -1,12 +1,15 @@
 """MegaMol MMPLD particle files, versions 1.0 to 1.3, read as MegaMol's own ``MMPLDDataSource`` reads them.
 
 Layout (little-endian), verified against MegaMol's ``plugins/moldyn/src/io/MMPLDDataSource.cpp`` and
-``MMPLDWriter.cpp``, ``utils/MMPLD/mmpldinfo.py`` and the VISUS ``mmpld`` library (docs/converters.md):
+``MMPLDWriter.cpp``, its specification ``docs/mmpld/SpecMMPLD.docx``, ``utils/MMPLD/mmpldinfo.py`` and
+the VISUS ``mmpld`` library (docs/converters.md):
 
 - file header (60 bytes): magic ``"MMPLD\\0"``, u16 version (100, 101, 102, 103 for 1.0 to 1.3),
-  u32 frame count (>= 1), f32[6] bounding box, f32[6] clipping box; then a frame table of
-  frame count + 1 u64 offsets (the last one is the end of the data);
-- frame: f32 timestamp (1.2 and later), u32 list count, then the lists;
+  u32 frame count (>= 1), f32[6] bounding box, f32[6] clipping box;
+- seek table: u64 offsets, one per frame; MegaMol (and the specification) add one more, the end of the
+  data, the ``mmpld`` library does not. Frame 0 starts right after the table, so where it starts says
+  which of the two a file has;
+- frame: f32 timestamp (1.2 and later), u32 list count (0 allowed), then the lists;
 - list: u8 vertex type, u8 colour type; f32 global radius (vertex types 1, 3, 4); u8[4] global RGBA
   (colour type 0); f32[2] intensity range (colour types 3, 7); u64 particle count; f32[6] list bounding
   box (1.3); the interleaved particles (vertex data, then colour data; nothing when the vertex type is
@@ -15,11 +18,13 @@ Layout (little-endian), verified against MegaMol's ``plugins/moldyn/src/io/MMPLD
 Two historical deviations are recognised on the first frame and then required of every frame: 1.3 files
 without frame timestamps (MegaMol's writer before commit fc4e784 tested ``== 102``) and 1.1 files without
 cluster-info blocks (MegaMol's writer built without ``WITH_CLUSTERINFO``). The layout used is recorded in
-the ``mmpld_layout`` attribute.
+the ``mmpld_layout`` attribute, the seek table's in ``mmpld_seek_table``. A frame without particles
+becomes an empty frame (zero elements of every field).
 """
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import struct
@@ -64,11 +69,12 @@ class ColourType(IntEnum):
     DOUBLE_I = 7
 
 
-# (NumPy dtype of one value, values per particle); SHORT_XYZ is signed (int16 in the mmpld library).
+# (NumPy dtype of one value, values per particle). SHORT_XYZ is unsigned, as the specification,
+# MegaMol's particle accessor and mmpldinfo.py read it (the mmpld library alone says int16_t).
 _VERTEX_VALUES: dict[VertexType, tuple[np.dtype, int]] = {
     VertexType.FLOAT_XYZ: (np.dtype("<f4"), 3),
     VertexType.FLOAT_XYZR: (np.dtype("<f4"), 4),
-    VertexType.SHORT_XYZ: (np.dtype("<i2"), 3),
+    VertexType.SHORT_XYZ: (np.dtype("<u2"), 3),
     VertexType.DOUBLE_XYZ: (np.dtype("<f8"), 3),
 }
 _COLOUR_VALUES: dict[ColourType, tuple[np.dtype, int]] = {
@@ -156,12 +162,35 @@ class FrameHeader:
         return sum(entry.particles for entry in self.lists)
 
 
-class _Mismatch(Exception):
-    """A frame does not parse under a layout (internal; becomes ``CorruptIndexError``)."""
+@dataclass(frozen=True)
+class SeekTable:
+    """Where each frame starts and ends, and which writer's seek-table layout said so.
 
-    def __init__(self, offset: int, expected: str, found: str) -> None:
+    ``layout`` is ``"megamol"`` (frame count + 1 offsets, the last one the end of the data: MegaMol's
+    writer and the specification) or ``"library"`` (one offset per frame: the VISUS ``mmpld`` library;
+    the last frame ends at the end of the file).
+    """
+
+    layout: str
+    starts: tuple[int, ...]
+    ends: tuple[int, ...]
+
+    def end_origin(self, index: int) -> str:
+        """What fixes frame ``index``'s end, for messages."""
+        return "the end of the file" if self.ends_at_file_end(index) else "the seek table"
+
+    def ends_at_file_end(self, index: int) -> bool:
+        """Whether only the file's end says where frame ``index`` ends (a library table's last frame)."""
+        return self.layout == "library" and index == len(self.starts) - 1
+
+
+class _Mismatch(Exception):
+    """A frame does not parse under a layout (internal; becomes ``CorruptIndexError``, or
+    ``TruncatedFileError`` where a frame runs past the file's end that is its only end)."""
+
+    def __init__(self, offset: int, expected: str, found: str, truncated: bool = False) -> None:
         super().__init__(offset, expected, found)
-        self.offset, self.expected, self.found = offset, expected, found
+        self.offset, self.expected, self.found, self.truncated = offset, expected, found, truncated
 
 
 class MmpldSource:
@@ -174,6 +203,7 @@ class MmpldSource:
         bbox: BBox,
         clip_box: BBox,
         layout: Layout,
+        seek_table: SeekTable,
         frame_headers: list[FrameHeader],
     ) -> None:
         self.path = path
@@ -181,6 +211,7 @@ class MmpldSource:
         self.bbox = bbox
         self.clip_box = clip_box
         self.layout = layout
+        self.seek_table = seek_table
         self.frame_headers = frame_headers
         self.frame_count = len(frame_headers)
         self.total_bytes = sum(entry.particles * entry.stride for frame in frame_headers for entry in frame.lists)
@@ -197,6 +228,7 @@ class MmpldSource:
             "source_path": os.fspath(path),
             "mmpld_version": version,
             "mmpld_layout": layout.note,
+            "mmpld_seek_table": seek_table.layout,
             "clip_box": [*clip_box[0], *clip_box[1]],
         }
 
@@ -208,35 +240,53 @@ class MmpldSource:
         del data
 
     def _pieces(self, data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
-        """The frame's particles list by list, slice by slice; then its intensities (NaN where none)."""
-        intensity = np.full((header.particles, 1), np.nan, dtype=np.float32) if self.has_intensity else None
-        first = 0
-        for entry in header.lists:
-            if entry.particles == 0:
-                continue
-            records = data[entry.data_offset : entry.data_offset + entry.count * entry.stride].view(
-                _record_dtype(entry)
-            )
-            grey_range = _grey_range(entry, records) if entry.colour_type in _INTENSITY_TYPES else None
-            for start in range(0, entry.count, _SLICE_PARTICLES):
-                part = records[start : start + _SLICE_PARTICLES]
-                rows = np.empty((part.shape[0], 8), dtype=np.float32)
-                _convert_records(entry, part, rows, grey_range)
-                if intensity is not None and grey_range is not None:
-                    intensity[first + start : first + start + part.shape[0], 0] = part["c"][:, 0]
-                yield Piece("particles", rows, part.shape[0] * entry.stride)
-            first += entry.count
-        if intensity is not None:
-            yield Piece("intensity", intensity, 0)
+        """The frame's particles, then its intensities; one zero-length piece of each for an empty frame."""
+        if header.particles == 0:
+            yield Piece("particles", np.empty((0, 8), dtype=np.float32), 0)
+            if self.has_intensity:
+                yield Piece("intensity", np.empty((0, 1), dtype=np.float32), 0)
+            return
+        yield from _particle_pieces(data, header)
+        if self.has_intensity:
+            yield from _intensity_pieces(data, header)
+
+
+def _particle_pieces(data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
+    """Field ``particles`` of one frame, list by list, slice by slice."""
+    for entry in header.lists:
+        if entry.particles == 0:
+            continue
+        records = _records(data, entry)
+        grey_range = _grey_range(entry, records) if entry.colour_type in _INTENSITY_TYPES else None
+        for start in range(0, entry.count, _SLICE_PARTICLES):
+            part = records[start : start + _SLICE_PARTICLES]
+            rows = np.empty((part.shape[0], 8), dtype=np.float32)
+            _convert_records(entry, part, rows, grey_range)
+            yield Piece("particles", rows, part.shape[0] * entry.stride)
+
+
+def _intensity_pieces(data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
+    """Field ``intensity`` of one frame: a second pass over its lists, NaN for lists without one."""
+    for entry in header.lists:
+        if entry.particles == 0:
+            continue
+        records = _records(data, entry) if entry.colour_type in _INTENSITY_TYPES else None
+        for start in range(0, entry.count, _SLICE_PARTICLES):
+            stop = min(start + _SLICE_PARTICLES, entry.count)
+            values = np.full((stop - start, 1), np.nan, dtype=np.float32)
+            if records is not None:
+                values[:, 0] = records["c"][start:stop, 0]
+            yield Piece("intensity", values, 0)
 
 
 def open_mmpld(path: os.PathLike | str) -> MmpldSource:
-    """Parse and check an MMPLD file's header, frame table and every frame's list headers.
+    """Parse and check an MMPLD file's header, seek table and every frame's list headers.
 
-    Raises ``TruncatedFileError`` (file shorter than its header or frame table says), ``BadMagicError``,
-    ``UnsupportedVersionError``, ``CorruptIndexError`` (inconsistent frame table, unknown vertex or
-    colour type, a frame whose lists do not end where the frame table says) or ``EmptyFieldError``
-    (a frame without particles); each message names the file, the offset and what was expected.
+    Raises ``TruncatedFileError`` (file shorter than its header or seek table says), ``BadMagicError``,
+    ``UnsupportedVersionError`` or ``CorruptIndexError`` (a seek table of neither layout or out of order,
+    unknown vertex or colour type, a frame whose lists do not end where the seek table or the file's end
+    says); each message names the file, the offset and what was expected. Frames without particles are
+    kept: they become empty frames.
     """
     from headrace import errors
 
@@ -263,85 +313,101 @@ def open_mmpld(path: os.PathLike | str) -> MmpldSource:
             )
         if frame_count == 0:
             raise bad_data(errors.CorruptIndexError, path, 8, "a frame count of at least 1", "0")
-        table = _read_frame_table(handle, path, size, frame_count)
+        seek_table = _read_seek_table(handle, path, size, frame_count)
         with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as buffer:
-            layout = _choose_layout(buffer, path, version, table)
-            frame_headers = []
-            for index in range(frame_count):
-                try:
-                    frame_headers.append(_parse_frame(buffer, version, layout, index, table[index], table[index + 1]))
-                except _Mismatch as mismatch:
-                    raise bad_data(
-                        errors.CorruptIndexError, path, mismatch.offset, mismatch.expected, mismatch.found
-                    ) from None
-    for header in frame_headers:
-        if header.particles == 0:
-            raise bad_data(
-                errors.EmptyFieldError, path, header.offset,
-                f"particles in frame {header.index} (a container field cannot be empty)", "none",
-            )
+            layout, frame_headers = _parse_frames(buffer, path, version, seek_table)
     bbox = (tuple(boxes[0:3]), tuple(boxes[3:6]))
     clip_box = (tuple(boxes[6:9]), tuple(boxes[9:12]))
-    return MmpldSource(path, version, bbox, clip_box, layout, frame_headers)  # type: ignore[arg-type]
+    return MmpldSource(path, version, bbox, clip_box, layout, seek_table, frame_headers)  # type: ignore[arg-type]
 
 
-def _read_frame_table(handle, path: Path, size: int, frame_count: int) -> list[int]:
+def _read_seek_table(handle, path: Path, size: int, frame_count: int) -> SeekTable:
+    """Read the seek table in the layout that frame 0's offset implies, and check it against the file."""
     from headrace import errors
 
-    table_bytes = 8 * (frame_count + 1)
-    raw = handle.read(table_bytes)
-    if len(raw) < table_bytes:
+    table_start = _FILE_HEADER.size
+    library_end = table_start + 8 * frame_count  # one offset per frame
+    megamol_end = library_end + 8  # and the end of the data
+    first = handle.read(8)
+    if len(first) < 8:
         raise bad_data(
-            errors.TruncatedFileError, path, _FILE_HEADER.size,
-            f"a frame table of {frame_count + 1} u64 offsets ({table_bytes} bytes)", f"{len(raw)} bytes",
+            errors.TruncatedFileError, path, table_start,
+            f"a seek table of {frame_count} or {frame_count + 1} u64 offsets", f"{len(first)} bytes",
         )
-    table = [int(value) for value in np.frombuffer(raw, dtype="<u8")]
-    table_end = _FILE_HEADER.size + table_bytes
-    if table[0] < table_end:
+    (frame_0,) = struct.unpack("<Q", first)
+    # The library writes frame 0 right after its table; MegaMol too, though its reader and mmpldinfo.py
+    # tolerate unused bytes in between, so a later start is read as MegaMol's layout.
+    if frame_0 == library_end:
+        layout, entries = "library", frame_count
+    elif frame_0 >= megamol_end:
+        layout, entries = "megamol", frame_count + 1
+    else:
         raise bad_data(
-            errors.CorruptIndexError, path, _FILE_HEADER.size,
-            f"frame 0 to start after the frame table (offset >= {table_end})", f"offset {table[0]}",
+            errors.CorruptIndexError, path, table_start,
+            f"frame 0 to start right after the seek table: at offset {library_end} (one offset per frame, "
+            f"as the mmpld library writes) or at offset {megamol_end} or later (frames + 1 offsets, as MegaMol writes)",
+            f"offset {frame_0}",
         )
-    for index in range(frame_count):
+    rest = handle.read(8 * (entries - 1))
+    if 8 + len(rest) < 8 * entries:
+        raise bad_data(
+            errors.TruncatedFileError, path, table_start,
+            f"a seek table of {entries} u64 offsets ({8 * entries} bytes, as frame 0's offset {frame_0} implies)",
+            f"{8 + len(rest)} bytes",
+        )
+    table = [frame_0, *(int(value) for value in np.frombuffer(rest, dtype="<u8"))]
+    for index in range(entries - 1):
         if table[index + 1] < table[index]:
             raise bad_data(
-                errors.CorruptIndexError, path, _FILE_HEADER.size + 8 * (index + 1),
-                f"frame table entry {index + 1} >= {table[index]} (offsets never decrease)", str(table[index + 1]),
+                errors.CorruptIndexError, path, table_start + 8 * (index + 1),
+                f"seek table entry {index + 1} >= {table[index]} (offsets never decrease)", str(table[index + 1]),
             )
+    starts = tuple(table[:frame_count])
+    ends = tuple(table[1:]) if layout == "megamol" else (*table[1:], size)
     for index in range(frame_count):
-        if table[index + 1] > size:
+        if ends[index] > size:
             raise bad_data(
-                errors.TruncatedFileError, path, table[index],
-                f"frame {index} of {table[index + 1] - table[index]} bytes (to offset {table[index + 1]})",
+                errors.TruncatedFileError, path, starts[index],
+                f"frame {index} of {ends[index] - starts[index]} bytes (to offset {ends[index]})",
                 f"the file ends at offset {size}",
             )
-    if table[frame_count] != size:
+    if layout == "megamol" and table[frame_count] != size:
         raise bad_data(
             errors.CorruptIndexError, path, table[frame_count],
-            "the end of the file (the frame table's last offset)", f"{size - table[frame_count]} more bytes",
+            "the end of the file (the seek table's last offset)", f"{size - table[frame_count]} more bytes",
         )
-    return table
+    return SeekTable(layout, starts, ends)
 
 
-def _choose_layout(buffer: mmap.mmap, path: Path, version: int, table: list[int]) -> Layout:
-    """The first layout of this version under which frame 0 parses to exactly its frame-table extent."""
+def _parse_frames(
+    buffer: mmap.mmap, path: Path, version: int, seek_table: SeekTable
+) -> tuple[Layout, list[FrameHeader]]:
+    """Every frame's header under the first layout of this version that parses every frame exactly.
+
+    Every frame, not frame 0 alone: a frame without lists reads the same with or without 1.1's
+    cluster-info blocks. When no layout fits, the mismatch found furthest into the file is reported.
+    """
     from headrace import errors
 
-    first_mismatch: _Mismatch | None = None
+    furthest: tuple[int, _Mismatch] | None = None
     for layout in _LAYOUTS[version]:
+        frame_headers: list[FrameHeader] = []
         try:
-            _parse_frame(buffer, version, layout, 0, table[0], table[1])
-            return layout
+            for index in range(len(seek_table.starts)):
+                frame_headers.append(_parse_frame(buffer, version, layout, seek_table, index))
+            return layout, frame_headers
         except _Mismatch as mismatch:
-            first_mismatch = first_mismatch or mismatch
-    assert first_mismatch is not None
-    raise bad_data(
-        errors.CorruptIndexError, path, first_mismatch.offset, first_mismatch.expected, first_mismatch.found
-    )
+            if furthest is None or len(frame_headers) > furthest[0]:
+                furthest = (len(frame_headers), mismatch)
+    assert furthest is not None
+    reported = furthest[1]
+    kind = errors.TruncatedFileError if reported.truncated else errors.CorruptIndexError
+    raise bad_data(kind, path, reported.offset, reported.expected, reported.found)
 
 
-def _parse_frame(buffer: mmap.mmap, version: int, layout: Layout, index: int, start: int, end: int) -> FrameHeader:
-    cursor = _Cursor(buffer, start, end, index)
+def _parse_frame(buffer: mmap.mmap, version: int, layout: Layout, seek_table: SeekTable, index: int) -> FrameHeader:
+    start, end = seek_table.starts[index], seek_table.ends[index]
+    cursor = _Cursor(buffer, start, end, index, seek_table.ends_at_file_end(index))
     timestamp = cursor.take("<f", "the frame timestamp")[0] if layout.frame_timestamps else None
     (list_count,) = cursor.take("<I", "the list count")
     lists = []
@@ -377,17 +443,21 @@ def _parse_frame(buffer: mmap.mmap, version: int, layout: Layout, index: int, st
         lists.append(entry)
     if cursor.position != end:
         raise _Mismatch(
-            cursor.position, f"frame {index} to end at offset {end} (frame table)",
+            cursor.position, f"frame {index} to end at offset {end} ({seek_table.end_origin(index)})",
             f"its {list_count} lists end at offset {cursor.position}",
         )
     return FrameHeader(index, start, end, timestamp, tuple(lists))
 
 
 class _Cursor:
-    """Reads little-endian values of one frame, never past the frame's end."""
+    """Reads little-endian values of one frame, never past the frame's end.
 
-    def __init__(self, buffer: mmap.mmap, start: int, end: int, frame: int) -> None:
-        self.buffer, self.position, self.end, self.frame = buffer, start, end, frame
+    ``file_end``: the frame's end is the file's end and nothing else says where it is, so a frame that
+    needs more bytes is a truncated file.
+    """
+
+    def __init__(self, buffer: mmap.mmap, start: int, end: int, frame: int, file_end: bool) -> None:
+        self.buffer, self.position, self.end, self.frame, self.file_end = buffer, start, end, frame, file_end
 
     def take(self, fmt: str, what: str) -> tuple:
         size = struct.calcsize(fmt)
@@ -402,9 +472,10 @@ class _Cursor:
 
     def _need(self, size: int, what: str) -> None:
         if self.position + size > self.end:
+            end = "the end of the file" if self.file_end else "the frame's end"
             raise _Mismatch(
                 self.position, f"{what} ({size} bytes) inside frame {self.frame}",
-                f"{self.end - self.position} bytes left before the frame's end at offset {self.end}",
+                f"{self.end - self.position} bytes left before {end} at offset {self.end}", self.file_end,
             )
 
 
@@ -433,7 +504,8 @@ def _convert_records(
     if entry.colour_type == ColourType.NONE:
         rows[:, 4:8] = np.asarray(entry.global_colour, dtype=np.float32) / np.float32(255.0)
     elif grey_range is not None:
-        values = records["c"][:, 0]
+        # In float64 whatever the intensity's type, rounded to float32 once.
+        values = records["c"][:, 0].astype(np.float64)
         low, high = grey_range
         rows[:, 4:7] = np.clip((values - low) / (high - low), 0.0, 1.0)[:, None] if high > low else 0.5
         rows[:, 7] = 1.0
@@ -451,8 +523,15 @@ def _grey_range(entry: ListHeader, records: np.ndarray) -> tuple[float, float]:
     low, high = entry.intensity_range
     if high > low:
         return low, high
-    values = records["c"][:, 0]
-    finite = values[np.isfinite(values)]
-    if finite.size == 0:
-        return 0.0, 0.0
-    return float(finite.min()), float(finite.max())
+    low, high = math.inf, -math.inf
+    for start in range(0, entry.count, _SLICE_PARTICLES):
+        values = records["c"][start : start + _SLICE_PARTICLES, 0]
+        finite = values[np.isfinite(values)]
+        if finite.size:
+            low, high = min(low, float(finite.min())), max(high, float(finite.max()))
+    return (low, high) if low <= high else (0.0, 0.0)
+
+
+def _records(data: np.ndarray, entry: ListHeader) -> np.ndarray:
+    """A list's particles as a structured view of the mapped file (nothing read yet)."""
+    return data[entry.data_offset : entry.data_offset + entry.count * entry.stride].view(_record_dtype(entry))

@@ -44,6 +44,9 @@ __all__ = [
     "abc_velocity",
     "abc_phases",
     "to_blocks",
+    "DEFAULT_BLOCK",
+    "default_block",
+    "padded_to",
     "from_blocks",
     "TARGET_CHUNK_BYTES",
     "PERIOD_FRAMES",
@@ -111,6 +114,15 @@ def turbulence_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float
         c = np.cos(wave[0] * x + wave[1] * y + wave[2] * z + (phase + omega * time))
         out += np.broadcast_to(c, shape)[..., None] * amplitude
     return out
+
+
+DEFAULT_BLOCK = (32, 32, 32)  # points of a native block when none is asked for (seed 002's blocks are 32^3 to 64^3)
+
+
+def default_block(dims: Sequence[int]) -> tuple[int, int, int]:
+    """:data:`DEFAULT_BLOCK`, no larger than the grid (``dims`` x, y, z) along any axis."""
+    x, y, z = (min(int(b), int(d)) for b, d in zip(DEFAULT_BLOCK, dims))
+    return x, y, z
 
 
 def padded_to(grid: np.ndarray, sides: Sequence[int]) -> np.ndarray:
@@ -205,7 +217,7 @@ def generate_flow(
     path: os.PathLike | str,
     *,
     dims: Sequence[int],
-    block: Sequence[int],
+    block: Sequence[int] | None = None,
     frames: int = 1,
     seed: int = 0,
     kind: str = "abc",
@@ -219,11 +231,11 @@ def generate_flow(
     from headrace import errors
 
     dims = tuple(int(d) for d in dims)
-    block = tuple(int(b) for b in block)
     if len(dims) != 3 or min(dims) < 2:
         raise errors.UsageError(f"--dims needs three sizes of at least 2 (a nodal grid), got {list(dims)}")
-    if len(block) != 3 or min(block) < 1:
-        raise errors.UsageError(f"--block needs three sizes of at least 1, got {list(block)}")
+    block = tuple(int(b) for b in block) if block is not None else default_block(dims)
+    if len(block) != 3 or min(block) < 1 or any(b > d for b, d in zip(block, dims)):
+        raise errors.UsageError(f"--block needs three sizes from 1 to the grid's {list(dims)}, got {list(block)}")
     if frames < 1:
         raise errors.UsageError(f"--frames must be at least 1, got {frames}")
     if kind not in ("abc", "turbulence"):

@@ -1,13 +1,15 @@
 """Write MegaMol MMPLD particle files (versions 1.0 to 1.3) from the format's specification, for tests.
 
 Written independently of the converter's reader, from MegaMol's ``MMPLDWriter.cpp`` /
-``MMPLDDataSource.cpp`` and the VISUS ``mmpld`` library (docs/converters.md lists them). All values are
-little-endian. Unlike MegaMol's own writer this one writes every vertex and colour type as given (MegaMol
-upgrades UINT8_RGB to UINT8_RGBA and re-types colours next to DOUBLE_XYZ), so that a reader can be tested
-on every type the format defines.
+``MMPLDDataSource.cpp``, its specification and the VISUS ``mmpld`` library (docs/converters.md lists
+them). All values are little-endian. Unlike MegaMol's own writer this one writes every vertex and colour
+type as given (MegaMol upgrades UINT8_RGB to UINT8_RGBA and re-types colours next to DOUBLE_XYZ), so that
+a reader can be tested on every type the format defines. ``layout`` picks the seek table: MegaMol's
+(frame count + 1 offsets, the last one the end of the data) or the ``mmpld`` library's (one offset per
+frame, frame 0 right after it).
 
 >>> lists = [ParticleList(VertexType.FLOAT_XYZR, ColourType.UINT8_RGBA, vertices, colours)]
->>> write_mmpld(path, [MmpldFrame(lists, timestamp=0.5)], version=103)
+>>> write_mmpld(path, [MmpldFrame(lists, timestamp=0.5)], version=103, layout="library")
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -30,7 +33,10 @@ __all__ = [
     "VERTEX_VALUES",
     "COLOUR_VALUES",
     "random_list",
+    "SeekTableLayout",
 ]
+
+SeekTableLayout = Literal["megamol", "library"]
 
 
 class VertexType(IntEnum):
@@ -61,7 +67,7 @@ VERTEX_VALUES: dict[VertexType, tuple[np.dtype, int]] = {
     VertexType.NONE: (np.dtype("<f4"), 0),
     VertexType.FLOAT_XYZ: (np.dtype("<f4"), 3),
     VertexType.FLOAT_XYZR: (np.dtype("<f4"), 4),
-    VertexType.SHORT_XYZ: (np.dtype("<i2"), 3),
+    VertexType.SHORT_XYZ: (np.dtype("<u2"), 3),  # unsigned, as the specification says
     VertexType.DOUBLE_XYZ: (np.dtype("<f8"), 3),
 }
 COLOUR_VALUES: dict[ColourType, tuple[np.dtype, int]] = {
@@ -121,26 +127,32 @@ def write_mmpld(
     clip_box: tuple[float, float, float, float, float, float] | None = None,
     frame_timestamps: bool | None = None,
     cluster_info: bool | None = None,
+    layout: SeekTableLayout = "megamol",
 ) -> Path:
     """Write an MMPLD file and return its path.
 
     ``frame_timestamps`` (default: version >= 102) and ``cluster_info`` (default: version == 101) can
     be overridden to produce the variants old MegaMol writers left behind (1.3 without timestamps, 1.1
-    without cluster-info blocks).
+    without cluster-info blocks). ``layout="library"`` writes the seek table as the ``mmpld`` library
+    does: no end offset.
     """
     if version not in (100, 101, 102, 103):
         raise ValueError(f"MMPLD version must be 100..103, got {version}")
+    if layout not in ("megamol", "library"):
+        raise ValueError(f"seek-table layout must be 'megamol' or 'library', got {layout!r}")
     timestamps = version >= 102 if frame_timestamps is None else frame_timestamps
     clusters = version == 101 if cluster_info is None else cluster_info
     body = [_frame_bytes(frame, version, timestamps, clusters) for frame in frames]
     header = b"MMPLD\0" + struct.pack("<HI", version, len(frames))
     header += struct.pack("<6f", *bbox) + struct.pack("<6f", *(clip_box or bbox))
-    offset = len(header) + 8 * (len(frames) + 1)
+    entries = len(frames) + 1 if layout == "megamol" else len(frames)
+    offset = len(header) + 8 * entries
     table = []
     for part in body:
         table.append(offset)
         offset += len(part)
-    table.append(offset)
+    if layout == "megamol":
+        table.append(offset)
     path = Path(path)
     with open(path, "wb") as handle:
         handle.write(header)
@@ -196,8 +208,8 @@ def random_list(
     colour_dtype, colour_count = COLOUR_VALUES[colour_type]
     vertices = None
     if vertex_count:
-        if vertex_dtype.kind == "i":
-            vertices = rng.integers(-32768, 32768, size=(count, vertex_count)).astype(vertex_dtype)
+        if vertex_dtype.kind == "u":
+            vertices = rng.integers(0, np.iinfo(vertex_dtype).max + 1, size=(count, vertex_count)).astype(vertex_dtype)
         else:
             vertices = rng.uniform(-10.0, 10.0, size=(count, vertex_count)).astype(vertex_dtype)
             if vertex_type == VertexType.FLOAT_XYZR:

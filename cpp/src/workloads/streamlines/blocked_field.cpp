@@ -36,10 +36,11 @@ void expect_layout(const format::Container& container, const std::string& name) 
 
 void BlockLayout::check() const {
   for (int axis = 0; axis < 3; ++axis)
-    HEADRACE_EXPECT(block[axis] >= 1 && grid.dims[axis] >= 2, UsageError,
+    HEADRACE_EXPECT(block[axis] >= 1 && grid.dims[axis] >= 2 && block[axis] <= grid.dims[axis], UsageError,
                     "grid dims " + std::to_string(grid.dims[0]) + "x" + std::to_string(grid.dims[1]) + "x" +
                         std::to_string(grid.dims[2]) + " (2 or more a side) in blocks of " + std::to_string(block[0]) +
-                        "x" + std::to_string(block[1]) + "x" + std::to_string(block[2]) + " (1 or more)");
+                        "x" + std::to_string(block[1]) + "x" + std::to_string(block[2]) +
+                        " (1 or more, no larger than the grid: a larger one would be mostly padding)");
 }
 
 GridGeometry grid_geometry_of(const format::Container& container) {

@@ -1,5 +1,6 @@
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -12,10 +13,12 @@ namespace headrace::workloads::streamlines {
 
 void HilbertLayout::check() const {
   HEADRACE_EXPECT(bits >= 1 && bits <= 20, UsageError, "Hilbert partitions of 2^1 to 2^20 points a side, got 2^" + std::to_string(bits));
+  const std::int32_t largest = std::max({grid.dims[0], grid.dims[1], grid.dims[2]});
   for (int axis = 0; axis < 3; ++axis)
-    HEADRACE_EXPECT(grid.dims[axis] >= 2, UsageError,
+    HEADRACE_EXPECT(grid.dims[axis] >= 2 && partition() <= static_cast<std::uint32_t>(largest), UsageError,
                     "grid dims " + std::to_string(grid.dims[0]) + "x" + std::to_string(grid.dims[1]) + "x" +
-                        std::to_string(grid.dims[2]) + ": 2 or more points a side");
+                        std::to_string(grid.dims[2]) + " (2 or more points a side) in Hilbert partitions of " +
+                        std::to_string(partition()) + " (no larger than the grid's largest side)");
 }
 
 HilbertLayout hilbert_layout_of(const format::Container& container) {

@@ -51,7 +51,7 @@ class RoundRunner {
   // After the queue loaded units up to `fence`: the next round must see them.
   virtual void loaded(const engine::Queue& queue, queue::FenceId fence) = 0;
   // The half-lines and their points after the last round.
-  virtual void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) = 0;
+  virtual void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) = 0;
 };
 
 template <typename Units>
@@ -104,7 +104,7 @@ class HostRounds final : public RoundRunner<Units> {
     return counters;
   }
   void loaded(const engine::Queue&, queue::FenceId) override {}  // the queue's wait saw the bytes land
-  void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) override {
+  void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
     lines = std::move(lines_);
     points = std::move(points_);
   }
@@ -114,7 +114,7 @@ class HostRounds final : public RoundRunner<Units> {
   std::uint64_t unit_bytes_;
   headrace::detail::AlignedBuffer pool_;
   std::vector<HalfLine> lines_;
-  std::vector<Vec3> points_;
+  std::vector<TracedPoint> points_;
   unsigned threads_;
 };
 
@@ -142,7 +142,7 @@ class DeviceRounds final : public RoundRunner<Units> {
         wanted_(unit_count * sizeof(std::uint32_t)),
         last_used_(unit_count * sizeof(std::uint32_t)),
         lines_(lines.size() * sizeof(HalfLine)),
-        points_(lines.size() * options.max_steps * sizeof(Vec3)),
+        points_(lines.size() * options.max_steps * sizeof(TracedPoint)),
         counters_(sizeof(RoundCounters)) {
     const gpu::CudaDriver& cuda = gpu::require_driver();
     gpu::check(cuda.cuMemcpyHtoDAsync(lines_.pointer(), lines.data(), lines_.size_bytes(), stream_.handle()), "cuMemcpyHtoDAsync");
@@ -152,7 +152,7 @@ class DeviceRounds final : public RoundRunner<Units> {
     params_.cache.wanted = reinterpret_cast<std::uint32_t*>(wanted_.pointer());
     params_.cache.last_used = reinterpret_cast<std::uint32_t*>(last_used_.pointer());
     params_.lines = reinterpret_cast<HalfLine*>(lines_.pointer());
-    params_.points = reinterpret_cast<Vec3*>(points_.pointer());
+    params_.points = reinterpret_cast<TracedPoint*>(points_.pointer());
     params_.counters = reinterpret_cast<RoundCounters*>(counters_.pointer());
     stream_.synchronize();
   }
@@ -183,9 +183,9 @@ class DeviceRounds final : public RoundRunner<Units> {
   void loaded(const engine::Queue& queue, queue::FenceId fence) override {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
   }
-  void collect(std::vector<HalfLine>& lines, std::vector<Vec3>& points) override {
+  void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
     lines.resize(lines_.size_bytes() / sizeof(HalfLine));
-    points.resize(points_.size_bytes() / sizeof(Vec3));
+    points.resize(points_.size_bytes() / sizeof(TracedPoint));
     stream_.synchronize();
     gpu::copy_to_host(lines.data(), lines_.pointer(), lines_.size_bytes());
     gpu::copy_to_host(points.data(), points_.pointer(), points_.size_bytes());
@@ -278,7 +278,7 @@ std::vector<HalfLine> start_lines(const std::vector<Vec3>& seeds, const TraceOpt
 }
 
 Polylines assemble(const std::vector<Vec3>& seeds, const TraceOptions& options, const std::vector<HalfLine>& lines,
-                   const std::vector<Vec3>& points) {
+                   const std::vector<TracedPoint>& points) {
   Polylines out;
   out.lines.resize(seeds.size());
   const std::size_t per_seed = options.direction == Direction::both ? 2 : 1;
@@ -287,16 +287,23 @@ Polylines assemble(const std::vector<Vec3>& seeds, const TraceOptions& options, 
     Streamline& line = out.lines[s];
     if (options.direction != Direction::forward) {
       const HalfLine& back = lines[next];
-      const Vec3* first = points.data() + next * options.max_steps;
-      for (std::uint32_t k = back.steps; k-- > 0;) out.points.push_back(first[k]);
+      const TracedPoint* first = points.data() + next * options.max_steps;
+      for (std::uint32_t k = back.steps; k-- > 0;) {
+        out.points.push_back(first[k].p);
+        out.times.push_back(first[k].time);
+      }
       line.backward_end = back.end;
       ++next;
     }
     out.points.push_back(seeds[s]);
+    out.times.push_back(0.0f);
     if (options.direction != Direction::backward) {
       const HalfLine& forward = lines[next];
-      const Vec3* first = points.data() + next * options.max_steps;
-      out.points.insert(out.points.end(), first, first + forward.steps);
+      const TracedPoint* first = points.data() + next * options.max_steps;
+      for (std::uint32_t k = 0; k < forward.steps; ++k) {
+        out.points.push_back(first[k].p);
+        out.times.push_back(first[k].time);
+      }
       line.forward_end = forward.end;
     }
     out.offsets.push_back(static_cast<std::int64_t>(out.points.size()));
@@ -402,7 +409,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
     stats.load_seconds += seconds_since(load_start);
   }
   std::vector<HalfLine> ended;
-  std::vector<Vec3> points;
+  std::vector<TracedPoint> points;
   runner->collect(ended, points);
   if (stopped)
     for (HalfLine& line : ended)

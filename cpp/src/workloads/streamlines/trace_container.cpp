@@ -1,9 +1,11 @@
 #include "headrace/workloads/streamlines/trace_container.hpp"
 
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <variant>
 
+#include "headrace/detail/parallel_for.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
@@ -108,6 +110,21 @@ std::vector<Vec3> feature_seeds(const std::string& path, float low, float high, 
                         seeds = scan_vorticity(sampler, grid, low, high, stride, threads);
                       });
   return seeds;
+}
+
+std::vector<Vec3> sample_flow(const std::string& path, const std::vector<Vec3>& points, std::uint32_t frame,
+                              unsigned threads) {
+  std::vector<Vec3> velocities(points.size());
+  with_mapped_sampler(open_flow(path, frame), {.madvise_interval_s = 0, .memory_budget_bytes = 0},
+                      [&](const auto& sampler, const GridGeometry&, MappedUnits&) {
+                        headrace::detail::parallel_for(points.size(), threads, [&](std::uint64_t i) {
+                          if (!sampler(points[i], velocities[i])) {
+                            const float nan = std::numeric_limits<float>::quiet_NaN();
+                            velocities[i] = {nan, nan, nan};  // outside the grid
+                          }
+                        });
+                      });
+  return velocities;
 }
 
 const char* to_string(DataManager manager) noexcept {

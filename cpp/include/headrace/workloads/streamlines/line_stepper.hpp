@@ -27,14 +27,22 @@ struct TraceOptions {
   float min_step = 1e-6f, max_step = 1.0f;  // rk45: bounds of |h|
 };
 
-// Where a half-line stands: its last point, its next step (signed: negative traces backward), the
-// steps taken, and once ended, why.
+// Where a half-line stands: its last point, its next step (signed: negative traces backward), its
+// integration time (the sum of the signed steps taken: ParaView's IntegrationTime), the steps taken,
+// and once ended, why.
 struct HalfLine {
   Vec3 p;
   float h = 0;
+  float time = 0;
   std::uint32_t steps = 0;
   std::uint8_t ended = 0;
   Termination end = Termination::max_steps;
+};
+
+// A point a line reached and its integration time.
+struct TracedPoint {
+  Vec3 p;
+  float time = 0;
 };
 
 [[nodiscard]] HEADRACE_HD inline HalfLine start_half_line(Vec3 seed, float sign, const TraceOptions& options) {
@@ -91,7 +99,7 @@ HEADRACE_HD StepOutcome step_line(const Sampler& sample, const HalfLine& line, c
 }
 
 // Steps `line` until it ends (true) or `suspended()` says the sampler could not answer the last
-// attempt (false: the line is left as before that attempt). emit(point) receives each new point.
+// attempt (false: the line is left as before that attempt). emit(TracedPoint) receives each new point.
 template <typename Sampler, typename Emit, typename Suspended>
 HEADRACE_HD bool advance_half_line(const Sampler& sample, HalfLine& line, const TraceOptions& o, Emit&& emit,
                                    Suspended&& suspended) {
@@ -107,7 +115,8 @@ HEADRACE_HD bool advance_half_line(const Sampler& sample, HalfLine& line, const 
     if (suspended()) return false;
     switch (outcome) {
       case StepOutcome::advanced:
-        emit(next_p);
+        line.time += line.h;  // the step just taken
+        emit(TracedPoint{next_p, line.time});
         line.p = next_p;
         line.h = next_h;
         ++line.steps;

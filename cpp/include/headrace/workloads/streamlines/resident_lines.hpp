@@ -102,14 +102,14 @@ struct RoundCounters {
 };
 
 // What a round works on: half-lines first_line .. first_line + line_count - 1 (the window the host
-// lets run); half-line i keeps its points at points + i * point_capacity.
+// lets run); half-line i keeps its points (with their integration times) at points + i * point_capacity.
 template <typename Units>
 struct RoundParams {
   Units units;
   ResidentUnits cache;
   TraceOptions options;
   HalfLine* lines = nullptr;
-  Vec3* points = nullptr;
+  TracedPoint* points = nullptr;
   std::uint64_t first_line = 0, line_count = 0;
   std::uint32_t point_capacity = 0;  // options.max_steps
   RoundCounters* counters = nullptr;
@@ -123,9 +123,10 @@ HEADRACE_HD void advance_resident_line(const RoundParams<Units>& a, std::uint64_
   if (line.ended) return;
   bool missing = false;
   const ResidentSampler<Units> sample{a.units, a.cache, &missing};
-  Vec3* out = a.points + i * a.point_capacity;
+  TracedPoint* out = a.points + i * a.point_capacity;
   const std::uint32_t before = line.steps;
-  advance_half_line(sample, line, a.options, [&](const Vec3& p) { out[line.steps] = p; }, [&] { return missing; });
+  advance_half_line(sample, line, a.options, [&](const TracedPoint& point) { out[line.steps] = point; },
+                    [&] { return missing; });
   a.lines[i] = line;
   if (line.steps != before) detail::add(&a.counters->steps, line.steps - before);
   if (line.ended) detail::add(&a.counters->ended, 1);

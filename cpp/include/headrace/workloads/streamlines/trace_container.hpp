@@ -66,6 +66,11 @@ struct ContainerTraceRun {
 [[nodiscard]] ContainerTraceRun trace_container(const std::string& path, const std::vector<Vec3>& seeds,
                                                 const ContainerTraceOptions& options);
 
+// The velocity at each point, trilinear as the tracers sample it (NaN outside the grid): the vectors a
+// line's points carry for colouring (ParaView's stream tracer gives them). Read through a mapping.
+[[nodiscard]] std::vector<Vec3> sample_flow(const std::string& path, const std::vector<Vec3>& points,
+                                            std::uint32_t frame = 0, unsigned threads = 0);
+
 // Feature-based seeding (seed 002): the interior grid points, every `stride`-th along each axis, where
 // the vorticity magnitude |curl v| (central differences) lies in [low, high), x fastest; the file is
 // read through a mapping, on `threads` threads.

@@ -23,17 +23,24 @@ namespace headrace::workloads::streamlines {
 
 struct Streamline {
   std::vector<Vec3> points;  // seed order: backward part reversed, the seed, the forward part
+  std::vector<float> times;  // each point's integration time: negative backward, 0 at the seed
   Termination forward_end = Termination::max_steps, backward_end = Termination::max_steps;
 };
 
 namespace detail {
 
-// Steps from seed in one direction (sign +1 or -1), appending the points after the seed.
+// Steps from seed in one direction (sign +1 or -1), appending the points after the seed and their times.
 template <typename Sampler>
 Termination trace_one_way(const Sampler& sample, Vec3 seed, float sign, const TraceOptions& options,
-                          std::vector<Vec3>& out) {
+                          std::vector<Vec3>& out, std::vector<float>& times) {
   HalfLine line = start_half_line(seed, sign, options);
-  advance_half_line(sample, line, options, [&](const Vec3& p) { out.push_back(p); }, [] { return false; });
+  advance_half_line(
+      sample, line, options,
+      [&](const TracedPoint& point) {
+        out.push_back(point.p);
+        times.push_back(point.time);
+      },
+      [] { return false; });
   return line.end;
 }
 
@@ -46,18 +53,22 @@ Streamline trace(const Sampler& sample, Vec3 seed, const TraceOptions& options) 
   Streamline line;
   if (options.direction != Direction::forward) {
     std::vector<Vec3> back;
-    line.backward_end = detail::trace_one_way(sample, seed, -1.0f, options, back);
+    std::vector<float> back_times;
+    line.backward_end = detail::trace_one_way(sample, seed, -1.0f, options, back, back_times);
     line.points.assign(back.rbegin(), back.rend());
+    line.times.assign(back_times.rbegin(), back_times.rend());
   }
   line.points.push_back(seed);
+  line.times.push_back(0.0f);
   if (options.direction != Direction::backward)
-    line.forward_end = detail::trace_one_way(sample, seed, 1.0f, options, line.points);
+    line.forward_end = detail::trace_one_way(sample, seed, 1.0f, options, line.points, line.times);
   return line;
 }
 
 // Polylines in one array: line i is points[offsets[i], offsets[i + 1]), one line per seed in order.
 struct Polylines {
   std::vector<Vec3> points;
+  std::vector<float> times;  // per point, its integration time
   std::vector<std::int64_t> offsets{0};
   std::vector<Streamline> lines;  // per seed, with how it ended (points moved into `points`)
 };
@@ -78,6 +89,7 @@ Polylines trace_all(const Sampler& sample, const std::vector<Vec3>& seeds, const
   headrace::detail::parallel_for(seeds.size(), threads, [&](std::uint64_t i) {
     if (stopped) {
       lines[i].points = {seeds[i]};
+      lines[i].times = {0.0f};
       lines[i].forward_end = lines[i].backward_end = Termination::stopped;
       return;
     }
@@ -93,8 +105,10 @@ Polylines trace_all(const Sampler& sample, const std::vector<Vec3>& seeds, const
   Polylines out;
   for (auto& line : lines) {
     out.points.insert(out.points.end(), line.points.begin(), line.points.end());
+    out.times.insert(out.times.end(), line.times.begin(), line.times.end());
     out.offsets.push_back(static_cast<std::int64_t>(out.points.size()));
     line.points.clear();
+    line.times.clear();
   }
   out.lines = std::move(lines);
   return out;
