@@ -12,7 +12,10 @@ exec > >(tee -a "$OUT/run.log") 2>&1  # one log: the device tool brings back at 
 export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site
 
 setup() {
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+  # The peers' wheels only: a headrace wheel carried for bench/wheel_on_device.sh must not shadow the build.
+  local wheels=()
+  for wheel in .whl/*.whl; do [[ $(basename "$wheel") == headrace-* ]] || wheels+=("$wheel"); done
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${wheels[@]}"
   python3 -c "import kvikio, nvidia.libnvcomp; print('kvikio', kvikio.__version__)"
 }
 
