@@ -60,7 +60,8 @@ class Engine:
             fits = [b for b in self._spare if size <= _size_of(b) <= 2 * max(size, 1)]
             if fits:
                 chosen = min(fits, key=_size_of)
-                self._spare.remove(chosen)
+                # By identity: list.remove compares with ==, which NumPy buffers answer element by element.
+                del self._spare[next(i for i, b in enumerate(self._spare) if b is chosen)]
                 return chosen
         if self.device is None:
             return np.empty(max(size, 1), dtype=np.uint8)

@@ -264,3 +264,16 @@ def test_stream_without_a_gpu_says_it_streams_into_host_memory(codec_files, caps
     captured = capsys.readouterr()
     assert "no GPU (" in captured.err and "host memory instead" in captured.err
     assert json.loads(captured.out)["device"] == "cpu"  # stdout stays JSON
+
+
+def test_spare_slot_buffers_of_several_sizes_are_handed_out_by_size():
+    """Closed streams leave host buffers of different sizes: the one handed out is taken out of the spares
+    by identity (NumPy arrays compare element by element)."""
+    from headrace.engine import Engine
+
+    engine = Engine(None)
+    large, small = np.empty(9600, np.uint8), np.empty(2048, np.uint8)
+    engine.keep_slot_buffers([large, small])
+    assert engine.slot_buffer(2000) is small
+    assert engine.slot_buffer(9000) is large
+    assert engine.slot_buffer(2000) is not small  # none left: a new one
