@@ -263,8 +263,9 @@ def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray
     with replacing(path) as partial:
         with open(partial, "wb") as out:
             if suffix == ".npz":
-                np.savez(out, points=np.asarray(points, dtype=np.float32), offsets=np.asarray(offsets, dtype=np.int64),
-                         **point_data, **line_data, **extra)
+                arrays: dict[str, Any] = {"points": np.asarray(points, dtype=np.float32),
+                                          "offsets": np.asarray(offsets, dtype=np.int64), **point_data, **line_data, **extra}
+                np.savez(out, **arrays)
             else:
                 out.write(_vtp(np.asarray(points), np.asarray(offsets), point_data, line_data))
             out.flush()
