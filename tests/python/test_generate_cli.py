@@ -31,7 +31,7 @@ def test_generate_volume(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
     ds = headrace.open(output)
     assert list(ds.attributes["grid_dims"]) == [8, 6, 4]
-    assert ds.read(1, "scalar").shape == (8 * 6 * 4, 1)
+    assert ds.read(1, "scalar").shape == (4, 6, 8)  # (z, y, x)
 
 
 def test_generate_flow(tmp_path, capsys):

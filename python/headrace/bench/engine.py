@@ -92,7 +92,7 @@ def headrace_case(path: str, cache: CacheState, repeats: int, backend: str, keep
     result = measure(f"headrace/{backend}", body, files=[path], cache=cache, repeats=repeats, setup=setup,
                      parameters={"reader": "headrace", "backend": backend, "knobs": knob_text, "knob_values": knobs})
     # The check: the last repeat's bytes equal the CPU reference (ds.read through posix).
-    first = ds.read(0, fields[0].name)
+    first = ds.read(0, fields[0].name, stored_order=True)  # the bytes the queue moved, as stored
     got = cupy.asnumpy(buffer[: first.nbytes]).view(first.dtype).reshape(first.shape)
     if not np.array_equal(got, first):
         raise headrace.BadDataError(f"{path}: frame 0 on the GPU differs from the CPU reference ({backend} {knob_text})")
