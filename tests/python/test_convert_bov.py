@@ -10,13 +10,9 @@ import pytest
 import headrace
 from headrace import errors
 from headrace.convert import bov, convert
+from convert_support import assert_no_output
 
 FORMATS = {"BYTE": "u1", "SHORT": "i2", "INT": "i4", "FLOAT": "f4", "DOUBLE": "f8"}
-
-
-def assert_no_output(path: Path) -> None:
-    assert not path.exists()
-    assert not list(path.parent.glob(path.name + ".*")), "a partial file was left behind"
 
 
 def grid_values(dims, components, dtype, seed=0) -> np.ndarray:

@@ -11,11 +11,7 @@ import pytest
 import headrace
 from headrace.cli.main import main
 from headrace.testing.mmpld_writer import ColourType, MmpldFrame, VertexType, random_list, write_mmpld
-
-
-def assert_no_output(path: Path) -> None:
-    assert not path.exists()
-    assert not list(path.parent.glob(path.name + ".*")), "a partial file was left behind"
+from convert_support import assert_no_output
 
 
 def mmpld_file(tmp_path: Path) -> Path:

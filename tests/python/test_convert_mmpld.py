@@ -21,16 +21,12 @@ from headrace.testing.mmpld_writer import (
     random_list,
     write_mmpld,
 )
+from convert_support import assert_no_output
 
 VERSIONS = (100, 101, 102, 103)
 LAYOUTS = ("megamol", "library")
 BBOX = (-10.0, -10.0, -10.0, 10.0, 10.0, 10.0)
 INTENSITY = (ColourType.FLOAT_I, ColourType.DOUBLE_I)
-
-
-def assert_no_output(path: Path) -> None:
-    assert not path.exists()
-    assert not list(path.parent.glob(path.name + ".*")), "a partial file was left behind"
 
 
 def assert_refused(source: Path, error: type[Exception], message: str, capsys) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,13 +9,9 @@ import pytest
 import headrace
 from headrace import errors
 from headrace.convert import convert, npy
+from convert_support import assert_no_output
 
 DTYPES = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"]
-
-
-def assert_no_output(path: Path) -> None:
-    assert not path.exists()
-    assert not list(path.parent.glob(path.name + ".*")), "a partial file was left behind"
 
 
 def values(shape, dtype="float32", seed=0) -> np.ndarray:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,11 +9,7 @@ import pytest
 import headrace
 from headrace import errors
 from headrace.convert import convert, raw_particles
-
-
-def assert_no_output(path: Path) -> None:
-    assert not path.exists()
-    assert not list(path.parent.glob(path.name + ".*")), "a partial file was left behind"
+from convert_support import assert_no_output
 
 
 def particles(count: int, seed: int = 0) -> np.ndarray:

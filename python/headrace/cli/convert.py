@@ -1,4 +1,5 @@
-"""``headrace convert IN OUT.hrc``: raw particles, MegaMol MMPLD, BOV or NumPy files into a container.
+"""``headrace convert IN OUT.hrc``: raw particles, MegaMol MMPLD, BOV, NumPy, VTK, HDF5 (H5Part too),
+NetCDF or zarr files into a container.
 
 ``headrace convert FLOW.hrc OUT.hrc --layout hilbert|blocks`` rewrites a flow field (float32 x 3) in
 seed 002's Hilbert layout or in native blocks and reports the construction time (the paper's table 1).
@@ -6,7 +7,8 @@ From native blocks (``headrace generate flow``) the Hilbert layout is built part
 of core; from a grid in grid order (a BOV brick converted first) one frame at a time in memory.
 
 The input format is guessed from the extension or the first bytes unless ``--format`` names it. Several
-inputs (BOV headers, .npy or .npz files; a directory; a quoted glob) become frames in order. An existing
+inputs (BOV headers, .npy or .npz files, .vti or .vtp files; a directory; a quoted glob) become frames in
+order; a ParaView .pvd names its frames itself. An existing
 OUT.hrc is replaced only with --force; a failed or interrupted conversion leaves no output file.
 Mapping rules: docs/converters.md.
 """
@@ -17,7 +19,7 @@ import argparse
 import time
 from pathlib import Path
 
-from headrace.cli._arguments import Integer, Name, Path as PathArgument
+from headrace.cli._arguments import Integer, Items, Name, Path as PathArgument
 from headrace.cli._writer_options import (
     add_output_argument,
     add_writer_arguments,
@@ -28,6 +30,7 @@ from headrace.cli._writer_options import (
     terminate_as_exit,
     writer_options,
 )
+from headrace.convert.formats import InputFormat
 
 __all__ = ["register", "run"]
 
@@ -46,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("inputs", nargs="+", metavar="IN", type=PathArgument(),
                         help="input file(s), a directory or a quoted glob; several become frames in order")
     add_output_argument(parser)
-    parser.add_argument("--format", choices=("raw-particles", "mmpld", "bov", "npy"),
+    parser.add_argument("--format", choices=tuple(kind.value for kind in InputFormat),
                         help="input format (default: guessed from the extension or the first bytes)")
     raw = parser.add_argument_group("raw-particles")
     split = raw.add_mutually_exclusive_group()
@@ -56,10 +59,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="number of equal frames the file holds (default: 1)")
     npy = parser.add_argument_group("npy")
     npy.add_argument("--field", type=Name(), help="field name (default: the file's stem)")
+    hdf5 = parser.add_argument_group("hdf5, netcdf, zarr")
+    hdf5.add_argument("--dataset", action="append", type=PathArgument(), metavar="PATTERN",
+                      help="hdf5: the datasets of one field, one per frame, as a path pattern with * ? [...] "
+                           "(density_*, /step_*/density); NAME=PATTERN names the field; repeat for more fields "
+                           "(default: H5Part steps, or the file's one dataset)")
+    hdf5.add_argument("--variables", type=Items(Name(255)), metavar="NAMES",
+                      help="netcdf: variables to convert (default: the numeric ones over time); zarr: arrays of "
+                           "the group (default: those of two or more axes)")
+    hdf5.add_argument("--time-dim", type=Name(255), metavar="DIM",
+                      help="netcdf: the time dimension (default: 'time', the unlimited one or one marked axis T)")
+    hdf5.add_argument("--time-axis", type=Integer(0, 31), metavar="N",
+                      help="zarr: the arrays' axis of time, one frame per index (default 0)")
     layout = parser.add_argument_group("flow layout (input: a flow container)")
     layout.add_argument("--layout", choices=("hilbert", "blocks"), help="rewrite the flow field in this layout")
     layout.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, metavar=("BX", "BY", "BZ"),
-                        help="--layout blocks: points a block holds along x, y and z; they divide the grid")
+                        help="--layout blocks: points a block holds along x, y and z (default 32 32 32); blocks at the "
+                             "far edges are partial where they do not divide the grid")
     layout.add_argument("--hilbert-bits", type=Integer(1, 20), metavar="B",
                         help=f"--layout hilbert: partitions of 2^B points a side (default {HILBERT_BITS}: 64)")
     layout.add_argument("--chunk-pages", type=HILBERT_CHUNK_PAGES, metavar="P",
@@ -80,14 +96,13 @@ def _check_options(args: argparse.Namespace) -> None:
         if stray:
             raise UsageError(f"{', '.join(stray)}: only with --layout")
         return
-    stray = given("format", "particles_per_frame", "frames", "field", "chunk_size", "codec_level")
+    stray = given("format", "particles_per_frame", "frames", "field", "dataset", "variables", "time_dim", "time_axis",
+                  "chunk_size", "codec_level")
     stray += ["--codec"] if args.codec != "none" else []
     stray += given("hilbert_bits", "chunk_pages") if args.layout == "blocks" else given("block")
     if stray:
         raise UsageError(f"{', '.join(stray)}: not with --layout {args.layout} (a layout's chunks are uncompressed; "
                          "--chunk-pages sizes the Hilbert layout's)")
-    if args.layout == "blocks" and args.block is None:
-        raise UsageError("--layout blocks needs --block BX BY BZ")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         if args.layout:
             return run_layout(args)
         source = open_source(paths, args.format, particles_per_frame=args.particles_per_frame, frames=args.frames,
-                             field=args.field)
+                             field=args.field, dataset=args.dataset, variables=args.variables,
+                             time_dim=args.time_dim, time_axis=args.time_axis)
         with terminate_as_exit(), byte_progress(f"converting {source.path.name}", source.total_bytes,
                                                 enabled=not args.json) as update:
             write_source(source, args.output, progress=update, **options)
@@ -138,7 +154,8 @@ def run_layout(args: argparse.Namespace) -> int:
         else:
             raise UsageError(f"{args.inputs[0]}: layout {source_layout!r} cannot become {args.layout} "
                              "(native blocks become hilbert; a grid in grid order becomes either)")
-    details = dict(hilbert_bits=bits, chunk_pages=chunk_pages) if args.layout == "hilbert" else dict(block=args.block)
+    details = dict(hilbert_bits=bits, chunk_pages=chunk_pages) if args.layout == "hilbert" else dict(
+        block=list(headrace.open(args.output).attributes["block_dims"]))
     summary = container_summary(Path(args.output), seconds, input=args.inputs, layout=args.layout, **details)
     print_summary(summary, args.json)
     if not args.json:

@@ -4,6 +4,8 @@
 >>> convert("run.mmpld", "run.hrc")                       # format from the extension or magic
 >>> convert("particles.raw", "p.hrc", particles_per_frame=1_000_000, codec="zstd")
 >>> convert("density_*.bov", "density.hrc")              # several headers become frames
+>>> convert("run.h5", "rho.hrc", dataset="/step_*/density")  # an HDF5 dataset per frame
+>>> convert("run.pvd", "run.hrc")                        # a ParaView series of .vti or .vtp files
 
 Every input is parsed and checked before the output is created where the format allows it; anything
 found bad later aborts the writer's ``with`` block, which removes the partial output. Either way a failed
@@ -20,10 +22,14 @@ import numpy as np
 
 from headrace.convert.bov import open_bov
 from headrace.convert.formats import InputFormat, InputSpec, guess_format, resolve_inputs
+from headrace.convert.hdf5 import open_h5part, open_hdf5
 from headrace.convert.mmpld import open_mmpld
+from headrace.convert.netcdf import open_netcdf
 from headrace.convert.npy import open_npy
 from headrace.convert.raw_particles import open_raw_particles
 from headrace.convert.source import Source
+from headrace.convert.vtk import VtkKind, open_pvd, open_vtk
+from headrace.convert.zarr import open_zarr
 from headrace.writer import Codec
 
 __all__ = ["convert", "open_source", "write_source", "check_output", "InputFormat", "ProgressCallback"]
@@ -38,6 +44,13 @@ _FORMAT_OPTIONS = {
     InputFormat.MMPLD: (),
     InputFormat.BOV: (),
     InputFormat.NPY: ("field",),
+    InputFormat.VTI: (),
+    InputFormat.VTP: (),
+    InputFormat.PVD: (),
+    InputFormat.HDF5: ("dataset",),
+    InputFormat.H5PART: (),
+    InputFormat.NETCDF: ("variables", "time_dim"),
+    InputFormat.ZARR: ("variables", "time_axis"),
 }
 
 
@@ -71,6 +84,20 @@ def open_source(input: InputSpec, format: InputFormat | str | None = None, **opt
         return open_mmpld(paths[0])
     if kind is InputFormat.BOV:
         return open_bov(paths)
+    if kind is InputFormat.PVD:
+        if len(paths) != 1:
+            raise errors.UsageError(f"format pvd converts one collection at a time, got {len(paths)} files")
+        return open_pvd(paths[0])
+    if kind in (InputFormat.VTI, InputFormat.VTP):
+        return open_vtk(paths, VtkKind(kind.value))
+    if kind is InputFormat.HDF5:
+        return open_hdf5(paths, **given)  # type: ignore[arg-type]
+    if kind is InputFormat.H5PART:
+        return open_h5part(paths)
+    if kind is InputFormat.NETCDF:
+        return open_netcdf(paths, **given)  # type: ignore[arg-type]
+    if kind is InputFormat.ZARR:
+        return open_zarr(paths, **given)  # type: ignore[arg-type]
     return open_npy(paths, **given)  # type: ignore[arg-type]
 
 
@@ -129,9 +156,11 @@ def convert(
 ) -> Path:
     """Convert ``input`` to a container at ``output`` and return ``output``'s path.
 
-    ``format`` is an :class:`InputFormat` or its name (``raw-particles``, ``mmpld``, ``bov``, ``npy``);
+    ``format`` is an :class:`InputFormat` or its name (``raw-particles``, ``mmpld``, ``bov``, ``npy``, ``vti``,
+    ``vtp``, ``pvd``, ``hdf5``, ``h5part``, ``netcdf``, ``zarr``);
     ``None`` guesses it. Format options: ``particles_per_frame`` or ``frames`` (raw-particles),
-    ``field`` (npy). ``chunk_size_bytes``, ``codec`` and ``codec_level`` go to the writer (its default
+    ``field`` (npy), ``dataset`` (hdf5: a pattern or a list of them), ``variables`` (netcdf, zarr),
+    ``time_dim`` (netcdf), ``time_axis`` (zarr). ``chunk_size_bytes``, ``codec`` and ``codec_level`` go to the writer (its default
     chunk size when ``None``).
     """
     paths = resolve_inputs(input)

@@ -1,9 +1,11 @@
 """Input formats, and how an input (a path, a glob, a list of paths, a directory) names its files.
 
 The format is taken from the file name extension when it is one of ``.mmpld``, ``.bov``, ``.npy``,
-``.npz``, ``.raw``, ``.f32``; otherwise from the first bytes (MMPLD and NumPy magic, a zip archive, a
+``.npz``, ``.raw``, ``.f32`` (and ``.vti``, ``.vtp``, ``.pvd`` for VTK); otherwise from the first bytes (MMPLD and NumPy magic, a zip archive, a
 text header with a ``DATA_FILE`` key). Raw particle files have no magic: name them ``.raw`` or pass the
 format.
+HDF5 (``.h5``, ``.hdf5``, ``.h5part``), NetCDF (``.nc``) and zarr (a ``.zarr`` folder, or any folder holding
+a store's root metadata) are known by name too, HDF5 and NetCDF classic files also by their signatures.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from typing import Union
 
 from headrace.convert.source import natural_key
 
-__all__ = ["InputFormat", "InputSpec", "resolve_inputs", "guess_format"]
+__all__ = ["InputFormat", "InputSpec", "resolve_inputs", "guess_format", "is_zarr_store", "HDF5_SIGNATURE",
+           "NETCDF_CLASSIC_MAGICS", "ZARR_STORE_MARKERS"]
 
 InputSpec = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
@@ -31,6 +34,13 @@ class InputFormat(Enum):
     MMPLD = "mmpld"
     BOV = "bov"
     NPY = "npy"
+    VTI = "vti"
+    VTP = "vtp"
+    PVD = "pvd"
+    HDF5 = "hdf5"
+    H5PART = "h5part"
+    NETCDF = "netcdf"
+    ZARR = "zarr"
 
 
 _BY_SUFFIX = {
@@ -40,7 +50,32 @@ _BY_SUFFIX = {
     ".npz": InputFormat.NPY,
     ".raw": InputFormat.RAW_PARTICLES,
     ".f32": InputFormat.RAW_PARTICLES,
+    ".vti": InputFormat.VTI,
+    ".vtp": InputFormat.VTP,
+    ".pvd": InputFormat.PVD,
+    ".h5": InputFormat.HDF5,
+    ".hdf5": InputFormat.HDF5,
+    ".h5part": InputFormat.H5PART,
+    ".nc": InputFormat.NETCDF,
+    ".zarr": InputFormat.ZARR,
 }
+# First bytes: the HDF5 signature (at 0, or after a user block of 512, 1024, 2048 bytes) and NetCDF
+# classic, 64-bit offset and 64-bit data files.
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+_HDF5_SIGNATURE_OFFSETS = (0, 512, 1024, 2048)
+NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
+# Root metadata of a zarr store (a folder that is one input): format 3, then format 2's group and array.
+ZARR_STORE_MARKERS = ("zarr.json", ".zgroup", ".zarray")
+
+
+def is_zarr_store(path: Path) -> bool:
+    """Whether ``path`` is a folder holding a zarr store (one of its root metadata files)."""
+    return path.is_dir() and any((path / marker).is_file() for marker in ZARR_STORE_MARKERS)
+
+
+def _is_store_folder(path: Path) -> bool:
+    """A zarr store, or a ``.zarr`` folder meant as one (its reader says what it lacks)."""
+    return is_zarr_store(path) or (path.is_dir() and path.suffix.lower() == ".zarr")
 
 
 def resolve_inputs(spec: InputSpec) -> list[Path]:
@@ -54,6 +89,8 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
 
     if isinstance(spec, (str, os.PathLike)):
         path = Path(spec)
+        if _is_store_folder(path):
+            return [path]  # a zarr store is one input, not a folder of inputs
         if path.is_dir():
             files = [entry for entry in path.iterdir() if entry.suffix.lower() in _BY_SUFFIX and entry.is_file()]
             kinds = {_BY_SUFFIX[entry.suffix.lower()] for entry in files}
@@ -75,7 +112,7 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
         if not paths:
             raise errors.UsageError("no input files given")
     for path in paths:
-        if not path.is_file():
+        if not path.is_file() and not _is_store_folder(path):
             reason = "is not a regular file" if path.exists() else "No such file or directory"
             raise errors.FileOpenError(f"{path}: cannot open for reading: {reason}")
     return paths
@@ -99,6 +136,8 @@ def _guess_one(path: Path) -> InputFormat | None:
     by_suffix = _BY_SUFFIX.get(path.suffix.lower())
     if by_suffix is not None:
         return by_suffix
+    if is_zarr_store(path):
+        return InputFormat.ZARR
     try:
         with open(path, "rb") as handle:
             head = handle.read(_SNIFF_BYTES)
@@ -110,4 +149,8 @@ def _guess_one(path: Path) -> InputFormat | None:
         return InputFormat.NPY
     if b"DATA_FILE" in head.upper() and b"\0" not in head:
         return InputFormat.BOV
+    if any(head[offset:].startswith(HDF5_SIGNATURE) for offset in _HDF5_SIGNATURE_OFFSETS):
+        return InputFormat.HDF5
+    if head[:4] in NETCDF_CLASSIC_MAGICS:
+        return InputFormat.NETCDF
     return None

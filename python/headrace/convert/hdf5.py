@@ -1,0 +1,467 @@
+"""HDF5 files through h5py: datasets picked by a pattern (one per frame), and H5Part particle series.
+
+**Datasets** (format ``hdf5``): each pattern (``density_*``, ``/step_*/density``; ``NAME=PATTERN`` names
+the field) matches dataset paths segment by segment (``*``, ``?`` and ``[...]`` as in a shell, never
+across ``/``; a leading ``/`` is optional). Its matches in natural order (``step_2`` before
+``step_10``), file after file, are the frames of one field, named ``NAME`` or the first match's last
+segment without its trailing frame number. Every pattern matches as many datasets in each file. Shapes
+follow the npy reader: ``(n,)`` and ``(n, c)`` are elements, ``(Z, Y, X)`` and ``(Z, Y, X, c)`` grids
+(``grid_dims`` ``[X, Y, Z]``, origin 0, spacing 1); a grid keeps its shape from frame to frame, an
+element list its components. Frame time: a numeric ``time`` attribute of the first field's dataset or of
+its group, else the frame index. Without a pattern, an H5Part file is read as H5Part and a file holding
+one dataset converts it as one frame.
+
+**H5Part** (format ``h5part``): root groups ``Step#N`` in order of N are the frames. Datasets ``x``,
+``y`` and ``z`` of a step become field ``position`` (3 components, their common type); every other
+dataset of the step (``(n,)`` or ``(n, c)``) a field of its own name, in natural order. A step's
+datasets hold one value per particle, the same count each (0: an empty frame); a step without datasets
+is empty too. Subgroups of a step (H5Block's fields) are not read. Frame time: the step's numeric
+``time`` attribute, else N; bounding box: that of the positions (one more read of x, y, z).
+
+Element types are kept in native byte order; float16 becomes float32 and bool uint8; others are refused.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from headrace.convert import _arrays
+from headrace.convert._arrays import FrameShape, Selection, array_pieces, bad_dataset, frame_shape, stored_dtype
+from headrace.convert.formats import HDF5_SIGNATURE
+from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, natural_key, open_error
+
+__all__ = ["Hdf5Source", "H5PartSource", "open_hdf5", "open_h5part", "open_hdf5_file"]
+
+_STEP_GROUP = re.compile(r"Step#(\d+)")
+_POSITION = ("x", "y", "z")
+
+
+def open_hdf5_file(path: Path) -> Any:
+    """``path`` as an ``h5py.File``, with a chunk cache that holds a slab's chunks; an HDF5 file cut
+    short or not HDF5 at all is a one-line error."""
+    import h5py  # type: ignore[import-untyped]
+
+    from headrace import errors
+
+    try:
+        return h5py.File(path, "r", rdcc_nbytes=2 * _arrays.SLICE_BYTES)
+    except OSError as error:
+        text = str(error)
+        if "truncated file" in text:
+            ends = re.search(r"eof = (\d+).*stored_eof = (\d+)", text)
+            if ends is None:
+                raise bad_data(errors.TruncatedFileError, path, 0, "a whole HDF5 file", text) from None
+            size, end = ends.groups()
+            raise bad_data(errors.TruncatedFileError, path, int(size),
+                           f"{end} bytes (the end its superblock records)", f"{size} bytes") from None
+        if "signature not found" in text:
+            with open(path, "rb") as handle:
+                head = handle.read(len(HDF5_SIGNATURE))
+            raise bad_data(errors.BadMagicError, path, 0, "the HDF5 signature '\\x89HDF\\r\\n\\x1a\\n'",
+                           repr(head)) from None
+        if error.errno is not None:
+            raise open_error(path, error) from None
+        raise bad_data(errors.BadDataError, path, 0, "a readable HDF5 file", text) from None
+
+
+def _reader(path: Path, dataset: Any) -> Callable[[Selection], np.ndarray]:
+    """Reads a selection of ``dataset``; a failed read (a broken chunk, a missing block) names it."""
+    from headrace import errors
+
+    def read(selection: Selection) -> np.ndarray:
+        try:
+            return dataset[selection]
+        except OSError as error:
+            raise bad_dataset(errors.BadDataError, path, f"dataset {dataset.name}", "values HDF5 can read",
+                              f"an error ({error})") from None
+
+    return read
+
+
+def _time_attribute(node: Any) -> float | None:
+    """A numeric scalar attribute named ``time`` (any case) of ``node``, else ``None``."""
+    for key in node.attrs:
+        if key.lower() == "time":
+            value = np.asarray(node.attrs[key])
+            if value.size == 1 and value.dtype.kind in "iuf":
+                return float(value.reshape(()))
+    return None
+
+
+class _OpenFiles:
+    """One HDF5 file open at a time while frames are read: the one the next dataset is in."""
+
+    def __init__(self) -> None:
+        self._path: Path | None = None
+        self._file: Any = None
+
+    def get(self, path: Path) -> Any:
+        if path != self._path:
+            self.close()
+            self._file, self._path = open_hdf5_file(path), path
+        return self._file
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file = self._path = None
+
+
+# ---- datasets by pattern -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _DatasetRef:
+    """One frame of one field: a dataset, what it holds and where."""
+
+    path: Path
+    name: str
+    shape: FrameShape
+    dtype: np.dtype
+    chunks: tuple[int, ...] | None
+    time: float | None
+
+
+@dataclass(frozen=True)
+class _PatternField:
+    info: FieldInfo
+    pattern: str
+    frames: list[_DatasetRef]
+
+
+class Hdf5Source:
+    """HDF5 datasets picked by patterns, one per frame and field; see :func:`open_hdf5`."""
+
+    def __init__(self, path: Path, fields: list[_PatternField]) -> None:
+        self.path = path
+        self._fields = fields
+        self.fields = [field.info for field in fields]
+        self.frame_count = len(fields[0].frames)
+        self.total_bytes = sum(ref.shape.elements * ref.shape.components * field.info.dtype.itemsize
+                               for field in fields for ref in field.frames)
+        self.attributes: dict[str, AttributeValue] = {
+            "source_format": "hdf5", "source_path": os.fspath(path),
+            "hdf5_patterns": ";".join(f"{field.info.name}={field.pattern}" for field in fields),
+        }
+        self._bbox: BBox | None = None
+        grid = _shared_grid(fields)
+        if grid is not None:
+            grid_attributes, self._bbox = _arrays.grid_attributes(grid)
+            self.attributes.update(grid_attributes)
+
+    def frames(self) -> Iterator[SourceFrame]:
+        files = _OpenFiles()
+        try:
+            for index in range(self.frame_count):
+                time = self._fields[0].frames[index].time
+                yield SourceFrame(time=float(index) if time is None else time, bbox=self._bbox,
+                                  pieces=self._pieces(files, index))
+        finally:
+            files.close()
+
+    def _pieces(self, files: _OpenFiles, index: int) -> Iterator[Piece]:
+        for field in self._fields:
+            ref = field.frames[index]
+            dataset = files.get(ref.path)[ref.name]
+            chunks = ref.chunks[: len(ref.shape.element_axes)] if ref.chunks else None
+            yield from array_pieces(field.info.name, ref.shape, field.info.dtype, _reader(ref.path, dataset), chunks)
+
+
+def _shared_grid(fields: list[_PatternField]) -> tuple[int, int, int] | None:
+    """The ``(Z, Y, X)`` grid the grid fields share (a container has one), ``None`` without grids."""
+    from headrace import errors
+
+    grids = [(field.frames[0], field.frames[0].shape.grid) for field in fields if field.frames[0].shape.grid]
+    for ref, grid in grids[1:]:
+        if grid != grids[0][1]:
+            first = grids[0][0]
+            raise bad_dataset(errors.CorruptIndexError, ref.path, f"dataset {ref.name}",
+                              f"grid shape {grids[0][1]} shared by every grid field (as {first.name})", str(grid))
+    return grids[0][1] if grids else None
+
+
+def _parse_pattern(text: str) -> tuple[str | None, str]:
+    """``NAME=PATTERN`` -> (NAME, PATTERN); a bare pattern (or one whose '=' comes after a '/' or a
+    wildcard, so part of a dataset name) has no name."""
+    name, equals, pattern = text.partition("=")
+    if equals and name and not re.search(r"[/*?\[]", name):
+        return name, pattern
+    return None, text
+
+
+def _matches(pattern: str, names: Sequence[str]) -> list[str]:
+    """The dataset paths ``pattern`` matches segment by segment, in natural order."""
+    wanted = pattern.strip("/").split("/")
+    found = [name for name in names if len(parts := name.strip("/").split("/")) == len(wanted)
+             and all(fnmatch.fnmatchcase(part, want) for part, want in zip(parts, wanted))]
+    return sorted(found, key=natural_key)
+
+
+def _dataset_names(file: Any) -> list[str]:
+    import h5py
+
+    names: list[str] = []
+    file.visititems(lambda name, node: names.append("/" + name) if isinstance(node, h5py.Dataset) else None)
+    return names
+
+
+def _show_names(names: Sequence[str], most: int = 6) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "") if names else "none"
+
+
+def _dataset_ref(path: Path, dataset: Any) -> _DatasetRef:
+    label = f"dataset {dataset.name}"
+    dtype = np.dtype(dataset.dtype)
+    stored_dtype(dtype, path, label)
+    time = _time_attribute(dataset)
+    if time is None and dataset.parent.name != "/":
+        time = _time_attribute(dataset.parent)
+    return _DatasetRef(path, dataset.name, frame_shape(dataset.shape, path, label), dtype, dataset.chunks, time)
+
+
+def _check_frames(field: _PatternField) -> None:
+    """A field's frames agree on element type and components; a grid keeps its shape."""
+    from headrace import errors
+
+    first = field.frames[0]
+    for ref in field.frames[1:]:
+        label = f"dataset {ref.name}"
+        dtype = stored_dtype(ref.dtype, ref.path, label)
+        if dtype != field.info.dtype:
+            raise bad_dataset(errors.CorruptIndexError, ref.path, label,
+                              f"dtype {field.info.dtype} as {first.name} has", f"dtype {dtype}")
+        if ref.shape.grid != first.shape.grid or ref.shape.components != first.shape.components:
+            raise bad_dataset(errors.CorruptIndexError, ref.path, label, f"the shape of {first.name}, "
+                              f"{_shape_text(first.shape)}", _shape_text(ref.shape))
+
+
+def _shape_text(shape: FrameShape) -> str:
+    if shape.grid is not None:
+        return f"grid {shape.grid}" + (f" x {shape.components}" if shape.components > 1 else "")
+    return f"elements of {shape.components} component{'s' if shape.components > 1 else ''}"
+
+
+def open_hdf5(paths: Sequence[os.PathLike | str], *,
+              dataset: str | Sequence[str] | None = None) -> Hdf5Source | H5PartSource:
+    """Open HDF5 files and check the datasets the patterns ``dataset`` pick (see the module docstring).
+
+    Without patterns, an H5Part file (root groups ``Step#N``) is read by :func:`open_h5part` and a file
+    of one dataset converts that dataset. Raises ``TruncatedFileError`` (a file shorter than its
+    superblock says), ``BadMagicError`` (not HDF5), ``CorruptIndexError`` (frames that disagree in type
+    or shape, patterns that match different counts), ``BadDataError`` (a pattern that matches nothing, a
+    type or shape a container cannot hold) and ``UsageError`` (no pattern where one is needed).
+    """
+    from headrace import errors
+
+    files = [Path(path) for path in paths]
+    if not files:
+        raise errors.UsageError("no HDF5 files given")
+    patterns = [dataset] if isinstance(dataset, str) else list(dataset or [])
+    parsed = [_parse_pattern(text) for text in patterns]
+    matched: list[list[_DatasetRef]] = [[] for _ in parsed]
+    for path in files:
+        with open_hdf5_file(path) as file:
+            names = _dataset_names(file)
+            if not parsed:  # the first file tells what to convert
+                if any(_STEP_GROUP.fullmatch(key) for key in file):
+                    return open_h5part(files)
+                if len(names) != 1 or len(files) != 1:
+                    raise errors.UsageError(f"{path}: name the datasets to convert with --dataset PATTERN "
+                                            f"(datasets: {_show_names(names)})")
+                parsed, matched = [(None, names[0])], [[]]
+            counts = []
+            for (_, pattern), refs in zip(parsed, matched):
+                hits = _matches(pattern, names)
+                if not hits:
+                    raise bad_dataset(errors.BadDataError, path, f"dataset {pattern}", "datasets matching it",
+                                      f"none (datasets: {_show_names(names)})")
+                refs.extend(_dataset_ref(path, file[hit]) for hit in hits)
+                counts.append((pattern, len(hits)))
+            for pattern, count in counts[1:]:
+                if count != counts[0][1]:
+                    raise bad_dataset(errors.CorruptIndexError, path, f"dataset {pattern}",
+                                      f"{counts[0][1]} matches as {counts[0][0]} has", f"{count}")
+    fields: list[_PatternField] = []
+    for (name, pattern), refs in zip(parsed, matched):
+        first = refs[0]
+        field_name = name or _arrays.frame_stem(first.name.rsplit("/", 1)[-1])
+        if any(field.info.name == field_name for field in fields):
+            raise errors.UsageError(f"{first.path}: two patterns make field {field_name!r}; name them NAME=PATTERN")
+        info = FieldInfo(field_name, stored_dtype(first.dtype, first.path, f"dataset {first.name}"),
+                         first.shape.components)
+        field = _PatternField(info, pattern, refs)
+        _check_frames(field)
+        fields.append(field)
+    return Hdf5Source(files[0], fields)
+
+
+# ---- H5Part ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One ``Step#N`` group: its datasets (name -> shape, dtype) and particle count."""
+
+    path: Path
+    group: str
+    number: int
+    time: float
+    datasets: dict[str, tuple[tuple[int, ...], np.dtype]]
+    particles: int
+
+
+class H5PartSource:
+    """H5Part particle steps, one per frame; see :func:`open_h5part`."""
+
+    def __init__(self, path: Path, fields: list[FieldInfo], steps: list[_Step], has_position: bool) -> None:
+        self.path = path
+        self.fields = fields
+        self._steps = steps
+        self._has_position = has_position
+        self.frame_count = len(steps)
+        bytes_per_particle = sum(info.dtype.itemsize * info.components for info in fields)
+        self.total_bytes = sum(step.particles for step in steps) * bytes_per_particle
+        self.attributes: dict[str, AttributeValue] = {"source_format": "h5part", "source_path": os.fspath(path)}
+
+    def frames(self) -> Iterator[SourceFrame]:
+        files = _OpenFiles()
+        try:
+            for step in self._steps:
+                group = files.get(step.path)[step.group] if step.datasets else None
+                bbox = _position_bbox(step, group) if self._has_position and group is not None else None
+                yield SourceFrame(time=step.time, bbox=bbox, pieces=self._pieces(step, group))
+        finally:
+            files.close()
+
+    def _pieces(self, step: _Step, group: Any) -> Iterator[Piece]:
+        for info in self.fields:
+            if group is None:  # a step without datasets: an empty frame
+                yield Piece(info.name, np.empty((0, info.components), info.dtype), 0)
+                continue
+            if info.name == "position" and self._has_position:
+                read = _position_reader(step.path, [group[axis] for axis in _POSITION])
+            else:
+                read = _reader(step.path, group[info.name])
+            yield from array_pieces(info.name, FrameShape((step.particles,), info.components, None), info.dtype, read)
+
+
+def _position_reader(path: Path, axes: list[Any]) -> Callable[[Selection], np.ndarray]:
+    readers = [_reader(path, dataset) for dataset in axes]
+    return lambda selection: np.stack([read(selection) for read in readers], axis=1)
+
+
+def _position_bbox(step: _Step, group: Any) -> BBox | None:
+    """Bounding box of the step's positions, read a slab at a time; ``None`` unless finite."""
+    low = np.full(3, np.nan)
+    high = np.full(3, np.nan)
+    read = _position_reader(step.path, [group[axis] for axis in _POSITION])
+    for selection in _arrays.slabs((step.particles,), 3 * 8):
+        positions = read(selection)
+        # fmin/fmax skip NaNs: a coordinate is NaN only where every value seen so far is NaN.
+        low = np.fmin(low, np.fmin.reduce(positions, axis=0))
+        high = np.fmax(high, np.fmax.reduce(positions, axis=0))
+    if not (np.isfinite(low).all() and np.isfinite(high).all()):
+        return None
+    return (tuple(float(v) for v in low), tuple(float(v) for v in high))  # type: ignore[return-value]
+
+
+def _per_particle(shape: tuple[int, ...]) -> str:
+    return "(n,)" if len(shape) == 1 else f"(n, {shape[1]})"
+
+
+def _read_steps(path: Path) -> list[_Step]:
+    """The file's ``Step#N`` groups in order of N, with their datasets checked for one count each."""
+    import h5py
+
+    from headrace import errors
+
+    steps = []
+    with open_hdf5_file(path) as file:
+        numbered = sorted((int(match.group(1)), key) for key in file if (match := _STEP_GROUP.fullmatch(key)))
+        if not numbered:
+            raise bad_data(errors.CorruptIndexError, path, 0, "H5Part step groups Step#0, Step#1, ...",
+                           f"root members {_show_names(sorted(file, key=natural_key))}")
+        for number, key in numbered:
+            group = file[key]
+            datasets = {name: (tuple(node.shape), np.dtype(node.dtype)) for name, node in group.items()
+                        if isinstance(node, h5py.Dataset)}
+            names = sorted(datasets, key=natural_key)
+            for name in names:
+                shape = datasets[name][0]
+                if len(shape) not in (1, 2):
+                    raise bad_dataset(errors.BadDataError, path, f"dataset {group.name}/{name}",
+                                      "one value (n,) or n components (n, c) per particle", f"shape {shape}")
+                if shape[0] != datasets[names[0]][0][0]:
+                    raise bad_dataset(errors.CorruptIndexError, path, f"dataset {group.name}/{name}",
+                                      f"{datasets[names[0]][0][0]} particles as {group.name}/{names[0]} has",
+                                      f"{shape[0]}")
+            time = _time_attribute(group)
+            particles = datasets[names[0]][0][0] if names else 0
+            steps.append(_Step(path, group.name, number, float(number) if time is None else time, datasets, particles))
+    return steps
+
+
+def open_h5part(paths: Sequence[os.PathLike | str]) -> H5PartSource:
+    """Open H5Part files (steps of all of them, file after file) and check every step's datasets.
+
+    Raises ``TruncatedFileError``, ``BadMagicError`` (not HDF5), ``CorruptIndexError`` (no step groups,
+    steps whose datasets differ in names, types or components, datasets of one step with different
+    counts), ``BadDataError`` (a type or shape a container cannot hold) and ``EmptyFieldError`` (no step
+    holds a dataset).
+    """
+    from headrace import errors
+
+    files = [Path(path) for path in paths]
+    if not files:
+        raise errors.UsageError("no H5Part files given")
+    steps = [step for path in files for step in _read_steps(path)]
+    model = next((step for step in steps if step.datasets), None)
+    if model is None:
+        raise bad_data(errors.EmptyFieldError, files[0], 0, "a step holding datasets", "none")
+    stored = {name: stored_dtype(dtype, model.path, f"dataset {model.group}/{name}")
+              for name, (_, dtype) in model.datasets.items()}
+    names = sorted(model.datasets, key=natural_key)
+    has_position = all(axis in model.datasets for axis in _POSITION)
+    fields = []
+    if has_position:
+        if "position" in model.datasets:
+            raise bad_dataset(errors.CorruptIndexError, model.path, f"dataset {model.group}/position",
+                              "x, y and z or a dataset 'position', not both", "both")
+        dtype = np.result_type(*(stored[axis] for axis in _POSITION))
+        fields.append(FieldInfo("position", stored_dtype(dtype, model.path, f"datasets {model.group}/x, y, z"), 3))
+        if any(model.datasets[axis][0][1:] for axis in _POSITION):
+            raise bad_dataset(errors.BadDataError, model.path, f"dataset {model.group}/x",
+                              "one coordinate per particle (n,)", "several")
+        names = [name for name in names if name not in _POSITION]
+    for name in names:
+        shape = model.datasets[name][0]
+        fields.append(FieldInfo(name, stored[name], shape[1] if len(shape) == 2 else 1))
+    for step in steps:
+        if not step.datasets:
+            continue
+        if set(step.datasets) != set(model.datasets):
+            missing = sorted(set(model.datasets) - set(step.datasets), key=natural_key)
+            extra = sorted(set(step.datasets) - set(model.datasets), key=natural_key)
+            raise bad_dataset(errors.CorruptIndexError, step.path, f"group {step.group}",
+                              f"the datasets of {model.group} ({', '.join(sorted(model.datasets, key=natural_key))})",
+                              "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",
+                                                          f"extra {', '.join(extra)}" if extra else "") if part))
+        for name, (shape, dtype) in step.datasets.items():
+            label = f"dataset {step.group}/{name}"
+            if stored_dtype(dtype, step.path, label) != stored[name]:
+                raise bad_dataset(errors.CorruptIndexError, step.path, label,
+                                  f"dtype {stored[name]} as {model.group}/{name} has", f"dtype {dtype}")
+            if shape[1:] != model.datasets[name][0][1:]:
+                raise bad_dataset(errors.CorruptIndexError, step.path, label,
+                                  f"shape {_per_particle(model.datasets[name][0])} as {model.group}/{name} has",
+                                  f"shape {shape}")
+    return H5PartSource(files[0], fields, steps, has_position)
