@@ -211,16 +211,60 @@ SUFFIXES = {"hdf5": ".h5", "h5part": ".h5part", "netcdf": ".nc", "zarr": ".zarr"
 FRAMED = ("hdf5", "netcdf", "zarr", "npy", "bov", "vti")  # grids: frame_bytes applies
 
 
+def _converted(code: str) -> tuple[float, int, int]:
+    """Runs ``code`` (which prints its seconds) in a child process; returns the seconds and the child's
+    peak anonymous memory (its own: buffers, arrays) and peak resident set (with the file pages it
+    mapped, which the kernel can take back), sampled from /proc every 20 ms."""
+    import time
+
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    anonymous = resident = 0
+    while child.poll() is None:
+        try:
+            status = Path(f"/proc/{child.pid}/status").read_text()
+        except OSError:
+            break
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        anonymous = max(anonymous, int(fields.get("RssAnon", "0 kB").split()[0]) * 1024)
+        resident = max(resident, int(fields.get("VmHWM", "0 kB").split()[0]) * 1024)
+        time.sleep(0.02)
+    out, _ = child.communicate()
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, code)
+    return float(out.split()[-1]), anonymous, resident
+
+
 def _input_bytes(path: Path) -> int:
     if path.is_dir():
         return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file())
     return path.stat().st_size
 
 
+def write_ceiling(folder: str, size: int) -> float:
+    """GB/s of writing ``size`` bytes to a file in ``folder`` and fsyncing it: a conversion writes its
+    output so, so it cannot be faster (the ratio each conversion is printed against)."""
+    import time
+
+    path = Path(folder) / "ceiling.bin"
+    block = np.random.default_rng(0).bytes(SLAB_BYTES)
+    started = time.perf_counter()
+    with open(path, "wb") as out:
+        for _ in range(max(1, size // SLAB_BYTES)):
+            out.write(block)
+        out.flush()
+        os.fsync(out.fileno())
+    seconds = time.perf_counter() - started
+    written = path.stat().st_size
+    os.remove(path)
+    return written / 1e9 / seconds
+
+
 def main(folder: str, size: int, frame_bytes: int, formats: list[str]) -> None:
     """Make each input in one child process and convert it in another, which reports its time and peak
     memory (a child keeps the peak of the process it was forked from, so this one stays small)."""
     bench = os.path.dirname(os.path.abspath(__file__))
+    ceiling = write_ceiling(folder, size)
+    print(f"ceiling: writing and fsyncing {size / 1e9:.3f} GB here at {ceiling:.2f} GB/s")
     for name in formats or list(MAKERS):
         source = Path(folder) / f"input{SUFFIXES[name]}"
         output = Path(folder) / f"{name}.hrc"
@@ -229,14 +273,14 @@ def main(folder: str, size: int, frame_bytes: int, formats: list[str]) -> None:
                 + (f", frame_bytes={frame_bytes})" if name in FRAMED else ")"))
         subprocess.run([sys.executable, "-c", make], check=True)
         given = source / "*.bov" if name == "bov" else source  # the headers, not their data files
-        convert = ("import resource, time; from headrace.convert import convert; started = time.perf_counter(); "
+        convert = ("import time; from headrace.convert import convert; started = time.perf_counter(); "
                    f"convert({str(given)!r}, {str(output)!r}, format={name!r}, **{CONVERT_OPTIONS[name]!r}); "
-                   "print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
-        seconds, peak_kib = subprocess.run([sys.executable, "-c", convert], check=True, capture_output=True,
-                                           text=True).stdout.split()
+                   "print(time.perf_counter() - started)")
+        seconds, anonymous, resident = _converted(convert)
         bytes_in = _input_bytes(source)
-        print(f"{name}: {bytes_in / 1e9:.3f} GB in {float(seconds):.2f} s = {bytes_in / 1e9 / float(seconds):.2f} GB/s; "
-              f"peak memory {int(peak_kib) / 1024:.0f} MiB")
+        print(f"{name}: {bytes_in / 1e9:.3f} GB in {seconds:.2f} s = {bytes_in / 1e9 / seconds:.2f} GB/s "
+              f"({bytes_in / 1e9 / seconds / ceiling:.2f} x the ceiling); peak memory "
+              f"{anonymous / 2**20:.0f} MiB of its own ({resident / 2**20:.0f} MiB resident with mapped input pages)")
         os.remove(output)
         shutil.rmtree(source) if source.is_dir() else os.remove(source)
 
@@ -251,7 +295,7 @@ if __name__ == "__main__":
     parser.add_argument("size", type=Size(1, 1 << 50), help="bytes of values per input (64M, 4G, ...)")
     parser.add_argument("--frame", type=Size(4, 1 << 50), default=FRAME_BYTES, help="bytes of a grid frame")
     parser.add_argument("formats", nargs="*", metavar="FORMAT", help=f"of {', '.join(MAKERS)} (default: all)")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     if set(args.formats) - set(MAKERS):
         parser.error(f"unknown formats {', '.join(sorted(set(args.formats) - set(MAKERS)))}")
     main(args.folder, args.size, args.frame, args.formats)

@@ -233,25 +233,27 @@ class MmpldSource:
         }
 
     def frames(self) -> Iterator[SourceFrame]:
-        data = np.memmap(self.path, dtype=np.uint8, mode="r")
         for header in self.frame_headers:
             time = header.timestamp if header.timestamp is not None else float(header.index)
-            yield SourceFrame(time=time, bbox=self.bbox, pieces=self._pieces(data, header))
-        del data
+            yield SourceFrame(time=time, bbox=self.bbox, pieces=self._pieces(header))
 
-    def _pieces(self, data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
+    def _pieces(self, header: FrameHeader) -> Iterator[Piece]:
         """The frame's particles, then its intensities; one zero-length piece of each for an empty frame."""
         if header.particles == 0:
             yield Piece("particles", np.empty((0, 8), dtype=np.float32), 0)
             if self.has_intensity:
                 yield Piece("intensity", np.empty((0, 1), dtype=np.float32), 0)
             return
+        # One frame mapped at a time, unmapped after it: the pages it touched leave the process with it,
+        # so a file larger than memory converts without the whole of it counted as this process's.
+        data = _FrameBytes(np.memmap(self.path, dtype=np.uint8, mode="r", offset=header.offset,
+                                     shape=(header.end - header.offset,)), header.offset)
         yield from _particle_pieces(data, header)
         if self.has_intensity:
             yield from _intensity_pieces(data, header)
 
 
-def _particle_pieces(data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
+def _particle_pieces(data: _FrameBytes, header: FrameHeader) -> Iterator[Piece]:
     """Field ``particles`` of one frame, list by list, slice by slice."""
     for entry in header.lists:
         if entry.particles == 0:
@@ -265,7 +267,7 @@ def _particle_pieces(data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
             yield Piece("particles", rows, part.shape[0] * entry.stride)
 
 
-def _intensity_pieces(data: np.ndarray, header: FrameHeader) -> Iterator[Piece]:
+def _intensity_pieces(data: _FrameBytes, header: FrameHeader) -> Iterator[Piece]:
     """Field ``intensity`` of one frame: a second pass over its lists, NaN for lists without one."""
     for entry in header.lists:
         if entry.particles == 0:
@@ -532,6 +534,15 @@ def _grey_range(entry: ListHeader, records: np.ndarray) -> tuple[float, float]:
     return (low, high) if low <= high else (0.0, 0.0)
 
 
-def _records(data: np.ndarray, entry: ListHeader) -> np.ndarray:
-    """A list's particles as a structured view of the mapped file (nothing read yet)."""
-    return data[entry.data_offset : entry.data_offset + entry.count * entry.stride].view(_record_dtype(entry))
+@dataclass(frozen=True)
+class _FrameBytes:
+    """A frame's bytes, mapped, and the file offset they start at."""
+
+    bytes: np.ndarray
+    start: int
+
+
+def _records(data: _FrameBytes, entry: ListHeader) -> np.ndarray:
+    """A list's particles as a structured view of the mapped frame (nothing read yet)."""
+    begin = entry.data_offset - data.start
+    return data.bytes[begin : begin + entry.count * entry.stride].view(_record_dtype(entry))

@@ -38,12 +38,12 @@ class RawParticleSource:
         self.total_bytes = particles_per_frame * frame_count * PARTICLE_BYTES
 
     def frames(self) -> Iterator[SourceFrame]:
-        data = np.memmap(self.path, dtype="<f4", mode="r").reshape(-1, PARTICLE_COMPONENTS)
+        # One frame mapped at a time, unmapped after it: the pages it touched leave the process with it.
         for index in range(self.frame_count):
-            start = index * self.particles_per_frame
-            particles = data[start : start + self.particles_per_frame]
+            particles = np.memmap(self.path, dtype="<f4", mode="r", offset=index * self.particles_per_frame * PARTICLE_BYTES,
+                                  shape=(self.particles_per_frame, PARTICLE_COMPONENTS))
             yield SourceFrame(time=float(index), bbox=_centre_bbox(particles), pieces=_slices(particles))
-        del data
+            del particles
 
 
 def _slices(particles: np.ndarray) -> Iterator[Piece]:
