@@ -36,6 +36,7 @@ CONVERT_OPTIONS: dict[str, dict[str, object]] = {
     "npy": {},
     "bov": {},
     "vti": {},
+    "vtp": {},
 }
 
 
@@ -202,12 +203,42 @@ def make_vti(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     return path
 
 
+def make_vtp(path: Path, size: int, frames: int = 4) -> Path:
+    """A folder of ``.vtp`` point sets (float32 points, a float32 x 3 velocity, raw appended data), one a
+    frame, 24 bytes a point: vtk holds a frame whole."""
+    from vtkmodules.util.numpy_support import numpy_to_vtk
+    from vtkmodules.vtkCommonCore import vtkPoints
+    from vtkmodules.vtkCommonDataModel import vtkPolyData
+    from vtkmodules.vtkIOXML import vtkXMLPolyDataWriter
+
+    count = max(1, size // (24 * frames))
+    path.mkdir()
+    for step in range(frames):
+        rng = np.random.default_rng(step)
+        points = vtkPoints()
+        points.SetData(numpy_to_vtk(rng.random((count, 3), dtype=np.float32), deep=True))
+        poly = vtkPolyData()
+        poly.SetPoints(points)
+        velocity = numpy_to_vtk(rng.random((count, 3), dtype=np.float32), deep=True)
+        velocity.SetName("velocity")
+        poly.GetPointData().AddArray(velocity)
+        writer = vtkXMLPolyDataWriter()
+        writer.SetFileName(str(path / f"points_{step}.vtp"))
+        writer.SetInputData(poly)
+        writer.SetDataModeToAppended()
+        writer.EncodeAppendedDataOff()
+        writer.SetCompressorTypeToNone()
+        writer.Write()
+    return path
+
+
 MAKERS: dict[str, Callable[[Path, int], Path]] = {
     "hdf5": make_hdf5, "h5part": make_h5part, "netcdf": make_netcdf, "zarr": make_zarr,
     "raw-particles": make_raw_particles, "mmpld": make_mmpld, "npy": make_npy, "bov": make_bov, "vti": make_vti,
+    "vtp": make_vtp,
 }
 SUFFIXES = {"hdf5": ".h5", "h5part": ".h5part", "netcdf": ".nc", "zarr": ".zarr", "raw-particles": ".raw",
-            "mmpld": ".mmpld", "npy": "", "bov": "", "vti": ""}
+            "mmpld": ".mmpld", "npy": "", "bov": "", "vti": "", "vtp": ""}
 FRAMED = ("hdf5", "netcdf", "zarr", "npy", "bov", "vti")  # grids: frame_bytes applies
 
 
