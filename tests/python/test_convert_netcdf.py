@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import xarray as xr
 
 import headrace
 from headrace import errors
@@ -17,6 +16,9 @@ from headrace.cli.main import main
 from headrace.convert import _arrays, convert, open_source
 from headrace.convert.formats import InputFormat, guess_format
 from convert_support import assert_no_output
+
+xr = pytest.importorskip("xarray", reason="the NetCDF reader needs xarray and netCDF4 (scripts/setup.sh installs it)")
+pytest.importorskip("netCDF4", reason="the NetCDF reader needs xarray and netCDF4 (scripts/setup.sh installs them)")
 
 FORMATS = ["NETCDF4", "NETCDF4_CLASSIC", "NETCDF3_CLASSIC", "NETCDF3_64BIT"]
 

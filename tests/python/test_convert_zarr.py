@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zarr
 
 import headrace
 from headrace import errors
@@ -17,6 +16,8 @@ from headrace.cli.main import main
 from headrace.convert import _arrays, convert, open_source
 from headrace.convert.formats import InputFormat, guess_format
 from convert_support import assert_no_output, values
+
+zarr = pytest.importorskip("zarr", reason="the zarr reader needs the zarr package (scripts/setup.sh installs it)")
 
 STORABLE = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64"]
 
