@@ -111,3 +111,18 @@ def test_commands_take_empty_frames(series, tmp_path, capsys):
                  "--wall-seconds", "0.02", "--width", "32", "--height", "24", "--out", str(out)]) == 0
     rows = out.read_text().splitlines()
     assert len(rows) >= 2 and "error" not in rows[0].split(",")
+
+
+def test_empty_frames_export_to_vtk_as_point_sets_of_no_points(series, tmp_path):
+    vtk = pytest.importorskip("vtkmodules.vtkIOXML", reason="VTK export needs the vtk package")
+    from headrace.export import to_vtk
+
+    path, frames = series
+    result = to_vtk(path, tmp_path / "out")
+    counts = []
+    for file in result.files:
+        reader = vtk.vtkXMLPolyDataReader()
+        reader.SetFileName(str(file))
+        reader.Update()
+        counts.append(reader.GetOutput().GetNumberOfPoints())
+    assert counts == COUNTS
