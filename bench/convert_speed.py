@@ -20,6 +20,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -178,6 +179,16 @@ def make_bov(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     return path
 
 
+def _write_raw(writer: Any, path: Path, data: Any) -> None:
+    """Writes ``data`` with a VTK XML writer as raw appended data, uncompressed (read as it lies)."""
+    writer.SetFileName(str(path))
+    writer.SetInputData(data)
+    writer.SetDataModeToAppended()
+    writer.EncodeAppendedDataOff()
+    writer.SetCompressorTypeToNone()
+    writer.Write()
+
+
 def make_vti(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     """A folder of ``.vti`` images (raw appended data), one a frame: vtk holds a frame whole."""
     from vtkmodules.util.numpy_support import numpy_to_vtk
@@ -193,13 +204,7 @@ def make_vti(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
         array = numpy_to_vtk(values, deep=True)
         array.SetName("density")
         image.GetPointData().AddArray(array)
-        writer = vtkXMLImageDataWriter()
-        writer.SetFileName(str(path / f"density_{step}.vti"))
-        writer.SetInputData(image)
-        writer.SetDataModeToAppended()
-        writer.EncodeAppendedDataOff()
-        writer.SetCompressorTypeToNone()
-        writer.Write()
+        _write_raw(vtkXMLImageDataWriter(), path / f"density_{step}.vti", image)
     return path
 
 
@@ -222,13 +227,7 @@ def make_vtp(path: Path, size: int, frames: int = 4) -> Path:
         velocity = numpy_to_vtk(rng.random((count, 3), dtype=np.float32), deep=True)
         velocity.SetName("velocity")
         poly.GetPointData().AddArray(velocity)
-        writer = vtkXMLPolyDataWriter()
-        writer.SetFileName(str(path / f"points_{step}.vtp"))
-        writer.SetInputData(poly)
-        writer.SetDataModeToAppended()
-        writer.EncodeAppendedDataOff()
-        writer.SetCompressorTypeToNone()
-        writer.Write()
+        _write_raw(vtkXMLPolyDataWriter(), path / f"points_{step}.vtp", poly)
     return path
 
 

@@ -530,17 +530,15 @@ void Queue::Impl::room_freed_locked() {
   if (dispatcher_stalled_) work_.notify_all();  // a wake-up only when it waits for room: releases are many
 }
 
-void Queue::Impl::finish_locked(RequestId id, RequestState state, std::string message) {
+void Queue::Impl::finish_locked(RequestId id, RequestState state, std::string message, std::exception_ptr error) {
   release_region_locked(book_.entry(id));
-  book_.finish(id, state, std::move(message));
+  book_.finish(id, state, std::move(message), std::move(error));
   fences_changed_.notify_all();
 }
 
 void Queue::Impl::fail_locked(RequestId id, std::exception_ptr error) {
-  release_region_locked(book_.entry(id));
   std::string message = message_of(error);  // before error moves: arguments have no order
-  book_.finish(id, RequestState::failed, std::move(message), std::move(error));
-  fences_changed_.notify_all();
+  finish_locked(id, RequestState::failed, std::move(message), std::move(error));
 }
 
 void Queue::Impl::account_depth_locked() {

@@ -169,7 +169,7 @@ class Queue::Impl {
   void release_region_locked(Entry& entry);
   // With the lock held: staging or direct bytes came back; wakes a dispatcher that waits for room.
   void room_freed_locked();
-  void finish_locked(RequestId id, queue::RequestState state, std::string message);
+  void finish_locked(RequestId id, queue::RequestState state, std::string message, std::exception_ptr error = nullptr);
   void fail_locked(RequestId id, std::exception_ptr error);  // failed, its error kept as thrown
   // With the lock held: the flight's `stage` ended at `at`, and so did every later stage until it is
   // stamped itself (a flight without GPU work skips those). Nothing once newer flights displaced it.
