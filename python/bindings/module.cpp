@@ -12,5 +12,6 @@ NB_MODULE(_ext, m) {
   headrace::python::bind_gpu(m);
   headrace::python::bind_queue(m);
   headrace::python::bind_workloads(m);
+  headrace::python::bind_volume(m);
   bind_probe(m);
 }

@@ -52,13 +52,7 @@ sl::DataManager parse_manager(const std::string& name) {
   throw UsageError("manager '" + name + "': expected user|mmap|resident");
 }
 
-// A camera as Python describes it: an orbit (distance, azimuth, elevation) around target, or eye, target, up.
-struct CameraSpec {
-  std::array<float, 3> eye, target, up;
-  std::optional<std::array<float, 3>> orbit;
-  float fov_y_degrees;
-  std::int32_t width, height;
-};
+}  // namespace
 
 pt::Camera camera_of(const CameraSpec& v) {
   const pt::Vec3 target{v.target[0], v.target[1], v.target[2]};
@@ -71,6 +65,8 @@ nb::ndarray<nb::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rg
   std::memcpy(bytes.data(), rgba.data(), bytes.size());
   return owned_array(std::move(bytes), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4});
 }
+
+namespace {
 
 // The GPU renderer or the CPU reference, kept across frames (the pipeline is set up once).
 class FrameRenderer {

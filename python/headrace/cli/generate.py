@@ -1,8 +1,9 @@
-"""``headrace generate particles|volume|flow OUT.hrc``: seeded synthetic data sets.
+"""``headrace generate particles|volume|flow|amr OUT.hrc``: seeded synthetic data sets.
 
 particles: seed 000's series (uniform random spheres filling a third of the unit box, 8 float32 each,
 frames repeating the same particles); volume: moving Gaussian blobs on a nodal grid; flow: an ABC
-velocity field stored in native blocks (seed 002). The same seed always gives the same values.
+velocity field stored in native blocks (seed 002); amr: the moving blobs on levels of bricks refined where
+they vary most, the topology fixed over time (seed 003). The same seed always gives the same values.
 
 A data set holds at most 1 TiB of values, and an uncompressed one must fit the free space of OUT's
 file system: both are checked before anything is written. An existing OUT.hrc is replaced only with
@@ -18,7 +19,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from headrace.cli._arguments import Integer, Real, describe_size
+from headrace.cli._arguments import Integer, Items, Name, Real, describe_size
 from headrace.cli._writer_options import (
     add_output_argument,
     add_writer_arguments,
@@ -30,12 +31,15 @@ from headrace.cli._writer_options import (
     terminate_as_exit,
     writer_options,
 )
+from headrace.generate.amr import MOST_CELLS as MOST_AMR_CELLS
+from headrace.generate.amr import MOST_LEVELS as MOST_AMR_LEVELS
 
 __all__ = ["register", "run", "MAX_DATA_BYTES"]
 
 MAX_DATA_BYTES = 1 << 40  # the values one data set may hold (raw, before compression)
-# Bytes of one element: a particle (8 float32), a volume point (float32), a flow point (3 float32).
-ELEMENT_BYTES = {"particles": 32, "volume": 4, "flow": 12}
+# Bytes of one element: a particle (8 float32), a volume point (float32), a flow point (3 float32), an
+# AMR cell of one field (float32).
+ELEMENT_BYTES = {"particles": 32, "volume": 4, "flow": 12, "amr": 4}
 FRAMES = Integer(1, 1 << 20, "frames")
 AXIS = Integer(2, 1 << 16, "points")
 
@@ -73,7 +77,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     flow.add_argument("--kind", choices=("abc", "turbulence"), default="abc",
                       help="the analytic ABC flow, or synthetic turbulence at several scales (default: abc)")
 
-    for sub in (particles, volume, flow):
+    amr = kinds.add_parser("amr", help="time-varying AMR: moving blobs on levels refined where they vary most "
+                                       "(topology fixed over time, seed 003)")
+    add_output_argument(amr)
+    amr.add_argument("--cells", type=Integer(1, MOST_AMR_CELLS, "cells"), required=True, metavar="N",
+                     help="leaf cells per frame (4 bytes each per field); the count made is within 10 %% of N")
+    amr.add_argument("--levels", type=Integer(1, MOST_AMR_LEVELS, "levels"), required=True, metavar="L",
+                     help="refinement levels (ratio 2 between them); one level is a uniform grid of bricks")
+    amr.add_argument("--frames", type=FRAMES, required=True, metavar="F", help="time steps")
+    amr.add_argument("--fields", type=Items(Name(), most_items=16), default=["scalar"], metavar="NAMES",
+                     help="comma-separated field names, distinct (default: scalar); field k is the field of seed S + k")
+    amr.add_argument("--brick", type=Integer(2, 64, "cells"), default=8, metavar="B",
+                     help="brick edge: level 0 is cut into bricks of B^3 cells, a refined brick into 8 such bricks "
+                          "of the next level (default: 8)")
+    amr.add_argument("--single-cell-bricks", action="store_true",
+                     help="ragged level boundaries (seed 003's figure 8): refine single cells next to refined bricks, "
+                          "which cuts bricks into many small and single-cell ones")
+
+    for sub in (particles, volume, flow, amr):
         sub.add_argument("--seed", type=Integer(0, (1 << 32) - 1), default=0,
                          help="seed of numpy.random.default_rng (default: 0)")
         add_writer_arguments(sub)
@@ -86,6 +107,8 @@ def _data_bytes(args: argparse.Namespace) -> int:
 
     if args.generator == "particles":
         elements, named = args.particles, f"--particles {args.particles:,}"
+    elif args.generator == "amr":  # the cells made are within 10 % of --cells
+        elements, named = args.cells * len(args.fields), f"--cells {args.cells:,} x {len(args.fields)} fields"
     else:
         elements, named = args.dims[0] * args.dims[1] * args.dims[2], "--dims " + " ".join(map(str, args.dims))
     total = elements * ELEMENT_BYTES[args.generator] * args.frames
@@ -121,8 +144,10 @@ def _check_room(output: str, data_bytes: int, codec: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from headrace.cli._output import byte_progress
-    from headrace.generate import generate_flow, generate_particles, generate_volume
+    from headrace.generate import generate_amr, generate_flow, generate_particles, generate_volume
 
     options = writer_options(args)
     total = _data_bytes(args)
@@ -131,6 +156,10 @@ def run(args: argparse.Namespace) -> int:
         generate, sizes = generate_particles, dict(particles=args.particles, frames=args.frames)
     elif args.generator == "volume":
         generate, sizes = generate_volume, dict(dims=args.dims, frames=args.frames, cutoff=args.cutoff)
+    elif args.generator == "amr":
+        generate, sizes = generate_amr, dict(cells=args.cells, levels=args.levels, frames=args.frames,
+                                             fields=args.fields, brick=args.brick,
+                                             single_cell_bricks=args.single_cell_bricks)
     else:
         from headrace.generate.flow import default_block
 
@@ -148,5 +177,10 @@ def run(args: argparse.Namespace) -> int:
                                     seed=args.seed)
     except KeyboardInterrupt:
         return interrupted("generate", args.output, before)
+    if args.generator == "amr":  # millions of brick integers are no summary: their count and the cells instead
+        attributes = summary["attributes"]
+        assert isinstance(attributes, dict)
+        bricks = np.asarray(attributes.pop("amr_bricks")).reshape(-1, 7)
+        summary["bricks"], summary["cells"] = len(bricks), int(np.prod(bricks[:, 4:7], axis=1).sum())
     print_summary(summary, args.json)
     return 0

@@ -8,6 +8,7 @@ import math
 from rich.table import Table
 
 import headrace
+from headrace import amr
 from headrace.cli._arguments import Path
 from headrace.cli._output import console, human_bytes, print_json
 
@@ -97,7 +98,14 @@ def run(args: argparse.Namespace) -> int:
     if len(shown) < len(info["frames"]):
         console.print(f"({len(info['frames']) - len(shown)} frames not shown; --json lists all)")
     if info["attributes"]:
-        console.print("attributes: " + ", ".join(f"{k}={v}" for k, v in info["attributes"].items()))
+        # A topology's bricks run to millions of integers: named by their count (--json lists them).
+        shown_attributes = {k: f"<{len(v) // amr.BRICK_INTEGERS:,} bricks>" if k == "amr_bricks" else v
+                            for k, v in info["attributes"].items()}
+        console.print("attributes: " + ", ".join(f"{k}={v}" for k, v in shown_attributes.items()))
+        if info["attributes"].get("layout") == "amr":
+            topology = amr.topology_of(info["attributes"], ds.path)
+            if topology is not None:
+                console.print(amr.describe(ds.path, topology))
     if args.chunks:
         chunks = Table(title="chunks")
         for column in ("frame", "field", "offset", "stored", "raw", "elements", "codec", "checksum"):

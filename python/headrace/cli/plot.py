@@ -7,6 +7,12 @@ madvise against threads per interval (figure 6). Particle studies (seed 000, ``h
 particles``): wall-clock frame time per method against each factor that varies (batch size, batches in
 flight, staging), the best over the others (figure 5 grouped by factor), and the waits for a free segment
 per frame against the batches in flight (figure 9). One panel per study found in the file.
+
+``headrace plot TIMELINE.json --out FIG.png``: the timeline record of ``headrace play`` (JSON, "format":
+"headrace-play-timeline/1"), drawn like seed 003's figure 3: one panel per run of stages, a lane per
+kind of work (file I/O, flatten, H2D copy, decompress, value ranges, structure update, render), two
+consecutive frames from the middle of each run (--all-frames: every frame); the table of fps, the ratio
+to the render-only fps and the mean milliseconds per frame of each kind is printed in Markdown.
 """
 
 from __future__ import annotations
@@ -22,11 +28,15 @@ __all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("plot", help="draw the figures of a headrace bench results file",
+    parser = subparsers.add_parser("plot", help="draw the figures of a headrace bench results file or a headrace "
+                                                "play timeline",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("results", metavar="RESULTS.csv", type=Path(), help="a results file of headrace bench")
+    parser.add_argument("results", metavar="RESULTS.csv|TIMELINE.json", type=Path(),
+                        help="a results file of headrace bench (CSV) or a timeline record of headrace play (JSON)")
     parser.add_argument("--out", required=True, metavar="FIG.png", type=ImageFile(),
                         help="the figure to write, in the format its ending names")
+    parser.add_argument("--all-frames", action="store_true",
+                        help="for a timeline record: every frame of each run, not two from the middle")
     parser.set_defaults(func=run)
 
 
@@ -39,7 +49,7 @@ def _read_results(path: str) -> list[dict[str, str]]:
 
     if not os.path.isfile(path):  # a bad argument: the file named is not there
         raise errors.UsageError(f"{path}: {'a folder' if os.path.isdir(path) else 'no such file'}; expected a results "
-                                "file of headrace bench")
+                                "file of headrace bench or a timeline record of headrace play")
     try:
         return read_rows(path)
     except (UnicodeDecodeError, csv.Error) as error:
@@ -117,7 +127,29 @@ def _panels(rows):
                                                          lambda r: f"{r['implementation']}, every {r['madvise_interval_s']} s"), True, True
 
 
+def _is_json(path: str) -> bool:
+    """Whether the file starts like a JSON object, as a timeline record does and CSV never does."""
+    try:
+        with open(path, "rb") as file:
+            return file.read(64).lstrip().startswith(b"{")
+    except OSError:  # _read_results says what is wrong with it
+        return False
+
+
+def _draw_timeline(args: argparse.Namespace) -> int:
+    from headrace.cli._output import console
+    from headrace.timeline import draw_timeline, read_timeline, summary_table
+
+    record = read_timeline(args.results)
+    draw_timeline(record, args.out, all_frames=args.all_frames)
+    console.print(summary_table(record), markup=False, soft_wrap=True, end="")  # Markdown: never wrapped
+    console.print(f"{args.out}: {len(record['runs'])} panels, one per run")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if _is_json(args.results):
+        return _draw_timeline(args)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -126,6 +158,8 @@ def run(args: argparse.Namespace) -> int:
     from headrace.cli._output import console
     from headrace.errors import BadDataError, UsageError
 
+    if args.all_frames:
+        raise UsageError("--all-frames: only for a timeline record of headrace play, not a results file of headrace bench")
     rows = _read_results(args.results)
     try:
         panels = list(_panels(rows))

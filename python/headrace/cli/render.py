@@ -1,5 +1,6 @@
 """``headrace render FILE --frame I --out IMG.png`` or ``--frames A:B --out DIR/ [--video OUT.gif]``:
-particle frames drawn as sphere glyphs (seed 000, section 3).
+particle frames drawn as sphere glyphs (seed 000, section 3), or a volume or AMR field ray-marched
+(seed 003; ``--mode dvr|iso``, ``--tf``, ``--opacity``, ``--range``, ``--iso``: docs/volume.md).
 
 Every particle (x, y, z, radius, r, g, b, a) is a ray-cast sphere with a correct depth and headlight
 shading. The frame streams through the engine's queue batch by batch (``--batch`` particles, whole
@@ -22,6 +23,7 @@ from pathlib import Path
 from headrace.cli._arguments import Bounded, Device, Integer, Name, OutputFile, Real
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._budget import Budget, add_budget_argument
+from headrace.cli._volume_options import add_volume_arguments, volume_only_options, volume_options
 from headrace.errors import UsageError
 
 __all__ = ["register", "run", "parse_frames", "Camera", "Colour", "FrameRange"]
@@ -121,9 +123,9 @@ class FrameRange(Bounded[tuple]):
 def register(subparsers: argparse._SubParsersAction) -> None:
     from headrace.render import METHODS
 
-    parser = subparsers.add_parser("render", help="particle frames as sphere glyphs (PNG, animation)",
+    parser = subparsers.add_parser("render", help="particle frames as sphere glyphs, volumes ray-marched (PNG, animation)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle container")
+    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle, volume or AMR container")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--frame", type=Integer(0, MOST_FRAME), help="one frame, into --out IMG.png")
     which.add_argument("--frames", type=FrameRange(), help="frames A:B (B excluded), into the folder --out DIR/")
@@ -147,12 +149,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="batches in flight (default: the profile's, else 16)")
     parser.add_argument("--method", choices=tuple(METHODS), default=None,
                         help="streaming method (default: the profile's, else auto, the engine's read path)")
-    parser.add_argument("--field", type=Name(), default="particles", help="the particle field (default particles)")
+    parser.add_argument("--field", type=Name(), default=None,
+                        help="the field to draw (default: particles, or a volume's first float32 field of one component)")
     parser.add_argument("--device", type=Device(), default=None,
                         help="where to draw (default: GPU 0 when there is one, else the CPU reference renderer, said once)")
     parser.add_argument("--threads", type=Integer(0, 1024), default=0,
                         help="CPU threads of the reference renderer (default 0: one per core)")
     parser.add_argument("--stats", action="store_true", help="print each frame's statistics")
+    add_volume_arguments(parser)
     add_budget_argument(parser, "a series: seconds after which no new frame starts (the frames drawn are kept, "
                                 "the animation holds them; default none)")
     parser.set_defaults(func=run)
@@ -191,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
     from headrace import render, tune
     from headrace.cli._output import console, count_progress
     from headrace.cli.bench import particle_device
+    from headrace.volume import is_volume
 
     if args.frame is not None:
         for given, option in ((args.video, "--video"), (args.fps, "--fps")):
@@ -204,6 +209,14 @@ def run(args: argparse.Namespace) -> int:
     ds = headrace.open(args.file)
     device = particle_device(args.device, "drawing with")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
+    if is_volume(ds):
+        particle_only = [name for name, value in (("--batch", args.batch), ("--segments", args.segments),
+                                                  ("--method", args.method)) if value is not None]
+        if particle_only:
+            raise UsageError(f"{', '.join(particle_only)}: particle options; {ds.path} is a volume")
+        return _render_volume(args, ds, device, where)
+    if volume_only_options(args):
+        raise UsageError(f"{', '.join(volume_only_options(args))}: volume options; {ds.path} holds particles")
     codecs = ds.codecs
     tuned = tune.default_configuration(device, codecs[0] if codecs else "none")
     profile_used = False
@@ -219,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     segments = args.segments if args.segments is not None else tuned["segments"]
     frames = range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
     # One pipeline and one camera (framed on the first frame) for the whole series.
-    renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field, width=args.width, height=args.height,
+    renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field or "particles", width=args.width, height=args.height,
                                         fov=args.fov, background=args.background, batch=batch, segments=segments,
                                         threads=args.threads, method=method, device=device, camera_frame=frames.start,
                                         **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
@@ -259,4 +272,48 @@ def run(args: argparse.Namespace) -> int:
         render.write_animation(args.video, images, args.fps or 10.0)
     console.print(f"{folder}: frames {frames.start} to {frames.start + drawn - 1} ({drawn} images), {method} on {where}, "
                   f"{time.perf_counter() - start:.2f} s" + (f"; {args.video}" if args.video else ""))
+    return 0
+
+
+def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) -> int:
+    """A volume or AMR field: every frame through the engine into the renderer (the `all` stage of headrace
+    play), one image each; a frame that fails to load stops the run with its error, no image for it."""
+    from headrace import render
+    from headrace.cli._output import console, count_progress
+    from headrace.volume import VolumeRenderer
+
+    frames = [args.frame] if args.frame is not None else list(parse_frames(args.frames, len(ds.frames)))
+    if not 0 <= frames[0] < len(ds.frames):
+        raise UsageError(f"--frame {frames[0]}: the file has frames 0 to {len(ds.frames) - 1}")
+    renderer = VolumeRenderer(ds, device=device, **volume_options(args))
+    start = time.perf_counter()
+    if args.frame is not None:
+        render.write_image(args.out, renderer.render(args.frame))
+        console.print(f"{args.out}: frame {args.frame} of {renderer.field}, {args.width} x {args.height}, "
+                      f"{renderer.mode} on {where}, {time.perf_counter() - start:.2f} s")
+        return 0
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    images = []
+    budget = Budget(args.budget)
+    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
+        def keep(frame: int, image) -> bool:
+            render.write_image(folder / f"frame_{frame:05d}.png", image)
+            if args.video:
+                images.append(image)
+            advance()
+            return not budget.spent(len(images) or 1)
+
+        run = renderer.play(frames, stages="all", on_image=keep)
+    drawn = run["frames_shown"]
+    if drawn < len(frames):
+        console.print(budget.said(drawn, len(frames), "frames rendered"))
+    if args.video:
+        render.write_animation(args.video, images, args.fps or 10.0)
+    if args.stats:
+        for f in run["frames"]:
+            spans = ", ".join(f"{kind} {sum(e - s for s, e in spans) * 1e3:.1f} ms" for kind, spans in f["spans"].items())
+            console.print(f"  frame {f['frame']}: {spans}")
+    console.print(f"{folder}: frames {frames[0]} to {frames[drawn - 1]} ({drawn} images) of {renderer.field}, {renderer.mode} on "
+                  f"{where}, {time.perf_counter() - start:.2f} s ({run['fps']:.1f} frames/s)" + (f"; {args.video}" if args.video else ""))
     return 0

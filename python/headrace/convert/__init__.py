@@ -6,6 +6,7 @@
 >>> convert("density_*.bov", "density.hrc")              # several headers become frames
 >>> convert("run.h5", "rho.hrc", dataset="/step_*/density")  # an HDF5 dataset per frame
 >>> convert("run.pvd", "run.hrc")                        # a ParaView series of .vti or .vtp files
+>>> convert("plotfiles/", "amr.hrc")                      # AMReX plotfile folders, one frame each
 
 Every input is parsed and checked before the output is created where the format allows it; anything
 found bad later aborts the writer's ``with`` block, which removes the partial output. Either way a failed
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace.convert.amrex import open_amrex
 from headrace.convert.bov import open_bov
 from headrace.convert.formats import InputFormat, InputSpec, guess_format, resolve_inputs
 from headrace.convert.hdf5 import open_h5part, open_hdf5
@@ -51,6 +53,7 @@ _FORMAT_OPTIONS = {
     InputFormat.H5PART: (),
     InputFormat.NETCDF: ("variables", "time_dim"),
     InputFormat.ZARR: ("variables", "time_axis"),
+    InputFormat.AMREX: (),
 }
 
 
@@ -98,6 +101,8 @@ def open_source(input: InputSpec, format: InputFormat | str | None = None, **opt
         return open_netcdf(paths, **given)  # type: ignore[arg-type]
     if kind is InputFormat.ZARR:
         return open_zarr(paths, **given)  # type: ignore[arg-type]
+    if kind is InputFormat.AMREX:
+        return open_amrex(paths)
     return open_npy(paths, **given)  # type: ignore[arg-type]
 
 
@@ -157,7 +162,7 @@ def convert(
     """Convert ``input`` to a container at ``output`` and return ``output``'s path.
 
     ``format`` is an :class:`InputFormat` or its name (``raw-particles``, ``mmpld``, ``bov``, ``npy``, ``vti``,
-    ``vtp``, ``pvd``, ``hdf5``, ``h5part``, ``netcdf``, ``zarr``);
+    ``vtp``, ``pvd``, ``hdf5``, ``h5part``, ``netcdf``, ``zarr``, ``amrex``);
     ``None`` guesses it. Format options: ``particles_per_frame`` or ``frames`` (raw-particles),
     ``field`` (npy), ``dataset`` (hdf5: a pattern or a list of them), ``variables`` (netcdf, zarr),
     ``time_dim`` (netcdf), ``time_axis`` (zarr). ``chunk_size_bytes``, ``codec`` and ``codec_level`` go to the writer (its default

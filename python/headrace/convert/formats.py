@@ -6,6 +6,8 @@ text header with a ``DATA_FILE`` key). Raw particle files have no magic: name th
 format.
 HDF5 (``.h5``, ``.hdf5``, ``.h5part``), NetCDF (``.nc``) and zarr (a ``.zarr`` folder, or any folder holding
 a store's root metadata) are known by name too, HDF5 and NetCDF classic files also by their signatures.
+An AMReX plotfile is a folder holding ``Header`` (first line ``HyperCLaw...``, or a ``Level_0`` folder beside
+it); a folder holding plotfile folders is a time series of them.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from typing import Union
 
 from headrace.convert.source import natural_key
 
-__all__ = ["InputFormat", "InputSpec", "resolve_inputs", "guess_format", "is_zarr_store", "HDF5_SIGNATURE",
-           "NETCDF_CLASSIC_MAGICS", "ZARR_STORE_MARKERS"]
+__all__ = ["InputFormat", "InputSpec", "resolve_inputs", "guess_format", "is_zarr_store", "is_amrex_plotfile",
+           "HDF5_SIGNATURE", "NETCDF_CLASSIC_MAGICS", "ZARR_STORE_MARKERS"]
 
 InputSpec = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
@@ -41,6 +43,7 @@ class InputFormat(Enum):
     H5PART = "h5part"
     NETCDF = "netcdf"
     ZARR = "zarr"
+    AMREX = "amrex"
 
 
 _BY_SUFFIX = {
@@ -73,6 +76,25 @@ def is_zarr_store(path: Path) -> bool:
     return path.is_dir() and any((path / marker).is_file() for marker in ZARR_STORE_MARKERS)
 
 
+def is_amrex_plotfile(path: Path) -> bool:
+    """Whether ``path`` is an AMReX plotfile folder: it holds ``Header`` whose first line starts with
+    ``HyperCLaw``, or ``Header`` and a ``Level_0`` folder."""
+    if not (path / "Header").is_file():
+        return False
+    if (path / "Level_0").is_dir():
+        return True
+    try:
+        with open(path / "Header", "rb") as handle:
+            return handle.read(16).startswith(b"HyperCLaw")
+    except OSError:
+        return False
+
+
+def _is_plotfile_folder(path: Path) -> bool:
+    """A folder holding ``Header``, taken as a plotfile (its reader says what it lacks)."""
+    return path.is_dir() and (path / "Header").is_file()
+
+
 def _is_store_folder(path: Path) -> bool:
     """A zarr store, or a ``.zarr`` folder meant as one (its reader says what it lacks)."""
     return is_zarr_store(path) or (path.is_dir() and path.suffix.lower() == ".zarr")
@@ -82,27 +104,35 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
     """The input files, in frame order.
 
     A sequence is taken as given; a directory means its ``.bov``, ``.npy``, ``.npz`` or ``.mmpld`` files
-    (whichever kind it holds) in natural order; a path with ``*``, ``?`` or ``[`` that names no file is a
+    (whichever kind it holds) or its AMReX plotfile folders in natural order (a plotfile itself is one
+    input); a path with ``*``, ``?`` or ``[`` that names no file is a
     glob, expanded in natural order. Raises ``FileOpenError`` when nothing matches or a path is missing.
     """
     from headrace import errors
 
     if isinstance(spec, (str, os.PathLike)):
         path = Path(spec)
-        if _is_store_folder(path):
-            return [path]  # a zarr store is one input, not a folder of inputs
+        if _is_store_folder(path) or _is_plotfile_folder(path):
+            return [path]  # a zarr store or a plotfile is one input, not a folder of inputs
         if path.is_dir():
+            plotfiles = [entry for entry in path.iterdir() if is_amrex_plotfile(entry)]
             files = [entry for entry in path.iterdir() if entry.suffix.lower() in _BY_SUFFIX and entry.is_file()]
             kinds = {_BY_SUFFIX[entry.suffix.lower()] for entry in files}
+            if plotfiles and files:
+                raise errors.UsageError(f"{path}: directory mixes AMReX plotfiles and other inputs; give them explicitly")
+            if plotfiles:
+                return sorted(plotfiles, key=natural_key)
             if not files:
-                raise errors.FileOpenError(f"{path}: directory holds no .bov, .npy, .npz, .mmpld or .raw files")
+                raise errors.FileOpenError(f"{path}: directory holds no .bov, .npy, .npz, .mmpld or .raw files "
+                                           "nor AMReX plotfile folders")
             if len(kinds) > 1:
                 raise errors.UsageError(f"{path}: directory mixes input formats; give the files explicitly")
             if kinds == {InputFormat.NPY} and {e.suffix.lower() for e in files} == {".npy", ".npz"}:
                 raise errors.UsageError(f"{path}: directory mixes .npy and .npz files; give the files explicitly")
             return sorted(files, key=natural_key)
         if not path.exists() and any(character in os.fspath(spec) for character in "*?["):
-            matches = [Path(match) for match in glob.glob(os.fspath(spec)) if Path(match).is_file()]
+            matches = [Path(match) for match in glob.glob(os.fspath(spec))
+                       if Path(match).is_file() or is_amrex_plotfile(Path(match))]
             if not matches:
                 raise errors.FileOpenError(f"{spec}: no files match")
             return sorted(matches, key=natural_key)
@@ -112,7 +142,7 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
         if not paths:
             raise errors.UsageError("no input files given")
     for path in paths:
-        if not path.is_file() and not _is_store_folder(path):
+        if not path.is_file() and not _is_store_folder(path) and not _is_plotfile_folder(path):
             reason = "is not a regular file" if path.exists() else "No such file or directory"
             raise errors.FileOpenError(f"{path}: cannot open for reading: {reason}")
     return paths
@@ -138,6 +168,8 @@ def _guess_one(path: Path) -> InputFormat | None:
         return by_suffix
     if is_zarr_store(path):
         return InputFormat.ZARR
+    if is_amrex_plotfile(path):
+        return InputFormat.AMREX
     try:
         with open(path, "rb") as handle:
             head = handle.read(_SNIFF_BYTES)

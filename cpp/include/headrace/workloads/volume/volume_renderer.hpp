@@ -1,0 +1,102 @@
+// The volume renderer of seed 003's pipeline: value ranges per region, classification (the refit) and
+// ray marching (volume_shared.hpp), on CPU threads (the reference the tests hold the GPU to, and
+// `--device cpu`) or as CUDA kernels (volume_kernels.cu) on the caller's streams.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/kernel_module.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/workloads/volume/volume_topology.hpp"
+
+namespace headrace::workloads::volume {
+
+// Colour and opacity over [lo, hi] in tf_entries steps; opacity per base_step of ray (a sample at another
+// step is corrected to it), so finer levels, sampled more finely, look the same.
+struct TransferFunction {
+  std::vector<float> rgba;  // tf_entries * 4, straight (not premultiplied) colour
+  float lo = 0, hi = 1;
+};
+
+struct RenderSettings {
+  bool iso_mode = false;
+  float iso = 0;
+  std::uint32_t background = 0xff000000u;
+  float base_step = 0;  // 0: half the smallest level-0 cell edge
+  float sampling = 1;   // samples per step a region's finest cells ask for (2: twice as many)
+  bool skip_empty = true;  // false: draw every region that has cells (what empty-space skipping saves)
+};
+
+// Throws UsageError for a table that is not tf_entries RGBA entries, or a range that is empty or not finite.
+void check_transfer_function(const TransferFunction& tf);
+
+class CpuVolumeRenderer {
+ public:
+  // threads: 0 = one per core. The topology must outlive the renderer.
+  explicit CpuVolumeRenderer(const VolumeTopology& topology, unsigned threads = 0);
+
+  // Every region's value range for a frame of cell_count scalars.
+  [[nodiscard]] std::vector<ValueRange> ranges(std::span<const float> scalars) const;
+  [[nodiscard]] std::vector<std::uint8_t> classify(std::span<const ValueRange> ranges, const TransferFunction& tf,
+                                                   const RenderSettings& settings) const;
+  // Row-major RGBA8, top row first.
+  [[nodiscard]] std::vector<std::uint32_t> render(std::span<const float> scalars, std::span<const std::uint8_t> visible,
+                                                  const Camera& camera, const TransferFunction& tf,
+                                                  const RenderSettings& settings) const;
+
+ private:
+  [[nodiscard]] VolumeView view(const float* scalars, const std::uint8_t* visible, const TransferFunction& tf,
+                                const RenderSettings& settings) const;
+  const VolumeTopology& topology_;
+  unsigned threads_;
+};
+
+// A frame's per-region state on the GPU: its value ranges and their classification. Players keep one per
+// frame in flight, so the ranges of one frame are computed while another is drawn.
+struct GpuRegionState {
+  gpu::DeviceBuffer ranges, visible;
+};
+
+class GpuVolumeRenderer {
+ public:
+  // Uploads the topology (bricks and region lists). Throws UnavailableError without a GPU or kernels.
+  GpuVolumeRenderer(int device, const VolumeTopology& topology);
+
+  // Uploads the transfer function and settings used by classify() and render() from now on.
+  void set_transfer_function(const TransferFunction& tf, const RenderSettings& settings);
+  // Uploads the region lists again (after VolumeTopology::rebuild_regions: the baseline's rebuild).
+  void upload_regions(const VolumeTopology& topology, gpu::CUstream stream);
+  [[nodiscard]] GpuRegionState region_state() const;
+
+  // Asynchronous on stream: ranges of the frame at `scalars` (cell_count floats in GPU memory) into state.
+  void ranges(gpu::CUdeviceptr scalars, GpuRegionState& state, gpu::CUstream stream);
+  void classify(GpuRegionState& state, gpu::CUstream stream);
+  void render(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream);
+  // Waits for stream, then copies the last image (row-major RGBA8, top row first).
+  [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
+  [[nodiscard]] std::vector<ValueRange> ranges_of(const GpuRegionState& state) const;
+  [[nodiscard]] std::vector<std::uint8_t> visible_of(const GpuRegionState& state) const;
+
+  [[nodiscard]] int device() const noexcept { return device_.ordinal(); }
+  void make_current() const { device_.make_current(); }
+
+ private:
+  [[nodiscard]] VolumeView view(gpu::CUdeviceptr scalars, const GpuRegionState* state) const;
+  gpu::Device device_;
+  gpu::KernelModule module_;
+  gpu::CUfunction ranges_, classify_, render_;
+  VolumeView host_;  // the topology's shape; pointers replaced by device ones
+  std::uint64_t regions_ = 0;
+  gpu::DeviceBuffer bricks_, region_first_, region_bricks_, region_step_, tf_, image_;
+  RenderSettings settings_;
+  float tf_lo_ = 0, tf_hi_ = 1, base_step_ = 1;
+  std::int32_t width_ = 0, height_ = 0;
+};
+
+// Half the smallest level-0 cell edge: the step a transfer function's opacities are stated for by default.
+[[nodiscard]] float default_base_step(const VolumeTopology& topology);
+
+}  // namespace headrace::workloads::volume

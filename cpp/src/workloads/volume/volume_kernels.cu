@@ -1,0 +1,62 @@
+// The volume renderer's kernels (volume_shared.hpp holds the math, shared with the CPU reference). Built
+// into a fatbin by nvcc and loaded through the driver at run time.
+#include "headrace/workloads/volume/volume_shared.hpp"
+
+namespace hv = headrace::workloads::volume;
+
+namespace {
+
+constexpr int range_threads = 256;
+
+}  // namespace
+
+// One block per region (grid-stride over regions): the block's threads share the cells of the region's
+// bricks, each keeps its own min and max, and the block reduces them in shared memory, so no global
+// atomics (seed 003, section 7) and no thread walks a whole brick alone.
+extern "C" __global__ void __launch_bounds__(range_threads)
+    headrace_volume_ranges(hv::VolumeView v, hv::ValueRange* out, unsigned long long regions) {
+  __shared__ float lows[range_threads / 32], highs[range_threads / 32];
+  for (unsigned long long region = blockIdx.x; region < regions; region += gridDim.x) {
+    const int rx = static_cast<int>(region % v.regions[0]);
+    const int ry = static_cast<int>((region / v.regions[0]) % v.regions[1]);
+    const int rz = static_cast<int>(region / (static_cast<unsigned long long>(v.regions[0]) * v.regions[1]));
+    const hv::Vec3 lower = hv::region_corner(v, rx, ry, rz), upper = hv::region_corner(v, rx + 1, ry + 1, rz + 1);
+    float lo = 3.0e38f, hi = -3.0e38f;
+    for (unsigned k = v.region_first[region]; k < v.region_first[region + 1]; ++k) {
+      const hv::BrickRecord b = v.bricks[v.region_bricks[k]];
+      int clo[3], chi[3];
+      hv::tent_cells(b, lower, upper, clo, chi);
+      const int nx = chi[0] - clo[0] + 1, ny = chi[1] - clo[1] + 1, nz = chi[2] - clo[2] + 1;
+      if (nx <= 0 || ny <= 0 || nz <= 0) continue;
+      const unsigned cells = static_cast<unsigned>(nx) * ny * nz;
+      for (unsigned c = threadIdx.x; c < cells; c += blockDim.x) {
+        const int x = clo[0] + static_cast<int>(c % nx), y = clo[1] + static_cast<int>((c / nx) % ny),
+                  z = clo[2] + static_cast<int>(c / (static_cast<unsigned>(nx) * ny));
+        const float s = v.scalars[b.first_cell + x + static_cast<unsigned long long>(b.size[0]) * (y + static_cast<unsigned long long>(b.size[1]) * z)];
+        lo = fminf(lo, s), hi = fmaxf(hi, s);
+      }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+      lo = fminf(lo, __shfl_down_sync(0xffffffffu, lo, offset));
+      hi = fmaxf(hi, __shfl_down_sync(0xffffffffu, hi, offset));
+    }
+    if (threadIdx.x % 32 == 0) lows[threadIdx.x / 32] = lo, highs[threadIdx.x / 32] = hi;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int w = 1; w < range_threads / 32; ++w) lo = fminf(lo, lows[w]), hi = fmaxf(hi, highs[w]);
+      out[region] = hv::ValueRange{lo, hi};
+    }
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void headrace_volume_classify(hv::VolumeView v, const hv::ValueRange* ranges, unsigned char* visible,
+                                                    unsigned long long regions) {
+  const unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < regions) visible[i] = hv::classify(v, ranges[i]);
+}
+
+extern "C" __global__ void headrace_volume_render(hv::VolumeView v, hv::Camera camera, unsigned* rgba) {
+  const int x = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x), y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (x < camera.width && y < camera.height) rgba[x + static_cast<long long>(camera.width) * y] = hv::render_pixel(v, camera, x, y);
+}

@@ -1,0 +1,252 @@
+#include "headrace/workloads/volume/volume_renderer.hpp"
+
+#include <cmath>
+
+#include "headrace/detail/parallel_for.hpp"
+#include "headrace/error.hpp"
+#include "headrace/gpu/stream.hpp"
+#include "volume_kernel_image.hpp"
+
+namespace headrace::workloads::volume {
+
+void check_transfer_function(const TransferFunction& tf) {
+  HEADRACE_EXPECT(tf.rgba.size() == static_cast<std::size_t>(tf_entries) * 4, UsageError,
+                  "a transfer function holds " + std::to_string(tf_entries) + " RGBA entries, got " + std::to_string(tf.rgba.size()) +
+                      " numbers");
+  HEADRACE_EXPECT(std::isfinite(tf.lo) && std::isfinite(tf.hi) && tf.lo < tf.hi, UsageError,
+                  "a transfer function's value range must be finite and not empty, got " + std::to_string(tf.lo) + ".." +
+                      std::to_string(tf.hi));
+  for (float c : tf.rgba) HEADRACE_EXPECT(c >= 0.0f && c <= 1.0f, UsageError, "transfer function entries must lie in 0..1");
+}
+
+float default_base_step(const VolumeTopology& topology) {
+  const auto& h = topology.layout().spacing;
+  return static_cast<float>(0.5 * std::min({h[0], h[1], h[2]}));
+}
+
+namespace {
+
+void fill_settings(VolumeView& v, const VolumeTopology& topology, const TransferFunction& tf, const RenderSettings& settings) {
+  v.tf_lo = tf.lo, v.tf_hi = tf.hi;
+  v.base_step = settings.base_step > 0 ? settings.base_step : default_base_step(topology);
+  v.iso = settings.iso;
+  v.iso_mode = settings.iso_mode ? 1 : 0;
+  v.skip_empty = settings.skip_empty ? 1 : 0;
+  v.background = settings.background;
+}
+
+void check_settings(const RenderSettings& settings) {
+  HEADRACE_EXPECT(std::isfinite(settings.iso), UsageError, "the iso value must be finite");
+  HEADRACE_EXPECT(settings.sampling > 0 && settings.sampling <= 64, UsageError, "sampling must be in (0, 64]");
+  HEADRACE_EXPECT(settings.base_step >= 0 && std::isfinite(settings.base_step), UsageError, "base_step must be 0 or positive");
+}
+
+}  // namespace
+
+CpuVolumeRenderer::CpuVolumeRenderer(const VolumeTopology& topology, unsigned threads)
+    : topology_(topology), threads_(threads) {}
+
+VolumeView CpuVolumeRenderer::view(const float* scalars, const std::uint8_t* visible, const TransferFunction& tf,
+                                   const RenderSettings& settings) const {
+  VolumeView v = topology_.host_view();
+  v.scalars = scalars;
+  v.region_visible = visible;
+  v.tf = tf.rgba.data();
+  fill_settings(v, topology_, tf, settings);
+  return v;
+}
+
+std::vector<ValueRange> CpuVolumeRenderer::ranges(std::span<const float> scalars) const {
+  HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
+                  "a frame holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
+  VolumeView v = topology_.host_view();
+  v.scalars = scalars.data();
+  std::vector<ValueRange> out(topology_.region_count());
+  constexpr std::uint64_t per_task = 256;
+  detail::parallel_for((out.size() + per_task - 1) / per_task, threads_, [&](std::uint64_t task) {
+    for (std::uint64_t r = task * per_task; r < std::min<std::uint64_t>(out.size(), (task + 1) * per_task); ++r)
+      out[r] = region_range(v, static_cast<std::int64_t>(r));
+  });
+  return out;
+}
+
+std::vector<std::uint8_t> CpuVolumeRenderer::classify(std::span<const ValueRange> ranges, const TransferFunction& tf,
+                                                      const RenderSettings& settings) const {
+  check_transfer_function(tf);
+  check_settings(settings);
+  HEADRACE_EXPECT(ranges.size() == topology_.region_count(), UsageError, "one value range per region expected");
+  const VolumeView v = view(nullptr, nullptr, tf, settings);
+  std::vector<std::uint8_t> visible(ranges.size());
+  for (std::size_t r = 0; r < ranges.size(); ++r) visible[r] = volume::classify(v, ranges[r]);
+  return visible;
+}
+
+std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scalars, std::span<const std::uint8_t> visible,
+                                                     const Camera& camera, const TransferFunction& tf,
+                                                     const RenderSettings& settings) const {
+  check_transfer_function(tf);
+  check_settings(settings);
+  HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
+                  "a frame holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
+  HEADRACE_EXPECT(visible.size() == topology_.region_count(), UsageError, "one classification per region expected");
+  VolumeView v = view(scalars.data(), visible.data(), tf, settings);
+  // Adaptive sampling at the asked density: the per-region steps scaled once, here and on the GPU alike.
+  std::vector<float> steps(topology_.region_step().begin(), topology_.region_step().end());
+  for (float& s : steps) s /= settings.sampling;
+  v.region_step = steps.data();
+  std::vector<std::uint32_t> rgba(static_cast<std::size_t>(camera.width) * camera.height);
+  detail::parallel_for(static_cast<std::uint64_t>(camera.height), threads_, [&](std::uint64_t row) {
+    const auto y = static_cast<std::int32_t>(row);
+    for (std::int32_t x = 0; x < camera.width; ++x)
+      rgba[static_cast<std::size_t>(x) + static_cast<std::size_t>(camera.width) * row] = render_pixel(v, camera, x, y);
+  });
+  return rgba;
+}
+
+namespace {
+
+template <typename T>
+gpu::DeviceBuffer upload(std::span<const T> values, gpu::CUstream stream) {
+  gpu::DeviceBuffer buffer(std::max<std::size_t>(values.size_bytes(), 4));
+  if (!values.empty())
+    gpu::check(gpu::require_driver().cuMemcpyHtoDAsync(buffer.pointer(), values.data(), values.size_bytes(), stream), "cuMemcpyHtoDAsync");
+  return buffer;
+}
+
+constexpr unsigned classify_threads = 256;
+
+}  // namespace
+
+GpuVolumeRenderer::GpuVolumeRenderer(int device, const VolumeTopology& topology)
+    : device_(device),
+      module_((device_.make_current(), volume_kernel_image()), "the volume renderer's kernels (volume_kernels.cu)",
+              "render with --device cpu"),
+      ranges_(module_.function("headrace_volume_ranges")),
+      classify_(module_.function("headrace_volume_classify")),
+      render_(module_.function("headrace_volume_render")),
+      host_(topology.host_view()) {
+  const gpu::Stream stream;
+  bricks_ = upload(topology.bricks(), stream.handle());
+  upload_regions(topology, stream.handle());
+  stream.synchronize();
+  base_step_ = default_base_step(topology);
+}
+
+void GpuVolumeRenderer::upload_regions(const VolumeTopology& topology, gpu::CUstream stream) {
+  device_.make_current();
+  host_ = topology.host_view();
+  regions_ = topology.region_count();
+  region_first_ = upload(topology.region_first(), stream);
+  region_bricks_ = upload(topology.region_bricks(), stream);
+  std::vector<float> steps(topology.region_step().begin(), topology.region_step().end());
+  for (float& s : steps) s /= settings_.sampling;
+  region_step_ = upload(std::span<const float>(steps), stream);
+  // The uploads read host vectors that go out of scope: finish them now.
+  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+void GpuVolumeRenderer::set_transfer_function(const TransferFunction& tf, const RenderSettings& settings) {
+  check_transfer_function(tf);
+  check_settings(settings);
+  device_.make_current();
+  const gpu::Stream stream;
+  tf_ = upload(std::span<const float>(tf.rgba), stream.handle());
+  const float previous_sampling = settings_.sampling;
+  settings_ = settings;
+  tf_lo_ = tf.lo, tf_hi_ = tf.hi;
+  if (previous_sampling != settings.sampling) {
+    std::vector<float> steps(regions_);
+    gpu::copy_to_host(steps.data(), region_step_.pointer(), steps.size() * sizeof(float));
+    for (float& s : steps) s = s * previous_sampling / settings.sampling;
+    region_step_ = upload(std::span<const float>(steps), stream.handle());
+  }
+  stream.synchronize();
+}
+
+GpuRegionState GpuVolumeRenderer::region_state() const {
+  device_.make_current();
+  return GpuRegionState{gpu::DeviceBuffer(std::max<std::uint64_t>(regions_, 1) * sizeof(ValueRange)),
+                        gpu::DeviceBuffer(std::max<std::uint64_t>(regions_, 1))};
+}
+
+VolumeView GpuVolumeRenderer::view(gpu::CUdeviceptr scalars, const GpuRegionState* state) const {
+  VolumeView v = host_;
+  v.bricks = reinterpret_cast<const BrickRecord*>(bricks_.pointer());
+  v.scalars = reinterpret_cast<const float*>(scalars);
+  v.region_first = reinterpret_cast<const std::uint32_t*>(region_first_.pointer());
+  v.region_bricks = reinterpret_cast<const std::uint32_t*>(region_bricks_.pointer());
+  v.region_step = reinterpret_cast<const float*>(region_step_.pointer());
+  v.region_visible = state ? reinterpret_cast<const std::uint8_t*>(state->visible.pointer()) : nullptr;
+  v.tf = reinterpret_cast<const float*>(tf_.pointer());
+  v.tf_lo = tf_lo_, v.tf_hi = tf_hi_;
+  v.base_step = settings_.base_step > 0 ? settings_.base_step : base_step_;
+  v.iso = settings_.iso;
+  v.iso_mode = settings_.iso_mode ? 1 : 0;
+  v.skip_empty = settings_.skip_empty ? 1 : 0;
+  v.background = settings_.background;
+  return v;
+}
+
+void GpuVolumeRenderer::ranges(gpu::CUdeviceptr scalars, GpuRegionState& state, gpu::CUstream stream) {
+  device_.make_current();
+  VolumeView v = view(scalars, nullptr);
+  auto* out = reinterpret_cast<ValueRange*>(state.ranges.pointer());
+  unsigned long long regions = regions_;
+  void* args[] = {&v, &out, &regions};
+  const auto blocks = static_cast<unsigned>(std::min<std::uint64_t>(regions_, 1u << 20));
+  gpu::check(gpu::require_driver().cuLaunchKernel(ranges_, std::max(blocks, 1u), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+             "cuLaunchKernel(headrace_volume_ranges)");
+}
+
+void GpuVolumeRenderer::classify(GpuRegionState& state, gpu::CUstream stream) {
+  HEADRACE_EXPECT(tf_.size_bytes() > 0, UsageError, "set a transfer function before classifying");
+  device_.make_current();
+  VolumeView v = view(0, nullptr);
+  const auto* ranges = reinterpret_cast<const ValueRange*>(state.ranges.pointer());
+  auto* visible = reinterpret_cast<unsigned char*>(state.visible.pointer());
+  unsigned long long regions = regions_;
+  void* args[] = {&v, &ranges, &visible, &regions};
+  gpu::launch_1d(classify_, regions_, classify_threads, stream, args);
+}
+
+void GpuVolumeRenderer::render(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream) {
+  HEADRACE_EXPECT(tf_.size_bytes() > 0, UsageError, "set a transfer function before rendering");
+  HEADRACE_EXPECT(camera.width > 0 && camera.height > 0, UsageError, "an image needs pixels");
+  device_.make_current();
+  const std::size_t bytes = static_cast<std::size_t>(camera.width) * camera.height * sizeof(std::uint32_t);
+  if (image_.size_bytes() != bytes) image_ = gpu::DeviceBuffer(bytes);
+  width_ = camera.width, height_ = camera.height;
+  VolumeView v = view(scalars, &state);
+  Camera c = camera;
+  auto* rgba = reinterpret_cast<unsigned*>(image_.pointer());
+  void* args[] = {&v, &c, &rgba};
+  constexpr unsigned side = 16;
+  gpu::check(gpu::require_driver().cuLaunchKernel(render_, (static_cast<unsigned>(camera.width) + side - 1) / side,
+                                                  (static_cast<unsigned>(camera.height) + side - 1) / side, 1, side, side, 1, 0,
+                                                  stream, args, nullptr),
+             "cuLaunchKernel(headrace_volume_render)");
+}
+
+std::vector<std::uint32_t> GpuVolumeRenderer::image(gpu::CUstream stream) const {
+  device_.make_current();
+  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  std::vector<std::uint32_t> pixels(static_cast<std::size_t>(width_) * height_);
+  if (!pixels.empty()) gpu::copy_to_host(pixels.data(), image_.pointer(), pixels.size() * sizeof(std::uint32_t));
+  return pixels;
+}
+
+std::vector<ValueRange> GpuVolumeRenderer::ranges_of(const GpuRegionState& state) const {
+  device_.make_current();
+  std::vector<ValueRange> out(regions_);
+  gpu::copy_to_host(out.data(), state.ranges.pointer(), out.size() * sizeof(ValueRange));
+  return out;
+}
+
+std::vector<std::uint8_t> GpuVolumeRenderer::visible_of(const GpuRegionState& state) const {
+  device_.make_current();
+  std::vector<std::uint8_t> out(regions_);
+  gpu::copy_to_host(out.data(), state.visible.pointer(), out.size());
+  return out;
+}
+
+}  // namespace headrace::workloads::volume

@@ -1,0 +1,261 @@
+// workloads layer: the volume and AMR renderer of seed 003 and its animation loop (headrace.volume).
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <optional>
+
+#include "bindings.hpp"
+#include "headrace/engine/queue.hpp"
+#include "headrace/error.hpp"
+#include "headrace/gpu/stream.hpp"
+#include "headrace/workloads/volume/animation.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+namespace vol = headrace::workloads::volume;
+
+namespace headrace::python {
+namespace {
+
+using Scalars = nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+// The topology of one field of a container, and the GPU renderer or the CPU reference over it, with the
+// transfer function and settings every image of it uses.
+class VolumeRenderer {
+ public:
+  VolumeRenderer(const format::Container& container, std::uint32_t field, int device, unsigned threads, std::uint64_t most_regions)
+      : container_(container), field_(field), topology_(vol::VolumeTopology::of_container(container, field, most_regions)) {
+    if (device >= 0)
+      gpu_.emplace(device, topology_);
+    else
+      cpu_.emplace(topology_, threads);
+  }
+
+  void set_view(const std::vector<float>& rgba, float lo, float hi, bool iso_mode, float iso, std::uint32_t background,
+                float base_step, float sampling, bool skip_empty) {
+    vol::TransferFunction tf{rgba, lo, hi};
+    vol::RenderSettings settings{iso_mode, iso, background, base_step, sampling, skip_empty};
+    vol::check_transfer_function(tf);
+    if (gpu_) gpu_->set_transfer_function(tf, settings);
+    tf_ = std::move(tf), settings_ = settings;
+  }
+
+  std::vector<vol::ValueRange> ranges(std::span<const float> scalars) {
+    if (cpu_) return cpu_->ranges(scalars);
+    Resident resident = upload(scalars);
+    const gpu::Stream stream;
+    gpu_->ranges(resident.scalars.pointer(), *resident.state, stream.handle());
+    stream.synchronize();
+    return gpu_->ranges_of(*resident.state);
+  }
+
+  std::vector<std::uint8_t> visible(std::span<const float> scalars) {
+    expect_view();
+    if (cpu_) return cpu_->classify(cpu_->ranges(scalars), *tf_, settings_);
+    Resident resident = upload(scalars);
+    const gpu::Stream stream;
+    gpu_->ranges(resident.scalars.pointer(), *resident.state, stream.handle());
+    gpu_->classify(*resident.state, stream.handle());
+    stream.synchronize();
+    return gpu_->visible_of(*resident.state);
+  }
+
+  std::vector<std::uint32_t> image(std::span<const float> scalars, const vol::Camera& camera) {
+    expect_view();
+    if (cpu_) return cpu_->render(scalars, cpu_->classify(cpu_->ranges(scalars), *tf_, settings_), camera, *tf_, settings_);
+    Resident resident = upload(scalars);
+    const gpu::Stream stream;
+    gpu_->ranges(resident.scalars.pointer(), *resident.state, stream.handle());
+    gpu_->classify(*resident.state, stream.handle());
+    gpu_->render(resident.scalars.pointer(), *resident.state, camera, stream.handle());
+    return gpu_->image(stream.handle());
+  }
+
+  vol::PlayResult play(engine::Queue* queue, vol::PlayOptions options) {
+    expect_view();
+    options.field = field_, options.tf = *tf_, options.settings = settings_;
+    if (cpu_) return vol::play(container_, topology_, *cpu_, queue, options);
+    return vol::play(container_, topology_, *gpu_, queue, options);
+  }
+
+  double render_only_seconds(const vol::Camera& camera, std::uint32_t frame, unsigned repeats) {
+    expect_view();
+    vol::PlayOptions options;
+    options.field = field_, options.tf = *tf_, options.settings = settings_, options.camera = camera;
+    HEADRACE_EXPECT(frame < container_.frames().size(), UsageError, container_.path() + ": no frame " + std::to_string(frame));
+    if (cpu_) return vol::render_only_seconds(container_, topology_, *cpu_, options, frame, repeats);
+    return vol::render_only_seconds(container_, topology_, *gpu_, options, frame, repeats);
+  }
+
+  [[nodiscard]] const vol::VolumeTopology& topology() const { return topology_; }
+  [[nodiscard]] int device() const { return gpu_ ? gpu_->device() : -1; }
+
+ private:
+  struct Resident {
+    gpu::DeviceBuffer scalars;
+    std::optional<vol::GpuRegionState> state;
+  };
+  Resident upload(std::span<const float> scalars) {
+    HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
+                    "a frame holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
+    gpu_->make_current();
+    Resident r{gpu::DeviceBuffer(std::max<std::size_t>(scalars.size_bytes(), 4)), gpu_->region_state()};
+    const gpu::Stream stream;
+    gpu::check(gpu::require_driver().cuMemcpyHtoDAsync(r.scalars.pointer(), scalars.data(), scalars.size_bytes(), stream.handle()),
+               "cuMemcpyHtoDAsync");
+    stream.synchronize();
+    return r;
+  }
+  void expect_view() const { HEADRACE_EXPECT(tf_.has_value(), UsageError, "set_view() first: a transfer function"); }
+
+  const format::Container& container_;
+  std::uint32_t field_;
+  vol::VolumeTopology topology_;
+  std::optional<vol::GpuVolumeRenderer> gpu_;
+  std::optional<vol::CpuVolumeRenderer> cpu_;
+  std::optional<vol::TransferFunction> tf_;
+  vol::RenderSettings settings_;
+};
+
+nb::dict played(const vol::PlayResult& result) {
+  nb::list frames;
+  for (const auto& f : result.frames) {
+    nb::dict spans;
+    for (const auto& s : f.spans) {
+      const char* name = vol::span_name(s.kind);
+      if (!spans.contains(name)) spans[name] = nb::list();
+      nb::list(spans[name]).append(nb::make_tuple(s.start, s.end));
+    }
+    nb::dict frame;
+    frame["frame"] = f.frame, frame["start"] = f.start, frame["end"] = f.end, frame["spans"] = spans;
+    frames.append(frame);
+  }
+  nb::dict out;
+  out["frames"] = frames;
+  out["seconds"] = result.seconds;
+  out["frame_bytes"] = result.frame_bytes;
+  out["stored_bytes"] = result.stored_bytes;
+  out["notes"] = result.notes;
+  return out;
+}
+
+std::span<const float> span_of(const Scalars& scalars) { return {scalars.data(), scalars.shape(0)}; }
+
+}  // namespace
+
+void bind_volume(nb::module_& m) {
+  m.def("overlapping_bricks",
+        [](nb::ndarray<const std::int64_t, nb::shape<-1, 7>, nb::c_contig, nb::device::cpu> bricks, const std::vector<std::int64_t>& refinement)
+            -> std::optional<std::pair<std::uint64_t, std::uint64_t>> {
+          std::vector<vol::AmrBrick> list(bricks.shape(0));
+          const std::int64_t* row = bricks.data();
+          for (auto& b : list) {
+            HEADRACE_EXPECT(row[0] >= 0 && row[0] < 32, UsageError, "brick levels lie in 0..31");
+            b = {static_cast<std::int32_t>(row[0]), {row[1], row[2], row[3]}, {row[4], row[5], row[6]}};
+            row += 7;
+          }
+          nb::gil_scoped_release release;
+          return vol::overlapping_bricks(list, refinement);
+        },
+        "bricks"_a, "refinement"_a,
+        "The first two bricks (rows of level, lower xyz, size xyz) that share a cell, or None.");
+
+  nb::class_<vol::VolumeTopology>(m, "VolumeTopology", "The fixed topology of a volume: bricks and the region grid over them.")
+      .def_prop_ro("cell_count", &vol::VolumeTopology::cell_count)
+      .def_prop_ro("region_count", &vol::VolumeTopology::region_count)
+      .def_prop_ro("brick_count", [](const vol::VolumeTopology& t) { return t.bricks().size(); })
+      .def_prop_ro("region_entries", [](const vol::VolumeTopology& t) { return t.region_bricks().size(); })
+      .def_prop_ro("domain", [](const vol::VolumeTopology& t) {
+        const auto lo = t.domain_lower(), hi = t.domain_upper();
+        return nb::make_tuple(nb::make_tuple(lo.x, lo.y, lo.z), nb::make_tuple(hi.x, hi.y, hi.z));
+      });
+
+  nb::class_<VolumeRenderer>(m, "VolumeRenderer",
+                             "The volume renderer over one float32 field of a container: GPU `device`, or the CPU reference for -1.")
+      .def(nb::init<const format::Container&, std::uint32_t, int, unsigned, std::uint64_t>(), "container"_a, "field"_a, "device"_a,
+           "threads"_a = 0u, "most_regions"_a = vol::default_most_regions, nb::keep_alive<1, 2>(),
+           nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("topology", &VolumeRenderer::topology, nb::rv_policy::reference_internal)
+      .def_prop_ro("device", &VolumeRenderer::device)
+      .def("set_view", &VolumeRenderer::set_view, "rgba"_a, "lo"_a, "hi"_a, "iso_mode"_a, "iso"_a, "background"_a, "base_step"_a,
+           "sampling"_a, "skip_empty"_a = true, nb::call_guard<nb::gil_scoped_release>(),
+           "The transfer function (256 RGBA entries, flat, over lo..hi) and settings of every image from now on.")
+      .def("ranges",
+           [](VolumeRenderer& self, Scalars scalars) {
+             std::vector<vol::ValueRange> ranges;
+             {
+               nb::gil_scoped_release release;
+               ranges = self.ranges(span_of(scalars));
+             }
+             std::vector<float> flat(ranges.size() * 2);
+             std::memcpy(flat.data(), ranges.data(), flat.size() * sizeof(float));
+             auto* heap = new std::vector<float>(std::move(flat));
+             nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+             const std::size_t shape[2] = {heap->size() / 2, 2};
+             return nb::ndarray<nb::numpy, float>(heap->data(), 2, shape, owner);
+           },
+           "scalars"_a, "Each region's (min, max) over the cells whose tents reach into it; min > max: no cell.")
+      .def("visible",
+           [](VolumeRenderer& self, Scalars scalars) {
+             std::vector<std::uint8_t> visible;
+             {
+               nb::gil_scoped_release release;
+               visible = self.visible(span_of(scalars));
+             }
+             auto* heap = new std::vector<std::uint8_t>(std::move(visible));
+             nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<std::uint8_t>*>(p); });
+             const std::size_t shape[1] = {heap->size()};
+             return nb::ndarray<nb::numpy, std::uint8_t>(heap->data(), 1, shape, owner);
+           },
+           "scalars"_a, "Each region's classification under the view (1: drawn).")
+      .def("image",
+           [](VolumeRenderer& self, Scalars scalars, const CameraSpec& view) {
+             const vol::Camera camera = camera_of(view);
+             std::vector<std::uint32_t> pixels;
+             {
+               nb::gil_scoped_release release;
+               pixels = self.image(span_of(scalars), camera);
+             }
+             return image_array(std::move(pixels), camera);
+           },
+           "scalars"_a, "camera"_a, "The image (height, width, 4) uint8 RGBA of a frame given in host memory.")
+      .def("play",
+           [](VolumeRenderer& self, engine::Queue* queue, const std::string& stage, const std::vector<std::uint32_t>& frames,
+              const CameraSpec& view, std::optional<nb::callable> on_image, std::uint32_t slots) {
+             vol::PlayOptions options;
+             options.stage = vol::parse_stage(stage);
+             options.frames = frames;
+             options.camera = camera_of(view);
+             options.slots = slots;
+             if (on_image) {
+               const vol::Camera camera = options.camera;
+               options.on_image = [callback = *on_image, camera](std::uint32_t frame, std::vector<std::uint32_t>&& pixels) {
+                 nb::gil_scoped_acquire acquire;
+                 return nb::cast<bool>(callback(frame, image_array(std::move(pixels), camera)));
+               };
+             }
+             vol::PlayResult result;
+             {
+               nb::gil_scoped_release release;
+               result = self.play(queue, std::move(options));
+             }
+             return played(result);
+           },
+           "queue"_a.none(), "stage"_a, "frames"_a, "camera"_a, "on_image"_a = nb::none(), "slots"_a = 3u,
+           "Seed 003's animation loop over `frames` with the steps of `stage` (cumulative): per frame its spans of "
+           "work (io, flatten, decode, h2d, ranges, structure, render) in seconds since the run began. on_image(frame, "
+           "image) -> bool sees each image; False stops. queue: the engine's queue for the `all` stage.")
+      .def("render_only_seconds", [](VolumeRenderer& self, const CameraSpec& view, std::uint32_t frame, unsigned repeats) {
+             const vol::Camera camera = camera_of(view);
+             nb::gil_scoped_release release;
+             return self.render_only_seconds(camera, frame, repeats);
+           },
+           "camera"_a, "frame"_a, "repeats"_a = 5u, "Seconds per image of frame `frame` resident in memory, rendering alone.");
+}
+
+}  // namespace headrace::python

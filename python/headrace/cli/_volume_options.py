@@ -1,0 +1,100 @@
+"""The options of the volume renderer that ``headrace render`` (on a volume) and ``headrace play`` share."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from headrace.cli._arguments import Bounded, Name, Real
+
+__all__ = ["Opacity", "ValueRange", "add_volume_arguments", "volume_options", "volume_only_options"]
+
+
+class Opacity(Bounded[str]):
+    """--opacity: ``ramp:A,B,MAX`` (fractions of the value range, 0 <= A < B <= 1, 0 < MAX <= 1) or ``flat:MAX``."""
+
+    least = most = None
+
+    def describe(self) -> str:
+        return "ramp:A,B,MAX (transparent below fraction A of the range, MAX from fraction B; 0 <= A < B <= 1, " \
+               "0 < MAX <= 1) or flat:MAX"
+
+    def parse(self, text: str) -> str:
+        from headrace.errors import UsageError
+        from headrace.volume import parse_opacity
+
+        try:
+            parse_opacity(text)
+        except UsageError:
+            raise self.fail(text) from None
+        return text
+
+    def bad_examples(self) -> list[str]:
+        return ["", "ramp", "ramp:0.5,0.2,1", "ramp:0,1,0", "flat:2", "flat:nan", "cone:1"]
+
+    def good_examples(self) -> list[str]:
+        return ["ramp:0.1,1,0.2", "flat:0.05"]
+
+
+class ValueRange(Bounded[tuple]):
+    """--range: ``LO:HI``, finite numbers with LO below HI."""
+
+    least = most = None
+
+    def describe(self) -> str:
+        return "LO:HI, finite numbers, LO below HI"
+
+    def parse(self, text: str) -> tuple[float, float]:
+        lo, colon, hi = text.partition(":")
+        try:
+            values = float(lo), float(hi)
+        except ValueError:
+            raise self.fail(text) from None
+        if not colon or not all(math.isfinite(v) for v in values) or not values[0] < values[1]:
+            raise self.fail(text)
+        return values
+
+    def bad_examples(self) -> list[str]:
+        return ["", "1", "1:0", "a:b", "0:inf", "nan:1"]
+
+    def good_examples(self) -> list[str]:
+        return ["0:1", "-2.5:3e3"]
+
+
+def add_volume_arguments(parser: argparse.ArgumentParser) -> None:
+    """The volume options; --field, --camera, --width, --height, --fov, --background, --device, --threads are
+    the caller's."""
+    volume = parser.add_argument_group("volumes (a grid or AMR field, seed 003)")
+    volume.add_argument("--mode", choices=("dvr", "iso"), default=None,
+                        help="direct volume rendering or the first iso-surface (default dvr)")
+    volume.add_argument("--tf", type=Name(), default=None, help="a matplotlib colour map (default viridis)")
+    volume.add_argument("--opacity", type=Opacity(), default=None,
+                        help="opacity over the value range, per half level-0 cell of ray (default ramp:0.1,1,0.2)")
+    volume.add_argument("--range", type=ValueRange(), default=None,
+                        help="the values the colour map spans (default: the field's range over every frame, "
+                             "from the index: fixed across frames)")
+    volume.add_argument("--iso", type=Real(-3.0e38, 3.0e38, "a value"), default=None,
+                        help="--mode iso: the iso value (default: the middle of the range)")
+    volume.add_argument("--sampling", type=Real(0, 64, "samples per step", above=True), default=None,
+                        help="samples per region step, which each region's finest cells set (default 1)")
+    volume.add_argument("--no-skip", action="store_true",
+                        help="draw every region that has cells (to measure what empty-space skipping saves)")
+
+
+def volume_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keyword arguments of :class:`headrace.volume.VolumeRenderer` from the options given."""
+    options: dict[str, Any] = dict(mode=args.mode or "dvr", tf=args.tf or "viridis",
+                                   opacity=args.opacity or "ramp:0.1,1,0.2", value_range=args.range, iso=args.iso,
+                                   sampling=args.sampling or 1.0, skip_empty=not args.no_skip, field=args.field,
+                                   width=args.width, height=args.height, fov=args.fov, camera=args.camera,
+                                   background=args.background, threads=args.threads)
+    return options
+
+
+def volume_only_options(args: argparse.Namespace) -> list[str]:
+    """The volume options given (a particle file refuses them)."""
+    given = [("--mode", args.mode), ("--tf", args.tf), ("--opacity", args.opacity), ("--range", args.range),
+             ("--iso", args.iso), ("--sampling", args.sampling)]
+    return [name for name, value in given if value is not None] + (["--no-skip"] if args.no_skip else [])
+

@@ -1,0 +1,123 @@
+"""``headrace play FILE --stages baseline,double,...|every --frames A:B --timeline OUT.png``: seed 003's
+animation loop over a volume or AMR field, with its streaming steps switched on one by one.
+
+Stages are cumulative, as in the paper (section 5, figure 3): baseline (buffered read, CPU flatten,
+pageable copy, region lists rebuilt, all synchronous), double (the next frame read meanwhile), pinned
+(page-locked upload), direct (O_DIRECT), flat (pre-flattened scalars: no CPU pass), refit (region lists
+kept, classification redone), overlap (the next copy beside this render), all (the engine streams frames
+ahead into GPU slots through its read path, with GPU decompression; value ranges overlapped too).
+``every`` runs them all in turn. For each run: frames per second over the frames after the first, the
+ratio to the render-only rate of the same renderer (the frame resident, measured in the same call), and
+the mean time per frame of each kind of work; ``--timeline`` draws them like the paper's figure 3 and
+``--record`` keeps them as JSON (``headrace plot RECORD.json`` draws it again). ``--cache cold`` evicts
+the file from the page cache before each run; ``drop-all`` drops the whole cache (root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, Real, Word
+from headrace.cli._arguments import Path as PathArgument
+from headrace.cli._budget import add_budget_argument
+from headrace.cli._volume_options import add_volume_arguments, volume_options
+from headrace.cli.render import Camera, Colour, FrameRange, parse_frames
+from headrace.errors import UsageError
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from headrace.bench.harness import CACHE_STATES
+    from headrace.volume import STAGES
+
+    parser = subparsers.add_parser("play", help="seed 003's animation loop over a volume, stage by stage (figure 3)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a volume or AMR container")
+    parser.add_argument("--stages", type=Items(Word(STAGES + ("every",))), default=["all"],
+                        help=f"comma-separated runs, each cumulative: {', '.join(STAGES)}, or every (default all)")
+    parser.add_argument("--frames", type=FrameRange(), default=None, help="frames A:B, B excluded (default: all)")
+    parser.add_argument("--stride", type=Integer(1, 1 << 20, "frames"), default=1,
+                        help="show every Nth frame of --frames (default 1)")
+    parser.add_argument("--loops", type=Integer(1, 1000), default=1, help="play the frames this many times (default 1)")
+    parser.add_argument("--timeline", type=OutputFile((".png", ".svg", ".pdf")), metavar="OUT.png",
+                        help="the timeline figure (like seed 003's figure 3)")
+    parser.add_argument("--record", type=OutputFile((".json",)), metavar="OUT.json",
+                        help="the per-frame spans of every run, as JSON")
+    parser.add_argument("--cache", choices=CACHE_STATES, default="hot",
+                        help="hot: the file as the page cache has it (read once first); cold: evicted before each run; "
+                             "drop-all: the whole page cache dropped before each run, root only (default hot)")
+    parser.add_argument("--render-only", type=Integer(0, 1000, "renders"), default=5, dest="render_only",
+                        help="renders of a resident frame timed for the render-only rate (0: not measured; default 5)")
+    parser.add_argument("--slots", type=Integer(1, 64, "frames"), default=3,
+                        help="stage all: frames in GPU memory at once (default 3)")
+    parser.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
+    parser.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
+    parser.add_argument("--camera", type=Camera(), default="orbit:30,20", help="camera (default orbit:30,20)")
+    parser.add_argument("--fov", type=Real(0, 179, "degrees", above=True), default=45.0,
+                        help="vertical field of view in degrees (default 45)")
+    parser.add_argument("--background", type=Colour(), default="0,0,0", help="background colour (default 0,0,0, black)")
+    parser.add_argument("--device", type=Device(), default=None,
+                        help="where to render (default: GPU 0 when there is one, else the CPU reference, said once)")
+    parser.add_argument("--threads", type=Integer(0, 1024), default=0,
+                        help="CPU threads of the reference renderer (default 0: one per core)")
+    parser.add_argument("--field", type=Name(), default=None,
+                        help="the field to draw (default: the first float32 field of one component)")
+    add_volume_arguments(parser)
+    add_budget_argument(parser, "seconds after which no new run starts (default none)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import headrace
+    from headrace import timeline
+    from headrace.bench.harness import uncache, warm_page_cache
+    from headrace.cli._budget import Budget
+    from headrace.cli._output import console
+    from headrace.cli.bench import particle_device
+    from headrace.volume import STAGES, VolumeRenderer, is_volume
+
+    stages = list(STAGES) if "every" in args.stages else list(dict.fromkeys(args.stages))
+    ds = headrace.open(args.file)
+    if not is_volume(ds):
+        raise UsageError(f"{ds.path}: not a volume: play draws a grid (layout linear) or AMR (layout amr) field")
+    device = particle_device(args.device, "playing with")
+    frames = list(parse_frames(args.frames, len(ds.frames)) if args.frames else range(len(ds.frames)))
+    order = frames[:: args.stride] * args.loops
+    renderer = VolumeRenderer(ds, device=device, **volume_options(args))
+    render_only = renderer.render_only_fps(order[0], args.render_only) if args.render_only else None
+    where = "the CPU" if device == "cpu" else f"GPU {device}"
+    console.print(f"{ds.path}: field {renderer.field}, {renderer.topology.cell_count:,} cells in {renderer.topology.brick_count:,} "
+                  f"bricks, {renderer.topology.region_count:,} regions; {len(order)} frames a run, {args.width} x "
+                  f"{args.height} on {where}" + (f"; render only: {render_only:.2f} frames/s" if render_only else ""))
+    record = {"format": timeline.FORMAT, "file": ds.path, "field": renderer.field,
+              "device": "cpu" if device == "cpu" else f"GPU {device}", "width": args.width, "height": args.height,
+              "frame_bytes": renderer.topology.cell_count * 4, "cache": args.cache, "runs": []}
+    if args.cache == "hot":
+        warm_page_cache([ds.path])
+    budget = Budget(args.budget)
+    for n, stage in enumerate(stages):
+        if budget.spent(n):
+            console.print(budget.said(n, len(stages), "runs done"))
+            break
+        how = uncache([ds.path], args.cache)
+        run = renderer.play(order, stages=stage, slots=args.slots)
+        run["render_only_fps"] = render_only
+        run["cache"] = how or "hot"
+        record["runs"].append(run)
+        if run["notes"].startswith("on the CPU"):
+            console.print(f"  {run['notes'].split(';')[0]}")
+        ratio = f", {run['fps'] / render_only:.2f} of render-only" if render_only else ""
+        console.print(f"  {stage:>8}: {run['fps']:.2f} frames/s{ratio} ({run['stored_bytes'] / 1e9 / run['seconds']:.2f} "
+                      f"GB/s read over {run['seconds']:.2f} s)")
+    console.print(timeline.summary_table(record))
+    if args.record:
+        from headrace._files import replacing
+
+        with replacing(args.record) as partial, open(partial, "w") as out:
+            json.dump(record, out, indent=1)
+    if args.timeline:
+        timeline.draw_timeline(record, args.timeline)
+        console.print(f"{args.timeline}: the timeline of {len(record['runs'])} runs")
+    return 0
