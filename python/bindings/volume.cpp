@@ -37,9 +37,9 @@ class VolumeRenderer {
   }
 
   void set_view(const std::vector<float>& rgba, float lo, float hi, bool iso_mode, float iso, std::uint32_t background,
-                float base_step, float sampling, bool skip_empty) {
+                float base_step, float sampling, bool skip_empty, float footprint) {
     vol::TransferFunction tf{rgba, lo, hi};
-    vol::RenderSettings settings{iso_mode, iso, background, base_step, sampling, skip_empty};
+    vol::RenderSettings settings{iso_mode, iso, background, base_step, sampling, skip_empty, footprint};
     vol::check_transfer_function(tf);
     if (gpu_) gpu_->set_transfer_function(tf, settings);
     tf_ = std::move(tf), settings_ = settings;
@@ -183,7 +183,7 @@ void bind_volume(nb::module_& m) {
       .def_prop_ro("topology", &VolumeRenderer::topology, nb::rv_policy::reference_internal)
       .def_prop_ro("device", &VolumeRenderer::device)
       .def("set_view", &VolumeRenderer::set_view, "rgba"_a, "lo"_a, "hi"_a, "iso_mode"_a, "iso"_a, "background"_a, "base_step"_a,
-           "sampling"_a, "skip_empty"_a = true, nb::call_guard<nb::gil_scoped_release>(),
+           "sampling"_a, "skip_empty"_a = true, "footprint"_a = 0.0f, nb::call_guard<nb::gil_scoped_release>(),
            "The transfer function (256 RGBA entries, flat, over lo..hi) and settings of every image from now on.")
       .def("ranges",
            [](VolumeRenderer& self, Scalars scalars) {

@@ -161,6 +161,12 @@ class Dataset:
 
         return FrameStream(self, fields=fields, device=device, prefetch=prefetch, **options)
 
+    def volume(self, field: str | None = None, **options: Any) -> Any:
+        """A :class:`headrace.volume.VolumeRenderer` of a grid or AMR field of this file (options as there)."""
+        from headrace.volume import VolumeRenderer
+
+        return VolumeRenderer(self, field=field, **options)
+
     def close(self) -> None:
         """Closes the backends and chunk readers opened by :meth:`read` (the index needs no file handle)."""
         self._backends.clear()

@@ -208,3 +208,47 @@ def test_amr_levels_blend_across_the_level_boundary(tmp_path):
     assert drawn.size > 64 and steps.sum() > 50
     assert (steps >= -1).all()               # brightness grows along x: no jump back at the seam
     assert steps.max() <= 4 * np.median(np.abs(steps)) + 3  # and no jump forward either
+
+
+@pytest.mark.parametrize("stages", ["baseline", "flat", "all"])
+def test_a_frame_that_fails_to_load_stops_the_run_and_shows_no_stale_image(tmp_path, stages):
+    path = tmp_path / "corrupt.hrc"
+    _write_bricked(path, 3, [((0, 0, 0), SIZE)])
+    table = headrace.open(path).container.chunk_table()
+    offset = int(table["offset"][np.flatnonzero(table["frame"] == 1)[0]])
+    with open(path, "r+b") as f:
+        f.seek(offset + 100)
+        byte = f.read(1)
+        f.seek(offset + 100)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    shown = []
+    with pytest.raises(headrace.errors.ChecksumMismatchError, match=r"frame 1") as caught:
+        VolumeRenderer(path, width=16, height=12).play([0, 1, 2], stages=stages,
+                                                          on_image=lambda f, image: shown.append(f) is None)
+    assert shown == [0]  # frame 0 shown; frame 1 never, and no later frame in its place
+    assert str(path) in str(caught.value)
+
+
+def test_the_dataset_opens_a_volume_renderer_and_the_cli_plays_and_renders(volumes, tmp_path, capsys):
+    from headrace.cli.main import main
+
+    one, eight, *_ = volumes
+    image = headrace.open(eight).volume(width=32, height=24).render(2)
+    assert image.shape == (24, 32, 4)
+    assert main(["play", str(one), "--device", "cpu", "--stages", "baseline,all", "--width", "32", "--height", "24",
+                 "--loops", "2", "--timeline", str(tmp_path / "t.png"), "--record", str(tmp_path / "t.json")]) == 0
+    out = capsys.readouterr().out
+    assert "baseline:" in out and "all:" in out and "| stages |" in out
+    from headrace import timeline
+
+    record = timeline.read_timeline(tmp_path / "t.json")
+    assert [run["stages"] for run in record["runs"]] == ["baseline", "all"]
+    assert all(run["frames_shown"] == 6 and run["render_only_fps"] > 0 for run in record["runs"])
+    assert (tmp_path / "t.png").stat().st_size > 1000
+    assert main(["render", str(eight), "--device", "cpu", "--frames", "0:3", "--out", str(tmp_path / "frames"),
+                 "--width", "32", "--height", "24", "--mode", "iso", "--video", str(tmp_path / "v.gif")]) == 0
+    assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == [f"frame_{f:05d}.png" for f in range(3)]
+    assert (tmp_path / "v.gif").exists()
+    assert main(["render", str(eight), "--device", "cpu", "--frame", "0", "--out", str(tmp_path / "x.png"),
+                 "--segments", "2"]) == 2
+    assert "particle options" in capsys.readouterr().err

@@ -76,8 +76,11 @@ def add_volume_arguments(parser: argparse.ArgumentParser) -> None:
                              "from the index: fixed across frames)")
     volume.add_argument("--iso", type=Real(-3.0e38, 3.0e38, "a value"), default=None,
                         help="--mode iso: the iso value (default: the middle of the range)")
-    volume.add_argument("--sampling", type=Real(0, 64, "samples per step", above=True), default=None,
-                        help="samples per region step, which each region's finest cells set (default 1)")
+    volume.add_argument("--sampling", type=Real(0, 64, "samples per cell", above=True), default=None,
+                        help="samples per finest cell of each region along a ray (default 1)")
+    volume.add_argument("--footprint", type=Real(0, 64, "pixel footprints"), default=None,
+                        help="no step shorter than this many pixel footprints at the sample's distance: cells "
+                             "finer than a pixel are not sampled more finely along the ray (default 0: off)")
     volume.add_argument("--no-skip", action="store_true",
                         help="draw every region that has cells (to measure what empty-space skipping saves)")
 
@@ -87,6 +90,7 @@ def volume_options(args: argparse.Namespace) -> dict[str, Any]:
     options: dict[str, Any] = dict(mode=args.mode or "dvr", tf=args.tf or "viridis",
                                    opacity=args.opacity or "ramp:0.1,1,0.2", value_range=args.range, iso=args.iso,
                                    sampling=args.sampling or 1.0, skip_empty=not args.no_skip, field=args.field,
+                                   footprint=args.footprint or 0.0,
                                    width=args.width, height=args.height, fov=args.fov, camera=args.camera,
                                    background=args.background, threads=args.threads)
     return options
@@ -95,6 +99,7 @@ def volume_options(args: argparse.Namespace) -> dict[str, Any]:
 def volume_only_options(args: argparse.Namespace) -> list[str]:
     """The volume options given (a particle file refuses them)."""
     given = [("--mode", args.mode), ("--tf", args.tf), ("--opacity", args.opacity), ("--range", args.range),
-             ("--iso", args.iso), ("--sampling", args.sampling)]
+             ("--iso", args.iso), ("--sampling", args.sampling),
+             ("--footprint", args.footprint)]
     return [name for name, value in given if value is not None] + (["--no-skip"] if args.no_skip else [])
 

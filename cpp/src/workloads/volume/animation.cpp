@@ -83,8 +83,13 @@ class FrameReader {
     if (!direct) options.settings.threads = 1, options.settings.task_size_bytes = std::uint64_t{256} << 20;  // the most a task may be
     backend_ = io::open_backend(direct ? io::BackendKind::direct : io::BackendKind::posix, container.path(), options);
   }
+  // A frame that cannot be read or decoded throws its error as its own type, led by the frame.
   void read(std::uint32_t frame, std::byte* destination, std::uint64_t bytes) {
-    codec::read_field(container_, *backend_, frame, field_, {destination, bytes});
+    try {
+      codec::read_field(container_, *backend_, frame, field_, {destination, bytes});
+    } catch (...) {
+      rethrow_with_context(std::current_exception(), container_.path() + ": frame " + std::to_string(frame) + ": ");
+    }
   }
   [[nodiscard]] std::string describe() const { return std::string(io::to_string(backend_->kind())) + " (" + backend_->describe() + ")"; }
 

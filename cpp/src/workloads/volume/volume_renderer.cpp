@@ -32,6 +32,7 @@ void fill_settings(VolumeView& v, const VolumeTopology& topology, const Transfer
   v.iso = settings.iso;
   v.iso_mode = settings.iso_mode ? 1 : 0;
   v.skip_empty = settings.skip_empty ? 1 : 0;
+  v.footprint = settings.footprint;
   v.background = settings.background;
 }
 
@@ -39,6 +40,7 @@ void check_settings(const RenderSettings& settings) {
   HEADRACE_EXPECT(std::isfinite(settings.iso), UsageError, "the iso value must be finite");
   HEADRACE_EXPECT(settings.sampling > 0 && settings.sampling <= 64, UsageError, "sampling must be in (0, 64]");
   HEADRACE_EXPECT(settings.base_step >= 0 && std::isfinite(settings.base_step), UsageError, "base_step must be 0 or positive");
+  HEADRACE_EXPECT(settings.footprint >= 0 && settings.footprint <= 64, UsageError, "footprint must be in 0..64");
 }
 
 }  // namespace
@@ -141,6 +143,7 @@ void GpuVolumeRenderer::upload_regions(const VolumeTopology& topology, gpu::CUst
   std::vector<float> steps(topology.region_step().begin(), topology.region_step().end());
   for (float& s : steps) s /= settings_.sampling;
   region_step_ = upload(std::span<const float>(steps), stream);
+  region_margin_ = upload(topology.region_margin(), stream);
   // The uploads read host vectors that go out of scope: finish them now.
   gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
@@ -176,6 +179,7 @@ VolumeView GpuVolumeRenderer::view(gpu::CUdeviceptr scalars, const GpuRegionStat
   v.region_first = reinterpret_cast<const std::uint32_t*>(region_first_.pointer());
   v.region_bricks = reinterpret_cast<const std::uint32_t*>(region_bricks_.pointer());
   v.region_step = reinterpret_cast<const float*>(region_step_.pointer());
+  v.region_margin = reinterpret_cast<const float*>(region_margin_.pointer());
   v.region_visible = state ? reinterpret_cast<const std::uint8_t*>(state->visible.pointer()) : nullptr;
   v.tf = reinterpret_cast<const float*>(tf_.pointer());
   v.tf_lo = tf_lo_, v.tf_hi = tf_hi_;
@@ -183,6 +187,7 @@ VolumeView GpuVolumeRenderer::view(gpu::CUdeviceptr scalars, const GpuRegionStat
   v.iso = settings_.iso;
   v.iso_mode = settings_.iso_mode ? 1 : 0;
   v.skip_empty = settings_.skip_empty ? 1 : 0;
+  v.footprint = settings_.footprint;
   v.background = settings_.background;
   return v;
 }
@@ -220,7 +225,7 @@ void GpuVolumeRenderer::render(gpu::CUdeviceptr scalars, const GpuRegionState& s
   Camera c = camera;
   auto* rgba = reinterpret_cast<unsigned*>(image_.pointer());
   void* args[] = {&v, &c, &rgba};
-  constexpr unsigned side = 16;
+  constexpr unsigned side = 8;  // a warp draws 8 x 4 pixels: their rays read nearby cells
   gpu::check(gpu::require_driver().cuLaunchKernel(render_, (static_cast<unsigned>(camera.width) + side - 1) / side,
                                                   (static_cast<unsigned>(camera.height) + side - 1) / side, 1, side, side, 1, 0,
                                                   stream, args, nullptr),

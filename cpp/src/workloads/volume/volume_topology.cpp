@@ -201,26 +201,39 @@ void VolumeTopology::build_regions() {
   region_first_[count] = static_cast<std::uint32_t>(total);
   region_bricks_.assign(total, 0);
   region_step_.assign(count, 3.0e38f);
+  region_margin_.assign(count, 0.0f);
   std::vector<std::uint32_t> fill(region_first_.begin(), region_first_.end() - 1);
-  for (std::uint32_t i = 0; i < records_.size(); ++i) {
-    const BrickRecord& b = records_[i];
-    const float step = 0.5f * min3(b.cell.x, b.cell.y, b.cell.z);
-    std::int32_t lo[3], hi[3];
-    reach(b, lo, hi);
-    for (std::int32_t z = lo[2]; z <= hi[2]; ++z)
-      for (std::int32_t y = lo[1]; y <= hi[1]; ++y)
-        for (std::int32_t x = lo[0]; x <= hi[0]; ++x) {
-          const auto r = static_cast<std::size_t>(x + static_cast<std::int64_t>(regions_[0]) * (y + static_cast<std::int64_t>(regions_[1]) * z));
-          region_bricks_[fill[r]++] = i;
-          region_step_[r] = std::min(region_step_[r], step);
-        }
-  }
+  // Two passes: the bricks whose boxes overlap a region first (the owners reconstruct() tries first),
+  // then those whose tents only reach into it.
+  for (const bool owners : {true, false})
+    for (std::uint32_t i = 0; i < records_.size(); ++i) {
+      const BrickRecord& b = records_[i];
+      const float step = min3(b.cell.x, b.cell.y, b.cell.z), half_cell = 0.5f * max3(b.cell.x, b.cell.y, b.cell.z);
+      std::int32_t lo[3], hi[3];
+      reach(b, lo, hi);
+      for (std::int32_t z = lo[2]; z <= hi[2]; ++z)
+        for (std::int32_t y = lo[1]; y <= hi[1]; ++y)
+          for (std::int32_t x = lo[0]; x <= hi[0]; ++x) {
+            const Vec3 rlo = {region_lower_.x + static_cast<float>(x) * region_size_.x, region_lower_.y + static_cast<float>(y) * region_size_.y,
+                              region_lower_.z + static_cast<float>(z) * region_size_.z};
+            const Vec3 rhi = rlo + region_size_;
+            const bool owner = b.lower.x < rhi.x && b.lower.y < rhi.y && b.lower.z < rhi.z &&
+                               b.lower.x + static_cast<float>(b.size[0]) * b.cell.x > rlo.x &&
+                               b.lower.y + static_cast<float>(b.size[1]) * b.cell.y > rlo.y &&
+                               b.lower.z + static_cast<float>(b.size[2]) * b.cell.z > rlo.z;
+            if (owner != owners) continue;
+            const auto r = static_cast<std::size_t>(x + static_cast<std::int64_t>(regions_[0]) * (y + static_cast<std::int64_t>(regions_[1]) * z));
+            region_bricks_[fill[r]++] = i;
+            region_step_[r] = std::min(region_step_[r], step);
+            region_margin_[r] = std::max(region_margin_[r], half_cell);
+          }
+    }
   for (float& s : region_step_)
-    if (s > 1.0e38f) s = 0.5f * min3(region_size_.x, region_size_.y, region_size_.z);  // an empty region: never sampled
+    if (s > 1.0e38f) s = min3(region_size_.x, region_size_.y, region_size_.z);  // an empty region: never sampled
 }
 
 void VolumeTopology::rebuild_regions() {
-  region_first_.clear(), region_bricks_.clear(), region_step_.clear();
+  region_first_.clear(), region_bricks_.clear(), region_step_.clear(), region_margin_.clear();
   build_regions();
 }
 
@@ -233,6 +246,7 @@ VolumeView VolumeTopology::host_view() const {
   v.region_first = region_first_.data();
   v.region_bricks = region_bricks_.data();
   v.region_step = region_step_.data();
+  v.region_margin = region_margin_.data();
   return v;
 }
 

@@ -26,8 +26,9 @@ struct RenderSettings {
   float iso = 0;
   std::uint32_t background = 0xff000000u;
   float base_step = 0;  // 0: half the smallest level-0 cell edge
-  float sampling = 1;   // samples per step a region's finest cells ask for (2: twice as many)
+  float sampling = 1;   // samples per finest cell of a region (2: twice as many)
   bool skip_empty = true;  // false: draw every region that has cells (what empty-space skipping saves)
+  float footprint = 0;     // >0: steps no shorter than this many pixel footprints (VolumeView::footprint)
 };
 
 // Throws UsageError for a table that is not tf_entries RGBA entries, or a range that is empty or not finite.
@@ -90,7 +91,7 @@ class GpuVolumeRenderer {
   gpu::CUfunction ranges_, classify_, render_;
   VolumeView host_;  // the topology's shape; pointers replaced by device ones
   std::uint64_t regions_ = 0;
-  gpu::DeviceBuffer bricks_, region_first_, region_bricks_, region_step_, tf_, image_;
+  gpu::DeviceBuffer bricks_, region_first_, region_bricks_, region_step_, region_margin_, tf_, image_;
   RenderSettings settings_;
   float tf_lo_ = 0, tf_hi_ = 1, base_step_ = 1;
   std::int32_t width_ = 0, height_ = 0;

@@ -10,7 +10,8 @@
 // cells whose tents reach into it: a conservative bound of every value reconstructed there), then each
 // region is classified against the transfer function or iso value (the refit: the lists stay, only
 // visibility changes). Rays step through the regions (3-D DDA), skip invisible ones and sample each
-// visible one at a step set by its finest level (adaptive sampling).
+// visible one at a step set by its finest level (adaptive sampling), no finer than a pixel's footprint
+// when asked.
 #pragma once
 
 #include <cstdint>
@@ -51,10 +52,16 @@ struct VolumeView {
   const std::uint32_t* region_first = nullptr;  // CSR: bricks of region r are region_bricks[first[r] .. first[r+1])
   const std::uint32_t* region_bricks = nullptr;
   const float* region_step = nullptr;      // sample spacing in the region (from its finest cells)
+  // Half the largest cell edge of the region's bricks: a point this far inside a brick's box is reached
+  // by no other brick's tents, so its own cells alone reconstruct it (the fast path of reconstruct()).
+  const float* region_margin = nullptr;
   const std::uint8_t* region_visible = nullptr;  // this frame's classification
   const float* tf = nullptr;               // tf_entries RGBA, straight alpha per unit of base_step
   float tf_lo = 0, tf_hi = 1;              // the values tf spans
   float base_step = 1;                     // the step tf's opacities are stated for
+  // >0: no step shorter than this many pixel footprints at the sample's distance (cells finer than a
+  // pixel are not sampled more finely along the ray than across it); 0: the regions' steps alone.
+  float footprint = 0;
   float iso = 0;
   std::int32_t iso_mode = 0;               // 0: DVR, 1: iso-surface
   std::int32_t skip_empty = 1;             // 0: every region with cells is drawn (to measure what skipping saves)
@@ -125,33 +132,50 @@ HEADRACE_HD inline void tent_cells(const BrickRecord& b, Vec3 lower, Vec3 upper,
   return 0;
 }
 
+// Adds the tents of brick b's cells that reach p (weight * value, weight); false when none can.
+HEADRACE_HD inline bool add_tents(const VolumeView& v, const BrickRecord& b, Vec3 p, float& sum, float& weights) {
+  const float u[3] = {(p.x - b.lower.x) / b.cell.x - 0.5f, (p.y - b.lower.y) / b.cell.y - 0.5f,
+                      (p.z - b.lower.z) / b.cell.z - 0.5f};
+  std::int32_t base[3];
+  float f[3];
+  for (int axis = 0; axis < 3; ++axis) {
+    const float fl = floorf(u[axis]);
+    base[axis] = static_cast<std::int32_t>(fl);
+    f[axis] = u[axis] - fl;
+    if (base[axis] < -1 || base[axis] >= b.size[axis]) return false;
+  }
+  for (int corner = 0; corner < 8; ++corner) {
+    const std::int32_t x = base[0] + (corner & 1), y = base[1] + ((corner >> 1) & 1), z = base[2] + ((corner >> 2) & 1);
+    if (x < 0 || y < 0 || z < 0 || x >= b.size[0] || y >= b.size[1] || z >= b.size[2]) continue;
+    const float w = ((corner & 1) ? f[0] : 1.0f - f[0]) * (((corner >> 1) & 1) ? f[1] : 1.0f - f[1]) *
+                    (((corner >> 2) & 1) ? f[2] : 1.0f - f[2]);
+    if (w <= 0.0f) continue;
+    sum += w * v.scalars[b.first_cell + x + static_cast<std::uint64_t>(b.size[0]) * (y + static_cast<std::uint64_t>(b.size[1]) * z)];
+    weights += w;
+  }
+  return true;
+}
+
 // The tent-basis reconstruction at p from the bricks of p's region; false where no cell reaches p (a hole).
+// A point deep enough inside one brick (the region's margin) takes that brick's tents alone: the other
+// bricks' would all weigh 0, so the sum is the same, term for term, as over every brick of the region.
 [[nodiscard]] HEADRACE_HD inline bool reconstruct(const VolumeView& v, Vec3 p, std::int64_t region, float& value) {
   float sum = 0, weights = 0;
-  for (std::uint32_t k = v.region_first[region]; k < v.region_first[region + 1]; ++k) {
+  const std::uint32_t first = v.region_first[region], last = v.region_first[region + 1];
+  const float margin = v.region_margin[region];
+  bool alone = false;
+  for (std::uint32_t k = first; k < last && !alone; ++k) {
     const BrickRecord& b = v.bricks[v.region_bricks[k]];
-    const float u[3] = {(p.x - b.lower.x) / b.cell.x - 0.5f, (p.y - b.lower.y) / b.cell.y - 0.5f,
-                        (p.z - b.lower.z) / b.cell.z - 0.5f};
-    std::int32_t base[3];
-    float f[3];
-    bool outside = false;
-    for (int axis = 0; axis < 3; ++axis) {
-      const float fl = floorf(u[axis]);
-      base[axis] = static_cast<std::int32_t>(fl);
-      f[axis] = u[axis] - fl;
-      outside = outside || base[axis] < -1 || base[axis] >= b.size[axis];
-    }
-    if (outside) continue;
-    for (int corner = 0; corner < 8; ++corner) {
-      const std::int32_t x = base[0] + (corner & 1), y = base[1] + ((corner >> 1) & 1), z = base[2] + ((corner >> 2) & 1);
-      if (x < 0 || y < 0 || z < 0 || x >= b.size[0] || y >= b.size[1] || z >= b.size[2]) continue;
-      const float w = ((corner & 1) ? f[0] : 1.0f - f[0]) * (((corner >> 1) & 1) ? f[1] : 1.0f - f[1]) *
-                      (((corner >> 2) & 1) ? f[2] : 1.0f - f[2]);
-      if (w <= 0.0f) continue;
-      sum += w * v.scalars[b.first_cell + x + static_cast<std::uint64_t>(b.size[0]) * (y + static_cast<std::uint64_t>(b.size[1]) * z)];
-      weights += w;
+    if (p.x >= b.lower.x + margin && p.y >= b.lower.y + margin && p.z >= b.lower.z + margin &&
+        p.x <= b.lower.x + static_cast<float>(b.size[0]) * b.cell.x - margin &&
+        p.y <= b.lower.y + static_cast<float>(b.size[1]) * b.cell.y - margin &&
+        p.z <= b.lower.z + static_cast<float>(b.size[2]) * b.cell.z - margin) {
+      add_tents(v, b, p, sum, weights);
+      alone = true;
     }
   }
+  if (!alone)
+    for (std::uint32_t k = first; k < last; ++k) add_tents(v, v.bricks[v.region_bricks[k]], p, sum, weights);
   if (!(weights > 0.0f)) return false;
   value = sum / weights;
   return true;
@@ -228,6 +252,29 @@ HEADRACE_HD inline void shade_iso(const VolumeView& v, Vec3 p, Vec3 direction, f
   acc.r = light * entry[0], acc.g = light * entry[1], acc.b = light * entry[2], acc.a = 1.0f;
 }
 
+// One axis of the 3-D DDA over the region grid: the region along it, which way the ray goes, where it
+// crosses the next region boundary and how far apart boundaries lie along the ray.
+struct WalkAxis {
+  std::int32_t cell = 0, step = 1;
+  float next = 3.0e38f, delta = 3.0e38f;
+};
+
+[[nodiscard]] HEADRACE_HD inline WalkAxis walk_axis(float origin, float size, std::int32_t regions, float entry, float d, float t0) {
+  WalkAxis w;
+  w.cell = clamp_cell((entry - origin) / size, regions);
+  w.step = d > 0.0f ? 1 : -1;
+  const float boundary = origin + static_cast<float>(w.cell + (d > 0.0f ? 1 : 0)) * size;
+  if (d != 0.0f) w.next = t0 + (boundary - entry) / d, w.delta = size / fabsf(d);
+  return w;
+}
+
+// Steps to the next region along the axis; false once the ray leaves the grid.
+HEADRACE_HD inline bool advance(WalkAxis& w, std::int32_t regions) {
+  w.next += w.delta;
+  w.cell += w.step;
+  return w.cell >= 0 && w.cell < regions;
+}
+
 // One pixel: DVR or the first iso-surface crossing, through the visible regions in ray order.
 [[nodiscard]] HEADRACE_HD inline std::uint32_t render_pixel(const VolumeView& v, const Camera& camera, std::int32_t px,
                                                            std::int32_t py) {
@@ -235,25 +282,21 @@ HEADRACE_HD inline void shade_iso(const VolumeView& v, Vec3 p, Vec3 direction, f
   Shaded acc;
   float t0 = 0, t1 = 0;
   if (clip_ray(camera.eye, direction, v.domain_lower, v.domain_upper, t0, t1)) {
-    // 3-D DDA over the region grid from the entry point.
+    // 3-D DDA over the region grid from the entry point (per-axis scalars, not arrays indexed by the
+    // axis, so that a GPU keeps them in registers).
     const Vec3 entry = camera.eye + t0 * direction;
-    std::int32_t cell[3], step[3];
-    float next[3], delta[3];
-    for (int axis = 0; axis < 3; ++axis) {
-      const float o = component(v.region_lower, axis), size = component(v.region_size, axis), d = component(direction, axis);
-      cell[axis] = clamp_cell((component(entry, axis) - o) / size, v.regions[axis]);
-      step[axis] = d > 0.0f ? 1 : -1;
-      const float boundary = o + static_cast<float>(cell[axis] + (d > 0.0f ? 1 : 0)) * size;
-      next[axis] = d != 0.0f ? t0 + (boundary - component(entry, axis)) / d : 3.0e38f;
-      delta[axis] = d != 0.0f ? size / fabsf(d) : 3.0e38f;
-    }
+    WalkAxis wx = walk_axis(v.region_lower.x, v.region_size.x, v.regions[0], entry.x, direction.x, t0);
+    WalkAxis wy = walk_axis(v.region_lower.y, v.region_size.y, v.regions[1], entry.y, direction.y, t0);
+    WalkAxis wz = walk_axis(v.region_lower.z, v.region_size.z, v.regions[2], entry.z, direction.z, t0);
+    // The angle a pixel spans (camera.up is scaled by the tangent of half the field of view).
+    const float footprint_step = v.footprint * 2.0f * length(camera.up) / static_cast<float>(camera.height);
     float t = t0, sample_t = t0, previous_value = 0;
     bool have_previous = false;
     while (t < t1 && acc.a < 0.99f) {
-      const int axis = next[0] < next[1] ? (next[0] < next[2] ? 0 : 2) : (next[1] < next[2] ? 1 : 2);
-      const float exit = fminf(next[axis], t1);
-      const std::int64_t region = region_index(v, cell[0], cell[1], cell[2]);
-      const float dt = v.region_step[region];
+      const int axis = wx.next < wy.next ? (wx.next < wz.next ? 0 : 2) : (wy.next < wz.next ? 1 : 2);
+      const float exit = fminf(axis == 0 ? wx.next : (axis == 1 ? wy.next : wz.next), t1);
+      const std::int64_t region = region_index(v, wx.cell, wy.cell, wz.cell);
+      const float dt = fmaxf(v.region_step[region], footprint_step * fmaxf(t, 0.0f));
       if (v.region_visible[region]) {
         for (; sample_t < exit && acc.a < 0.99f; sample_t += dt) {
           float value = 0;
@@ -276,9 +319,7 @@ HEADRACE_HD inline void shade_iso(const VolumeView& v, Vec3 p, Vec3 direction, f
         have_previous = false;
       }
       t = exit;
-      next[axis] += delta[axis];
-      cell[axis] += step[axis];
-      if (cell[axis] < 0 || cell[axis] >= v.regions[axis]) break;
+      if (!(axis == 0 ? advance(wx, v.regions[0]) : (axis == 1 ? advance(wy, v.regions[1]) : advance(wz, v.regions[2])))) break;
     }
   }
   // Over the background.

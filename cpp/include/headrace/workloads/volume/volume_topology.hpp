@@ -56,6 +56,7 @@ class VolumeTopology {
   [[nodiscard]] std::span<const std::uint32_t> region_first() const noexcept { return region_first_; }
   [[nodiscard]] std::span<const std::uint32_t> region_bricks() const noexcept { return region_bricks_; }
   [[nodiscard]] std::span<const float> region_step() const noexcept { return region_step_; }
+  [[nodiscard]] std::span<const float> region_margin() const noexcept { return region_margin_; }
   [[nodiscard]] Vec3 domain_lower() const noexcept { return domain_lower_; }
   [[nodiscard]] Vec3 domain_upper() const noexcept { return domain_upper_; }
 
@@ -74,7 +75,7 @@ class VolumeTopology {
   Vec3 domain_lower_, domain_upper_, region_lower_, region_size_;
   std::array<std::int32_t, 3> regions_{1, 1, 1};
   std::vector<std::uint32_t> region_first_, region_bricks_;
-  std::vector<float> region_step_;
+  std::vector<float> region_step_, region_margin_;
 };
 
 }  // namespace headrace::workloads::volume
