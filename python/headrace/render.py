@@ -227,7 +227,15 @@ def write_animation(path: os.PathLike | str, images: Sequence[np.ndarray], fps: 
             except ImportError:
                 raise UnavailableError(f"{target}: no MP4 encoder (pip install imageio imageio-ffmpeg); "
                                        "write a .gif or .webp instead") from None
-            iio.imwrite(partial, np.stack([i[..., :3] for i in images]), extension=".mp4", fps=fps)
+            # ffmpeg picks the container by the name's ending: write <name>.partial.mp4, then move it
+            # to the partial name that replacing() renames.
+            staged = f"{partial}.mp4"
+            try:
+                iio.imwrite(staged, np.stack([i[..., :3] for i in images]), fps=fps)
+                os.replace(staged, partial)
+            finally:
+                if os.path.exists(staged):
+                    os.unlink(staged)
         elif suffix in (".gif", ".webp"):
             from PIL import Image
 

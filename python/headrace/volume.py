@@ -164,6 +164,16 @@ class VolumeRenderer:
         self.play([frame], on_image=keep)
         return images[0]
 
+    def blocks(self, frame: int) -> list[Any]:
+        """Frame ``frame`` as :class:`headrace.amr.Block` s (level, cell box, world bounds, dense data): the
+        form other renderers take (ANARI's ``amr`` spatial field)."""
+        from headrace.amr import topology_of
+
+        ds = self.dataset
+        topology = topology_of(ds.attributes, ds.path)
+        assert topology is not None  # the renderer was made, so the file is a volume
+        return topology.blocks(ds.read(frame, self.field, stored_order=True))
+
     def image_of(self, scalars: np.ndarray) -> np.ndarray:
         """The image of a frame given in host memory (``cell_count`` float32 in brick order)."""
         return self._native.image(np.ascontiguousarray(scalars, dtype=np.float32).reshape(-1), self.camera)

@@ -233,8 +233,12 @@ def test_the_dataset_opens_a_volume_renderer_and_the_cli_plays_and_renders(volum
     from headrace.cli.main import main
 
     one, eight, *_ = volumes
-    image = headrace.open(eight).volume(width=32, height=24).render(2)
-    assert image.shape == (24, 32, 4)
+    renderer = headrace.open(eight).volume(width=32, height=24)
+    assert renderer.render(2).shape == (24, 32, 4)
+    blocks = renderer.blocks(2)
+    assert len(blocks) == 8 and blocks[0].level == 0 and blocks[0].lower == (0, 0, 0) and blocks[0].upper == (12, 10, 8)
+    np.testing.assert_array_equal(blocks[7].data, _field(2)[8:, 10:, 12:])  # the last brick: the far corner
+    assert blocks[7].world_upper == (24.0, 20.0, 16.0)
     assert main(["play", str(one), "--device", "cpu", "--stages", "baseline,all", "--width", "32", "--height", "24",
                  "--loops", "2", "--timeline", str(tmp_path / "t.png"), "--record", str(tmp_path / "t.json")]) == 0
     out = capsys.readouterr().out
@@ -249,6 +253,11 @@ def test_the_dataset_opens_a_volume_renderer_and_the_cli_plays_and_renders(volum
                  "--width", "32", "--height", "24", "--mode", "iso", "--video", str(tmp_path / "v.gif")]) == 0
     assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == [f"frame_{f:05d}.png" for f in range(3)]
     assert (tmp_path / "v.gif").exists()
+    assert main(["render", str(eight), "--device", "cpu", "--frames", "0:3", "--out", str(tmp_path / "again"),
+                 "--width", "32", "--height", "24", "--video", str(tmp_path / "v.mp4")]) == 0
+    import imageio.v3 as iio
+
+    assert iio.imread(tmp_path / "v.mp4").shape[0] == 3 and not list(tmp_path.glob("*.partial*"))
     assert main(["render", str(eight), "--device", "cpu", "--frame", "0", "--out", str(tmp_path / "x.png"),
                  "--segments", "2"]) == 2
     assert "particle options" in capsys.readouterr().err

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import headrace
-from headrace.generate import generate_amr
+from headrace.generate import generate_amr, generate_volume
 from headrace.volume import STAGES, VolumeRenderer
 
 pytestmark = pytest.mark.gpu
@@ -34,12 +34,19 @@ def ragged_file(tmp_path_factory):
     return path
 
 
+@pytest.fixture(scope="module")
+def grid_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("grid-gpu") / "v.hrc"
+    generate_volume(path, dims=(96, 80, 64), frames=2, seed=2)
+    return path
+
+
 def _close(a: np.ndarray, b: np.ndarray) -> None:
     off = np.abs(a.astype(int) - b.astype(int)).max(axis=2)
     assert (off > CHANNEL_TOLERANCE).mean() <= MOST_PIXELS_OFF, f"{(off > CHANNEL_TOLERANCE).sum()} pixels differ"
 
 
-@pytest.mark.parametrize("which", ["amr_file", "ragged_file"])
+@pytest.mark.parametrize("which", ["amr_file", "ragged_file", "grid_file"])
 @pytest.mark.parametrize("mode", ["dvr", "iso"])
 def test_gpu_ranges_classification_and_images_match_the_cpu(request, which, mode):
     path = request.getfixturevalue(which)
