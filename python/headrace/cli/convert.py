@@ -1,5 +1,5 @@
 """``headrace convert IN OUT.hrc``: raw particles, MegaMol MMPLD, BOV, NumPy, VTK, HDF5 (H5Part too),
-NetCDF or zarr files into a container.
+NetCDF, zarr files or AMReX plotfiles into a container.
 
 ``headrace convert FLOW.hrc OUT.hrc --layout hilbert|blocks`` rewrites a flow field (float32 x 3) in
 seed 002's Hilbert layout or in native blocks and reports the construction time (the paper's table 1).
@@ -7,8 +7,9 @@ From native blocks (``headrace generate flow``) the Hilbert layout is built part
 of core; from a grid in grid order (a BOV brick converted first) one frame at a time in memory.
 
 The input format is guessed from the extension or the first bytes unless ``--format`` names it. Several
-inputs (BOV headers, .npy or .npz files, .vti or .vtp files; a directory; a quoted glob) become frames in
-order; a ParaView .pvd names its frames itself. An existing
+inputs (BOV headers, .npy or .npz files, .vti or .vtp files, AMReX plotfile folders; a directory; a quoted
+glob) become frames in order; a ParaView .pvd names its frames itself. AMReX plotfiles become leaf bricks of
+an AMR topology stored once (docs/volume.md); every plotfile of a series must share it. An existing
 OUT.hrc is replaced only with --force; a failed or interrupted conversion leaves no output file.
 Mapping rules: docs/converters.md.
 """
@@ -44,7 +45,7 @@ HILBERT_CHUNK_PAGES = Integer(3, 65535, "pages of 4 KiB", multiple_of=3)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("convert", help="convert particle or grid files into a container",
+    parser = subparsers.add_parser("convert", help="convert particle, grid or AMR files into a container",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("inputs", nargs="+", metavar="IN", type=PathArgument(),
                         help="input file(s), a directory or a quoted glob; several become frames in order")
