@@ -47,33 +47,23 @@ class VolumeRenderer {
 
   std::vector<vol::ValueRange> ranges(std::span<const float> scalars) {
     if (cpu_) return cpu_->ranges(scalars);
-    Resident resident = upload(scalars);
-    const gpu::Stream stream;
-    gpu_->ranges(resident.scalars.pointer(), *resident.state, stream.handle());
-    stream.synchronize();
+    const Resident resident = prepared(scalars, false);
     return gpu_->ranges_of(*resident.state);
   }
 
   std::vector<std::uint8_t> visible(std::span<const float> scalars) {
     expect_view();
     if (cpu_) return cpu_->classify(cpu_->ranges(scalars), *tf_, settings_);
-    Resident resident = upload(scalars);
-    const gpu::Stream stream;
-    gpu_->ranges(resident.scalars.pointer(), *resident.state, stream.handle());
-    gpu_->classify(*resident.state, stream.handle());
-    stream.synchronize();
+    const Resident resident = prepared(scalars, true);
     return gpu_->visible_of(*resident.state);
   }
 
   std::vector<std::uint32_t> image(std::span<const float> scalars, const vol::Camera& camera) {
     expect_view();
     if (cpu_) return cpu_->render(scalars, cpu_->classify(cpu_->ranges(scalars), *tf_, settings_), camera, *tf_, settings_);
-    Resident resident = upload(scalars);
-    const gpu::Stream stream;
-    gpu_->ranges(resident.scalars.pointer(), *resident.state, stream.handle());
-    gpu_->classify(*resident.state, stream.handle());
-    gpu_->render(resident.scalars.pointer(), *resident.state, camera, stream.handle());
-    return gpu_->image(stream.handle());
+    const Resident resident = prepared(scalars, true);
+    gpu_->render(resident.scalars.pointer(), *resident.state, camera, resident.stream.handle());
+    return gpu_->image(resident.stream.handle());
   }
 
   vol::PlayResult play(engine::Queue* queue, vol::PlayOptions options) {
@@ -96,19 +86,22 @@ class VolumeRenderer {
   [[nodiscard]] int device() const { return gpu_ ? gpu_->device() : -1; }
 
  private:
+  // A frame given in host memory, in GPU memory with its ranges (and classification) done on its stream.
   struct Resident {
+    gpu::Stream stream;
     gpu::DeviceBuffer scalars;
     std::optional<vol::GpuRegionState> state;
   };
-  Resident upload(std::span<const float> scalars) {
+  Resident prepared(std::span<const float> scalars, bool classify) {
     HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
                     "a frame holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
     gpu_->make_current();
-    Resident r{gpu::DeviceBuffer(std::max<std::size_t>(scalars.size_bytes(), 4)), gpu_->region_state()};
-    const gpu::Stream stream;
-    gpu::check(gpu::require_driver().cuMemcpyHtoDAsync(r.scalars.pointer(), scalars.data(), scalars.size_bytes(), stream.handle()),
+    Resident r{gpu::Stream(), gpu::DeviceBuffer(std::max<std::size_t>(scalars.size_bytes(), 4)), gpu_->region_state()};
+    gpu::check(gpu::require_driver().cuMemcpyHtoDAsync(r.scalars.pointer(), scalars.data(), scalars.size_bytes(), r.stream.handle()),
                "cuMemcpyHtoDAsync");
-    stream.synchronize();
+    gpu_->ranges(r.scalars.pointer(), *r.state, r.stream.handle());
+    if (classify) gpu_->classify(*r.state, r.stream.handle());
+    r.stream.synchronize();  // the copy reads the caller's array
     return r;
   }
   void expect_view() const { HEADRACE_EXPECT(tf_.has_value(), UsageError, "set_view() first: a transfer function"); }

@@ -2,10 +2,12 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <span>
 
 #include "headrace/codec/chunk_reader.hpp"
 #include "headrace/detail/aligned_buffer.hpp"
@@ -170,6 +172,55 @@ void finish_frames(Recorder& rec, const EventClock* clock, PlayResult& result) {
 }
 
 
+// The paper's file I/O (sections 5.1 and 5.2): frame i read into buffer(0) when it is needed, or, double
+// buffered, into buffer(i % 2) while the frame before it is processed, on a second thread (figure 4).
+class ReadAhead {
+ public:
+  ReadAhead(FrameReader& reader, std::uint64_t bytes, bool doubled, std::function<std::byte*(unsigned)> buffer)
+      : reader_(reader), bytes_(bytes), doubled_(doubled), buffer_(std::move(buffer)) {}
+  // Waits for a read still running: it writes a buffer its owner is about to free.
+  ~ReadAhead() {
+    if (ahead_.valid()) ahead_.wait();
+  }
+  ReadAhead(const ReadAhead&) = delete;
+  ReadAhead& operator=(const ReadAhead&) = delete;
+
+  // Frame order[i] once read (its span recorded as rec's frame i), then the next frame's read begun.
+  std::byte* take(std::size_t i, std::span<const std::uint32_t> order, Recorder& rec) {
+    const unsigned front = doubled_ ? static_cast<unsigned>(i % 2) : 0;
+    const Span read = ahead_.valid() ? ahead_.get() : read_into(order[i], front, rec);
+    rec.host(i, SpanKind::io, read.start, read.end);
+    if (doubled_ && i + 1 < order.size())
+      ahead_ = std::async(std::launch::async, [this, &rec, frame = order[i + 1], back = 1 - front] { return read_into(frame, back, rec); });
+    return buffer_(front);
+  }
+
+ private:
+  Span read_into(std::uint32_t frame, unsigned b, const Recorder& rec) {
+    Span span{SpanKind::io, rec.now(), 0};
+    reader_.read(frame, buffer_(b), bytes_);
+    span.end = rec.now();
+    return span;
+  }
+
+  FrameReader& reader_;
+  std::uint64_t bytes_;
+  bool doubled_;
+  std::function<std::byte*(unsigned)> buffer_;
+  std::future<Span> ahead_;  // the next frame, being read into the other buffer
+};
+
+// The `all` stage's stream: the field's frames into the slots at `destinations` through the engine,
+// errors naming the file and frame.
+engine::SlotStream frame_stream(engine::Queue& queue, const format::Container& container, std::uint32_t field,
+                                std::shared_ptr<engine::SlotDestinations> destinations, queue::MemoryKind memory) {
+  const engine::FileId file = queue.add_file(container.path());
+  engine::SlotStreamOptions options;
+  options.slots = static_cast<std::uint32_t>(destinations->size());
+  options.name = [&container](std::uint64_t unit) { return container.path() + ": frame " + std::to_string(unit); };
+  return engine::SlotStream(queue, engine::frame_fill(container, file, {field}, std::move(destinations), memory), std::move(options));
+}
+
 // The paper's loop (stages baseline .. overlap) on a GPU.
 PlayResult play_paper_gpu(const format::Container& container, const VolumeTopology& topology, GpuVolumeRenderer& renderer,
                           const PlayOptions& options) {
@@ -201,12 +252,13 @@ PlayResult play_paper_gpu(const format::Container& container, const VolumeTopolo
       upload_pageable.emplace(bytes);
   }
   const auto read_buffer = [&](unsigned b) { return flat ? locked[b].data() : pageable[b].data(); };
+  FrameReader reader(container, options.field, direct);
+  ReadAhead reads(reader, bytes, doubled, read_buffer);
   std::vector<gpu::DeviceBuffer> device;
   for (unsigned b = 0; b < (overlap ? 2u : 1u); ++b) device.emplace_back(bytes);
   GpuRegionState state = renderer.region_state();
   std::optional<VolumeTopology> rebuilt;
   if (!refit) rebuilt.emplace(topology);
-  FrameReader reader(container, options.field, direct);
   result.notes = "reads: " + reader.describe() + (pinned ? "; page-locked upload buffer" : "; pageable upload buffer");
 
   const gpu::Stream compute, copy;
@@ -215,34 +267,12 @@ PlayResult play_paper_gpu(const format::Container& container, const VolumeTopolo
   const auto copy_stream = copy.handle(), compute_stream = compute.handle();
   const auto sync = [](gpu::CUstream s) { gpu::check(gpu::require_driver().cuStreamSynchronize(s), "cuStreamSynchronize"); };
 
-  struct ReadDone {
-    double start, end;
-  };
-  std::future<ReadDone> ahead;  // the next frame, being read into the other buffer
-  const auto read_into = [&](std::uint32_t frame, unsigned b) {
-    ReadDone done{rec.now(), 0};
-    reader.read(frame, read_buffer(b), bytes);
-    done.end = rec.now();
-    return done;
-  };
-
   for (std::size_t i = 0; i < options.frames.size(); ++i) {
     const std::uint32_t frame = options.frames[i];
     rec.frames.push_back({frame, 0, 0, {}});
-    const unsigned front = doubled ? static_cast<unsigned>(i % 2) : 0;
-    // File I/O: this frame (waited for, or read now), then the next one started on a second thread.
-    ReadDone read{};
-    if (ahead.valid()) {
-      read = ahead.get();
-    } else {
-      read = read_into(frame, front);
-    }
-    rec.host(i, SpanKind::io, read.start, read.end);
+    const std::byte* source = reads.take(i, options.frames, rec);
     result.stored_bytes += stored_bytes_of(container, frame, options.field);
-    if (doubled && i + 1 < options.frames.size())
-      ahead = std::async(std::launch::async, read_into, options.frames[i + 1], 1 - front);
     // Flattening into the upload buffer.
-    const std::byte* source = read_buffer(front);
     if (!flat) {
       std::byte* upload = pinned ? upload_locked->data() : upload_pageable->data();
       const double start = rec.now();
@@ -283,7 +313,6 @@ PlayResult play_paper_gpu(const format::Container& container, const VolumeTopolo
     if (!overlap) sync(compute_stream);
     if (options.on_image && !options.on_image(frame, renderer.image(compute_stream))) break;
   }
-  if (ahead.valid()) ahead.wait();
   sync(compute_stream);
   sync(copy_stream);
   finish_frames(rec, &clock, result);
@@ -307,12 +336,7 @@ PlayResult play_engine_gpu(const format::Container& container, const VolumeTopol
     states.push_back(renderer.region_state());
     destinations->push_back({static_cast<std::uintptr_t>(slots.back().pointer())});
   }
-  const engine::FileId file = queue.add_file(container.path());
-  engine::SlotStreamOptions stream_options;
-  stream_options.slots = options.slots;
-  stream_options.name = [&container](std::uint64_t unit) { return container.path() + ": frame " + std::to_string(unit); };
-  engine::SlotStream stream(queue, engine::frame_fill(container, file, {options.field}, destinations, queue::MemoryKind::device),
-                            std::move(stream_options));
+  engine::SlotStream stream = frame_stream(queue, container, options.field, destinations, queue::MemoryKind::device);
   bool compressed = false;
   for (std::uint32_t frame : options.frames)
     for (const auto& chunk : container.chunks_of(frame, options.field)) compressed = compressed || chunk.codec != format::CodecId::none;
@@ -405,12 +429,7 @@ PlayResult play_cpu(const format::Container& container, const VolumeTopology& to
       slots.emplace_back(bytes);
       destinations->push_back({reinterpret_cast<std::uintptr_t>(slots.back().data())});
     }
-    const engine::FileId file = queue->add_file(container.path());
-    engine::SlotStreamOptions stream_options;
-    stream_options.slots = options.slots;
-    stream_options.name = [&container](std::uint64_t unit) { return container.path() + ": frame " + std::to_string(unit); };
-    engine::SlotStream stream(*queue, engine::frame_fill(container, file, {options.field}, destinations, queue::MemoryKind::host),
-                              std::move(stream_options));
+    engine::SlotStream stream = frame_stream(*queue, container, options.field, destinations, queue::MemoryKind::host);
     result.notes += "engine: " + queue->describe();
     stream.play(std::vector<std::uint64_t>(options.frames.begin(), options.frames.end()));
     for (std::size_t i = 0; i < options.frames.size(); ++i) {
@@ -433,25 +452,11 @@ PlayResult play_cpu(const format::Container& container, const VolumeTopology& to
     std::optional<detail::AlignedBuffer> upload;
     std::vector<std::uint32_t> index;
     if (!flat) index = flatten_index(topology), upload.emplace(bytes);
-    struct ReadDone {
-      double start, end;
-    };
-    std::future<ReadDone> ahead;
-    const auto read_into = [&](std::uint32_t frame, unsigned b) {
-      ReadDone done{rec.now(), 0};
-      reader.read(frame, buffers[b].data(), bytes);
-      done.end = rec.now();
-      return done;
-    };
+    ReadAhead reads(reader, bytes, doubled, [&buffers](unsigned b) { return buffers[b].data(); });
     for (std::size_t i = 0; i < options.frames.size(); ++i) {
-      const unsigned front = doubled ? static_cast<unsigned>(i % 2) : 0;
       rec.frames.push_back({options.frames[i], 0, 0, {}});
-      const ReadDone read = ahead.valid() ? ahead.get() : read_into(options.frames[i], front);
-      rec.host(i, SpanKind::io, read.start, read.end);
+      const float* scalars = reinterpret_cast<const float*>(reads.take(i, options.frames, rec));
       result.stored_bytes += stored_bytes_of(container, options.frames[i], options.field);
-      if (doubled && i + 1 < options.frames.size())
-        ahead = std::async(std::launch::async, read_into, options.frames[i + 1], 1 - front);
-      const float* scalars = reinterpret_cast<const float*>(buffers[front].data());
       if (!flat) {
         const double start = rec.now();
         flatten(scalars, reinterpret_cast<float*>(upload->data()), index);
@@ -460,7 +465,6 @@ PlayResult play_cpu(const format::Container& container, const VolumeTopology& to
       }
       if (!show(i, {scalars, topology.cell_count()})) break;
     }
-    if (ahead.valid()) ahead.wait();
   }
   finish_frames(rec, nullptr, result);
   return result;

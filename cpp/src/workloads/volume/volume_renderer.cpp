@@ -32,6 +32,7 @@ void fill_settings(VolumeView& v, const VolumeTopology& topology, const Transfer
   v.iso = settings.iso;
   v.iso_mode = settings.iso_mode ? 1 : 0;
   v.skip_empty = settings.skip_empty ? 1 : 0;
+  v.sampling = settings.sampling;
   v.footprint = settings.footprint;
   v.background = settings.background;
 }
@@ -91,11 +92,7 @@ std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scal
   HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
                   "a frame holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
   HEADRACE_EXPECT(visible.size() == topology_.region_count(), UsageError, "one classification per region expected");
-  VolumeView v = view(scalars.data(), visible.data(), tf, settings);
-  // Adaptive sampling at the asked density: the per-region steps scaled once, here and on the GPU alike.
-  std::vector<float> steps(topology_.region_step().begin(), topology_.region_step().end());
-  for (float& s : steps) s /= settings.sampling;
-  v.region_step = steps.data();
+  const VolumeView v = view(scalars.data(), visible.data(), tf, settings);
   std::vector<std::uint32_t> rgba(static_cast<std::size_t>(camera.width) * camera.height);
   detail::parallel_for(static_cast<std::uint64_t>(camera.height), threads_, [&](std::uint64_t row) {
     const auto y = static_cast<std::int32_t>(row);
@@ -140,11 +137,9 @@ void GpuVolumeRenderer::upload_regions(const VolumeTopology& topology, gpu::CUst
   regions_ = topology.region_count();
   region_first_ = upload(topology.region_first(), stream);
   region_bricks_ = upload(topology.region_bricks(), stream);
-  std::vector<float> steps(topology.region_step().begin(), topology.region_step().end());
-  for (float& s : steps) s /= settings_.sampling;
-  region_step_ = upload(std::span<const float>(steps), stream);
+  region_step_ = upload(topology.region_step(), stream);
   region_margin_ = upload(topology.region_margin(), stream);
-  // The uploads read host vectors that go out of scope: finish them now.
+  // The uploads read the topology's arrays, which its next rebuild replaces: finish them now.
   gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
 }
 
@@ -154,15 +149,8 @@ void GpuVolumeRenderer::set_transfer_function(const TransferFunction& tf, const 
   device_.make_current();
   const gpu::Stream stream;
   tf_ = upload(std::span<const float>(tf.rgba), stream.handle());
-  const float previous_sampling = settings_.sampling;
   settings_ = settings;
   tf_lo_ = tf.lo, tf_hi_ = tf.hi;
-  if (previous_sampling != settings.sampling) {
-    std::vector<float> steps(regions_);
-    gpu::copy_to_host(steps.data(), region_step_.pointer(), steps.size() * sizeof(float));
-    for (float& s : steps) s = s * previous_sampling / settings.sampling;
-    region_step_ = upload(std::span<const float>(steps), stream.handle());
-  }
   stream.synchronize();
 }
 
@@ -187,6 +175,7 @@ VolumeView GpuVolumeRenderer::view(gpu::CUdeviceptr scalars, const GpuRegionStat
   v.iso = settings_.iso;
   v.iso_mode = settings_.iso_mode ? 1 : 0;
   v.skip_empty = settings_.skip_empty ? 1 : 0;
+  v.sampling = settings_.sampling;
   v.footprint = settings_.footprint;
   v.background = settings_.background;
   return v;

@@ -132,10 +132,10 @@ VolumeTopology::VolumeTopology(AmrLayout layout, const std::string& where, std::
   domain_upper_ = {static_cast<float>(l.origin[0] + static_cast<double>(l.domain_cells[0]) * l.spacing[0]),
                    static_cast<float>(l.origin[1] + static_cast<double>(l.domain_cells[1]) * l.spacing[1]),
                    static_cast<float>(l.origin[2] + static_cast<double>(l.domain_cells[2]) * l.spacing[2])};
-  build_regions();
+  rebuild_regions();
 }
 
-void VolumeTopology::build_regions() {
+void VolumeTopology::rebuild_regions() {
   // Regions as small as the typical brick (the median of the bricks' shortest edges), at most 8 typical
   // cells a side (a large brick, a structured grid, is split so that empty space can be skipped),
   // doubled until there are at most most_regions_: most regions then list one brick, or a few at brick
@@ -230,11 +230,6 @@ void VolumeTopology::build_regions() {
     }
   for (float& s : region_step_)
     if (s > 1.0e38f) s = min3(region_size_.x, region_size_.y, region_size_.z);  // an empty region: never sampled
-}
-
-void VolumeTopology::rebuild_regions() {
-  region_first_.clear(), region_bricks_.clear(), region_step_.clear(), region_margin_.clear();
-  build_regions();
 }
 
 VolumeView VolumeTopology::host_view() const {

@@ -51,7 +51,8 @@ struct VolumeView {
   std::int32_t regions[3] = {1, 1, 1};
   const std::uint32_t* region_first = nullptr;  // CSR: bricks of region r are region_bricks[first[r] .. first[r+1])
   const std::uint32_t* region_bricks = nullptr;
-  const float* region_step = nullptr;      // sample spacing in the region (from its finest cells)
+  const float* region_step = nullptr;      // a finest cell of the region: the step at one sample per cell
+  float sampling = 1;                      // samples per region step (2: twice as many)
   // Half the largest cell edge of the region's bricks: a point this far inside a brick's box is reached
   // by no other brick's tents, so its own cells alone reconstruct it (the fast path of reconstruct()).
   const float* region_margin = nullptr;
@@ -296,7 +297,7 @@ HEADRACE_HD inline bool advance(WalkAxis& w, std::int32_t regions) {
       const int axis = wx.next < wy.next ? (wx.next < wz.next ? 0 : 2) : (wy.next < wz.next ? 1 : 2);
       const float exit = fminf(axis == 0 ? wx.next : (axis == 1 ? wy.next : wz.next), t1);
       const std::int64_t region = region_index(v, wx.cell, wy.cell, wz.cell);
-      const float dt = fmaxf(v.region_step[region], footprint_step * fmaxf(t, 0.0f));
+      const float dt = fmaxf(v.region_step[region] / v.sampling, footprint_step * fmaxf(t, 0.0f));
       if (v.region_visible[region]) {
         for (; sample_t < exit && acc.a < 0.99f; sample_t += dt) {
           float value = 0;

@@ -62,11 +62,11 @@ class VolumeTopology {
 
   // A view over this topology's host arrays (the CPU renderer); frame-dependent pointers left null.
   [[nodiscard]] VolumeView host_view() const;
-  // Rebuilds the region grid from the bricks (what the baseline pays each frame: no refit).
+  // Builds the region grid from the bricks anew: the constructor's work, and what the baseline pays
+  // each frame (no refit).
   void rebuild_regions();
 
  private:
-  void build_regions();
 
   AmrLayout layout_;
   std::uint64_t most_regions_;
