@@ -1,4 +1,4 @@
-# Finds zstd, lz4, xxhash (required) and liburing (optional) as targets headrace::<name>.
+# Finds zstd, lz4, snappy, zlib, xxhash (required) and liburing (optional) as targets headrace::<name>.
 # With HEADRACE_DEPS_ROOT (a folder of unpacked -dev packages: include/, lib/<multiarch>/), they are
 # taken from there only, static archives first, so that the build needs nothing installed on the
 # machine (the GPU machine, which has no liburing); otherwise pkg-config finds the system's.
@@ -43,5 +43,7 @@ endfunction()
 
 headrace_find_dependency(zstd zstd.h libzstd TRUE zstd)
 headrace_find_dependency(lz4 lz4.h liblz4 TRUE lz4)
+headrace_find_dependency(snappy snappy-c.h snappy TRUE snappy)
+headrace_find_dependency(zlib zlib.h zlib TRUE z)
 headrace_find_dependency(xxhash xxhash.h libxxhash TRUE)
 headrace_find_dependency(uring liburing.h liburing FALSE uring)

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(build-essential cmake ninja-build pkg-config liburing-dev libzstd-dev liblz4-dev libxxhash-dev libgtest-dev)
+packages=(build-essential cmake ninja-build pkg-config liburing-dev libzstd-dev liblz4-dev libsnappy-dev zlib1g-dev libxxhash-dev libgtest-dev)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -1,6 +1,7 @@
 // format layer: Container (reader of the index) and ContainerWriter.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -9,7 +10,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
-#include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/codec/chain_writer.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/container.hpp"
 #include "headrace/format/writer.hpp"
@@ -31,6 +32,13 @@ nb::ndarray<nb::numpy, T, nb::ndim<1>> column(const Container& container, T form
   nb::capsule owner(values, [](void* p) noexcept { delete[] static_cast<T*>(p); });
   return nb::ndarray<nb::numpy, T, nb::ndim<1>>(values, {chunks.size()}, owner);
 }
+
+// A writer with the chain encoder that encodes its chunks (the writer holds the encoder's function,
+// which shares the encoder's state).
+struct ChainedWriter {
+  std::shared_ptr<codec::ChainEncoder> chains;
+  std::unique_ptr<ContainerWriter> writer;
+};
 
 std::span<const std::byte> bytes_of(const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& array) {
   return {static_cast<const std::byte*>(array.data()), array.nbytes()};
@@ -76,11 +84,18 @@ void bind_format(nb::module_& m) {
              table["checksum"] = column(c, &format::ChunkInfo::checksum);
              table["frame"] = column(c, &format::ChunkInfo::frame);
              table["field"] = column(c, &format::ChunkInfo::field);
+             table["chain"] = column(c, &format::ChunkInfo::chain);
              std::vector<std::string> codecs;
-             for (const auto& chunk : c.chunks()) codecs.emplace_back(format::to_string(chunk.codec));
+             for (const auto& chunk : c.chunks())
+               codecs.emplace_back(chunk.chain_spec ? *chunk.chain_spec : std::string(format::to_string(chunk.codec)));
              table["codec"] = codecs;
              return table;
-           }, "The chunk records as NumPy columns (codec as a list of names).")
+           }, "The chunk records as NumPy columns (codec as a list of names: a plain codec's, or a chain's text).")
+      .def_prop_ro("chains", [](const Container& c) {
+             std::vector<std::tuple<std::string, std::optional<double>>> chains;
+             for (const auto& chain : c.chains()) chains.emplace_back(*chain.spec, chain.error_bound);
+             return chains;
+           }, "The chain table (format 1.3): (text, error bound when lossy) per chain.")
       .def("chunk_range", [](const Container& c, std::uint64_t chunk) {
              HEADRACE_EXPECT(chunk < c.chunks().size(), UsageError, "chunk " + std::to_string(chunk) + " out of range");
              const auto& info = c.chunks()[chunk];
@@ -89,35 +104,46 @@ void bind_format(nb::module_& m) {
              return std::make_tuple(std::vector<double>(lo.begin(), lo.end()), std::vector<double>(hi.begin(), hi.end()));
            }, "chunk"_a, "Per component (minima, maxima) of one chunk.");
 
-  nb::class_<ContainerWriter>(m, "ContainerWriter")
-      .def("__init__", [](ContainerWriter* self, const std::string& path,
+  nb::class_<ChainedWriter>(m, "ContainerWriter")
+      .def("__init__", [](ChainedWriter* self, const std::string& path,
                           const std::vector<std::tuple<std::string, std::string, std::uint32_t>>& fields,
-                          std::uint64_t chunk_size_bytes, const std::string& codec, int codec_level, unsigned encode_threads) {
+                          std::uint64_t chunk_size_bytes, unsigned encode_threads, int device) {
              std::vector<format::FieldInfo> infos;
              for (const auto& [name, dtype, components] : fields) infos.push_back({name, format::parse_dtype(dtype), components});
+             auto chains = std::make_shared<codec::ChainEncoder>(infos.size(), device);
              format::WriterOptions options;
              options.chunk_size_bytes = chunk_size_bytes;
-             options.codec = format::parse_codec(codec);
-             options.codec_level = codec_level;
              options.encode_threads = encode_threads;
-             options.encoder = &codec::cpu::encode;
-             new (self) ContainerWriter(path, std::move(infos), std::move(options));
-           }, "path"_a, "fields"_a, "chunk_size_bytes"_a = std::uint64_t{4} << 20, "codec"_a = "none", "codec_level"_a = 0,
-           "encode_threads"_a = 0)
-      .def("set_attribute", &ContainerWriter::set_attribute, "name"_a, "value"_a)
-      .def("add_frame", [](ContainerWriter& w, double time, std::optional<std::tuple<std::array<double, 3>, std::array<double, 3>>> bbox) {
+             options.encoder = chains->encoder();
+             new (self) ChainedWriter{chains, std::make_unique<ContainerWriter>(path, std::move(infos), std::move(options))};
+           }, "path"_a, "fields"_a, "chunk_size_bytes"_a = std::uint64_t{4} << 20, "encode_threads"_a = 0, "device"_a = 0,
+           "Every field stored as it is until set_chain() says otherwise; device: the GPU that encodes the codecs only "
+           "a GPU encodes.")
+      .def("set_chain", [](ChainedWriter& w, std::uint32_t field, const std::string& chain, std::uint64_t fastest_axis_points) {
+             HEADRACE_EXPECT(field < w.writer->fields().size(), UsageError, "field " + std::to_string(field) + " out of range");
+             const auto& info = w.writer->fields()[field];
+             const codec::ElementShape shape{info.dtype, info.components, fastest_axis_points};
+             const auto coding = w.chains->use(field, codec::Chain::parse(chain, shape));
+             w.writer->set_coding(field, coding);
+             return coding.chain.empty() ? std::string(format::to_string(coding.codec)) : coding.chain;
+           }, "field"_a, "chain"_a, "fastest_axis_points"_a = 0,
+           "Stores the field through the chain from its first chunk on; returns the chain as recorded.")
+      .def("set_attribute", [](ChainedWriter& w, const std::string& name, format::AttributeValue value) {
+             w.writer->set_attribute(name, std::move(value));
+           }, "name"_a, "value"_a)
+      .def("add_frame", [](ChainedWriter& w, double time, std::optional<std::tuple<std::array<double, 3>, std::array<double, 3>>> bbox) {
              std::optional<format::BoundingBox> box;
              if (bbox) box = format::BoundingBox{std::get<0>(*bbox), std::get<1>(*bbox)};
-             return w.add_frame(time, box);
+             return w.writer->add_frame(time, box);
            }, "time"_a, "bbox"_a = nb::none())
-      .def("write_field", [](ContainerWriter& w, std::uint32_t frame, std::uint32_t field,
+      .def("write_field", [](ChainedWriter& w, std::uint32_t frame, std::uint32_t field,
                              const nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>& data) {
              const auto bytes = bytes_of(data);
              nb::gil_scoped_release release;
-             w.write_field(frame, field, bytes);
+             w.writer->write_field(frame, field, bytes);
            }, "frame"_a, "field"_a, "data"_a, "Appends raw elements (any C-contiguous array; its bytes are used).")
-      .def("close", &ContainerWriter::close, nb::call_guard<nb::gil_scoped_release>())
-      .def("abort", &ContainerWriter::abort);
+      .def("close", [](ChainedWriter& w) { w.writer->close(); }, nb::call_guard<nb::gil_scoped_release>())
+      .def("abort", [](ChainedWriter& w) { w.writer->abort(); });
 }
 
 }  // namespace headrace::python

@@ -221,7 +221,10 @@ void bind_queue(nb::module_& m) {
              r.offset = offset;
              r.stored_size = stored_size;
              r.raw_size = raw_size;
-             r.codec = format::parse_codec(codec);
+             // A plain codec's name, or the text of a chain as the index stores it.
+             const bool plain = codec == "none" || codec == "lz4" || codec == "zstd" || codec == "gdeflate";
+             r.codec = plain ? format::parse_codec(codec) : format::CodecId::chain;
+             if (!plain) r.chain = codec;
              r.checksum = checksum;
              r.destination = {parse_memory_kind(kind), destination, raw_size};
              r.priority = priority;

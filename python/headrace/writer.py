@@ -2,26 +2,50 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Union
 
 import numpy as np
 
 from headrace import _ext
 
-__all__ = ["FieldSpec", "Writer", "Codec", "default_chunk_size"]
+__all__ = ["FieldSpec", "Writer", "Codec", "AutoOptions", "default_chunk_size"]
 
-Codec = Literal["none", "lz4", "zstd", "gdeflate"]
+# "none", a plain codec ("lz4", "zstd", "gdeflate"), a chain of stages ("split|shuffle|zstd(level=5)",
+# docs/codecs/) or "auto" (headrace.codecs.choose picks one per field from its first data).
+Codec = str
 # gdeflate chunks hold at most 64 KiB raw (nvCOMP's CPU encoder; docs/codecs/gdeflate.md).
 GDEFLATE_MAX_CHUNK_BYTES = 1 << 16
 DEFAULT_CHUNK_BYTES = 4 << 20
+PLAIN_CODECS = ("none", "lz4", "zstd", "gdeflate")
+# Chunks of a field's first data that codec="auto" tries its candidates on.
+AUTO_SAMPLE_CHUNKS = 4
 
 
-def default_chunk_size(codec: str) -> int:
-    """The chunk size a writer takes when given none: 4 MiB, or 64 KiB (the most it takes) for gdeflate."""
-    return GDEFLATE_MAX_CHUNK_BYTES if codec == "gdeflate" else DEFAULT_CHUNK_BYTES
+def _ends_with_gdeflate(codec: str) -> bool:
+    return codec.split("|")[-1].split("(")[0].strip() == "gdeflate"
+
+
+def default_chunk_size(codec: str | Mapping[str, str]) -> int:
+    """The chunk size a writer takes when given none: 4 MiB, or 64 KiB (the most it takes) when a chain
+    ends with gdeflate."""
+    codecs = list(codec.values()) if isinstance(codec, Mapping) else [codec]
+    return GDEFLATE_MAX_CHUNK_BYTES if any(_ends_with_gdeflate(c) for c in codecs) else DEFAULT_CHUNK_BYTES
+
+
+@dataclass(frozen=True)
+class AutoOptions:
+    """How ``codec="auto"`` chooses (headrace.codecs.choose): the objective, the disk's rate for
+    ``"delivery"`` (None: a short probe of the output's directory), whether codecs only a GPU decodes may
+    be chosen, and the GPU that times decoding (None: GPU 0 when there is one, else the CPU)."""
+
+    objective: str = "delivery"
+    disk_bytes_per_second: float | None = None
+    gpu_only: bool = False
+    device: int | None = None
 BBox = tuple[Sequence[float], Sequence[float]]
 
 
@@ -56,22 +80,31 @@ class Writer:
         fields: Sequence[FieldSpec],
         *,
         chunk_size_bytes: int | None = None,
-        codec: Codec = "none",
+        codec: Union[Codec, Mapping[str, Codec]] = "none",
         codec_level: int | None = None,
         encode_threads: int = 0,
+        auto: AutoOptions | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.fields = list(fields)
-        self.chunk_size_bytes = int(chunk_size_bytes or default_chunk_size(codec))
         self._index = {f.name: i for i, f in enumerate(self.fields)}
         self._dtypes = {f.name: np.dtype(f.dtype) for f in self.fields}
+        self._codecs = self._codecs_of(codec, codec_level)
+        self.chunk_size_bytes = int(chunk_size_bytes or default_chunk_size(self._codecs))
+        self.auto = auto or AutoOptions()
+        #: per field, the chain its chunks are stored with (set at its first write), as recorded
+        self.chains: dict[str, str] = {}
+        #: per field written with codec="auto": the choice and its measurements (headrace.codecs.Choice)
+        self.choices: dict[str, object] = {}
+        self._attributes: dict[str, object] = {}
+        self._disk_rate: tuple[float, str] | None = None
+        device = self.auto.device if self.auto.device is not None else 0
         self._native = _ext.ContainerWriter(
             self.path,
             [(f.name, np.dtype(f.dtype).name, int(f.components)) for f in self.fields],
             chunk_size_bytes=self.chunk_size_bytes,
-            codec=codec,
-            codec_level=int(codec_level or 0),
             encode_threads=int(encode_threads),
+            device=int(device),
         )
         self._frames = 0
         # The (frame, field) being written, and the first ``_held`` values of ``_chunk``: its values that do
@@ -81,8 +114,69 @@ class Writer:
         self._held = 0
         self._closed = False
 
+    def _codecs_of(self, codec: Union[Codec, Mapping[str, Codec]], level: int | None) -> dict[str, str]:
+        """Each field's codec as written: one for all, or per field name (fields left out: "none")."""
+        if isinstance(codec, Mapping):
+            unknown = sorted(set(codec) - set(self._index))
+            if unknown:
+                raise _ext.UnknownNameError(f"{self.path}: codec for {', '.join(unknown)}: no such field "
+                                            f"(fields: {', '.join(self._index)})")
+            codecs = {name: str(codec.get(name, "none")) for name in self._index}
+        else:
+            codecs = {name: str(codec) for name in self._index}
+        if level is not None:
+            for name, text in codecs.items():
+                if text not in PLAIN_CODECS[1:]:
+                    raise _ext.UsageError(f"codec_level {level} goes with lz4, zstd or gdeflate, not {text!r}: "
+                                          f"write the level into the chain, e.g. zstd(level={level})")
+                codecs[name] = f"{text}(level={int(level)})"
+        return codecs
+
+    def _fastest_axis_points(self) -> int:
+        """A linear grid's points along x (delta's rows), from the attributes set so far; 0 otherwise."""
+        dims = self._attributes.get("grid_dims")
+        layout = self._attributes.get("layout", "linear")
+        if layout != "linear" or not isinstance(dims, (list, tuple)) or not dims:
+            return 0
+        return int(dims[0])
+
+    def _choose(self, field: str, values: np.ndarray) -> str:
+        """codec="auto": tries the candidates on chunks of the field's first data."""
+        from headrace import codecs
+
+        spec = self.fields[self._index[field]]
+        per_chunk = max(1, self.chunk_size_bytes // (values.itemsize * spec.components)) * spec.components
+        starts = list(range(0, values.size, per_chunk))
+        picked = [starts[i * len(starts) // AUTO_SAMPLE_CHUNKS] for i in range(min(AUTO_SAMPLE_CHUNKS, len(starts)))]
+        sample = [values[s:s + per_chunk] for s in sorted(set(picked))]
+        rate, source = None, ""
+        if self.auto.objective == "delivery":
+            if self.auto.disk_bytes_per_second is not None:
+                rate, source = float(self.auto.disk_bytes_per_second), "given"
+            else:
+                if self._disk_rate is None:
+                    self._disk_rate = codecs.disk_rate_of(os.path.dirname(os.path.abspath(self.path)))
+                rate, source = self._disk_rate
+        device = self.auto.device
+        if device is None and _ext.gpu_count() > 0:
+            device = 0
+        choice = codecs.choose(field, sample, dtype=spec.dtype, components=spec.components,
+                               fastest_axis_points=self._fastest_axis_points(), objective=self.auto.objective,  # type: ignore[arg-type]
+                               disk_bytes_per_second=rate, disk_rate_source=source, device=device,
+                               gpu_only=self.auto.gpu_only)
+        self.choices[field] = choice
+        return choice.spec
+
+    def _start_field(self, field: str, values: np.ndarray) -> None:
+        """Sets the field's chain before its first chunk is written."""
+        text = self._codecs[field]
+        if text == "auto":
+            text = self._choose(field, values)
+        self.chains[field] = self._native.set_chain(self._index[field], text, self._fastest_axis_points())
+
     def set_attribute(self, name: str, value: int | float | str | Sequence[int] | Sequence[float]) -> None:
         """Stores a data-set attribute: a string, or numbers (kept as int64 or float64 arrays)."""
+        self._attributes[name] = value if isinstance(value, str) else list(np.atleast_1d(np.asarray(value)).tolist())
         if isinstance(value, str):
             self._native.set_attribute(name, value)
             return
@@ -112,6 +206,8 @@ class Writer:
                 f"{self.path}: field {field!r} holds {self._dtypes[field].name}, got an array of {array.dtype.name}"
             )
         values = np.ascontiguousarray(array).reshape(-1)
+        if field not in self.chains and values.size:  # an empty frame-field has no chunks to code
+            self._start_field(field, values)
         index = self._index[field]
         components = self.fields[index].components
         if values.size % components:  # the native writer names the fault
@@ -157,6 +253,9 @@ class Writer:
                 self.abort()
                 raise
             self._closed = True
+            if self.choices:  # the choice and its measured reasons travel with the file
+                self._native.set_attribute("codec_choice", json.dumps(
+                    {name: choice.as_dict() for name, choice in self.choices.items()}))  # type: ignore[attr-defined]
             self._native.close()
 
     def abort(self) -> None:

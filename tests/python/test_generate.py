@@ -136,7 +136,7 @@ def test_gdeflate_writes_format_1_1_in_64_kib_chunks_and_reads_back(tmp_path):
     cut[cut < np.float32(0.05)] = 0
     np.testing.assert_array_equal(packed.read(1, "scalar"), cut)
     assert packed.stored_bytes < 0.6 * packed.raw_bytes
-    with pytest.raises(headrace.errors.UsageError, match="gdeflate chunks hold at most 65536 raw bytes"):
+    with pytest.raises(headrace.errors.UsageError, match="gdeflate encodes chunks of at most 65536 raw bytes"):
         generate_volume(tmp_path / "big.hrc", dims=(40, 40, 40), frames=1, codec="gdeflate", chunk_size_bytes=1 << 20)
     assert not (tmp_path / "big.hrc").exists()
 

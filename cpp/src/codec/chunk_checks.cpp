@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <thread>
 
-#include "headrace/codec/cpu/chunk_codec.hpp"
 #include "headrace/detail/parallel_for.hpp"
 #include "headrace/detail/seconds.hpp"
 #include "headrace/error.hpp"
@@ -43,8 +42,9 @@ ChunkCheckResult ChunkChecker::check_one(const ChunkCheck& chunk) {
     }
     if (chunk.decode_into != nullptr) {
       const auto start = detail::SteadyClock::now();
-      cpu::decode(chunk.codec, {chunk.stored, chunk.stored_size}, {chunk.decode_into, chunk.raw_size}, std::string(chunk.label),
-                  chunk.file_offset);
+      HEADRACE_EXPECT(chunk.chain != nullptr && !chunk.chain->empty(), UsageError,
+                      std::string(chunk.label) + ": CPU decoding asked for a chunk stored as it is");
+      chunk.chain->decode({chunk.stored, chunk.stored_size}, {chunk.decode_into, chunk.raw_size}, std::string(chunk.label));
       result.decode_seconds = detail::seconds_since(start);
     }
   } catch (const std::exception&) {

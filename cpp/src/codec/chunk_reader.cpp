@@ -2,11 +2,12 @@
 
 #include <memory>
 
-#include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/codec/chain.hpp"
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/parallel_for.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/layout.hpp"
+#include "headrace/queue/request.hpp"
 
 namespace headrace::codec {
 namespace {
@@ -128,8 +129,9 @@ void read_field(const format::Container& container, io::Backend& backend, std::u
     const std::span<const std::byte> stored(stored_of(i), chunk.stored_size);
     if (verify) container.verify_chunk(chunk, stored);
     if (chunk.codec != format::CodecId::none) {
-      cpu::decode(chunk.codec, stored, destination.subspan(chunk.first_element * element_bytes, chunk.raw_size),
-                  container.path(), chunk.offset);
+      const std::string label = queue::chunk_label(container, frame, field, i, chunk);
+      chunk_chain(chunk.codec, chunk.chain_spec ? *chunk.chain_spec : std::string(), label)
+          .decode(stored, destination.subspan(chunk.first_element * element_bytes, chunk.raw_size), label);
     }
   });
 }

@@ -1,9 +1,11 @@
 // The finishers, one per lane (its flights in dispatch order: read outcomes, checksums and CPU
 // decoding, then H2D copies and nvCOMP decoding issued on the copy stream), and the completer (GPU
 // batches done, in issue order).
+#include <algorithm>
 #include <numeric>
 
 #include "queue_impl.hpp"
+#include "headrace/codec/gpu/chain_decoding.hpp"
 #include "headrace/staging/host_to_device_copies.hpp"
 
 namespace headrace::engine {
@@ -116,7 +118,7 @@ std::vector<std::exception_ptr> Queue::Impl::check_and_decode(const std::vector<
       chunk.checksum = r.checksum;
       chunk.verify = options_.verify_checksums || route == Route::device_decode;
       chunk.landed_sum = entry.plan.landed_checksum;
-      chunk.codec = r.codec;
+      chunk.chain = entry.plan.chain;
       if (route == Route::host_decode) chunk.decode_into = reinterpret_cast<std::byte*>(r.destination.address);
       if (route == Route::device_cpu_decode) chunk.decode_into = entry.plan.region->data + align_up(r.stored_size);
       chunk.raw_size = r.raw_size;
@@ -148,6 +150,15 @@ void Queue::Impl::finish_on_host(const std::vector<RequestId>& ids) {
   }
 }
 
+// Decodes a part of a group on the stream (codec/gpu/chain_decoding.hpp), with a spare buffer when a
+// chain of it has filters.
+void Queue::Impl::decode_part(DecodeGroup& part, gpu::CUstream stream) {
+  const bool filters = codec::gpu::spare_bytes_for(part.items, part.chains) > 0;
+  if (filters) part.spare = decoders_->take_spare();
+  codec::gpu::decode_chains_async(part.decoder->decoder, filters ? &decoders_->filter_kernels() : nullptr, part.items,
+                                  part.chains, filters ? part.spare->pointer() : 0, stream);
+}
+
 void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight) {
   if (ids.empty()) return;
   std::vector<double> decode_seconds;
@@ -159,8 +170,8 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
   // The batch's events bracket its own work on the copy stream, and the completer sees batches in
   // the stream's order, with two finishers issuing.
   std::lock_guard issuing(issue_mutex_);
-  // Compressed chunks by codec: (indices into completion->ids, items, labels).
-  std::map<format::CodecId, DecodeGroup> groups;
+  // Compressed chunks by nvCOMP coding.
+  std::map<codec::gpu::NvcompCoding, DecodeGroup> groups;
   staging::HostToDeviceCopies copies;
   const auto stream = stream_->handle();
   {
@@ -186,10 +197,11 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
         // neighbours in the scratch twin too, travel as one copy.
         copies.add(scratch, stored_bytes(entry), entry.plan.pinned() ? r.stored_size : align_up(r.stored_size),
                    source_end(entry));
-        DecodeGroup& group = groups[r.codec];
+        DecodeGroup& group = groups[codec::gpu::NvcompCoding::of(*entry.plan.chain->codec())];
         group.indices.push_back(completion->ids.size());
         group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
         group.labels.push_back(r.label);
+        group.chains.push_back(entry.plan.chain);
       }
       entry.status.state = RequestState::copying;
       issued.push_back(ids[i]);
@@ -204,7 +216,7 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
     copies.issue(stream);
     completion->copied.record(stream);
     // Decoders were made at enqueue: the data path only waits for an idle one, it allocates nothing.
-    for (auto& [codec, group] : groups) {
+    for (auto& [coding, group] : groups) {
       for (std::size_t first = 0; first < group.items.size();) {
         DecodeGroup part;
         std::uint64_t total = 0;
@@ -214,10 +226,11 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
           part.indices.push_back(group.indices[first]);
           part.items.push_back(group.items[first]);
           part.labels.push_back(group.labels[first]);
+          part.chains.push_back(group.chains[first]);
           ++first;
         }
-        part.decoder = decoders_->take(codec);
-        part.decoder->decoder.decode_async(part.items, stream);
+        part.decoder = decoders_->take(coding);
+        decode_part(part, stream);
         completion->groups.push_back(std::move(part));
       }
     }
@@ -232,8 +245,10 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
   if (failure) {
     // The batch never reaches the completer: wait for what was issued, then fail it.
     stream_->synchronize();
-    for (auto& group : completion->groups)
+    for (auto& group : completion->groups) {
       if (group.decoder) decoders_->give_back(std::move(group.decoder));
+      if (group.spare) decoders_->give_back_spare(std::move(group.spare));
+    }
     for (const RequestId id : issued) fail_locked(id, failure);
     return;
   }
@@ -276,6 +291,7 @@ void Queue::Impl::complete_loop() {
         for (const std::size_t index : group.indices) decode_failures[index] = std::current_exception();
       }
       decoders_->give_back(std::move(group.decoder));
+      if (group.spare) decoders_->give_back_spare(std::move(group.spare));
     }
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < completion->ids.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "headrace/engine/queue.hpp"
 
+#include "headrace/codec/chain.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -85,7 +87,8 @@ Queue::Impl::Impl(QueueOptions options)
                     "stream waits on a fence, which deadlocks");
     memory_operations_ = options_.stream_value_fences;
     device_scratch_.emplace(align_up(options_.staging_bytes));
-    decoders_.emplace(2, codec::gpu::BatchedDecoderLimits{options_.max_batch, max_decode_chunk_bytes, decoder_total_bytes});
+    decoders_.emplace(options_.device, 2,
+                      codec::gpu::BatchedDecoderLimits{options_.max_batch, max_decode_chunk_bytes, decoder_total_bytes});
   }
   if (cufile) {
     HEADRACE_EXPECT(device_.has_value(), UsageError, "cuFile reads need a queue made for a GPU (device >= 0)");
@@ -249,13 +252,18 @@ Route Queue::Impl::route_of(const Request& r) const {
 RequestId Queue::Impl::enqueue(Request request) {
   const Route route = route_of(request);
   const bool on_gpu = request.destination.kind == MemoryKind::device && device_;
-  // A codec's GPU decoders are made the first time a request needs them, on the caller's thread before
-  // the request is queued, never on the data path.
-  std::string no_decoder;
+  const std::string where = request.label.empty() ? "offset " + std::to_string(request.offset) : request.label;
+  const codec::Chain* chain =
+      request.codec == format::CodecId::none ? nullptr : &codec::chunk_chain(request.codec, request.chain, where);
+  // A chain's GPU decoders (and the filter kernels) are made the first time a request needs them, on the
+  // caller's thread before the request is queued, never on the data path.
+  std::string no_decoder, no_cpu_decoder;
   if (on_gpu && route == Route::device_decode) {
     use_context();
-    no_decoder = decoders_->prepare(request.codec);
+    no_decoder = decoders_->prepare(*chain->codec());
+    if (no_decoder.empty() && !chain->filters().empty()) no_decoder = decoders_->prepare_filters();
   }
+  if (chain != nullptr && route != Route::device_decode) chain->cpu_decodes(&no_cpu_decoder);
   std::lock_guard lock(mutex_);
   HEADRACE_EXPECT(request.file < files_.size(), UsageError, "request for file " + std::to_string(request.file) +
                                                                 ": only " + std::to_string(files_.size()) + " files added");
@@ -279,12 +287,13 @@ RequestId Queue::Impl::enqueue(Request request) {
                     name + ": GPU decoding needs the chunk's checksum, checked on the host first (nvCOMP trusts its "
                            "input: a corrupt frame can fault the GPU); give a checksum or decode_on='cpu'");
     HEADRACE_EXPECT(no_decoder.empty(), UnavailableError,
-                    name + ": no GPU decoder for " + format::to_string(request.codec) + ": " + no_decoder +
-                        " (decode_on='cpu' decodes on the CPU)");
+                    name + ": no GPU decoder for " + chain->spec() + ": " + no_decoder + " (decode_on='cpu' decodes on the CPU)");
     HEADRACE_EXPECT(request.raw_size <= max_decode_chunk_bytes, UsageError,
                     name + ": a GPU-decoded chunk holds at most " + std::to_string(max_decode_chunk_bytes) +
                         " raw bytes, got " + std::to_string(request.raw_size));
   }
+  HEADRACE_EXPECT(no_cpu_decoder.empty(), UnavailableError, name + ": no CPU decoder: " + no_cpu_decoder);
+  plan.chain = chain;
   const std::uint64_t region_bytes = staging_bytes_of(request, route);
   HEADRACE_EXPECT(!plan.needs_region() || region_bytes <= rings_[disk_lane]->capacity_bytes(), UsageError,
                   name + ": needs " + std::to_string(region_bytes) + " bytes of staging, more than the " +

@@ -80,6 +80,7 @@ struct Plan {
   std::optional<staging::Region> region;  // its staging, between dispatch and the end of its GPU work
   // Its checksum, computed by the thread that read it as its bytes landed (page cache's lane).
   std::optional<std::uint64_t> landed_checksum;
+  const codec::Chain* chain = nullptr;  // how a compressed request is stored (codec::chunk_chain keeps it)
   [[nodiscard]] bool pinned() const noexcept { return pinned_file != nullptr; }
   // Its bytes come through the file's read path, which the page cache is asked about (not DMA'd from a
   // page-locked file, not read by cuFile).
@@ -102,12 +103,16 @@ struct OpenFile {
   bool closed = false;   // close_file: its id is never read again
 };
 
-// Chunks of one codec decoded by one decoder call.
+// Chunks of one nvCOMP coding decoded by one decoder call; those of chains with filters decode into
+// the spare buffer or their destination (whichever the last filter undone does not write) and are
+// unfiltered there on the same stream.
 struct DecodeGroup {
   std::vector<std::size_t> indices;  // into Completion::ids
   std::vector<codec::gpu::DecodeItem> items;
   std::vector<std::string> labels;
+  std::vector<const codec::Chain*> chains;
   std::shared_ptr<codec::gpu::DecoderPool::Pooled> decoder;
+  std::shared_ptr<gpu::DeviceBuffer> spare;  // taken when a chunk of the group has filters
 };
 
 // A batch of GPU work: its requests are done once its event is.
@@ -193,6 +198,7 @@ class Queue::Impl {
   std::vector<std::exception_ptr> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
   void finish_on_host(const std::vector<RequestId>& ids);
   void finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight);
+  void decode_part(DecodeGroup& part, gpu::CUstream stream);
   void complete_loop();
   // Where a request's stored bytes are once read (or, pinned, where they always were), and the end of
   // the host buffer they lie in.
@@ -208,7 +214,7 @@ class Queue::Impl {
   // Per lane; the page cache's is a quarter of staging_bytes (its reads take milliseconds).
   std::array<std::optional<staging::StagingRing>, lanes> rings_;
   std::optional<staging::PinnedFiles> pinned_files_;
-  // Two decoders per codec, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
+  // Two decoders per coding, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
   std::optional<codec::gpu::DecoderPool> decoders_;
   codec::ChunkChecker checker_{options_.decode_threads};  // the finisher and decode_threads - 1 helpers
 

@@ -10,6 +10,7 @@ const char* to_string(CodecId codec) noexcept {
     case CodecId::lz4: return "lz4";
     case CodecId::zstd: return "zstd";
     case CodecId::gdeflate: return "gdeflate";
+    case CodecId::chain: return "chain";
   }
   return "?";
 }
@@ -19,7 +20,8 @@ CodecId parse_codec(const std::string& name) {
   if (name == "lz4") return CodecId::lz4;
   if (name == "zstd") return CodecId::zstd;
   if (name == "gdeflate") return CodecId::gdeflate;
-  throw UsageError("codec '" + name + "': expected none|lz4|zstd|gdeflate");
+  if (name == "chain") return CodecId::chain;
+  throw UsageError("codec '" + name + "': expected none|lz4|zstd|gdeflate|chain");
 }
 
 }  // namespace headrace::format

@@ -189,6 +189,37 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
     return std::string(reinterpret_cast<const char*>(heap.data()) + offset, length);
   };
 
+  // 1.3: the chain table, in the heap. Earlier versions left these header bytes zero.
+  const bool chains_allowed = block.version_minor >= layout::version_minor_chains;
+  HEADRACE_EXPECT_DATA(chains_allowed || (header.chain_count == 0 && header.chains_offset == 0), CorruptIndexError, path,
+                       base + 28, "no chain table (chains need format 1.3, the file says 1." + std::to_string(block.version_minor) + ")",
+                       std::to_string(header.chain_count) + " chains");
+  HEADRACE_EXPECT_DATA(header.chains_offset <= heap.size() &&
+                           std::uint64_t{header.chain_count} * sizeof(layout::ChainRecord) <= heap.size() - header.chains_offset,
+                       CorruptIndexError, path, base + 48, "a chain table inside the heap",
+                       std::to_string(header.chain_count) + " chains at heap offset " + std::to_string(header.chains_offset));
+  for (std::uint32_t i = 0; i < header.chain_count; ++i) {
+    const std::uint64_t at = heap_at + header.chains_offset + std::uint64_t{i} * sizeof(layout::ChainRecord);
+    const auto record = record_at<layout::ChainRecord>(index, at);
+    const std::string which = "chain " + std::to_string(i);
+    HEADRACE_EXPECT_DATA(record.spec_length >= 1 && record.spec_length <= layout::max_chain_spec_bytes &&
+                             std::uint64_t{record.spec_offset} + record.spec_length <= heap.size(),
+                         CorruptIndexError, path, base + at, which + " text of 1..4095 bytes inside the heap",
+                         "offset " + std::to_string(record.spec_offset) + " length " + std::to_string(record.spec_length));
+    HEADRACE_EXPECT_DATA((record.flags & ~layout::chain_flag_lossy) == 0, CorruptIndexError, path, base + at + 8,
+                         which + " flags 0 or 1 (lossy)", std::to_string(record.flags));
+    const bool lossy = (record.flags & layout::chain_flag_lossy) != 0;
+    HEADRACE_EXPECT_DATA(lossy ? std::isfinite(record.error_bound) && record.error_bound > 0 : std::isnan(record.error_bound),
+                         CorruptIndexError, path, base + at + 16,
+                         which + (lossy ? " error bound > 0 (lossy)" : " error bound NaN (lossless)"),
+                         std::to_string(record.error_bound));
+    ChainInfo chain;
+    chain.spec = std::make_shared<const std::string>(reinterpret_cast<const char*>(heap.data()) + record.spec_offset,
+                                                     record.spec_length);
+    if (lossy) chain.error_bound = record.error_bound;
+    c.chains_.push_back(std::move(chain));
+  }
+
   std::set<std::string> names;
   for (std::uint32_t i = 0; i < header.field_count; ++i) {
     const std::uint64_t at = fields_at + std::uint64_t{i} * sizeof(layout::FieldRecord);
@@ -258,13 +289,21 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
                              chunk_name + " aligned inside the data region [4096, " +
                                  std::to_string(block.index_offset) + ")",
                              "offset " + std::to_string(raw.offset) + " size " + std::to_string(raw.stored_size));
-        const bool gdeflate_allowed = block.version_minor >= layout::version_minor_gdeflate;  // 1.0 reserved code 3
-        HEADRACE_EXPECT_DATA(raw.codec <= static_cast<std::uint8_t>(gdeflate_allowed ? CodecId::gdeflate : CodecId::zstd),
-                             CorruptIndexError, path, base + chunk_at + 56,
-                             chunk_name + (gdeflate_allowed ? " codec none|lz4|zstd|gdeflate" : " codec none|lz4|zstd"),
-                             raw.codec == static_cast<std::uint8_t>(CodecId::gdeflate)
-                                 ? std::string("gdeflate, which needs format 1.1 (the file says 1.0)")
-                                 : "code " + std::to_string(raw.codec));
+        // 1.0 reserved code 3 (gdeflate), 1.0 to 1.2 code 4 (chain).
+        const bool gdeflate_allowed = block.version_minor >= layout::version_minor_gdeflate;
+        const CodecId last = chains_allowed ? CodecId::chain : gdeflate_allowed ? CodecId::gdeflate : CodecId::zstd;
+        const std::string minor = "the file says 1." + std::to_string(block.version_minor);
+        HEADRACE_EXPECT_DATA(raw.codec <= static_cast<std::uint8_t>(last), CorruptIndexError, path, base + chunk_at + 56,
+                             chunk_name + (chains_allowed ? " codec none|lz4|zstd|gdeflate|chain"
+                                           : gdeflate_allowed ? " codec none|lz4|zstd|gdeflate" : " codec none|lz4|zstd"),
+                             raw.codec == static_cast<std::uint8_t>(CodecId::gdeflate) ? "gdeflate, which needs format 1.1 (" + minor + ")"
+                             : raw.codec == static_cast<std::uint8_t>(CodecId::chain)  ? "chain, which needs format 1.3 (" + minor + ")"
+                                                                                       : "code " + std::to_string(raw.codec));
+        const bool chained = raw.codec == static_cast<std::uint8_t>(CodecId::chain);
+        HEADRACE_EXPECT_DATA(chained ? raw.chain < header.chain_count : raw.chain == 0, CorruptIndexError, path,
+                             base + chunk_at + 60,
+                             chunk_name + (chained ? " chain id below " + std::to_string(header.chain_count) : " chain id 0 (no chain)"),
+                             std::to_string(raw.chain));
         HEADRACE_EXPECT_DATA(raw.checksum_kind == static_cast<std::uint8_t>(ChecksumKind::xxh3_64), CorruptIndexError,
                              path, base + chunk_at + 57, chunk_name + " checksum kind 1 (xxh3-64)",
                              std::to_string(raw.checksum_kind));
@@ -296,6 +335,10 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
         chunk.checksum_kind = static_cast<ChecksumKind>(raw.checksum_kind);
         chunk.frame = t;
         chunk.field = f;
+        if (chained) {
+          chunk.chain = raw.chain;
+          chunk.chain_spec = c.chains_[raw.chain].spec;
+        }
       }
       HEADRACE_EXPECT_DATA(next_element == record.element_count, CorruptIndexError, path, base + at,
                            where + ": chunks holding " + std::to_string(record.element_count) + " elements",

@@ -85,17 +85,42 @@ ContainerWriter::ContainerWriter(std::string path, std::vector<FieldInfo> fields
       HEADRACE_EXPECT(fields_[j].name != field.name, UsageError, path_ + ": field '" + field.name + "' given twice");
   }
   HEADRACE_EXPECT(options_.chunk_size_bytes >= 1, UsageError, "chunk_size_bytes must be >= 1");
-  HEADRACE_EXPECT(options_.codec != CodecId::gdeflate || options_.chunk_size_bytes <= gdeflate_max_chunk_bytes, UsageError,
-                  "gdeflate chunks hold at most " + std::to_string(gdeflate_max_chunk_bytes) +
-                      " raw bytes (nvCOMP's CPU encoder), chunk_size_bytes is " + std::to_string(options_.chunk_size_bytes));
-  HEADRACE_EXPECT(options_.codec == CodecId::none || options_.encoder, UsageError,
-                  std::string("codec ") + to_string(options_.codec) + " needs an encoder");
+  HEADRACE_EXPECT(options_.codings.empty() || options_.codings.size() == fields_.size(), UsageError,
+                  path_ + ": " + std::to_string(options_.codings.size()) + " field codings for " +
+                      std::to_string(fields_.size()) + " fields");
+  codings_.resize(fields_.size());
+  chain_of_field_.assign(fields_.size(), 0);
+  for (std::uint32_t i = 0; i < options_.codings.size(); ++i) set_coding(i, options_.codings[i]);
   fd_ = ::open(partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) HEADRACE_THROW_SYSTEM("open", partial_path_);
   end_ = layout::superblock_bytes;
 }
 
 ContainerWriter::~ContainerWriter() noexcept { abort(); }
+
+void ContainerWriter::set_coding(std::uint32_t field, FieldCoding coding) {
+  HEADRACE_EXPECT(field < fields_.size(), UsageError, path_ + ": field " + std::to_string(field) + " out of range");
+  const std::string which = path_ + ": field '" + fields_[field].name + "': ";
+  for (std::size_t frame = 0; frame * fields_.size() < frame_fields_.size(); ++frame)
+    HEADRACE_EXPECT(frame_fields_[frame * fields_.size() + field].chunk_count == 0, UsageError,
+                    which + "its coding is set before its first chunk is written");
+  HEADRACE_EXPECT(coding.codec == CodecId::none || options_.encoder, UsageError,
+                  which + "codec " + to_string(coding.codec) + " needs an encoder");
+  HEADRACE_EXPECT(coding.max_chunk_bytes == 0 || options_.chunk_size_bytes <= coding.max_chunk_bytes, UsageError,
+                  which + (coding.chain.empty() ? std::string(to_string(coding.codec)) : coding.chain) +
+                      " encodes chunks of at most " + std::to_string(coding.max_chunk_bytes) +
+                      " raw bytes, chunk_size_bytes is " + std::to_string(options_.chunk_size_bytes));
+  HEADRACE_EXPECT((coding.codec == CodecId::chain) == !coding.chain.empty() && coding.chain.size() <= layout::max_chain_spec_bytes &&
+                      (!coding.error_bound || (std::isfinite(*coding.error_bound) && *coding.error_bound > 0)),
+                  UsageError, which + "a chain's text (1..4095 bytes) goes with codec chain, and its error bound is > 0");
+  codings_[field] = std::move(coding);
+  if (codings_[field].codec != CodecId::chain) return;
+  // The chain table holds each text once; a coding set again may leave an unused entry, which is harmless.
+  std::size_t k = 0;
+  while (k < chains_.size() && chains_[k].chain != codings_[field].chain) ++k;
+  if (k == chains_.size()) chains_.push_back(codings_[field]);
+  chain_of_field_[field] = static_cast<std::uint32_t>(k);
+}
 
 void ContainerWriter::abort() noexcept {
   if (fd_ < 0) return;
@@ -169,16 +194,17 @@ void ContainerWriter::write_field(std::uint32_t frame, std::uint32_t field, std:
       const auto chunk_raw = raw.subspan(begin * element_bytes, elements * element_bytes);
       std::span<double> range(ranges.data() + i * 2 * info.components, 2 * info.components);
       compute_range(info.dtype, info.components, chunk_raw, range.first(info.components), range.last(info.components));
-      if (options_.codec != CodecId::none) encoded[i] = options_.encoder(options_.codec, options_.codec_level, chunk_raw);
+      if (codings_[field].codec != CodecId::none) encoded[i] = options_.encoder(field, chunk_raw);
     });
 
     for (std::uint64_t i = 0; i < count; ++i) {
       const std::uint64_t begin = (first + i) * per_chunk;
       const std::uint64_t elements = std::min(per_chunk, element_count - begin);
       const auto chunk_raw = raw.subspan(begin * element_bytes, elements * element_bytes);
-      const std::span<const std::byte> stored = options_.codec == CodecId::none ? chunk_raw : std::span<const std::byte>(encoded[i]);
+      const CodecId codec = codings_[field].codec;
+      const std::span<const std::byte> stored = codec == CodecId::none ? chunk_raw : std::span<const std::byte>(encoded[i]);
       PendingChunk chunk{end_, stored.size(), chunk_raw.size(), first_element + begin, elements, xxh3_64(stored),
-                         ranges_.size(), options_.codec};
+                         ranges_.size(), codec, codec == CodecId::chain ? chain_of_field_[field] : 0};
       ranges_.insert(ranges_.end(), ranges.begin() + i * 2 * info.components, ranges.begin() + (i + 1) * 2 * info.components);
       write_at_end(stored);
       chunks_.push_back(chunk);
@@ -240,7 +266,23 @@ std::vector<std::byte> ContainerWriter::build_index() const {
     record.range_index = chunk.range_index;
     record.codec = static_cast<std::uint8_t>(chunk.codec);
     record.checksum_kind = static_cast<std::uint8_t>(ChecksumKind::xxh3_64);
+    record.chain = chunk.chain;
     append_bytes(body, record);
+  }
+  // 1.3: the chain table, in the heap after the chains' texts.
+  std::vector<layout::ChainRecord> chain_records;
+  for (const FieldCoding& coding : chains_) {
+    layout::ChainRecord record{};
+    record.spec_offset = heap_add(coding.chain.data(), coding.chain.size());
+    record.spec_length = static_cast<std::uint32_t>(coding.chain.size());
+    record.flags = coding.error_bound ? layout::chain_flag_lossy : 0;
+    record.error_bound = coding.error_bound.value_or(std::numeric_limits<double>::quiet_NaN());
+    chain_records.push_back(record);
+  }
+  header.chain_count = static_cast<std::uint32_t>(chain_records.size());
+  if (!chain_records.empty()) {
+    header.chains_offset = heap.size();
+    heap_add(chain_records.data(), chain_records.size() * sizeof(layout::ChainRecord));
   }
   for (const auto& [name, value] : attributes_) {
     layout::AttributeRecord record{};
@@ -287,7 +329,10 @@ void ContainerWriter::close() {
     const bool gdeflate = std::any_of(chunks_.begin(), chunks_.end(), [](const auto& c) { return c.codec == CodecId::gdeflate; });
     const bool empty_frames =
         std::any_of(frame_fields_.begin(), frame_fields_.end(), [](const auto& slot) { return slot.element_count == 0; });
-    block.version_minor = empty_frames ? layout::version_minor_empty_frames : gdeflate ? layout::version_minor_gdeflate : 0;
+    block.version_minor = !chains_.empty() ? layout::version_minor_chains
+                          : empty_frames   ? layout::version_minor_empty_frames
+                          : gdeflate       ? layout::version_minor_gdeflate
+                                           : 0;
     block.index_offset = index_offset;
     block.index_size = index.size();
     block.index_checksum = xxh3_64(index);

@@ -103,6 +103,18 @@ int device_count() noexcept {
   return count;
 }
 
+bool gpu_present(std::string* why) {
+  if (driver() == nullptr) {
+    if (why != nullptr) *why = why_no_driver();
+    return false;
+  }
+  if (device_count() == 0) {
+    if (why != nullptr) *why = "no GPU";
+    return false;
+  }
+  return true;
+}
+
 void check(CUresult result, const char* call, const std::string& detail) {
   if (result == cuda_success) return;
   const char* name = "unknown CUresult";

@@ -1,6 +1,8 @@
 #include "headrace/shim/nvcomp.hpp"
 
+#include <iterator>
 #include <mutex>
+#include <type_traits>
 
 #include "headrace/shim/shared_library.hpp"
 
@@ -11,6 +13,11 @@ const char* to_string(NvcompAlgorithm algorithm) noexcept {
     case NvcompAlgorithm::lz4: return "lz4";
     case NvcompAlgorithm::zstd: return "zstd";
     case NvcompAlgorithm::gdeflate: return "gdeflate";
+    case NvcompAlgorithm::snappy: return "snappy";
+    case NvcompAlgorithm::deflate: return "deflate";
+    case NvcompAlgorithm::ans: return "ans";
+    case NvcompAlgorithm::bitcomp: return "bitcomp";
+    case NvcompAlgorithm::cascaded: return "cascaded";
   }
   return "?";
 }
@@ -42,22 +49,25 @@ const char* status_name(NvcompStatus status) noexcept {
   }
 }
 
-struct AlgorithmSymbols {
+// nvCOMP's name of each algorithm in its entry points, and its chunk limits (nvcomp<Name>
+// {Compression,Decompression}MaxAllowedChunkSize), in NvcompAlgorithm's order.
+struct AlgorithmNames {
   NvcompAlgorithm algorithm;
-  const char* alignments;
-  const char* temp_size;
-  const char* decompress;
-  std::size_t max_chunk_bytes;
+  const char* name;
+  std::size_t max_compress_bytes, max_decompress_bytes;
 };
 
-constexpr AlgorithmSymbols algorithm_symbols[] = {
-    {NvcompAlgorithm::lz4, "nvcompBatchedLZ4DecompressGetRequiredAlignments", "nvcompBatchedLZ4DecompressGetTempSize",
-     "nvcompBatchedLZ4DecompressAsync", (std::size_t{1} << 32) - 1},
-    {NvcompAlgorithm::zstd, "nvcompBatchedZstdDecompressGetRequiredAlignments", "nvcompBatchedZstdDecompressGetTempSize",
-     "nvcompBatchedZstdDecompressAsync", (std::size_t{1} << 31) - 1},
-    {NvcompAlgorithm::gdeflate, "nvcompBatchedGdeflateDecompressGetRequiredAlignments",
-     "nvcompBatchedGdeflateDecompressGetTempSize", "nvcompBatchedGdeflateDecompressAsync", (std::size_t{1} << 32) + 288},
+constexpr AlgorithmNames algorithm_names[] = {
+    {NvcompAlgorithm::lz4, "LZ4", std::size_t{1} << 24, (std::size_t{1} << 32) - 1},
+    {NvcompAlgorithm::zstd, "Zstd", (std::size_t{1} << 31) - 1, (std::size_t{1} << 31) - 1},
+    {NvcompAlgorithm::gdeflate, "Gdeflate", std::size_t{1} << 31, (std::size_t{1} << 32) + 288},
+    {NvcompAlgorithm::snappy, "Snappy", std::size_t{1} << 24, (std::size_t{1} << 31) - 1},
+    {NvcompAlgorithm::deflate, "Deflate", std::size_t{1} << 31, (std::size_t{1} << 32) - 1},
+    {NvcompAlgorithm::ans, "ANS", std::size_t{1} << 24, std::size_t{1} << 25},
+    {NvcompAlgorithm::bitcomp, "Bitcomp", std::size_t{1} << 24, std::size_t{1} << 25},
+    {NvcompAlgorithm::cascaded, "Cascaded", std::size_t{1} << 24, (std::size_t{1} << 24) + 8},
 };
+static_assert(std::size(algorithm_names) == nvcomp_algorithm_count);
 
 constexpr unsigned supported_major_version = 6;
 
@@ -98,22 +108,49 @@ struct NvcompLoader {
       return;
     }
     api.get_status_string_ = library->function<const char* (*)(NvcompStatus)>("nvcompGetStatusString");
-    for (const auto& symbols : algorithm_symbols) {
-      const auto index = static_cast<std::size_t>(symbols.algorithm);
-      NvcompDecompressApi& table = api.apis_[index];
-      table.get_required_alignments =
-          library->function<decltype(table.get_required_alignments)>(symbols.alignments);
-      table.get_temp_size = library->function<decltype(table.get_temp_size)>(symbols.temp_size);
-      table.decompress_async = library->function<decltype(table.decompress_async)>(symbols.decompress);
-      table.max_chunk_bytes = symbols.max_chunk_bytes;
-      for (const char* name : {symbols.alignments, symbols.temp_size, symbols.decompress}) {
-        if (library->symbol(name) == nullptr) {
-          api.missing_[index] = api.path_ + " has no " + name;
-          table = NvcompDecompressApi{};
-          break;
-        }
-      }
+    for (const auto& names : algorithm_names) {
+      const auto index = static_cast<std::size_t>(names.algorithm);
+      const std::string prefix = std::string("nvcompBatched") + names.name;
+      // Resolves prefix + suffix into *slot; false (and the name in *missing) when absent.
+      auto resolve = [&](auto*& slot, const char* suffix, std::string& missing) {
+        const std::string symbol = prefix + suffix;
+        slot = library->function<std::remove_reference_t<decltype(slot)>>(symbol.c_str());
+        if (slot == nullptr && missing.empty()) missing = api.path_ + " has no " + symbol;
+        return slot != nullptr;
+      };
+      NvcompDecompressApi& decompress = api.apis_[index];
+      bool found = resolve(decompress.get_required_alignments, "DecompressGetRequiredAlignments", api.missing_[index]);
+      found = resolve(decompress.get_temp_size, "DecompressGetTempSize", api.missing_[index]) && found;
+      found = resolve(decompress.decompress_async, "DecompressAsync", api.missing_[index]) && found;
+      decompress.max_chunk_bytes = names.max_decompress_bytes;
+      if (!found) decompress = NvcompDecompressApi{};
+      NvcompCompressApi& compress = api.compress_apis_[index];
+      std::string& compress_missing = api.compress_missing_[index];
+      found = resolve(compress.get_required_alignments, "CompressGetRequiredAlignments", compress_missing);
+      found = resolve(compress.get_temp_size, "CompressGetTempSize", compress_missing) && found;
+      found = resolve(compress.get_max_output_chunk_size, "CompressGetMaxOutputChunkSize", compress_missing) && found;
+      found = resolve(compress.compress_async, "CompressAsync", compress_missing) && found;
+      compress.max_chunk_bytes = names.max_compress_bytes;
+      if (!found) compress = NvcompCompressApi{};
     }
+    NvcompBitcompHost& host = api.bitcomp_host_;
+    bool found = true;
+    auto host_function = [&](auto*& slot, const char* symbol) {
+      slot = library->function<std::remove_reference_t<decltype(slot)>>(symbol);
+      if (slot == nullptr && found) api.bitcomp_missing_ = api.path_ + " has no " + symbol;
+      found = found && slot != nullptr;
+    };
+    host_function(host.create_plan, "bitcompCreatePlan");
+    host_function(host.create_plan_from_compressed, "bitcompCreatePlanFromCompressedData");
+    host_function(host.destroy_plan, "bitcompDestroyPlan");
+    host_function(host.max_buflen, "bitcompMaxBuflen");
+    host_function(host.compressed_size, "bitcompGetCompressedSize");
+    host_function(host.uncompressed_size, "bitcompGetUncompressedSize");
+    host_function(host.compress_lossless, "bitcompHostCompressLossless");
+    host_function(host.compress_lossy_fp32, "bitcompHostCompressLossy_fp32");
+    host_function(host.compress_lossy_fp64, "bitcompHostCompressLossy_fp64");
+    host_function(host.uncompress, "bitcompHostUncompress");
+    if (!found) host = NvcompBitcompHost{};
     ok = true;
   }
 };
@@ -133,6 +170,19 @@ const NvcompDecompressApi* Nvcomp::decompress_api(NvcompAlgorithm algorithm, std
   const auto index = static_cast<std::size_t>(algorithm);
   if (apis_[index].decompress_async != nullptr) return &apis_[index];
   if (why != nullptr) *why = missing_[index];
+  return nullptr;
+}
+
+const NvcompCompressApi* Nvcomp::compress_api(NvcompAlgorithm algorithm, std::string* why) const {
+  const auto index = static_cast<std::size_t>(algorithm);
+  if (compress_apis_[index].compress_async != nullptr) return &compress_apis_[index];
+  if (why != nullptr) *why = compress_missing_[index];
+  return nullptr;
+}
+
+const NvcompBitcompHost* Nvcomp::bitcomp_host(std::string* why) const {
+  if (bitcomp_host_.uncompress != nullptr) return &bitcomp_host_;
+  if (why != nullptr) *why = bitcomp_missing_;
   return nullptr;
 }
 

@@ -46,7 +46,8 @@ TEST(ChunkChecker, CpuDecodingLandsTheRawBytes) {
   chunk.stored = stored.data();
   chunk.stored_size = stored.size();
   chunk.checksum = format::xxh3_64(stored);
-  chunk.codec = format::CodecId::lz4;
+  const auto chain = Chain::of_codec(format::CodecId::lz4);
+  chunk.chain = &chain;
   chunk.decode_into = out.data();
   chunk.raw_size = out.size();
   ChunkChecker checker(1);

@@ -2,6 +2,8 @@
 // nvCOMP the unavailable paths are checked exactly; the GPU tests skip and say why.
 #include "headrace/codec/gpu/batched_decoder.hpp"
 
+#include "headrace/codec/chain.hpp"
+
 #include <gtest/gtest.h>
 
 #include <optional>
@@ -16,6 +18,9 @@
 
 namespace headrace::codec::gpu {
 namespace {
+
+// What nvCOMP decodes for a plain codec's chunks.
+NvcompCoding coding(format::CodecId codec) { return NvcompCoding::of(*Chain::of_codec(codec).codec()); }
 
 namespace cuda = headrace::gpu;
 using format::CodecId;
@@ -40,32 +45,20 @@ std::string expected_reason() {
   return "no GPU";
 }
 
-TEST(GpuBatchedDecoder, CodecNoneIsAUsageErrorEverywhere) {
-  try {
-    BatchedDecoder decoder(CodecId::none, {});
-    FAIL() << "no error for codec none";
-  } catch (const UsageError& error) {
-    EXPECT_NE(std::string(error.what()).find("codec none needs no decoder"), std::string::npos) << error.what();
-  }
-  std::string why;
-  EXPECT_FALSE(gpu_decoder_available(CodecId::none, &why));
-  EXPECT_EQ(why, "codec none has no GPU decoder");
-}
-
 TEST(GpuBatchedDecoder, UnavailableHereSaysWhy) {
-  if (gpu_decoder_available(CodecId::lz4, nullptr)) GTEST_SKIP() << "GPU decoding is available here (the GPU tests cover it)";
+  if (gpu_decoder_available(coding(CodecId::lz4), nullptr)) GTEST_SKIP() << "GPU decoding is available here (the GPU tests cover it)";
   const std::string reason = expected_reason();
   ASSERT_FALSE(reason.empty());
   for (auto codec : {CodecId::lz4, CodecId::zstd, CodecId::gdeflate}) {
     std::string why;
-    EXPECT_FALSE(gpu_decoder_available(codec, &why));
+    EXPECT_FALSE(gpu_decoder_available(coding(codec), &why));
     EXPECT_EQ(why, reason) << format::to_string(codec);
     try {
-      BatchedDecoder decoder(codec, {});
+      BatchedDecoder decoder(coding(codec), {});
       FAIL() << "no error for " << format::to_string(codec);
     } catch (const UnavailableError& error) {
       const std::string message = error.what();
-      EXPECT_NE(message.find(std::string("GPU decoding of ") + format::to_string(codec) + " unavailable: " + reason),
+      EXPECT_NE(message.find("GPU decoding of " + coding(codec).name + " unavailable: " + reason),
                 std::string::npos)
           << message;
     }
@@ -78,7 +71,7 @@ class GpuDecoderTest : public ::testing::Test {
   void SetUp() override {
     if (cuda::device_count() == 0) GTEST_SKIP() << "no GPU: " << (cuda::driver() == nullptr ? cuda::why_no_driver() : "0 devices");
     std::string why;
-    if (!gpu_decoder_available(CodecId::lz4, &why)) GTEST_SKIP() << "no GPU decoder: " << why;
+    if (!gpu_decoder_available(coding(CodecId::lz4), &why)) GTEST_SKIP() << "no GPU decoder: " << why;
     static cuda::Device device(0);  // retained for the whole test program, like an application's
     device.make_current();
     stream_.emplace();
@@ -142,7 +135,7 @@ const std::vector<std::size_t> chunk_sizes = {1, 3, 4097, 65536, 1000003, std::s
 
 TEST_F(GpuDecoderTest, GpuDecodesLz4AndZstdLikeTheCpu) {
   for (auto codec : {CodecId::lz4, CodecId::zstd}) {
-    BatchedDecoder decoder(codec, {.max_chunks = 16, .max_raw_chunk_bytes = std::size_t{1} << 20, .max_total_raw_bytes = 8 << 20});
+    BatchedDecoder decoder(coding(codec), {.max_chunks = 16, .max_raw_chunk_bytes = std::size_t{1} << 20, .max_total_raw_bytes = 8 << 20});
     if (codec == CodecId::zstd) EXPECT_GE(decoder.temp_bytes(), std::size_t{8} << 20);  // ~3 x the batch's raw bytes
     // Destinations as staging gives them (4096) and packed at nvCOMP's own minimum alignment.
     for (std::size_t raw_alignment : {staging_alignment, decoder.alignments().output}) {
@@ -165,7 +158,7 @@ TEST_F(GpuDecoderTest, GpuDecodesLz4AndZstdLikeTheCpu) {
 // zstd chunk is caught by the chunk checksum the queue verifies before decoding, not here.
 TEST_F(GpuDecoderTest, CorruptChunkNamesItsLabel) {
   for (auto codec : {CodecId::lz4}) {
-    BatchedDecoder decoder(codec, {.max_chunks = 8, .max_raw_chunk_bytes = std::size_t{1} << 20, .max_total_raw_bytes = 8 << 20});
+    BatchedDecoder decoder(coding(codec), {.max_chunks = 8, .max_raw_chunk_bytes = std::size_t{1} << 20, .max_total_raw_bytes = 8 << 20});
     Batch batch = make_batch(codec, {65536, 100000, 4097, 70001}, staging_alignment, cpu_encode);
     std::vector<std::byte>& bad = batch.stored[2];
     batch.items[2].stored_size /= 2;  // a truncated block
@@ -178,7 +171,7 @@ TEST_F(GpuDecoderTest, CorruptChunkNamesItsLabel) {
       FAIL() << "no error for a corrupt " << format::to_string(codec) << " chunk";
     } catch (const CodecError& error) {
       const std::string message = error.what();
-      EXPECT_EQ(message.rfind(batch.labels[2] + ": expected " + format::to_string(codec) + " data of 4097 bytes", 0), 0u)
+      EXPECT_EQ(message.rfind(batch.labels[2] + ": expected " + coding(codec).name + " data of 4097 bytes", 0), 0u)
           << message;
       EXPECT_EQ(message.find("more of the"), std::string::npos) << message;
     }
@@ -194,7 +187,7 @@ TEST_F(GpuDecoderTest, CorruptChunkNamesItsLabel) {
 }
 
 TEST_F(GpuDecoderTest, WrongRawSizeIsACodecErrorCountingTheOthers) {
-  BatchedDecoder decoder(CodecId::zstd, {.max_chunks = 8, .max_raw_chunk_bytes = 1 << 20, .max_total_raw_bytes = 4 << 20});
+  BatchedDecoder decoder(coding(CodecId::zstd), {.max_chunks = 8, .max_raw_chunk_bytes = 1 << 20, .max_total_raw_bytes = 4 << 20});
   Batch batch = make_batch(CodecId::zstd, {8192, 8192, 8192}, staging_alignment, cpu_encode);
   batch.items[1].raw_size += 8;  // the index claims more bytes than the frame holds
   batch.items[2].raw_size -= 8;  // and fewer
@@ -210,7 +203,7 @@ TEST_F(GpuDecoderTest, WrongRawSizeIsACodecErrorCountingTheOthers) {
 }
 
 TEST_F(GpuDecoderTest, MisuseIsAUsageError) {
-  BatchedDecoder decoder(CodecId::lz4, {.max_chunks = 2, .max_raw_chunk_bytes = 65536, .max_total_raw_bytes = 100000});
+  BatchedDecoder decoder(coding(CodecId::lz4), {.max_chunks = 2, .max_raw_chunk_bytes = 65536, .max_total_raw_bytes = 100000});
   Batch batch = make_batch(CodecId::lz4, {65536, 65536, 1000}, staging_alignment, cpu_encode);
   const std::span<const DecodeItem> all(batch.items);
   EXPECT_THROW(decoder.decode_async(all, stream_->handle()), UsageError);                 // 3 chunks > 2
@@ -234,8 +227,8 @@ TEST_F(GpuDecoderTest, MisuseIsAUsageError) {
 TEST_F(GpuDecoderTest, GpuDecodesGdeflateWrittenByNvcompCpu) {
   std::string why;
   if (!codec::cpu::gdeflate_available(&why)) GTEST_SKIP() << "no CPU gdeflate encoder: " << why;
-  if (!gpu_decoder_available(CodecId::gdeflate, &why)) GTEST_SKIP() << "no GPU gdeflate decoder: " << why;
-  BatchedDecoder decoder(CodecId::gdeflate, {.max_chunks = 8, .max_raw_chunk_bytes = 65536, .max_total_raw_bytes = 1 << 20});
+  if (!gpu_decoder_available(coding(CodecId::gdeflate), &why)) GTEST_SKIP() << "no GPU gdeflate decoder: " << why;
+  BatchedDecoder decoder(coding(CodecId::gdeflate), {.max_chunks = 8, .max_raw_chunk_bytes = 65536, .max_total_raw_bytes = 1 << 20});
   auto encode = [](CodecId, std::span<const std::byte> raw) { return codec::cpu::gdeflate_encode(0, raw); };
   Batch batch = make_batch(CodecId::gdeflate, {1, 3, 4097, 30001, 65536}, staging_alignment, encode);
   decoder.decode_async(batch.items, stream_->handle());

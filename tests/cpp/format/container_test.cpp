@@ -191,7 +191,11 @@ TEST_F(ContainerTest, GdeflateNeedsFormat1Point1) {
   file[block.index_offset + 64 + 32 + 64 + 24 + 56] = std::byte{4};
   testing::reseal(file);
   testing::write_file(path, file);
-  expect_open_fails<CorruptIndexError>(path, "code 4");
+  expect_open_fails<CorruptIndexError>(path, "chain, which needs format 1.3 (the file says 1.1)");
+  file[block.index_offset + 64 + 32 + 64 + 24 + 56] = std::byte{5};
+  testing::reseal(file);
+  testing::write_file(path, file);
+  expect_open_fails<CorruptIndexError>(path, "code 5");
 }
 
 // A 1.0 or 1.1 file cannot hold an empty frame-field: its readers refused one (docs/format.md 5.4).

@@ -24,17 +24,21 @@ TEST(NvcompShim, ReportsVersion6AndEveryAlgorithm) {
   if (library == nullptr) GTEST_SKIP() << "nvCOMP not loaded here: " << why_no_nvcomp();
   EXPECT_EQ(library->version().substr(0, 2), "6.") << library->version();
   EXPECT_TRUE(why_no_nvcomp().empty()) << why_no_nvcomp();
-  for (auto algorithm : {NvcompAlgorithm::lz4, NvcompAlgorithm::zstd, NvcompAlgorithm::gdeflate}) {
+  for (std::size_t a = 0; a < nvcomp_algorithm_count; ++a) {
+    const auto algorithm = static_cast<NvcompAlgorithm>(a);
     std::string why;
     EXPECT_NE(library->decompress_api(algorithm, &why), nullptr) << to_string(algorithm) << ": " << why;
+    EXPECT_NE(library->compress_api(algorithm, &why), nullptr) << to_string(algorithm) << ": " << why;
   }
+  std::string why;
+  EXPECT_NE(library->bitcomp_host(&why), nullptr) << why;
 }
 
 TEST(NvcompShim, AlignmentsAndTempSizesAnswerOnTheHost) {
   const Nvcomp* library = nvcomp();
   if (library == nullptr) GTEST_SKIP() << "nvCOMP not loaded here: " << why_no_nvcomp();
-  NvcompDecompressOptions options;
-  options.backend = NvcompBackend::cuda;
+  NvcompOptions options;
+  options.put(0, static_cast<int>(NvcompBackend::cuda));
   // nvcomp<Name>RequiredDecompressionAlignment: the most restrictive each algorithm may ask.
   const std::pair<NvcompAlgorithm, std::size_t> most_restrictive[] = {
       {NvcompAlgorithm::lz4, 4}, {NvcompAlgorithm::zstd, 8}, {NvcompAlgorithm::gdeflate, 4}};

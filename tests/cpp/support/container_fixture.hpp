@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "headrace/codec/chain_writer.hpp"
 #include "headrace/codec/cpu/chunk_codec.hpp"
 #include "headrace/format/checksum.hpp"
 #include "headrace/format/layout.hpp"
@@ -30,8 +31,7 @@ inline void write_particles(const std::string& path, std::uint32_t frames, std::
                             format::CodecId codec = format::CodecId::none, std::uint64_t chunk_size_bytes = 4096) {
   format::WriterOptions options;
   options.chunk_size_bytes = chunk_size_bytes;
-  options.codec = codec;
-  options.encoder = &codec::cpu::encode;
+  if (codec != format::CodecId::none) codec::store_fields_with(options, {codec::Chain::of_codec(codec)});
   format::ContainerWriter writer(path, {{"particles", format::DType::float32, 8}}, options);
   writer.set_attribute("source_format", std::string("test"));
   for (std::uint32_t t = 0; t < frames; ++t) {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "headrace/codec/cpu/chunk_codec.hpp"
+#include "headrace/codec/chain_writer.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/writer.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
@@ -39,8 +39,7 @@ struct ParticleFile {
   explicit ParticleFile(CodecId codec = CodecId::none, std::uint64_t chunk_bytes = 4096) {
     format::WriterOptions options;
     options.chunk_size_bytes = chunk_bytes;
-    options.codec = codec;
-    options.encoder = &codec::cpu::encode;
+    if (codec != CodecId::none) codec::store_fields_with(options, {codec::Chain::of_codec(codec)});
     format::ContainerWriter writer(path, {{"particles", format::DType::float32, 8}}, options);
     const auto frame = writer.add_frame(0.0, format::BoundingBox{{0, 0, 0}, {1, 1, 1}});
     writer.write_field(frame, 0, std::as_bytes(std::span<const Particle>(particles)));
@@ -154,8 +153,7 @@ struct SeriesFile {
   explicit SeriesFile(CodecId codec = CodecId::none) {
     format::WriterOptions options;
     options.chunk_size_bytes = 3200;
-    options.codec = codec;
-    options.encoder = &codec::cpu::encode;
+    if (codec != CodecId::none) codec::store_fields_with(options, {codec::Chain::of_codec(codec)});
     format::ContainerWriter writer(path, {{"particles", format::DType::float32, 8}}, options);
     for (int f = 0; f < 3; ++f) {
       frames.push_back(random_particles(1000));

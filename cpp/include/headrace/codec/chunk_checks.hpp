@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "headrace/detail/thread_pool.hpp"
-#include "headrace/format/codec_id.hpp"
+#include "headrace/codec/chain.hpp"
 
 namespace headrace::codec {
 
@@ -29,7 +29,7 @@ struct ChunkCheck {
   bool verify = true;
   // xxh3-64 of the stored bytes, computed as they were read: compared instead of hashing them again.
   std::optional<std::uint64_t> landed_sum;
-  format::CodecId codec = format::CodecId::none;
+  const Chain* chain = nullptr;      // how it is stored (null or empty: as it is)
   std::byte* decode_into = nullptr;  // CPU-decode raw_size bytes here; null: no CPU decoding
   std::uint64_t raw_size = 0;
   std::string_view label;            // names the chunk in errors

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -52,6 +54,15 @@ struct ChunkInfo {
   ChecksumKind checksum_kind = ChecksumKind::xxh3_64;
   std::uint32_t frame = 0;
   std::uint32_t field = 0;
+  // codec chain: the index of its chain in Container::chains(), and that chain's spec (shared).
+  std::uint32_t chain = 0;
+  std::shared_ptr<const std::string> chain_spec;
+};
+
+// A codec chain of the index (docs/format.md 5.10): its stages as text, and whether it is lossy.
+struct ChainInfo {
+  std::shared_ptr<const std::string> spec;
+  std::optional<double> error_bound;  // set when lossy
 };
 
 using AttributeValue = std::variant<std::vector<std::int64_t>, std::vector<double>, std::string>;
@@ -73,6 +84,7 @@ class Container {
   [[nodiscard]] const std::vector<FieldInfo>& fields() const noexcept { return fields_; }
   [[nodiscard]] const std::vector<FrameInfo>& frames() const noexcept { return frames_; }
   [[nodiscard]] const std::vector<ChunkInfo>& chunks() const noexcept { return chunks_; }
+  [[nodiscard]] const std::vector<ChainInfo>& chains() const noexcept { return chains_; }
   [[nodiscard]] const std::map<std::string, AttributeValue>& attributes() const noexcept { return attributes_; }
 
   // Throws UsageError naming the fields there are.
@@ -99,6 +111,7 @@ class Container {
   std::vector<FrameInfo> frames_;
   std::vector<FrameFieldInfo> frame_fields_;
   std::vector<ChunkInfo> chunks_;
+  std::vector<ChainInfo> chains_;
   std::vector<double> ranges_;
   std::map<std::string, AttributeValue> attributes_;
 };

@@ -14,16 +14,23 @@
 
 namespace headrace::format {
 
-// Turns raw chunk bytes into stored bytes for a codec other than none. Injected by the codec layer,
-// which lies downstream of the format and so cannot be called from here directly.
-using ChunkEncoder = std::function<std::vector<std::byte>(CodecId codec, int level, std::span<const std::byte> raw)>;
+// How one field's chunks are stored (docs/format.md 5.5, 5.10).
+struct FieldCoding {
+  CodecId codec = CodecId::none;       // the chunk records' code
+  std::string chain;                   // codec chain: the chain's canonical text, stored in the chain table
+  std::optional<double> error_bound;   // a lossy chain's bound
+  std::uint64_t max_chunk_bytes = 0;   // the largest raw chunk its encoder takes (0: any)
+};
+
+// Turns a field's raw chunk bytes into its stored bytes. Injected by the codec layer, which lies
+// downstream of the format and so cannot be called from here directly.
+using ChunkEncoder = std::function<std::vector<std::byte>(std::uint32_t field, std::span<const std::byte> raw)>;
 
 struct WriterOptions {
   // Raw bytes per chunk (rounded down to whole elements, at least one element).
   std::uint64_t chunk_size_bytes = std::uint64_t{4} << 20;
-  CodecId codec = CodecId::none;
-  int codec_level = 0;  // 0: the codec's default
-  ChunkEncoder encoder;  // required when codec is not none
+  std::vector<FieldCoding> codings;  // one per field; empty: every field stored as it is (codec none)
+  ChunkEncoder encoder;              // required when a field is compressed
   // Chunks encoded in parallel by this many threads (compression is the slow part of writing).
   unsigned encode_threads = 0;  // 0: hardware concurrency
 };
@@ -36,6 +43,9 @@ class ContainerWriter {
   ContainerWriter& operator=(const ContainerWriter&) = delete;
 
   void set_attribute(const std::string& name, AttributeValue value);
+  // Stores field `field` with `coding` from now on; only before its first chunk is written (a writer
+  // that chooses a chain from the first data it sees). Throws UsageError afterwards.
+  void set_coding(std::uint32_t field, FieldCoding coding);
   // Starts a frame; returns its index. A bbox of nullopt is stored as NaNs ("unknown").
   std::uint32_t add_frame(double time, std::optional<BoundingBox> bbox);
   // Writes elements of one field of one frame: raw bytes, a whole number of elements. Calls for the
@@ -62,6 +72,7 @@ class ContainerWriter {
   struct PendingChunk {
     std::uint64_t offset, stored_size, raw_size, first_element, element_count, checksum, range_index;
     CodecId codec;
+    std::uint32_t chain;
   };
 
   void write_at_end(std::span<const std::byte> bytes);
@@ -79,6 +90,9 @@ class ContainerWriter {
   std::vector<PendingChunk> chunks_;
   std::vector<double> ranges_;
   std::vector<std::pair<std::string, AttributeValue>> attributes_;
+  std::vector<FieldCoding> codings_;     // per field
+  std::vector<std::uint32_t> chain_of_field_;  // per field: its chain's index in chains_ (codec chain)
+  std::vector<FieldCoding> chains_;            // the chain table, one per distinct chain text
 };
 
 // Per component minimum and maximum (as double, NaNs skipped) of element_count interleaved elements.

@@ -100,6 +100,8 @@ struct CudaDriver {
 [[nodiscard]] const CudaDriver& require_driver();
 // Number of GPUs (0 without a driver).
 [[nodiscard]] int device_count() noexcept;
+// Whether there is a driver and a GPU; when not, *why says which is missing.
+[[nodiscard]] bool gpu_present(std::string* why);
 
 // Throws CudaError (GpuOutOfMemoryError for out of memory) naming the call and the driver's error.
 void check(CUresult result, const char* call, const std::string& detail = {});

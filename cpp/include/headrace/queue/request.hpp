@@ -30,6 +30,7 @@ struct Request {
   std::uint64_t stored_size = 0;  // bytes on disk
   std::uint64_t raw_size = 0;     // bytes at the destination (== stored_size for codec none)
   format::CodecId codec = format::CodecId::none;
+  std::string chain;  // codec chain: the chain's text from the index (docs/format.md 5.10)
   std::optional<std::uint64_t> checksum;  // xxh3-64 of the stored bytes, checked when given
   Destination destination;
   int priority = 0;       // higher is served first; equal priorities in enqueue order
@@ -37,7 +38,7 @@ struct Request {
   std::string label;      // names it in errors: "data.hrc: offset 8192: frame 3 field 'particles' chunk 12"
 };
 
-// A request for one container chunk: offset, sizes, codec and checksum from the index.
+// A request for one container chunk: offset, sizes, codec (and chain) and checksum from the index.
 [[nodiscard]] inline Request chunk_request(FileId file, const format::ChunkInfo& chunk, Destination destination) {
   Request r;
   r.file = file;
@@ -45,6 +46,7 @@ struct Request {
   r.stored_size = chunk.stored_size;
   r.raw_size = chunk.raw_size;
   r.codec = chunk.codec;
+  if (chunk.chain_spec) r.chain = *chunk.chain_spec;
   r.checksum = chunk.checksum;
   r.destination = destination;
   return r;

@@ -1,13 +1,15 @@
 // nvCOMP 6, loaded at run time (libnvcomp.so.6 from the nvidia-libnvcomp-cu13 wheel): the batched
-// decompression entry points of LZ4, Zstandard and GDeflate, and nvCOMP's CPU GDeflate codec
-// (libnvcomp_cpu.so.6). No nvCOMP header is needed to build: the few C types are declared here with
-// the ABI of nvcomp/shared_types.h, lz4.h, zstd.h, gdeflate.h and nvcomp/native/gdeflate_cpu.h of
-// nvCOMP 6.0.
+// compression and decompression entry points of its codecs, Bitcomp's host functions, and nvCOMP's CPU
+// GDeflate codec (libnvcomp_cpu.so.6). No nvCOMP header is needed to build: the few C types are
+// declared here with the ABI of nvcomp/shared_types.h, the codecs' headers, nvcomp/native/bitcomp.h and
+// nvcomp/native/gdeflate_cpu.h of nvCOMP 6.0.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "headrace/gpu/cuda_driver.hpp"
 
@@ -24,15 +26,31 @@ enum class NvcompBackend : int {
   cuda = 2,       // NVCOMP_DECOMPRESS_BACKEND_CUDA: CUDA kernels, which report corrupt input per chunk
 };
 
-// nvcompBatched{LZ4,Zstd,Gdeflate}DecompressOpts_t: each is 64 bytes, passed by value, and begins
-// with the backend; every other field of each codec's default options is zero (LZ4:
-// sort_before_hw_decompress 0, data_type NVCOMP_TYPE_CHAR = 0, bitshuffle_mode NONE = 0), so this one
-// struct with the rest zeroed is byte for byte each codec's defaults with the backend chosen.
-struct NvcompDecompressOptions {
-  NvcompBackend backend = NvcompBackend::automatic;
-  unsigned char zero[60] = {};
+// The options structs of nvCOMP 6's batched API (nvcompBatched<Name>{Compress,Decompress}Opts_t): each
+// is 64 bytes, passed by value (in memory, by the x86-64 ABI, whatever its members), so one aligned
+// 64-byte block filled field by field at the offsets of each codec's header stands for all of them.
+struct NvcompOptions {
+  alignas(8) unsigned char bytes[64] = {};
+  template <class T>
+  NvcompOptions& put(std::size_t offset, T value) noexcept {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::memcpy(bytes + offset, &value, sizeof(T));
+    return *this;
+  }
+  friend bool operator==(const NvcompOptions& a, const NvcompOptions& b) noexcept {
+    return std::memcmp(a.bytes, b.bytes, sizeof a.bytes) == 0;
+  }
+  friend bool operator<(const NvcompOptions& a, const NvcompOptions& b) noexcept {
+    return std::memcmp(a.bytes, b.bytes, sizeof a.bytes) < 0;
+  }
 };
-static_assert(sizeof(NvcompDecompressOptions) == 64, "nvCOMP 6 decompression options are 64 bytes");
+static_assert(sizeof(NvcompOptions) == 64, "nvCOMP 6 options are 64 bytes");
+
+// nvcompType_t.
+enum class NvcompType : int {
+  char_ = 0, uchar = 1, short_ = 2, ushort = 3, int_ = 4, uint = 5, longlong = 6, ulonglong = 7,
+  float8_e4m3 = 9, float16 = 10, float32 = 11, float64 = 12, bits = 0xff,
+};
 
 // nvcompAlignmentRequirements_t: minimum alignment, in bytes, of each buffer passed to nvCOMP.
 struct NvcompAlignments {
@@ -47,11 +65,13 @@ struct NvcompProperties {
   std::uint32_t cudart_version = 0;  // the CUDA runtime nvCOMP was built with
 };
 
-enum class NvcompAlgorithm : std::uint8_t { lz4, zstd, gdeflate };
+// Every codec of nvCOMP 6's batched API but gzip (a deflate stream in a header, decode only).
+enum class NvcompAlgorithm : std::uint8_t { lz4, zstd, gdeflate, snappy, deflate, ans, bitcomp, cascaded };
+inline constexpr std::size_t nvcomp_algorithm_count = 8;
 [[nodiscard]] const char* to_string(NvcompAlgorithm algorithm) noexcept;
 
-// One algorithm's batched decompression API, as nvCOMP 6 declares it (names for LZ4; Zstd and
-// Gdeflate are the same with LZ4 replaced):
+// One algorithm's batched decompression API, as nvCOMP 6 declares it (names for LZ4; the others are
+// the same with LZ4 replaced):
 //   nvcompStatus_t nvcompBatchedLZ4DecompressGetRequiredAlignments(
 //       nvcompBatchedLZ4DecompressOpts_t decompress_opts, nvcompAlignmentRequirements_t* alignment_requirements);
 //   nvcompStatus_t nvcompBatchedLZ4DecompressGetTempSize(size_t num_chunks, size_t max_uncompressed_chunk_bytes,
@@ -63,20 +83,64 @@ enum class NvcompAlgorithm : std::uint8_t { lz4, zstd, gdeflate };
 //       size_t temp_bytes, void* const* device_uncompressed_chunk_ptrs,
 //       nvcompBatchedLZ4DecompressOpts_t decompress_opts, nvcompStatus_t* device_statuses, cudaStream_t stream);
 struct NvcompDecompressApi {
-  NvcompStatus (*get_required_alignments)(NvcompDecompressOptions, NvcompAlignments*);
+  NvcompStatus (*get_required_alignments)(NvcompOptions, NvcompAlignments*);
   NvcompStatus (*get_temp_size)(std::size_t num_chunks, std::size_t max_uncompressed_chunk_bytes,
-                                NvcompDecompressOptions, std::size_t* temp_bytes,
+                                NvcompOptions, std::size_t* temp_bytes,
                                 std::size_t max_total_uncompressed_bytes, gpu::CUstream);
   NvcompStatus (*decompress_async)(const void* const* device_compressed_chunk_ptrs,
                                    const std::size_t* device_compressed_chunk_bytes,
                                    const std::size_t* device_uncompressed_buffer_bytes,
                                    std::size_t* device_uncompressed_chunk_bytes, std::size_t num_chunks,
                                    void* device_temp_ptr, std::size_t temp_bytes,
-                                   void* const* device_uncompressed_chunk_ptrs, NvcompDecompressOptions,
+                                   void* const* device_uncompressed_chunk_ptrs, NvcompOptions,
                                    NvcompStatus* device_statuses, gpu::CUstream);
   // The largest chunk, compressed or not, this algorithm's decompressor accepts
   // (nvcomp<Name>DecompressionMaxAllowedChunkSize).
   std::size_t max_chunk_bytes = 0;
+};
+
+// One algorithm's batched compression API (nvCOMP 6, names for LZ4):
+//   nvcompBatchedLZ4CompressGetRequiredAlignments(opts, nvcompAlignmentRequirements_t*)
+//   nvcompBatchedLZ4CompressGetTempSize(num_chunks, max_uncompressed_chunk_bytes, opts, size_t* temp_bytes,
+//       max_total_uncompressed_bytes, cudaStream_t)
+//   nvcompBatchedLZ4CompressGetMaxOutputChunkSize(max_uncompressed_chunk_bytes, opts, size_t* max_compressed)
+//   nvcompBatchedLZ4CompressAsync(const void* const* device_uncompressed_chunk_ptrs,
+//       const size_t* device_uncompressed_chunk_bytes, size_t max_uncompressed_chunk_bytes, size_t num_chunks,
+//       void* device_temp_ptr, size_t temp_bytes, void* const* device_compressed_chunk_ptrs,
+//       size_t* device_compressed_chunk_bytes, opts, nvcompStatus_t* device_statuses, cudaStream_t)
+struct NvcompCompressApi {
+  NvcompStatus (*get_required_alignments)(NvcompOptions, NvcompAlignments*);
+  NvcompStatus (*get_temp_size)(std::size_t num_chunks, std::size_t max_uncompressed_chunk_bytes, NvcompOptions,
+                                std::size_t* temp_bytes, std::size_t max_total_uncompressed_bytes, gpu::CUstream);
+  NvcompStatus (*get_max_output_chunk_size)(std::size_t max_uncompressed_chunk_bytes, NvcompOptions,
+                                            std::size_t* max_compressed_chunk_bytes);
+  NvcompStatus (*compress_async)(const void* const* device_uncompressed_chunk_ptrs,
+                                 const std::size_t* device_uncompressed_chunk_bytes,
+                                 std::size_t max_uncompressed_chunk_bytes, std::size_t num_chunks, void* device_temp_ptr,
+                                 std::size_t temp_bytes, void* const* device_compressed_chunk_ptrs,
+                                 std::size_t* device_compressed_chunk_bytes, NvcompOptions,
+                                 NvcompStatus* device_statuses, gpu::CUstream);
+  // nvcomp<Name>CompressionMaxAllowedChunkSize.
+  std::size_t max_chunk_bytes = 0;
+};
+
+// Bitcomp's native host functions (nvcomp/native/bitcomp.h, in libnvcomp): they compress and decompress
+// the streams nvCOMP's batched Bitcomp decodes on the GPU, on the CPU with no GPU at all. The handle is
+// an opaque pointer; results are bitcompResult_t (0 is success).
+struct NvcompBitcompHost {
+  using Handle = void*;
+  // bitcompCreatePlan(handle*, size_t n, bitcompDataType_t, bitcompMode_t, bitcompAlgorithm_t)
+  int (*create_plan)(Handle*, std::size_t bytes, int data_type, int mode, int algorithm);
+  int (*create_plan_from_compressed)(Handle*, const void* compressed);
+  int (*destroy_plan)(Handle);
+  // bitcompMaxBuflen(size_t uncompressed_bytes): the largest compressed size.
+  std::size_t (*max_buflen)(std::size_t);
+  int (*compressed_size)(const void* compressed, std::size_t* bytes);      // bitcompGetCompressedSize
+  int (*uncompressed_size)(const void* compressed, std::size_t* bytes);    // bitcompGetUncompressedSize
+  int (*compress_lossless)(Handle, const void* input, void* output);       // bitcompHostCompressLossless
+  int (*compress_lossy_fp32)(Handle, const float* input, void* output, float delta);
+  int (*compress_lossy_fp64)(Handle, const double* input, void* output, double delta);
+  int (*uncompress)(Handle, const void* input, void* output);              // bitcompHostUncompress
 };
 
 // The loaded library: nvcompGetProperties and nvcompGetStatusString, and one table per algorithm
@@ -88,6 +152,9 @@ class Nvcomp {
   [[nodiscard]] std::string version() const;  // "6.0.0"
   // The algorithm's entry points, or nullptr with *why naming the missing symbol.
   [[nodiscard]] const NvcompDecompressApi* decompress_api(NvcompAlgorithm algorithm, std::string* why) const;
+  [[nodiscard]] const NvcompCompressApi* compress_api(NvcompAlgorithm algorithm, std::string* why) const;
+  // Bitcomp's host functions, or nullptr with *why naming the missing symbol.
+  [[nodiscard]] const NvcompBitcompHost* bitcomp_host(std::string* why) const;
   // "nvcompErrorCannotDecompress (12)"; the library's text when it has one.
   [[nodiscard]] std::string status_text(NvcompStatus status) const;
 
@@ -96,8 +163,11 @@ class Nvcomp {
   std::string path_;
   NvcompProperties properties_;
   const char* (*get_status_string_)(NvcompStatus) = nullptr;
-  NvcompDecompressApi apis_[3] = {};
-  std::string missing_[3];
+  NvcompDecompressApi apis_[nvcomp_algorithm_count] = {};
+  NvcompCompressApi compress_apis_[nvcomp_algorithm_count] = {};
+  std::string missing_[nvcomp_algorithm_count], compress_missing_[nvcomp_algorithm_count];
+  NvcompBitcompHost bitcomp_host_{};
+  std::string bitcomp_missing_;
 };
 
 // nvCOMP, loaded once per process (libnvcomp.so.6, .so.5, .so in the registered library directories,

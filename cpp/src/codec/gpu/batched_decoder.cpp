@@ -9,7 +9,6 @@ namespace headrace::codec::gpu {
 namespace {
 
 namespace cuda = headrace::gpu;
-using format::CodecId;
 
 // The per-chunk arrays of a batch of n chunks, packed one after another in the same layout on the
 // device and in the pinned mirror: the first four are uploaded, the last two downloaded.
@@ -27,73 +26,58 @@ struct ArrayLayout {
 };
 static_assert(sizeof(void*) == 8 && sizeof(std::size_t) == 8 && sizeof(cuda::CUdeviceptr) == 8);
 
-shim::NvcompDecompressOptions cuda_backend_options() {
-  shim::NvcompDecompressOptions options;
-  options.backend = shim::NvcompBackend::cuda;
-  return options;
+// The coding's options with the CUDA backend (offset 0 of every decompression options struct).
+shim::NvcompOptions cuda_backend_options(const NvcompCoding& coding) {
+  shim::NvcompOptions options = coding.options;
+  return options.put(0, static_cast<int>(shim::NvcompBackend::cuda));
 }
 
-bool algorithm_of(CodecId codec, shim::NvcompAlgorithm& algorithm) {
-  switch (codec) {
-    case CodecId::lz4: algorithm = shim::NvcompAlgorithm::lz4; return true;
-    case CodecId::zstd: algorithm = shim::NvcompAlgorithm::zstd; return true;
-    case CodecId::gdeflate: algorithm = shim::NvcompAlgorithm::gdeflate; return true;
-    case CodecId::none: break;
-  }
-  return false;
-}
-
-// The entry points for codec, or nullptr with *why.
-const shim::NvcompDecompressApi* api_for(CodecId codec, std::string* why) {
-  shim::NvcompAlgorithm algorithm{};
-  if (!algorithm_of(codec, algorithm)) {
-    if (why != nullptr) *why = std::string("codec ") + format::to_string(codec) + " has no GPU decoder";
-    return nullptr;
-  }
+// The entry points for the coding, or nullptr with *why.
+const shim::NvcompDecompressApi* api_for(const NvcompCoding& coding, std::string* why) {
   const shim::Nvcomp* library = shim::nvcomp();
   if (library == nullptr) {
     if (why != nullptr) *why = shim::why_no_nvcomp();
     return nullptr;
   }
-  return library->decompress_api(algorithm, why);
+  return library->decompress_api(coding.algorithm, why);
 }
 
 std::string size_text(std::size_t bytes) { return std::to_string(bytes) + " bytes"; }
 
 // Checks the codec and the limits, then that the GPU path exists; returns the entry points.
-const shim::NvcompDecompressApi& checked_api(CodecId codec, const BatchedDecoderLimits& limits) {
-  HEADRACE_EXPECT(codec != CodecId::none, UsageError, "BatchedDecoder: codec none needs no decoder");
+const shim::NvcompDecompressApi& checked_api(const NvcompCoding& codec, const BatchedDecoderLimits& limits) {
   HEADRACE_EXPECT(limits.max_chunks > 0 && limits.max_raw_chunk_bytes > 0 && limits.max_total_raw_bytes > 0, UsageError,
                   "BatchedDecoder: limits must be positive (max_chunks " + std::to_string(limits.max_chunks) +
                       ", max_raw_chunk_bytes " + std::to_string(limits.max_raw_chunk_bytes) + ", max_total_raw_bytes " +
                       std::to_string(limits.max_total_raw_bytes) + ")");
   std::string why;
   HEADRACE_EXPECT(gpu_decoder_available(codec, &why), UnavailableError,
-                  std::string("GPU decoding of ") + format::to_string(codec) + " unavailable: " + why);
+                  "GPU decoding of " + codec.name + " unavailable: " + why);
   const shim::NvcompDecompressApi& api = *api_for(codec, nullptr);
   HEADRACE_EXPECT(limits.max_raw_chunk_bytes <= api.max_chunk_bytes, UsageError,
-                  std::string("BatchedDecoder: nvCOMP decodes ") + format::to_string(codec) + " chunks of at most " +
+                  "BatchedDecoder: nvCOMP decodes " + codec.name + " chunks of at most " +
                       size_text(api.max_chunk_bytes) + ", asked for " + size_text(limits.max_raw_chunk_bytes));
   return api;
 }
 
-void check_nvcomp(shim::NvcompStatus status, const char* call, CodecId codec, const std::string& detail) {
+void check_nvcomp(shim::NvcompStatus status, const char* call, const NvcompCoding& codec, const std::string& detail) {
   if (status == shim::nvcomp_success) return;
-  throw CodecError(headrace::detail::located(std::string(call) + " (" + format::to_string(codec) + ") failed: " +
+  throw CodecError(headrace::detail::located(std::string(call) + " (" + codec.name + ") failed: " +
                                        shim::nvcomp()->status_text(status) + (detail.empty() ? "" : ": " + detail),
                                    __FILE__, __LINE__));
 }
 
-shim::NvcompAlignments query_alignments(const shim::NvcompDecompressApi& api, CodecId codec) {
+shim::NvcompAlignments query_alignments(const shim::NvcompDecompressApi& api, const NvcompCoding& codec) {
   shim::NvcompAlignments alignments;
-  check_nvcomp(api.get_required_alignments(cuda_backend_options(), &alignments),
+  check_nvcomp(api.get_required_alignments(cuda_backend_options(codec), &alignments),
                "nvcompBatchedDecompressGetRequiredAlignments", codec, "");
   return alignments;
 }
 
-std::size_t query_temp_bytes(const shim::NvcompDecompressApi& api, CodecId codec, const BatchedDecoderLimits& limits) {
+std::size_t query_temp_bytes(const shim::NvcompDecompressApi& api, const NvcompCoding& codec,
+                             const BatchedDecoderLimits& limits) {
   std::size_t bytes = 0;
-  check_nvcomp(api.get_temp_size(limits.max_chunks, limits.max_raw_chunk_bytes, cuda_backend_options(), &bytes,
+  check_nvcomp(api.get_temp_size(limits.max_chunks, limits.max_raw_chunk_bytes, cuda_backend_options(codec), &bytes,
                                  limits.max_total_raw_bytes, nullptr),
                "nvcompBatchedDecompressGetTempSize", codec,
                std::to_string(limits.max_chunks) + " chunks of at most " + size_text(limits.max_raw_chunk_bytes));
@@ -104,30 +88,27 @@ bool aligned(cuda::CUdeviceptr address, std::size_t alignment) { return alignmen
 
 }  // namespace
 
-bool gpu_decoder_available(CodecId codec, std::string* why) {
+NvcompCoding NvcompCoding::of(const CodecStage& stage) {
+  return NvcompCoding{stage.algorithm(), stage.decompress_options(), stage.spec()};
+}
+
+bool gpu_decoder_available(const NvcompCoding& codec, std::string* why) {
   std::string reason;
   if (api_for(codec, &reason) == nullptr) {
     if (why != nullptr) *why = reason;
     return false;
   }
-  if (cuda::driver() == nullptr) {
-    if (why != nullptr) *why = cuda::why_no_driver();
-    return false;
-  }
-  if (cuda::device_count() == 0) {
-    if (why != nullptr) *why = "no GPU";
-    return false;
-  }
+  if (!cuda::gpu_present(why)) return false;
   if (why != nullptr) why->clear();
   return true;
 }
 
-BatchedDecoder::BatchedDecoder(CodecId codec, const BatchedDecoderLimits& limits)
-    : codec_(codec),
+BatchedDecoder::BatchedDecoder(NvcompCoding coding, const BatchedDecoderLimits& limits)
+    : coding_(std::move(coding)),
       limits_(limits),
-      api_(&checked_api(codec, limits)),
-      alignments_(query_alignments(*api_, codec)),
-      temp_(query_temp_bytes(*api_, codec, limits)),
+      api_(&checked_api(coding_, limits)),
+      alignments_(query_alignments(*api_, coding_)),
+      temp_(query_temp_bytes(*api_, coding_, limits)),
       arrays_(ArrayLayout{limits.max_chunks}.total_bytes()),
       arrays_mirror_(ArrayLayout{limits.max_chunks}.total_bytes()) {
   nvcomp_ = shim::nvcomp();
@@ -141,7 +122,7 @@ BatchedDecoder::~BatchedDecoder() noexcept {
 }
 
 BatchedDecoder::BatchedDecoder(BatchedDecoder&& other) noexcept
-    : codec_(other.codec_),
+    : coding_(std::move(other.coding_)),
       limits_(other.limits_),
       nvcomp_(other.nvcomp_),
       api_(other.api_),
@@ -154,7 +135,7 @@ BatchedDecoder::BatchedDecoder(BatchedDecoder&& other) noexcept
       pending_(std::exchange(other.pending_, false)) {}
 
 void BatchedDecoder::decode_async(std::span<const DecodeItem> items, cuda::CUstream stream) {
-  const char* codec_name = format::to_string(codec_);
+  const char* codec_name = coding_.name.c_str();
   HEADRACE_EXPECT(!pending_, UsageError,
                   std::string("BatchedDecoder (") + codec_name + "): check() the previous batch before decoding the next");
   HEADRACE_EXPECT(arrays_.pointer() != 0, UsageError, "BatchedDecoder: used after it was moved from");
@@ -213,9 +194,9 @@ void BatchedDecoder::decode_async(std::span<const DecodeItem> items, cuda::CUstr
                                         static_cast<std::size_t*>(device_address(layout.decoded_sizes())),
                                         items.size(), reinterpret_cast<void*>(temp_.pointer()), temp_.size_bytes(),
                                         static_cast<void* const*>(device_address(layout.raw_pointers())),
-                                        cuda_backend_options(),
+                                        cuda_backend_options(coding_),
                                         static_cast<shim::NvcompStatus*>(device_address(layout.statuses())), stream),
-                 "nvcompBatchedDecompressAsync", codec_,
+                 "nvcompBatchedDecompressAsync", coding_,
                  std::to_string(items.size()) + " chunks, " + size_text(total_raw_bytes) + " raw");
     cuda::check(driver.cuMemcpyDtoHAsync(host + layout.decoded_sizes(), device + layout.decoded_sizes(),
                                          layout.download_bytes(), stream),
@@ -248,7 +229,7 @@ std::vector<std::string> BatchedDecoder::failures(std::span<const std::string> l
   const auto* raw_sizes = reinterpret_cast<const std::size_t*>(host + layout.raw_sizes());
   const auto* decoded_sizes = reinterpret_cast<const std::size_t*>(host + layout.decoded_sizes());
   const auto* statuses = reinterpret_cast<const shim::NvcompStatus*>(host + layout.statuses());
-  const std::string codec_name = format::to_string(codec_);
+  const std::string& codec_name = coding_.name;
   for (std::size_t i = 0; i < count; ++i) {
     if (statuses[i] == shim::nvcomp_success && decoded_sizes[i] == raw_sizes[i]) continue;
     const std::string found = statuses[i] != shim::nvcomp_success ? "nvCOMP status " + nvcomp_->status_text(statuses[i])

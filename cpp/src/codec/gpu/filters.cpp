@@ -43,6 +43,14 @@ void FilterKernels::bit_unshuffle(headrace::gpu::CUdeviceptr planes, headrace::g
   headrace::gpu::launch_1d(bit_unshuffle_, n * width, block_threads, stream, args);
 }
 
+void FilterKernels::copy(headrace::gpu::CUdeviceptr in, headrace::gpu::CUdeviceptr out, std::uint64_t size,
+                         headrace::gpu::CUstream stream) const {
+  if (size == 0 || in == out) return;
+  device_.make_current();
+  headrace::gpu::check(headrace::gpu::driver()->cuMemcpyDtoDAsync(out, in, size, stream), "cuMemcpyDtoDAsync",
+                       "bytes a filter keeps");
+}
+
 void FilterKernels::undifference(headrace::gpu::CUdeviceptr data, std::uint64_t n, std::uint64_t row, std::uint32_t width,
                                  filters::Difference kind, headrace::gpu::CUstream stream) const {
   HEADRACE_EXPECT(row >= 1 && (width == 1 || width == 2 || width == 4 || width == 8), UsageError,

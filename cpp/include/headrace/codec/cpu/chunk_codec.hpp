@@ -1,5 +1,5 @@
-// CPU encoders and decoders of the chunk codecs of docs/format.md 5.7: lz4 (raw block, the form
-// nvCOMP's batched LZ4 decodes) and zstd (one frame), through liblz4 and libzstd.
+// CPU encoders and decoders of the plain chunk codecs of docs/format.md 5.7 (lz4, zstd, gdeflate): their
+// one-stage chains (codec/chain.hpp), named by the chunk record's code.
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "headrace/format/codec_id.hpp"
+#include "headrace/codec/stage.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
@@ -33,9 +33,25 @@ struct BatchedDecoderLimits {
   std::size_t max_total_raw_bytes = std::size_t{64} << 20;   // the sum of raw_size over a batch
 };
 
-// Whether codec can be decoded on the GPU here (nvCOMP 6 with its entry points for codec, a CUDA
-// driver and a GPU); when not, *why says what is missing.
-[[nodiscard]] bool gpu_decoder_available(format::CodecId codec, std::string* why);
+// What one batched decoder decodes: an nvCOMP algorithm with its decompression options (the decoder
+// sets the backend), named for messages by its stage ("zstd(level=3)").
+struct NvcompCoding {
+  shim::NvcompAlgorithm algorithm = shim::NvcompAlgorithm::lz4;
+  shim::NvcompOptions options;
+  std::string name;
+  [[nodiscard]] static NvcompCoding of(const CodecStage& stage);
+  // Decoders are shared by what they decode, whatever the stage's encoding-only values (a level).
+  friend bool operator<(const NvcompCoding& a, const NvcompCoding& b) noexcept {
+    return a.algorithm != b.algorithm ? a.algorithm < b.algorithm : a.options < b.options;
+  }
+  friend bool operator==(const NvcompCoding& a, const NvcompCoding& b) noexcept {
+    return a.algorithm == b.algorithm && a.options == b.options;
+  }
+};
+
+// Whether the coding can be decoded on the GPU here (nvCOMP 6 with its entry points, a CUDA driver and
+// a GPU); when not, *why says what is missing.
+[[nodiscard]] bool gpu_decoder_available(const NvcompCoding& coding, std::string* why);
 
 // Decodes batches of one codec on the GPU. It owns nvCOMP's temp buffer, the device arrays of chunk
 // pointers, sizes and statuses, and their pinned host mirror.
@@ -49,9 +65,9 @@ struct BatchedDecoderLimits {
 // kernels report corrupt input per chunk (the engine leaves undefined results and reports success).
 class BatchedDecoder {
  public:
-  // Throws UsageError for codec none or limits that are zero or beyond nvCOMP's, UnavailableError
-  // (naming what is missing) when gpu_decoder_available() is false, GpuOutOfMemoryError with the size.
-  BatchedDecoder(format::CodecId codec, const BatchedDecoderLimits& limits);
+  // Throws UsageError for limits that are zero or beyond nvCOMP's, UnavailableError (naming what is
+  // missing) when gpu_decoder_available() is false, GpuOutOfMemoryError with the size.
+  BatchedDecoder(NvcompCoding coding, const BatchedDecoderLimits& limits);
   // Waits for a batch still in flight before freeing the memory it uses.
   ~BatchedDecoder() noexcept;
   BatchedDecoder(BatchedDecoder&& other) noexcept;
@@ -76,14 +92,14 @@ class BatchedDecoder {
   // chunks that failed.
   [[nodiscard]] std::vector<std::string> failures(std::span<const std::string> labels);
 
-  [[nodiscard]] format::CodecId codec() const noexcept { return codec_; }
+  [[nodiscard]] const NvcompCoding& coding() const noexcept { return coding_; }
   [[nodiscard]] const BatchedDecoderLimits& limits() const noexcept { return limits_; }
   // nvCOMP's minimum alignments for this codec, as it reports them.
   [[nodiscard]] const shim::NvcompAlignments& alignments() const noexcept { return alignments_; }
   [[nodiscard]] std::size_t temp_bytes() const noexcept { return temp_.size_bytes(); }
 
  private:
-  format::CodecId codec_;
+  NvcompCoding coding_;
   BatchedDecoderLimits limits_;
   const shim::Nvcomp* nvcomp_ = nullptr;
   const shim::NvcompDecompressApi* api_ = nullptr;

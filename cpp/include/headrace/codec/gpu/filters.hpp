@@ -23,6 +23,8 @@ class FilterKernels {
   // The elements (a whole number of groups of 8, n of them) back from their bit planes.
   void bit_unshuffle(headrace::gpu::CUdeviceptr planes, headrace::gpu::CUdeviceptr out, std::uint64_t n, std::uint32_t width,
                      headrace::gpu::CUstream stream) const;
+  // Copies size bytes (none: nothing), for the bytes a filter leaves as they are.
+  void copy(headrace::gpu::CUdeviceptr in, headrace::gpu::CUdeviceptr out, std::uint64_t size, headrace::gpu::CUstream stream) const;
   // Running sums (or xors) along rows of `row` elements of `width` bytes, in place.
   void undifference(headrace::gpu::CUdeviceptr data, std::uint64_t n, std::uint64_t row, std::uint32_t width,
                     filters::Difference kind, headrace::gpu::CUstream stream) const;

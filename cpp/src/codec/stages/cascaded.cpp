@@ -1,0 +1,39 @@
+// cascaded: nvCOMP's run-length, delta and bit-packing cascade over integers (floats as their bit
+// patterns). nvCOMP has no CPU library for it: only a GPU encodes and decodes it (docs/codecs/cascaded.md).
+#include "stages.hpp"
+
+namespace headrace::codec::stages {
+namespace {
+
+class Cascaded final : public GpuOnlyCodec {
+ public:
+  explicit Cascaded(IntegerType type) : type_(std::move(type)) {}
+  std::string_view name() const noexcept override { return "cascaded"; }
+  std::string configuration() const override { return "type=" + type_.name; }
+  shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::cascaded; }
+  // nvcompBatchedCascadedCompressOpts_t, nvCOMP's defaults but the type: common options {data_type 0,
+  // mode asymmetric (1) 4, terminal codec bitpack (1) 8, coarse encodings none 16}, fine-grained
+  // encodings all (7) 24, level 3 at 32.
+  shim::NvcompOptions compress_options() const override {
+    return shim::NvcompOptions{}
+        .put(0, static_cast<int>(nvcomp_type(type_)))
+        .put(4, 1)
+        .put(8, std::uint64_t{1})
+        .put(24, std::uint64_t{7})
+        .put(32, std::uint8_t{3});
+  }
+  // nvcompBatchedCascadedDecompressOpts_t: backend 0, common options at 8 unspecified (data type BITS).
+  shim::NvcompOptions decompress_options() const override { return shim::NvcompOptions{}.put(8, static_cast<int>(shim::NvcompType::bits)); }
+  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+
+ private:
+  IntegerType type_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_cascaded(StageConfig& config, const ElementShape& shape) {
+  return std::make_unique<Cascaded>(integer_type(config.choice("type", default_integer_type(shape), integer_type_names())));
+}
+
+}  // namespace headrace::codec::stages

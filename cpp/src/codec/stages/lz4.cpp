@@ -1,0 +1,56 @@
+// lz4: one LZ4 block without a frame header, as LZ4_compress_default writes and nvCOMP's batched LZ4
+// decodes; level > 1 writes the same format with LZ4-HC (docs/codecs/lz4.md).
+#include <lz4.h>
+#include <lz4hc.h>
+
+#include <limits>
+
+#include "headrace/error.hpp"
+#include "stages.hpp"
+
+namespace headrace::codec::stages {
+namespace {
+
+class Lz4 final : public CodecStage {
+ public:
+  explicit Lz4(int level) : level_(level) {}
+  std::string_view name() const noexcept override { return "lz4"; }
+  std::string configuration() const override { return "level=" + std::to_string(level_); }
+  std::vector<std::byte> encode(std::span<const std::byte> raw) const override {
+    HEADRACE_EXPECT(raw.size() <= max_raw_chunk_bytes(), UsageError,
+                    "lz4 chunks hold at most " + std::to_string(max_raw_chunk_bytes()) + " bytes, got " + std::to_string(raw.size()));
+    std::vector<std::byte> stored(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw.size()))));
+    const auto* source = reinterpret_cast<const char*>(raw.data());
+    auto* target = reinterpret_cast<char*>(stored.data());
+    const int size = static_cast<int>(raw.size()), room = static_cast<int>(stored.size());
+    const int written = level_ > 1 ? LZ4_compress_HC(source, target, size, room, level_)
+                                   : LZ4_compress_default(source, target, size, room);
+    HEADRACE_EXPECT(written > 0, CodecError, "LZ4_compress failed for a chunk of " + std::to_string(raw.size()) + " bytes");
+    stored.resize(static_cast<std::size_t>(written));
+    return stored;
+  }
+  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+    constexpr auto int_max = static_cast<std::size_t>(std::numeric_limits<int>::max());
+    if (in.size() > int_max || out.size() > int_max) fail_decode(where, *this, "a chunk under 2 GiB", std::to_string(out.size()) + " bytes");
+    const int got = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data()),
+                                        static_cast<int>(in.size()), static_cast<int>(out.size()));
+    if (got < 0) fail_decode(where, *this, "lz4 data of " + std::to_string(out.size()) + " bytes", "a corrupt lz4 block");
+    expect_decoded(where, *this, static_cast<std::size_t>(got), out.size());
+  }
+  shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::lz4; }
+  // Both option structs' defaults are zero (data type char, no bitshuffle).
+  shim::NvcompOptions compress_options() const override { return {}; }
+  shim::NvcompOptions decompress_options() const override { return {}; }
+  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+
+ private:
+  int level_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_lz4(StageConfig& config, const ElementShape&) {
+  return std::make_unique<Lz4>(static_cast<int>(config.integer("level", 1, 1, LZ4HC_CLEVEL_MAX)));
+}
+
+}  // namespace headrace::codec::stages

@@ -1,0 +1,57 @@
+// The make functions of the stages (one file each in this folder), which registry.cpp lists, and what
+// several of them share.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "headrace/codec/stage.hpp"
+
+namespace headrace::codec::stages {
+
+std::unique_ptr<Stage> make_split(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_shuffle(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_bitshuffle(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_delta(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_xor(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_lz4(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_zstd(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_gdeflate(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_snappy(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_deflate(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_ans(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_bitcomp(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_bitcomp_lossy(StageConfig& config, const ElementShape& shape);
+std::unique_ptr<Stage> make_cascaded(StageConfig& config, const ElementShape& shape);
+
+// Integer types as stages name them (bitcomp, cascaded): u8 i8 u16 i16 u32 i32 u64 i64.
+struct IntegerType {
+  std::string name;
+  std::uint32_t bytes;
+  bool is_signed;
+};
+[[nodiscard]] const std::vector<std::string>& integer_type_names();
+[[nodiscard]] IntegerType integer_type(const std::string& name);
+// The integer type a field's values are read as by default: their own for integers, unsigned of the
+// same size for floats (bit patterns).
+[[nodiscard]] std::string default_integer_type(const ElementShape& shape);
+// nvcompType_t of an integer type.
+[[nodiscard]] shim::NvcompType nvcomp_type(const IntegerType& type);
+
+// CodecError "<where>: stage <spec>: expected <expected>, found <found>".
+[[noreturn]] void fail_decode(const std::string& where, const Stage& stage, const std::string& expected,
+                              const std::string& found);
+// Throws CodecError like fail_decode unless out has exactly `decoded` bytes.
+void expect_decoded(const std::string& where, const Stage& stage, std::size_t decoded, std::size_t expected);
+// A codec of nvCOMP's with no CPU library (ans, cascaded): the CPU neither encodes nor decodes it, and
+// says why naming the stage.
+class GpuOnlyCodec : public CodecStage {
+ public:
+  bool cpu_encodes(std::string* why) const final;
+  bool cpu_decodes(std::string* why) const final;
+  std::vector<std::byte> encode(std::span<const std::byte> raw) const final;
+  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const final;
+};
+
+}  // namespace headrace::codec::stages

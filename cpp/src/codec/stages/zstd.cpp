@@ -1,0 +1,45 @@
+// zstd: one Zstandard frame with its content size, as ZSTD_compress writes and nvCOMP's batched Zstd
+// decodes (docs/codecs/zstd.md).
+#include <zstd.h>
+
+#include "headrace/error.hpp"
+#include "stages.hpp"
+
+namespace headrace::codec::stages {
+namespace {
+
+class Zstd final : public CodecStage {
+ public:
+  explicit Zstd(int level) : level_(level) {}
+  std::string_view name() const noexcept override { return "zstd"; }
+  std::string configuration() const override { return "level=" + std::to_string(level_); }
+  std::vector<std::byte> encode(std::span<const std::byte> raw) const override {
+    std::vector<std::byte> stored(ZSTD_compressBound(raw.size()));
+    const std::size_t written = ZSTD_compress(stored.data(), stored.size(), raw.data(), raw.size(), level_);
+    HEADRACE_EXPECT(!ZSTD_isError(written), CodecError, std::string("ZSTD_compress failed: ") + ZSTD_getErrorName(written));
+    stored.resize(written);
+    return stored;
+  }
+  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+    const std::size_t got = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
+    if (ZSTD_isError(got))
+      fail_decode(where, *this, "zstd data of " + std::to_string(out.size()) + " bytes",
+                  std::string("a corrupt zstd frame (") + ZSTD_getErrorName(got) + ")");
+    expect_decoded(where, *this, got, out.size());
+  }
+  shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::zstd; }
+  shim::NvcompOptions compress_options() const override { return {}; }
+  shim::NvcompOptions decompress_options() const override { return {}; }
+  std::uint64_t max_raw_chunk_bytes() const noexcept override { return (std::uint64_t{1} << 31) - 1; }
+
+ private:
+  int level_;
+};
+
+}  // namespace
+
+std::unique_ptr<Stage> make_zstd(StageConfig& config, const ElementShape&) {
+  return std::make_unique<Zstd>(static_cast<int>(config.integer("level", ZSTD_CLEVEL_DEFAULT, 1, ZSTD_maxCLevel())));
+}
+
+}  // namespace headrace::codec::stages
