@@ -19,7 +19,9 @@ using namespace nb::literals;
 namespace headrace::python {
 namespace {
 
+// dtype "": no field yet (a command line's chain, checked before the fields are known).
 codec::Chain chain_of(const std::string& text, const std::string& dtype, std::uint32_t components, std::uint64_t fastest) {
+  if (dtype.empty()) return codec::Chain::parse(text, codec::ElementShape{format::DType::uint8, components, fastest, false});
   return codec::Chain::parse(text, codec::ElementShape{format::parse_dtype(dtype), components, fastest});
 }
 

@@ -41,6 +41,12 @@ std::vector<WrittenStage> split_stages(std::string_view text) {
   }
 }
 
+bool is_plain_codec(const std::string& name) {
+  for (const auto plain : {format::CodecId::lz4, format::CodecId::zstd, format::CodecId::gdeflate})
+    if (name == format::to_string(plain)) return true;
+  return false;
+}
+
 std::string known_stages() {
   std::string names;
   for (const auto& entry : stage_registry()) names += (names.empty() ? "" : ", ") + std::string(entry.name);
@@ -92,16 +98,26 @@ Chain Chain::assemble(std::vector<std::shared_ptr<const Stage>> stages, const st
 }
 
 Chain Chain::parse(std::string_view text, const ElementShape& shape) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
   if (text == "none" || text.empty()) return Chain{};
+  auto written_stages = split_stages(text);
+  // A plain codec alone keeps the one-stream form older readers know (docs/format.md 5.7) unless its
+  // blocks are asked for.
+  if (written_stages.size() == 1 && is_plain_codec(written_stages[0].name) &&
+      written_stages[0].configuration.find("block") == std::string::npos)
+    written_stages[0].configuration += std::string(written_stages[0].configuration.empty() ? "" : ",") + "block=0";
   std::vector<std::shared_ptr<const Stage>> stages;
-  for (const auto& written : split_stages(text)) stages.push_back(make_stage(written, shape, false));
+  for (const auto& written : written_stages) stages.push_back(make_stage(written, shape, false));
   return assemble(std::move(stages), "chain '" + std::string(text) + "'", false);
 }
 
 Chain Chain::of_stored(std::string_view spec, const std::string& where) {
   std::vector<std::shared_ptr<const Stage>> stages;
   try {
-    for (const auto& written : split_stages(spec)) stages.push_back(make_stage(written, ElementShape{}, true));
+    ElementShape unknown;
+    unknown.known = false;
+    for (const auto& written : split_stages(spec)) stages.push_back(make_stage(written, unknown, true));
   } catch (const UsageError& error) {
     throw CodecError(where + ": chain '" + std::string(spec) + "': " + error.what());
   }
@@ -121,7 +137,7 @@ Chain Chain::of_codec(format::CodecId codec) {
 
 format::CodecId Chain::record_codec() const noexcept {
   if (!codec_) return format::CodecId::none;
-  if (filters_.empty()) {
+  if (filters_.empty() && codec_->block_bytes() == 0) {
     for (const auto plain : {format::CodecId::lz4, format::CodecId::zstd, format::CodecId::gdeflate})
       if (codec_->name() == format::to_string(plain)) return plain;
   }

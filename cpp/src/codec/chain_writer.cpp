@@ -19,12 +19,15 @@ struct ChainEncoder::State {
 
   std::vector<std::byte> encode_on_gpu(const CodecStage& stage, std::span<const std::byte> raw) {
     std::lock_guard lock(gpu_mutex);
+    // Room for a chunk's blocks, or the chunk itself without blocks.
+    const std::size_t block = stage.block_bytes() ? stage.block_bytes() : raw.size();
+    const std::size_t blocks = (raw.size() + block - 1) / block;
     auto& [capacity, encoder] = gpu_encoders[stage.spec()];
-    if (!encoder || capacity < raw.size()) {
-      encoder = std::make_unique<gpu::BatchedEncoder>(stage, device, 1, raw.size());
-      capacity = raw.size();
+    if (!encoder || capacity < block || encoder->max_chunks() < blocks) {
+      encoder = std::make_unique<gpu::BatchedEncoder>(stage, device, std::max<std::size_t>(blocks, 64), block);
+      capacity = block;
     }
-    return std::move(encoder->encode({&raw, 1}).front());
+    return std::move(gpu::encode_chunks(*encoder, stage, {&raw, 1}).front());
   }
 };
 

@@ -151,12 +151,14 @@ void Queue::Impl::finish_on_host(const std::vector<RequestId>& ids) {
 }
 
 // Decodes a part of a group on the stream (codec/gpu/chain_decoding.hpp), with a spare buffer when a
-// chain of it has filters.
+// chain of it has filters; the part's decoder items name their requests.
 void Queue::Impl::decode_part(DecodeGroup& part, gpu::CUstream stream) {
-  const bool filters = codec::gpu::spare_bytes_for(part.items, part.chains) > 0;
-  if (filters) part.spare = decoders_->take_spare();
-  codec::gpu::decode_chains_async(part.decoder->decoder, filters ? &decoders_->filter_kernels() : nullptr, part.items,
-                                  part.chains, filters ? part.spare->pointer() : 0, stream);
+  const codec::gpu::ChainBatch batch = codec::gpu::plan_chain_batch(part.chunks);
+  for (const std::size_t chunk : batch.chunk_of_item) part.indices.push_back(part.chunk_indices[chunk]);
+  part.labels = batch.labels;
+  if (batch.spare_bytes > 0) part.spare = decoders_->take_spare();
+  codec::gpu::decode_chains_async(part.decoder->decoder, batch.spare_bytes > 0 ? &decoders_->filter_kernels() : nullptr,
+                                  part.chunks, batch, part.spare ? part.spare->pointer() : 0, stream);
 }
 
 void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight) {
@@ -193,15 +195,21 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
         copies.add(destination, entry.plan.region->data + align_up(r.stored_size), r.raw_size, source_end(entry));
       } else {
         const gpu::CUdeviceptr scratch = device_scratch_->pointer() + entry.plan.region->offset;
+        const codec::gpu::ChainChunk chunk{scratch, {stored_bytes(entry), r.stored_size}, destination, r.raw_size, entry.plan.chain,
+                                           r.label};
+        try {  // a block table that does not fit fails its chunk here, before anything of it is issued
+          (void)codec::gpu::plan_chain_batch({&chunk, 1});
+        } catch (const CodecError&) {
+          fail_locked(ids[i], std::current_exception());
+          continue;
+        }
         // A staged chunk is copied with its region's padding, so that neighbours in staging,
         // neighbours in the scratch twin too, travel as one copy.
         copies.add(scratch, stored_bytes(entry), entry.plan.pinned() ? r.stored_size : align_up(r.stored_size),
                    source_end(entry));
         DecodeGroup& group = groups[codec::gpu::NvcompCoding::of(*entry.plan.chain->codec())];
-        group.indices.push_back(completion->ids.size());
-        group.items.push_back({scratch, r.stored_size, destination, r.raw_size});
-        group.labels.push_back(r.label);
-        group.chains.push_back(entry.plan.chain);
+        group.chunk_indices.push_back(completion->ids.size());
+        group.chunks.push_back(chunk);
       }
       entry.status.state = RequestState::copying;
       issued.push_back(ids[i]);
@@ -217,16 +225,21 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
     completion->copied.record(stream);
     // Decoders were made at enqueue: the data path only waits for an idle one, it allocates nothing.
     for (auto& [coding, group] : groups) {
-      for (std::size_t first = 0; first < group.items.size();) {
+      for (std::size_t first = 0; first < group.chunks.size();) {
+        // Whole chunks to a part (a chunk's filters follow its last block), within the decoder's limits.
         DecodeGroup part;
-        std::uint64_t total = 0;
-        while (first < group.items.size() && part.items.size() < decoders_->limits().max_chunks &&
-               total + group.items[first].raw_size <= decoders_->limits().max_total_raw_bytes) {
-          total += group.items[first].raw_size;
-          part.indices.push_back(group.indices[first]);
-          part.items.push_back(group.items[first]);
-          part.labels.push_back(group.labels[first]);
-          part.chains.push_back(group.chains[first]);
+        std::uint64_t total = 0, items = 0;
+        while (first < group.chunks.size()) {
+          const auto& chunk = group.chunks[first];
+          const std::uint64_t block = chunk.chain->codec()->block_bytes();
+          const std::uint64_t blocks = block == 0 ? 1 : (chunk.raw_size + block - 1) / block;
+          if (!part.chunks.empty() && (items + blocks > decoders_->limits().max_chunks ||
+                                       total + chunk.raw_size > decoders_->limits().max_total_raw_bytes))
+            break;
+          total += chunk.raw_size;
+          items += blocks;
+          part.chunks.push_back(chunk);
+          part.chunk_indices.push_back(group.chunk_indices[first]);
           ++first;
         }
         part.decoder = decoders_->take(coding);

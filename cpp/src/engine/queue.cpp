@@ -87,8 +87,9 @@ Queue::Impl::Impl(QueueOptions options)
                     "stream waits on a fence, which deadlocks");
     memory_operations_ = options_.stream_value_fences;
     device_scratch_.emplace(align_up(options_.staging_bytes));
+    // A decoder call takes a flight's chunks, as blocks (at most a chunk each, at least 4 KiB each).
     decoders_.emplace(options_.device, 2,
-                      codec::gpu::BatchedDecoderLimits{options_.max_batch, max_decode_chunk_bytes, decoder_total_bytes});
+                      codec::gpu::BatchedDecoderLimits{max_decode_items, max_decode_chunk_bytes, decoder_total_bytes});
   }
   if (cufile) {
     HEADRACE_EXPECT(device_.has_value(), UsageError, "cuFile reads need a queue made for a GPU (device >= 0)");

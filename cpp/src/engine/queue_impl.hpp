@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "headrace/codec/chunk_checks.hpp"
+#include "headrace/codec/gpu/chain_decoding.hpp"
 #include "headrace/codec/gpu/decoder_pool.hpp"
 #include "headrace/detail/seconds.hpp"
 #include "headrace/engine/queue.hpp"
@@ -41,6 +42,7 @@ using Clock = detail::SteadyClock;
 inline constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
 inline constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit
 inline constexpr std::uint64_t decoder_total_bytes = std::uint64_t{256} << 20;     // raw bytes one decoder call takes
+inline constexpr std::size_t max_decode_items = 16384;  // blocks one decoder call takes (a flight's chunks, cut in blocks)
 
 // How a dispatched request travels.
 enum class Route : std::uint8_t {
@@ -103,14 +105,13 @@ struct OpenFile {
   bool closed = false;   // close_file: its id is never read again
 };
 
-// Chunks of one nvCOMP coding decoded by one decoder call; those of chains with filters decode into
-// the spare buffer or their destination (whichever the last filter undone does not write) and are
-// unfiltered there on the same stream.
+// Chunks of one nvCOMP coding decoded by one decoder call (codec/gpu/chain_decoding.hpp): nvCOMP decodes
+// their blocks, then the filters of chains that have them are undone on the same stream.
 struct DecodeGroup {
-  std::vector<std::size_t> indices;  // into Completion::ids
-  std::vector<codec::gpu::DecodeItem> items;
-  std::vector<std::string> labels;
-  std::vector<const codec::Chain*> chains;
+  std::vector<codec::gpu::ChainChunk> chunks;
+  std::vector<std::size_t> chunk_indices;  // per chunk: into Completion::ids
+  std::vector<std::size_t> indices;        // per decoder item (a block): into Completion::ids
+  std::vector<std::string> labels;         // per decoder item
   std::shared_ptr<codec::gpu::DecoderPool::Pooled> decoder;
   std::shared_ptr<gpu::DeviceBuffer> spare;  // taken when a chunk of the group has filters
 };

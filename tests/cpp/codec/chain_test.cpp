@@ -49,7 +49,7 @@ std::string message_of(auto&& call) {
 
 TEST(Chain, UserTextBecomesTheStoredTextWithEveryValue) {
   const Chain chain = Chain::parse("split|shuffle|zstd", float3);
-  EXPECT_EQ(chain.spec(), "split(components=3,width=4)|shuffle(width=4)|zstd(level=3)");
+  EXPECT_EQ(chain.spec(), "split(components=3,width=4)|shuffle(width=4)|zstd(level=3,block=65536)");
   EXPECT_EQ(chain.filters().size(), 2u);
   EXPECT_EQ(chain.codec()->name(), "zstd");
   EXPECT_EQ(chain.record_codec(), format::CodecId::chain);
@@ -63,16 +63,19 @@ TEST(Chain, PlainCodecsKeepTheirRecordCode) {
   EXPECT_EQ(Chain::parse("snappy", float1).record_codec(), format::CodecId::chain);
   EXPECT_TRUE(Chain::parse("none", float1).empty());
   EXPECT_EQ(Chain::parse("none", float1).record_codec(), format::CodecId::none);
-  EXPECT_EQ(Chain::of_codec(format::CodecId::zstd).spec(), "zstd(level=3)");
+  EXPECT_EQ(Chain::of_codec(format::CodecId::zstd).spec(), "zstd(level=3,block=0)");
+  // A plain codec alone keeps one stream; its blocks, or a chain, make a chain record.
+  EXPECT_EQ(Chain::parse("zstd(block=65536)", float1).record_codec(), format::CodecId::chain);
+  EXPECT_EQ(Chain::parse("snappy", float1).spec(), "snappy(block=65536)");
 }
 
 TEST(Chain, DefaultsComeFromTheField) {
-  EXPECT_EQ(Chain::parse("delta|zstd", float1).spec(), "delta(width=4,row=64)|zstd(level=3)");  // the grid's x axis
-  EXPECT_EQ(Chain::parse("xor|lz4", float3).spec(), "xor(width=4,row=1024)|lz4(level=1)");
+  EXPECT_EQ(Chain::parse("delta|zstd", float1).spec(), "delta(width=4,row=64)|zstd(level=3,block=65536)");  // the grid's x axis
+  EXPECT_EQ(Chain::parse("xor|lz4", float3).spec(), "xor(width=4,row=1024)|lz4(level=1,block=65536)");
   const ElementShape doubles{format::DType::float64, 1, 0};
-  EXPECT_EQ(Chain::parse("bitshuffle|bitcomp", doubles).spec(), "bitshuffle(width=8)|bitcomp(type=u64,algorithm=default)");
-  EXPECT_EQ(Chain::parse("ans", float1).spec(), "ans(type=float32)");
-  EXPECT_EQ(Chain::parse("cascaded", ElementShape{format::DType::int16, 1, 0}).spec(), "cascaded(type=i16)");
+  EXPECT_EQ(Chain::parse("bitshuffle|bitcomp", doubles).spec(), "bitshuffle(width=8)|bitcomp(type=u64,algorithm=default,block=65536)");
+  EXPECT_EQ(Chain::parse("ans", float1).spec(), "ans(type=float32,block=65536)");
+  EXPECT_EQ(Chain::parse("cascaded", ElementShape{format::DType::int16, 1, 0}).spec(), "cascaded(type=i16,block=65536)");
 }
 
 TEST(Chain, RefusesWhatCannotBeAChain) {
@@ -91,6 +94,11 @@ TEST(Chain, RefusesWhatCannotBeAChain) {
   EXPECT_NE(message_of<UsageError>([] { (void)Chain::parse("bitcomp_lossy", float1); }).find("'error' is required"),
             std::string::npos);
   EXPECT_NE(message_of<UsageError>([] { (void)Chain::parse("delta(width=3)|zstd", float1); }).find("width=3"), std::string::npos);
+  EXPECT_NE(message_of<UsageError>([] {
+              (void)Chain::parse("bitcomp_lossy(error=0.1)", ElementShape{format::DType::int16, 1, 0});
+            }).find("bitcomp_lossy quantizes floats; the field holds int16"),
+            std::string::npos);
+  EXPECT_EQ(Chain::parse("bitcomp_lossy(error=0.1)", float1).spec(), "bitcomp_lossy(type=float32,error=0.1,algorithm=default,block=65536)");
   // A stored chain names every value: nothing is taken from a field there.
   const auto stored = message_of<CodecError>([] { (void)Chain::of_stored("shuffle(width=4)|zstd", "data.hrc: chain 0"); });
   EXPECT_NE(stored.find("data.hrc: chain 0"), std::string::npos) << stored;
@@ -154,22 +162,53 @@ TEST(Chain, GpuOnlyCodecsSayWhyOnTheCpu) {
   std::vector<std::byte> out(16);
   const auto message = message_of<UnavailableError>([&] { chain.decode(std::vector<std::byte>(8), out, "data.hrc: chunk 3"); });
   EXPECT_NE(message.find("data.hrc: chunk 3"), std::string::npos) << message;
-  EXPECT_NE(message.find("ans(type=float32)"), std::string::npos) << message;
+  EXPECT_NE(message.find("ans(type=float32,block=65536)"), std::string::npos) << message;
 }
 
 TEST(Chain, CorruptBytesNameTheChunkAndTheStage) {
   const auto values = smooth_values(4096);
-  const Chain chain = Chain::parse("shuffle|zstd", float1);
+  const Chain chain = Chain::parse("shuffle|zstd(block=0)", float1);
   auto stored = chain.encode(bytes_of(values));
   stored[stored.size() / 2] ^= std::byte{0x5a};
   stored.resize(stored.size() - 7);
   std::vector<std::byte> out(values.size() * 4);
   const auto message = message_of<CodecError>([&] { chain.decode(stored, out, "data.hrc: offset 8192: chunk 2"); });
-  EXPECT_EQ(message.rfind("data.hrc: offset 8192: chunk 2: stage zstd(level=3): expected zstd data of 16384 bytes", 0), 0u)
+  EXPECT_EQ(message.rfind("data.hrc: offset 8192: chunk 2: stage zstd(level=3,block=0): expected zstd data of 16384 bytes", 0), 0u)
       << message;
   std::vector<std::byte> small(100);
   const auto sized = message_of<CodecError>([&] { chain.decode(chain.encode(bytes_of(values)), small, "chunk 4"); });
-  EXPECT_NE(sized.find("chunk 4: stage zstd(level=3)"), std::string::npos) << sized;
+  EXPECT_NE(sized.find("chunk 4: stage zstd(level=3,block=0)"), std::string::npos) << sized;
+}
+
+// A codec cuts a chunk into blocks of its `block` raw bytes, each decodable alone (nvCOMP decodes a
+// frame's blocks in parallel); the block table is checked against the stored and raw sizes.
+TEST(Chain, BlocksRoundTripAndTheirTableIsChecked) {
+  const auto values = smooth_values(3 * 4096 + 5);  // 12293 floats: 49172 bytes, 13 blocks of 4096, the last short
+  const auto raw = bytes_of(values);
+  const Chain chain = Chain::parse("shuffle|zstd(block=4096)", float1);
+  const auto stored = chain.encode(raw);
+  const auto table = chain.codec()->blocks(stored, raw.size(), "chunk");
+  ASSERT_EQ(table.size(), 13u);
+  EXPECT_EQ(table.back().raw_offset, 12u * 4096);
+  EXPECT_EQ(table.back().raw_size, raw.size() - 12 * 4096);
+  for (const auto& block : table) EXPECT_EQ(block.stored_offset % 16, 0u);
+  std::vector<std::byte> back(raw.size());
+  chain.decode(stored, back, "chunk");
+  EXPECT_TRUE(std::equal(raw.begin(), raw.end(), back.begin()));
+  // Another raw size, a cut table, a block past the end: each named.
+  std::vector<std::byte> other(raw.size() - 8192);
+  EXPECT_NE(message_of<CodecError>([&] { chain.decode(stored, other, "data.hrc: chunk 7"); })
+                .find("data.hrc: chunk 7: stage zstd(level=3,block=4096): expected a table of 11 blocks"),
+            std::string::npos);
+  const auto cut = std::span<const std::byte>(stored).first(20);
+  EXPECT_NE(message_of<CodecError>([&] { chain.decode(cut, back, "chunk 8"); }).find("a table cut short"), std::string::npos);
+  auto broken = stored;
+  const std::uint32_t huge = 1u << 30;
+  std::memcpy(broken.data() + 8 + 4 * 5, &huge, 4);
+  EXPECT_NE(message_of<CodecError>([&] { chain.decode(broken, back, "chunk 9"); }).find("block 5 of 1073741824 bytes past the end"),
+            std::string::npos);
+  EXPECT_NE(message_of<UsageError>([] { (void)Chain::parse("zstd(block=1000)", float1); }).find("not a multiple of 4096"),
+            std::string::npos);
 }
 
 class ChainFile : public ::testing::Test {
@@ -214,8 +253,8 @@ TEST_F(ChainFile, EachFieldReadsBackThroughItsChain) {
   const auto c = format::Container::open(path);
   EXPECT_EQ(c.version_minor(), 3u);
   ASSERT_EQ(c.chains().size(), 2u);
-  EXPECT_EQ(*c.chains()[0].spec, "shuffle(width=4)|zstd(level=3)");
-  EXPECT_EQ(*c.chains()[1].spec, "split(components=3,width=4)|bitshuffle(width=4)|lz4(level=1)");
+  EXPECT_EQ(*c.chains()[0].spec, "shuffle(width=4)|zstd(level=3,block=65536)");
+  EXPECT_EQ(*c.chains()[1].spec, "split(components=3,width=4)|bitshuffle(width=4)|lz4(level=1,block=65536)");
   EXPECT_FALSE(c.chains()[0].error_bound);
   for (const auto& chunk : c.chunks()) {
     EXPECT_EQ(chunk.codec, format::CodecId::chain);
@@ -257,7 +296,7 @@ TEST_F(ChainFile, ALossyChainIsMarkedWithItsBound) {
 TEST_F(ChainFile, AnUnknownStageInTheIndexNamesFileChunkAndStage) {
   write("shuffle|zstd", "split|lz4");
   auto file = testing::read_file(path);
-  const std::string text = "shuffle(width=4)|zstd(level=3)";
+  const std::string text = "shuffle(width=4)|zstd(level=3,block=65536)";
   const auto at = std::search(file.begin(), file.end(), reinterpret_cast<const std::byte*>(text.data()),
                               reinterpret_cast<const std::byte*>(text.data()) + text.size());
   ASSERT_NE(at, file.end());

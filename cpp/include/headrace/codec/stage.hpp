@@ -34,6 +34,7 @@ struct ElementShape {
   format::DType dtype = format::DType::uint8;
   std::uint32_t components = 1;
   std::uint64_t fastest_axis_points = 0;  // 0: not a grid
+  bool known = true;                      // false for a stored chain: no field to check a stage against
   [[nodiscard]] std::uint32_t value_bytes() const noexcept { return static_cast<std::uint32_t>(format::dtype_size(dtype)); }
 };
 
@@ -102,16 +103,56 @@ class FilterStage : public Stage {
                            std::uint64_t size, headrace::gpu::CUstream stream) const = 0;
 };
 
+// A codec cuts a chunk into independent blocks of `block` raw bytes (its key `block`; 0: one stream for
+// the whole chunk), each encoded alone, so that nvCOMP decodes the blocks of a frame's chunks in
+// parallel (it gives a block, not a chunk, to a thread block: 4 MiB chunks in one stream each leave
+// most of a GPU idle). The stored bytes of a blocked chunk (docs/codecs/README.md):
+//   u32 block_count, u32 0, block_count x u32 stored size, zeros to a multiple of 16,
+//   then each block's stored bytes, each starting at a multiple of 16.
 class CodecStage : public Stage {
  public:
   [[nodiscard]] StageKind kind() const noexcept final { return StageKind::codec; }
-  // How nvCOMP's batched API encodes and decodes it (the decoder sets the backend).
+  [[nodiscard]] std::uint64_t block_bytes() const noexcept { return block_; }
+  std::vector<std::byte> encode(std::span<const std::byte> raw) const final;
+  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const final;
+
+  // Where a chunk's blocks lie: their stored bytes in the chunk's stored bytes, their raw bytes in the
+  // chunk. One block (the whole chunk) when block_bytes() is 0. Throws CodecError starting with `where`
+  // for a block table that does not fit the stored bytes or the raw size.
+  struct Block {
+    std::uint64_t stored_offset, stored_size, raw_offset, raw_size;
+  };
+  [[nodiscard]] std::vector<Block> blocks(std::span<const std::byte> stored, std::uint64_t raw_size, const std::string& where) const;
+  // The raw blocks of a chunk (the chunk itself when block_bytes() is 0), and a chunk's stored bytes from
+  // its blocks' stored bytes: what an encoder of blocks elsewhere (nvCOMP on a GPU) needs.
+  [[nodiscard]] std::vector<std::span<const std::byte>> raw_blocks(std::span<const std::byte> raw) const;
+  [[nodiscard]] std::vector<std::byte> join_blocks(std::vector<std::vector<std::byte>> encoded) const;
+
+  // How nvCOMP's batched API encodes and decodes a block (the decoder sets the backend).
   [[nodiscard]] virtual shim::NvcompAlgorithm algorithm() const noexcept = 0;
   [[nodiscard]] virtual shim::NvcompOptions compress_options() const = 0;
   [[nodiscard]] virtual shim::NvcompOptions decompress_options() const = 0;
-  // The largest raw chunk it encodes (nvCOMP's limit, or the CPU encoder's when smaller).
-  [[nodiscard]] virtual std::uint64_t max_raw_chunk_bytes() const noexcept = 0;
+  // The largest raw block it encodes (nvCOMP's limit, or the CPU encoder's when smaller).
+  [[nodiscard]] virtual std::uint64_t max_block_bytes() const noexcept = 0;
+  // The largest raw chunk it encodes: one block, or with blocks any chunk the format holds.
+  [[nodiscard]] std::uint64_t max_raw_chunk_bytes() const noexcept;
+
+ protected:
+  explicit CodecStage(std::uint64_t block) : block_(block) {}
+  // One block (or the whole chunk) each way; decode_block's `out` has exactly its raw size.
+  [[nodiscard]] virtual std::vector<std::byte> encode_block(std::span<const std::byte> raw) const = 0;
+  virtual void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const = 0;
+  // configuration() of a codec: its own keys, then "block=N".
+  [[nodiscard]] std::string with_block(const std::string& keys) const;
+
+ private:
+  std::uint64_t block_;
 };
+
+// A codec's `block` key: a multiple of 4096 up to `most` (its max_block_bytes), or 0; `fallback` when absent.
+[[nodiscard]] std::uint64_t read_block(StageConfig& config, std::uint64_t fallback, std::uint64_t most);
+// The block a codec takes when its chain does not say: 64 KiB, the chunk size nvCOMP decodes fastest.
+inline constexpr std::uint64_t default_block_bytes = std::uint64_t{1} << 16;
 
 // The `where` of errors: "<where>: stage <spec>: ".
 [[nodiscard]] std::string stage_context(const std::string& where, const Stage& stage);

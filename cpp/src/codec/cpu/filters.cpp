@@ -72,19 +72,21 @@ void bit_unshuffle(std::span<const std::byte> in, std::span<std::byte> out, std:
 
 void difference(std::span<const std::byte> in, std::span<std::byte> out, std::uint64_t row, std::uint32_t width,
                 filters::Difference kind) {
-  expect_same_size(in, out, "delta");
-  expect_width(width, "delta", true);
+  const char* name = kind == filters::Difference::delta ? "delta" : "xor";
+  expect_same_size(in, out, name);
+  expect_width(width, name, true);
   HEADRACE_EXPECT(row >= 1 && in.size() % width == 0, UsageError,
-                  "delta: rows of at least one element, and whole elements of " + std::to_string(width) + " bytes");
+                  std::string(name) + ": rows of at least one element, and whole elements of " + std::to_string(width) + " bytes");
   const std::uint64_t n = in.size() / width;
   for (std::uint64_t i = 0; i < n; ++i)
     filters::store_unit(bytes(out) + i * width, width, filters::differenced_unit(bytes(in), i, row, width, kind));
 }
 
 void undifference(std::span<std::byte> data, std::uint64_t row, std::uint32_t width, filters::Difference kind) {
-  expect_width(width, "delta", true);
+  const char* name = kind == filters::Difference::delta ? "delta" : "xor";
+  expect_width(width, name, true);
   HEADRACE_EXPECT(row >= 1 && data.size() % width == 0, UsageError,
-                  "delta: rows of at least one element, and whole elements of " + std::to_string(width) + " bytes");
+                  std::string(name) + ": rows of at least one element, and whole elements of " + std::to_string(width) + " bytes");
   const std::uint64_t n = data.size() / width;
   for (std::uint64_t r = 0; r * row < n; ++r) filters::undifference_row(bytes(data), r, row, n, width, kind);
 }

@@ -130,4 +130,25 @@ std::vector<std::vector<std::byte>> BatchedEncoder::encode(std::span<const std::
   return stored;
 }
 
+std::vector<std::vector<std::byte>> encode_chunks(BatchedEncoder& encoder, const CodecStage& stage,
+                                                  std::span<const std::span<const std::byte>> chunks) {
+  std::vector<std::span<const std::byte>> blocks;
+  std::vector<std::size_t> first_block;
+  for (const auto chunk : chunks) {
+    first_block.push_back(blocks.size());
+    for (const auto block : stage.raw_blocks(chunk)) blocks.push_back(block);
+  }
+  first_block.push_back(blocks.size());
+  std::vector<std::vector<std::byte>> encoded;
+  for (std::size_t at = 0; at < blocks.size(); at += encoder.max_chunks()) {
+    auto part = encoder.encode(std::span(blocks).subspan(at, std::min(encoder.max_chunks(), blocks.size() - at)));
+    for (auto& block : part) encoded.push_back(std::move(block));
+  }
+  std::vector<std::vector<std::byte>> stored;
+  for (std::size_t c = 0; c < chunks.size(); ++c)
+    stored.push_back(stage.join_blocks({std::make_move_iterator(encoded.begin() + static_cast<std::ptrdiff_t>(first_block[c])),
+                                        std::make_move_iterator(encoded.begin() + static_cast<std::ptrdiff_t>(first_block[c + 1]))}));
+  return stored;
+}
+
 }  // namespace headrace::codec::gpu

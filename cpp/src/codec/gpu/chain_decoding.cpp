@@ -1,14 +1,11 @@
 #include "headrace/codec/gpu/chain_decoding.hpp"
 
 #include <algorithm>
-#include <vector>
 
 #include "headrace/error.hpp"
 
 namespace headrace::codec::gpu {
 namespace {
-
-std::uint64_t spare_room(std::uint64_t raw_size) { return (raw_size + 255) / 256 * 256; }
 
 bool odd_out_of_place(const Chain& chain) {
   const auto count = std::count_if(chain.filters().begin(), chain.filters().end(),
@@ -18,40 +15,53 @@ bool odd_out_of_place(const Chain& chain) {
 
 }  // namespace
 
-std::uint64_t spare_bytes_for(std::span<const DecodeItem> items, std::span<const Chain* const> chains) {
-  std::uint64_t bytes = 0;
-  for (std::size_t i = 0; i < items.size(); ++i)
-    if (!chains[i]->filters().empty()) bytes += spare_room(items[i].raw_size);
-  return bytes;
+ChainBatch plan_chain_batch(std::span<const ChainChunk> chunks) {
+  ChainBatch batch;
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const ChainChunk& chunk = chunks[c];
+    const std::string label(chunk.label);
+    const auto blocks = chunk.chain->codec()->blocks(chunk.stored_host, chunk.raw_size, label);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      batch.items.push_back({chunk.stored + blocks[b].stored_offset, blocks[b].stored_size, blocks[b].raw_offset, blocks[b].raw_size});
+      batch.chunk_of_item.push_back(c);
+      batch.labels.push_back(blocks.size() == 1 ? label : label + ": block " + std::to_string(b));
+    }
+    if (chunk.chain->filters().empty()) {
+      batch.spare_offset.push_back(ChainBatch::no_spare);
+      continue;
+    }
+    batch.spare_offset.push_back(batch.spare_bytes);
+    batch.spare_bytes += (chunk.raw_size + 255) / 256 * 256;
+  }
+  return batch;
 }
 
-void decode_chains_async(BatchedDecoder& decoder, const FilterKernels* kernels, std::span<const DecodeItem> items,
-                         std::span<const Chain* const> chains, headrace::gpu::CUdeviceptr spare, headrace::gpu::CUstream stream) {
-  HEADRACE_EXPECT(items.size() == chains.size(), UsageError, "decode_chains_async: one chain per item");
-  std::vector<DecodeItem> decoded(items.begin(), items.end());
-  std::vector<headrace::gpu::CUdeviceptr> spares(items.size(), 0);
-  std::uint64_t used = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (chains[i]->filters().empty()) continue;
-    HEADRACE_EXPECT(kernels != nullptr && spare != 0, UsageError,
-                    "decode_chains_async: chain " + chains[i]->spec() + " has filters: give the kernels and a spare buffer");
-    spares[i] = spare + used;
-    used += spare_room(items[i].raw_size);
-    if (odd_out_of_place(*chains[i])) decoded[i].raw = spares[i];
+void decode_chains_async(BatchedDecoder& decoder, const FilterKernels* kernels, std::span<const ChainChunk> chunks,
+                         const ChainBatch& batch, headrace::gpu::CUdeviceptr spare, headrace::gpu::CUstream stream) {
+  HEADRACE_EXPECT(batch.spare_bytes == 0 || (kernels != nullptr && spare != 0), UsageError,
+                  "decode_chains_async: chains with filters need the filter kernels and a spare buffer");
+  // Where each chunk's codec writes: its destination, or its place in the spare buffer.
+  std::vector<headrace::gpu::CUdeviceptr> spares(chunks.size(), 0), targets(chunks.size(), 0);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    targets[c] = chunks[c].raw;
+    if (batch.spare_offset[c] == ChainBatch::no_spare) continue;
+    spares[c] = spare + batch.spare_offset[c];
+    if (odd_out_of_place(*chunks[c].chain)) targets[c] = spares[c];
   }
-  decoder.decode_async(decoded, stream);
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const Chain& chain = *chains[i];
-    if (chain.filters().empty()) continue;
-    const headrace::gpu::CUdeviceptr destination = items[i].raw;
-    headrace::gpu::CUdeviceptr current = decoded[i].raw;
+  std::vector<DecodeItem> items = batch.items;
+  for (std::size_t i = 0; i < items.size(); ++i) items[i].raw += targets[batch.chunk_of_item[i]];
+  decoder.decode_async(items, stream);
+  for (std::size_t c = 0; c < chunks.size(); ++c) {
+    const Chain& chain = *chunks[c].chain;
+    const headrace::gpu::CUdeviceptr destination = chunks[c].raw;
+    headrace::gpu::CUdeviceptr current = targets[c];
     for (auto filter = chain.filters().rbegin(); filter != chain.filters().rend(); ++filter) {
       if ((*filter)->undoes_in_place()) {
-        (*filter)->undo_on_gpu(*kernels, current, current, items[i].raw_size, stream);
+        (*filter)->undo_on_gpu(*kernels, current, current, chunks[c].raw_size, stream);
         continue;
       }
-      const headrace::gpu::CUdeviceptr other = current == destination ? spares[i] : destination;
-      (*filter)->undo_on_gpu(*kernels, current, other, items[i].raw_size, stream);
+      const headrace::gpu::CUdeviceptr other = current == destination ? spares[c] : destination;
+      (*filter)->undo_on_gpu(*kernels, current, other, chunks[c].raw_size, stream);
       current = other;
     }
   }

@@ -12,9 +12,10 @@ namespace {
 // One chunk of the stage, encoded on the CPU when it can, else by nvCOMP on the GPU.
 std::vector<std::byte> sample_chunk(const CodecStage& stage, const std::vector<std::byte>& raw, int device) {
   if (stage.cpu_encodes(nullptr)) return stage.encode(raw);
-  BatchedEncoder encoder(stage, device, 1, raw.size());
   const std::span<const std::byte> chunk(raw);
-  return encoder.encode({&chunk, 1}).front();
+  const auto blocks = stage.raw_blocks(chunk);
+  BatchedEncoder encoder(stage, device, blocks.size(), blocks.front().size());
+  return encode_chunks(encoder, stage, {&chunk, 1}).front();
 }
 
 // Decodes one small chunk on a stream and in memory of its own: nvCOMP's kernels load here, and a
@@ -31,10 +32,12 @@ void check_on_one_chunk(const CodecStage& stage, DecoderPool::Pooled& pooled, in
   const headrace::gpu::CUdeviceptr output = input + stored_room;
   headrace::gpu::check(headrace::gpu::driver()->cuMemcpyHtoDAsync(input, stored.data(), stored.size(), stream.handle()),
                        "cuMemcpyHtoDAsync");
-  const DecodeItem item{input, stored.size(), output, raw.size()};
-  pooled.decoder.decode_async({&item, 1}, stream.handle());
   const std::string label = "check " + pooled.coding.name + " chunk";
-  pooled.decoder.check({&label, 1});
+  std::vector<DecodeItem> items;
+  for (const auto& block : stage.blocks(stored, raw.size(), label))
+    items.push_back({input + block.stored_offset, block.stored_size, output + block.raw_offset, block.raw_size});
+  pooled.decoder.decode_async(items, stream.handle());
+  pooled.decoder.check(std::vector<std::string>(items.size(), label));
   std::vector<std::byte> back(raw.size());
   headrace::gpu::copy_to_host(back.data(), output, back.size());
   stream.synchronize();

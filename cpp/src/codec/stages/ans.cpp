@@ -7,15 +7,15 @@ namespace {
 
 class Ans final : public GpuOnlyCodec {
  public:
-  explicit Ans(std::string type) : type_(std::move(type)) {}
+  Ans(std::string type, std::uint64_t block) : GpuOnlyCodec(block), type_(std::move(type)) {}
   std::string_view name() const noexcept override { return "ans"; }
-  std::string configuration() const override { return "type=" + type_; }
+  std::string configuration() const override { return with_block("type=" + type_); }
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::ans; }
   // nvcompBatchedANSCompressOpts_t: type rANS (0) at 0, data_type at 4, the rest nvCOMP's defaults (0).
   shim::NvcompOptions compress_options() const override { return shim::NvcompOptions{}.put(4, static_cast<int>(nvcomp_data_type())); }
   // nvcompBatchedANSDecompressOpts_t: data_type at 4 is NVCOMP_TYPE_BITS, read from the stream.
   shim::NvcompOptions decompress_options() const override { return shim::NvcompOptions{}.put(4, static_cast<int>(shim::NvcompType::bits)); }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
 
  private:
   shim::NvcompType nvcomp_data_type() const noexcept {
@@ -31,7 +31,8 @@ class Ans final : public GpuOnlyCodec {
 // Default: the float32 mode for float32 fields, bytes otherwise.
 std::unique_ptr<Stage> make_ans(StageConfig& config, const ElementShape& shape) {
   const std::string fallback = shape.dtype == format::DType::float32 ? "float32" : "bytes";
-  return std::make_unique<Ans>(config.choice("type", fallback, {"bytes", "float16", "float32"}));
+  auto type = config.choice("type", fallback, {"bytes", "float16", "float32"});
+  return std::make_unique<Ans>(std::move(type), read_block(config, default_block_bytes, std::uint64_t{1} << 24));
 }
 
 }  // namespace headrace::codec::stages

@@ -34,10 +34,11 @@ struct Plan {
 
 class BitcompBase : public CodecStage {
  public:
-  BitcompBase(int data_type, int mode, int algorithm) : data_type_(data_type), mode_(mode), algorithm_(algorithm) {}
+  BitcompBase(int data_type, int mode, int algorithm, std::uint64_t block)
+      : CodecStage(block), data_type_(data_type), mode_(mode), algorithm_(algorithm) {}
   bool cpu_encodes(std::string* why) const override { return host_functions(why) != nullptr; }
   bool cpu_decodes(std::string* why) const override { return host_functions(why) != nullptr; }
-  std::vector<std::byte> encode(std::span<const std::byte> raw) const override {
+  std::vector<std::byte> encode_block(std::span<const std::byte> raw) const override {
     const shim::NvcompBitcompHost& host = require();
     Plan plan{host};
     HEADRACE_EXPECT(host.create_plan(&plan.handle, raw.size(), data_type_, mode_, algorithm_) == 0, CodecError,
@@ -51,7 +52,7 @@ class BitcompBase : public CodecStage {
     stored.resize(written);
     return stored;
   }
-  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+  void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
     const shim::NvcompBitcompHost& host = require();
     const std::string expected = "bitcomp data of " + std::to_string(out.size()) + " bytes";
     // Bitcomp reads its input as 64-bit words: a copy when the chunk is not 8-aligned.
@@ -73,7 +74,7 @@ class BitcompBase : public CodecStage {
   }
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::bitcomp; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
 
  protected:
   virtual int compress(const shim::NvcompBitcompHost& host, shim::NvcompBitcompHost::Handle plan,
@@ -96,12 +97,12 @@ class BitcompBase : public CodecStage {
 
 class Bitcomp final : public BitcompBase {
  public:
-  Bitcomp(IntegerType type, int algorithm)
+  Bitcomp(IntegerType type, int algorithm, std::uint64_t block)
       : BitcompBase(static_cast<int>(type.bytes == 1 ? 0 : type.bytes == 2 ? 2 : type.bytes == 4 ? 4 : 6) + (type.is_signed ? 1 : 0),
-                    bitcomp_lossless, algorithm),
+                    bitcomp_lossless, algorithm, block),
         type_(std::move(type)) {}
   std::string_view name() const noexcept override { return "bitcomp"; }
-  std::string configuration() const override { return "type=" + type_.name + ",algorithm=" + algorithm_name(); }
+  std::string configuration() const override { return with_block("type=" + type_.name + ",algorithm=" + algorithm_name()); }
   shim::NvcompOptions compress_options() const override { return options(nvcomp_type(type_), 0.0); }
 
  private:
@@ -114,13 +115,12 @@ class Bitcomp final : public BitcompBase {
 
 class BitcompLossy final : public BitcompBase {
  public:
-  BitcompLossy(bool float64, double error, int algorithm)
-      : BitcompBase(float64 ? bitcomp_fp64 : bitcomp_fp32, bitcomp_lossy_to_signed, algorithm), float64_(float64), error_(error) {}
+  BitcompLossy(bool float64, double error, int algorithm, std::uint64_t block)
+      : BitcompBase(float64 ? bitcomp_fp64 : bitcomp_fp32, bitcomp_lossy_to_signed, algorithm, block), float64_(float64), error_(error) {}
   std::string_view name() const noexcept override { return "bitcomp_lossy"; }
   std::string configuration() const override {
-    char error[32];
-    std::snprintf(error, sizeof error, "%.17g", error_);
-    return std::string("type=") + (float64_ ? "float64" : "float32") + ",error=" + error + ",algorithm=" + algorithm_name();
+    return with_block(std::string("type=") + (float64_ ? "float64" : "float32") + ",error=" + shortest_text(error_) +
+                      ",algorithm=" + algorithm_name());
   }
   std::optional<double> error_bound() const override { return error_; }
   shim::NvcompOptions compress_options() const override {
@@ -146,14 +146,20 @@ int algorithm_of(StageConfig& config) { return config.choice("algorithm", "defau
 
 std::unique_ptr<Stage> make_bitcomp(StageConfig& config, const ElementShape& shape) {
   auto type = integer_type(config.choice("type", default_integer_type(shape), integer_type_names()));
-  return std::make_unique<Bitcomp>(std::move(type), algorithm_of(config));
+  const int algorithm = algorithm_of(config);
+  return std::make_unique<Bitcomp>(std::move(type), algorithm, read_block(config, default_block_bytes, std::uint64_t{1} << 24));
 }
 
 // Never a default: the error bound is required, so nothing lossy happens unless it is asked for.
 std::unique_ptr<Stage> make_bitcomp_lossy(StageConfig& config, const ElementShape& shape) {
+  const bool floats = shape.dtype == format::DType::float32 || shape.dtype == format::DType::float64;
+  HEADRACE_EXPECT(!shape.known || floats, UsageError,
+                  "stage bitcomp_lossy quantizes floats; the field holds " + std::string(format::to_string(shape.dtype)));
   const std::string type = config.choice("type", shape.dtype == format::DType::float64 ? "float64" : "float32", {"float32", "float64"});
   const double error = config.positive("error", std::nullopt, 1e300);
-  return std::make_unique<BitcompLossy>(type == "float64", error, algorithm_of(config));
+  const int algorithm = algorithm_of(config);
+  return std::make_unique<BitcompLossy>(type == "float64", error, algorithm,
+                                        read_block(config, default_block_bytes, std::uint64_t{1} << 24));
 }
 
 }  // namespace headrace::codec::stages

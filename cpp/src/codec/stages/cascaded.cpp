@@ -7,9 +7,9 @@ namespace {
 
 class Cascaded final : public GpuOnlyCodec {
  public:
-  explicit Cascaded(IntegerType type) : type_(std::move(type)) {}
+  Cascaded(IntegerType type, std::uint64_t block) : GpuOnlyCodec(block), type_(std::move(type)) {}
   std::string_view name() const noexcept override { return "cascaded"; }
-  std::string configuration() const override { return "type=" + type_.name; }
+  std::string configuration() const override { return with_block("type=" + type_.name); }
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::cascaded; }
   // nvcompBatchedCascadedCompressOpts_t, nvCOMP's defaults but the type: common options {data_type 0,
   // mode asymmetric (1) 4, terminal codec bitpack (1) 8, coarse encodings none 16}, fine-grained
@@ -24,7 +24,7 @@ class Cascaded final : public GpuOnlyCodec {
   }
   // nvcompBatchedCascadedDecompressOpts_t: backend 0, common options at 8 unspecified (data type BITS).
   shim::NvcompOptions decompress_options() const override { return shim::NvcompOptions{}.put(8, static_cast<int>(shim::NvcompType::bits)); }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
 
  private:
   IntegerType type_;
@@ -33,7 +33,8 @@ class Cascaded final : public GpuOnlyCodec {
 }  // namespace
 
 std::unique_ptr<Stage> make_cascaded(StageConfig& config, const ElementShape& shape) {
-  return std::make_unique<Cascaded>(integer_type(config.choice("type", default_integer_type(shape), integer_type_names())));
+  auto type = integer_type(config.choice("type", default_integer_type(shape), integer_type_names()));
+  return std::make_unique<Cascaded>(std::move(type), read_block(config, default_block_bytes, std::uint64_t{1} << 24));
 }
 
 }  // namespace headrace::codec::stages

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "headrace/error.hpp"
 #include "stages.hpp"
@@ -44,6 +46,15 @@ shim::NvcompType nvcomp_type(const IntegerType& type) {
   }
 }
 
+std::string shortest_text(double value) {
+  char text[32];
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
 void fail_decode(const std::string& where, const Stage& stage, const std::string& expected, const std::string& found) {
   throw CodecError(stage_context(where, stage) + ": expected " + expected + ", found " + found);
 }
@@ -69,9 +80,9 @@ bool GpuOnlyCodec::cpu_encodes(std::string* why) const {
 
 bool GpuOnlyCodec::cpu_decodes(std::string* why) const { return cpu_encodes(why); }
 
-std::vector<std::byte> GpuOnlyCodec::encode(std::span<const std::byte>) const { throw UnavailableError(why_gpu_only(*this)); }
+std::vector<std::byte> GpuOnlyCodec::encode_block(std::span<const std::byte>) const { throw UnavailableError(why_gpu_only(*this)); }
 
-void GpuOnlyCodec::decode(std::span<const std::byte>, std::span<std::byte>, const std::string& where) const {
+void GpuOnlyCodec::decode_block(std::span<const std::byte>, std::span<std::byte>, const std::string& where) const {
   throw UnavailableError(where + ": " + why_gpu_only(*this));
 }
 

@@ -12,12 +12,12 @@ namespace {
 
 class Deflate final : public CodecStage {
  public:
-  explicit Deflate(int level) : level_(level) {}
+  Deflate(int level, std::uint64_t block) : CodecStage(block), level_(level) {}
   std::string_view name() const noexcept override { return "deflate"; }
-  std::string configuration() const override { return "level=" + std::to_string(level_); }
-  std::vector<std::byte> encode(std::span<const std::byte> raw) const override {
-    HEADRACE_EXPECT(raw.size() <= max_raw_chunk_bytes(), UsageError,
-                    "deflate chunks hold at most " + std::to_string(max_raw_chunk_bytes()) + " bytes");
+  std::string configuration() const override { return with_block("level=" + std::to_string(level_)); }
+  std::vector<std::byte> encode_block(std::span<const std::byte> raw) const override {
+    HEADRACE_EXPECT(raw.size() <= max_block_bytes(), UsageError,
+                    "deflate blocks hold at most " + std::to_string(max_block_bytes()) + " bytes");
     z_stream stream{};
     HEADRACE_EXPECT(deflateInit2(&stream, level_, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK, CodecError,
                     "deflateInit2 failed");
@@ -32,7 +32,7 @@ class Deflate final : public CodecStage {
     HEADRACE_EXPECT(status == Z_STREAM_END, CodecError, "deflate failed for a chunk of " + std::to_string(raw.size()) + " bytes");
     return stored;
   }
-  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+  void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
     constexpr auto uint_max = static_cast<std::size_t>(std::numeric_limits<uInt>::max());
     if (in.size() > uint_max || out.size() > uint_max) fail_decode(where, *this, "a chunk under 4 GiB", std::to_string(out.size()));
     z_stream stream{};
@@ -54,7 +54,7 @@ class Deflate final : public CodecStage {
   // nvcompBatchedDeflateCompressOpts_t: algorithm 1 (high throughput), nvCOMP's default.
   shim::NvcompOptions compress_options() const override { return shim::NvcompOptions{}.put(0, 1); }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 31; }
+  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 31; }
 
  private:
   int level_;
@@ -63,7 +63,8 @@ class Deflate final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_deflate(StageConfig& config, const ElementShape&) {
-  return std::make_unique<Deflate>(static_cast<int>(config.integer("level", 6, 1, 9)));
+  const int level = static_cast<int>(config.integer("level", 6, 1, 9));
+  return std::make_unique<Deflate>(level, read_block(config, default_block_bytes, std::uint64_t{1} << 31));
 }
 
 }  // namespace headrace::codec::stages

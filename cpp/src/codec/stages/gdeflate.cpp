@@ -9,20 +9,20 @@ namespace {
 
 class Gdeflate final : public CodecStage {
  public:
-  explicit Gdeflate(int level) : level_(level) {}
+  Gdeflate(int level, std::uint64_t block) : CodecStage(block), level_(level) {}
   std::string_view name() const noexcept override { return "gdeflate"; }
-  std::string configuration() const override { return "level=" + std::to_string(level_); }
+  std::string configuration() const override { return with_block("level=" + std::to_string(level_)); }
   bool cpu_encodes(std::string* why) const override { return cpu::gdeflate_available(why); }
   bool cpu_decodes(std::string* why) const override { return cpu::gdeflate_available(why); }
-  std::vector<std::byte> encode(std::span<const std::byte> raw) const override { return cpu::gdeflate_encode(level_, raw); }
-  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+  std::vector<std::byte> encode_block(std::span<const std::byte> raw) const override { return cpu::gdeflate_encode(level_, raw); }
+  void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
     cpu::gdeflate_decode(in, out, stage_context(where, *this), 0);
   }
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::gdeflate; }
   // nvcompBatchedGdeflateCompressOpts_t: algorithm 1 (high throughput), nvCOMP's default.
   shim::NvcompOptions compress_options() const override { return shim::NvcompOptions{}.put(0, 1); }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return cpu::gdeflate_max_raw_chunk_bytes; }
+  std::uint64_t max_block_bytes() const noexcept override { return cpu::gdeflate_max_raw_chunk_bytes; }
 
  private:
   int level_;
@@ -31,7 +31,8 @@ class Gdeflate final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_gdeflate(StageConfig& config, const ElementShape&) {
-  return std::make_unique<Gdeflate>(static_cast<int>(config.integer("level", cpu::gdeflate_default_level, 1, 12)));
+  const int level = static_cast<int>(config.integer("level", cpu::gdeflate_default_level, 1, 12));
+  return std::make_unique<Gdeflate>(level, read_block(config, default_block_bytes, cpu::gdeflate_max_raw_chunk_bytes));
 }
 
 }  // namespace headrace::codec::stages

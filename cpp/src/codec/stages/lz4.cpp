@@ -13,12 +13,12 @@ namespace {
 
 class Lz4 final : public CodecStage {
  public:
-  explicit Lz4(int level) : level_(level) {}
+  Lz4(int level, std::uint64_t block) : CodecStage(block), level_(level) {}
   std::string_view name() const noexcept override { return "lz4"; }
-  std::string configuration() const override { return "level=" + std::to_string(level_); }
-  std::vector<std::byte> encode(std::span<const std::byte> raw) const override {
-    HEADRACE_EXPECT(raw.size() <= max_raw_chunk_bytes(), UsageError,
-                    "lz4 chunks hold at most " + std::to_string(max_raw_chunk_bytes()) + " bytes, got " + std::to_string(raw.size()));
+  std::string configuration() const override { return with_block("level=" + std::to_string(level_)); }
+  std::vector<std::byte> encode_block(std::span<const std::byte> raw) const override {
+    HEADRACE_EXPECT(raw.size() <= max_block_bytes(), UsageError,
+                    "lz4 blocks hold at most " + std::to_string(max_block_bytes()) + " bytes, got " + std::to_string(raw.size()));
     std::vector<std::byte> stored(static_cast<std::size_t>(LZ4_compressBound(static_cast<int>(raw.size()))));
     const auto* source = reinterpret_cast<const char*>(raw.data());
     auto* target = reinterpret_cast<char*>(stored.data());
@@ -29,7 +29,7 @@ class Lz4 final : public CodecStage {
     stored.resize(static_cast<std::size_t>(written));
     return stored;
   }
-  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+  void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
     constexpr auto int_max = static_cast<std::size_t>(std::numeric_limits<int>::max());
     if (in.size() > int_max || out.size() > int_max) fail_decode(where, *this, "a chunk under 2 GiB", std::to_string(out.size()) + " bytes");
     const int got = LZ4_decompress_safe(reinterpret_cast<const char*>(in.data()), reinterpret_cast<char*>(out.data()),
@@ -41,7 +41,7 @@ class Lz4 final : public CodecStage {
   // Both option structs' defaults are zero (data type char, no bitshuffle).
   shim::NvcompOptions compress_options() const override { return {}; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
 
  private:
   int level_;
@@ -50,7 +50,8 @@ class Lz4 final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_lz4(StageConfig& config, const ElementShape&) {
-  return std::make_unique<Lz4>(static_cast<int>(config.integer("level", 1, 1, LZ4HC_CLEVEL_MAX)));
+  const int level = static_cast<int>(config.integer("level", 1, 1, LZ4HC_CLEVEL_MAX));
+  return std::make_unique<Lz4>(level, read_block(config, default_block_bytes, std::uint64_t{1} << 24));
 }
 
 }  // namespace headrace::codec::stages

@@ -10,9 +10,10 @@ namespace {
 
 class Snappy final : public CodecStage {
  public:
+  explicit Snappy(std::uint64_t block) : CodecStage(block) {}
   std::string_view name() const noexcept override { return "snappy"; }
-  std::string configuration() const override { return ""; }
-  std::vector<std::byte> encode(std::span<const std::byte> raw) const override {
+  std::string configuration() const override { return with_block(""); }
+  std::vector<std::byte> encode_block(std::span<const std::byte> raw) const override {
     std::size_t written = snappy_max_compressed_length(raw.size());
     std::vector<std::byte> stored(written);
     const snappy_status status = snappy_compress(reinterpret_cast<const char*>(raw.data()), raw.size(),
@@ -21,7 +22,7 @@ class Snappy final : public CodecStage {
     stored.resize(written);
     return stored;
   }
-  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+  void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
     const auto* source = reinterpret_cast<const char*>(in.data());
     std::size_t length = 0;
     if (snappy_uncompressed_length(source, in.size(), &length) != SNAPPY_OK)
@@ -34,11 +35,13 @@ class Snappy final : public CodecStage {
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::snappy; }
   shim::NvcompOptions compress_options() const override { return {}; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
 };
 
 }  // namespace
 
-std::unique_ptr<Stage> make_snappy(StageConfig&, const ElementShape&) { return std::make_unique<Snappy>(); }
+std::unique_ptr<Stage> make_snappy(StageConfig& config, const ElementShape&) {
+  return std::make_unique<Snappy>(read_block(config, default_block_bytes, std::uint64_t{1} << 24));
+}
 
 }  // namespace headrace::codec::stages

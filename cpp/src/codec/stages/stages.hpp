@@ -36,6 +36,9 @@ struct IntegerType {
 // The integer type a field's values are read as by default: their own for integers, unsigned of the
 // same size for floats (bit patterns).
 [[nodiscard]] std::string default_integer_type(const ElementShape& shape);
+// The shortest decimal text that reads back as exactly `value` ("0.1", not "0.10000000000000001").
+[[nodiscard]] std::string shortest_text(double value);
+
 // nvcompType_t of an integer type.
 [[nodiscard]] shim::NvcompType nvcomp_type(const IntegerType& type);
 
@@ -48,10 +51,13 @@ void expect_decoded(const std::string& where, const Stage& stage, std::size_t de
 // says why naming the stage.
 class GpuOnlyCodec : public CodecStage {
  public:
+  explicit GpuOnlyCodec(std::uint64_t block) : CodecStage(block) {}
   bool cpu_encodes(std::string* why) const final;
   bool cpu_decodes(std::string* why) const final;
-  std::vector<std::byte> encode(std::span<const std::byte> raw) const final;
-  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const final;
+
+ protected:
+  std::vector<std::byte> encode_block(std::span<const std::byte> raw) const final;
+  void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const final;
 };
 
 }  // namespace headrace::codec::stages

@@ -10,17 +10,17 @@ namespace {
 
 class Zstd final : public CodecStage {
  public:
-  explicit Zstd(int level) : level_(level) {}
+  Zstd(int level, std::uint64_t block) : CodecStage(block), level_(level) {}
   std::string_view name() const noexcept override { return "zstd"; }
-  std::string configuration() const override { return "level=" + std::to_string(level_); }
-  std::vector<std::byte> encode(std::span<const std::byte> raw) const override {
+  std::string configuration() const override { return with_block("level=" + std::to_string(level_)); }
+  std::vector<std::byte> encode_block(std::span<const std::byte> raw) const override {
     std::vector<std::byte> stored(ZSTD_compressBound(raw.size()));
     const std::size_t written = ZSTD_compress(stored.data(), stored.size(), raw.data(), raw.size(), level_);
     HEADRACE_EXPECT(!ZSTD_isError(written), CodecError, std::string("ZSTD_compress failed: ") + ZSTD_getErrorName(written));
     stored.resize(written);
     return stored;
   }
-  void decode(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
+  void decode_block(std::span<const std::byte> in, std::span<std::byte> out, const std::string& where) const override {
     const std::size_t got = ZSTD_decompress(out.data(), out.size(), in.data(), in.size());
     if (ZSTD_isError(got))
       fail_decode(where, *this, "zstd data of " + std::to_string(out.size()) + " bytes",
@@ -30,7 +30,7 @@ class Zstd final : public CodecStage {
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::zstd; }
   shim::NvcompOptions compress_options() const override { return {}; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_raw_chunk_bytes() const noexcept override { return (std::uint64_t{1} << 31) - 1; }
+  std::uint64_t max_block_bytes() const noexcept override { return (std::uint64_t{1} << 31) - 1; }
 
  private:
   int level_;
@@ -39,7 +39,8 @@ class Zstd final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_zstd(StageConfig& config, const ElementShape&) {
-  return std::make_unique<Zstd>(static_cast<int>(config.integer("level", ZSTD_CLEVEL_DEFAULT, 1, ZSTD_maxCLevel())));
+  const int level = static_cast<int>(config.integer("level", ZSTD_CLEVEL_DEFAULT, 1, ZSTD_maxCLevel()));
+  return std::make_unique<Zstd>(level, read_block(config, default_block_bytes, (std::uint64_t{1} << 31) - 1));
 }
 
 }  // namespace headrace::codec::stages

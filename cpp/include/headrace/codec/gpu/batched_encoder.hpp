@@ -28,6 +28,7 @@ class BatchedEncoder {
   [[nodiscard]] std::vector<std::vector<std::byte>> encode(std::span<const std::span<const std::byte>> chunks);
   // Seconds the last encode() spent in nvCOMP's kernels (CUDA events around the launch).
   [[nodiscard]] double last_kernel_seconds() const noexcept { return kernel_seconds_; }
+  [[nodiscard]] std::size_t max_chunks() const noexcept { return max_chunks_; }
 
  private:
   std::string name_;
@@ -40,5 +41,10 @@ class BatchedEncoder {
   headrace::gpu::PinnedBuffer mirror_;
   double kernel_seconds_ = 0;
 };
+
+// The stored bytes of each chunk through the stage, its blocks encoded by `encoder` (made for this
+// stage, with room for blocks of the stage's block size) in batches, joined with their table.
+[[nodiscard]] std::vector<std::vector<std::byte>> encode_chunks(BatchedEncoder& encoder, const CodecStage& stage,
+                                                                std::span<const std::span<const std::byte>> chunks);
 
 }  // namespace headrace::codec::gpu
