@@ -164,7 +164,8 @@ def candidates(dtype: str, components: int, chunk_bytes: int, *, grid: bool = Fa
             filter_sets += ["delta|shuffle|", "xor|shuffle|"]
     codecs = list(_CODECS) + (list(_GPU_ONLY_CODECS) if gpu_only else [])
     block = min(BLOCK_BYTES, max(4096, chunk_bytes // 4096 * 4096))
-    return [f"{f}{c}(block={block})" for f in filter_sets for c in codecs]
+    # gdeflate: its own 32 KiB blocks (nvCOMP's CPU encoder refuses some full 64 KiB ones).
+    return [f"{f}{c}(block={min(block, 1 << 15) if c == 'gdeflate' else block})" for f in filter_sets for c in codecs]
 
 
 def choose(field_name: str, sample: Sequence[np.ndarray], *, dtype: str, components: int = 1, fastest_axis_points: int = 0,
@@ -193,7 +194,7 @@ def choose(field_name: str, sample: Sequence[np.ndarray], *, dtype: str, compone
                 continue
             choice.trials.append(try_chain(text, sample, dtype=dtype, components=components,
                                            fastest_axis_points=fastest_axis_points, device=device, repeats=repeats))
-        except (_ext.UnavailableError, _ext.UsageError) as error:
+        except (_ext.UnavailableError, _ext.UsageError, _ext.CodecError) as error:
             choice.refused[text] = str(error)
     if not choice.trials:
         raise _ext.UnavailableError(f"field {field_name!r}: no chain could be tried here: "

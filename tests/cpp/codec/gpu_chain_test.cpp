@@ -117,7 +117,7 @@ TEST_F(GpuChain, EveryNvcompCodecAloneAndBehindFiltersDecodesOnTheGpuAsOnTheCpu)
   std::vector<std::size_t> sizes;
   for (const auto& values : raw) sizes.push_back(values.size() * sizeof(float));
   std::size_t checked = 0;
-  for (const std::string codec : {"lz4", "snappy", "zstd", "deflate", "gdeflate", "ans", "bitcomp", "cascaded",
+  for (const std::string codec : {"lz4", "snappy", "zstd", "deflate", "gdeflate(block=32768)", "ans", "bitcomp", "cascaded",
                                   "bitcomp_lossy(error=0.0005)", "zstd(block=0)", "ans(block=0)", "lz4(block=4096)"}) {
     const bool lossy = codec.starts_with("bitcomp_lossy");
     for (const std::string filters : {"", "split(components=1)|", "shuffle|", "bitshuffle|", "delta|", "xor|shuffle|",

@@ -1,6 +1,7 @@
 #include "headrace/codec/cpu/gdeflate.hpp"
 
 #include <exception>
+#include <mutex>
 
 #include "headrace/error.hpp"
 #include "headrace/shim/nvcomp.hpp"
@@ -40,7 +41,13 @@ std::vector<std::byte> gdeflate_encode(int level, std::span<const std::byte> raw
     const std::size_t input_bytes = raw.size();
     void* output = stored.data();
     std::size_t written = 0;
-    api.compress(&input, &input_bytes, raw.size(), 1, &output, &written, effective_level);
+    {
+      // nvCOMP's CPU compressor corrupts the heap when two threads compress at once (seen with shuffled
+      // floats: free(): invalid pointer), so it runs one call at a time.
+      static std::mutex one_at_a_time;
+      std::lock_guard lock(one_at_a_time);
+      api.compress(&input, &input_bytes, raw.size(), 1, &output, &written, effective_level);
+    }
     HEADRACE_EXPECT(written > 0 && written <= bound, CodecError,
                     "nvcomp::gdeflate::compressCPU wrote " + std::to_string(written) + " bytes into " +
                         std::to_string(bound));

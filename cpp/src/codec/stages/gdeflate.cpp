@@ -7,6 +7,8 @@
 namespace headrace::codec::stages {
 namespace {
 
+constexpr std::uint64_t gdeflate_block_bytes = std::uint64_t{1} << 15;
+
 class Gdeflate final : public CodecStage {
  public:
   Gdeflate(int level, std::uint64_t block) : CodecStage(block), level_(level) {}
@@ -32,7 +34,9 @@ class Gdeflate final : public CodecStage {
 
 std::unique_ptr<Stage> make_gdeflate(StageConfig& config, const ElementShape&) {
   const int level = static_cast<int>(config.integer("level", cpu::gdeflate_default_level, 1, 12));
-  return std::make_unique<Gdeflate>(level, read_block(config, default_block_bytes, cpu::gdeflate_max_raw_chunk_bytes));
+  // 32 KiB blocks: nvCOMP's CPU encoder refuses some blocks of a full 64 KiB (shuffled floats:
+  // "Failed to compress chunk", status 19).
+  return std::make_unique<Gdeflate>(level, read_block(config, gdeflate_block_bytes, cpu::gdeflate_max_raw_chunk_bytes));
 }
 
 }  // namespace headrace::codec::stages

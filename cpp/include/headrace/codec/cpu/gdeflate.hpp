@@ -22,7 +22,8 @@ inline constexpr int gdeflate_default_level = 6;
 [[nodiscard]] bool gdeflate_available(std::string* why);
 
 // Stored bytes of raw (1 to gdeflate_max_raw_chunk_bytes bytes) at level 1..12, 0 for the default.
-// Throws UnavailableError without libnvcomp_cpu, UsageError for a bad size or level. Thread-safe.
+// Throws UnavailableError without libnvcomp_cpu, UsageError for a bad size or level. Thread-safe: calls
+// take turns (nvCOMP's CPU compressor is not safe to run on two threads at once).
 [[nodiscard]] std::vector<std::byte> gdeflate_encode(int level, std::span<const std::byte> raw);
 
 // Decodes stored into raw, which has exactly the chunk's raw size; throws CodecError naming path and
