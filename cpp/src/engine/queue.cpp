@@ -264,7 +264,7 @@ RequestId Queue::Impl::enqueue(Request request) {
     no_decoder = decoders_->prepare(*chain->codec());
     if (no_decoder.empty() && !chain->filters().empty()) no_decoder = decoders_->prepare_filters();
   }
-  if (chain != nullptr && route != Route::device_decode) chain->cpu_decodes(&no_cpu_decoder);
+  if (chain != nullptr && route != Route::device_decode) (void)chain->cpu_decodes(&no_cpu_decoder);
   std::lock_guard lock(mutex_);
   HEADRACE_EXPECT(request.file < files_.size(), UsageError, "request for file " + std::to_string(request.file) +
                                                                 ": only " + std::to_string(files_.size()) + " files added");

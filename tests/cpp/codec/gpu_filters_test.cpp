@@ -62,12 +62,14 @@ TEST_F(GpuFilters, UndoByteShuffleSplitComponentsBitShuffleDeltaAndXor) {
     in = upload(filtered);
     kernels_->bit_unshuffle(in.pointer(), out.pointer(), n, width, stream_->handle());
     EXPECT_EQ(download(out, original.size()), original) << "bit shuffle, width " << width;
-    // Delta and xor along rows of 100 elements.
-    for (auto kind : {filters::Difference::delta, filters::Difference::xor_}) {
-      cpu::difference(original, filtered, 100, width, kind);
-      in = upload(filtered);
-      kernels_->undifference(in.pointer(), n, 100, width, kind, stream_->handle());
-      EXPECT_EQ(download(in, original.size()), original) << "difference, width " << width;
+    // Delta and xor along rows of 100 elements, of 1000 (a warp's tiles of 256 carried on), of all.
+    for (const std::uint64_t row : {std::uint64_t{100}, std::uint64_t{1000}, n}) {
+      for (auto kind : {filters::Difference::delta, filters::Difference::xor_}) {
+        cpu::difference(original, filtered, row, width, kind);
+        in = upload(filtered);
+        kernels_->undifference(in.pointer(), n, row, width, kind, stream_->handle());
+        EXPECT_EQ(download(in, original.size()), original) << "difference, width " << width << ", rows of " << row;
+      }
     }
   }
   // Split components: 1000 elements of three 4-byte components.

@@ -73,14 +73,21 @@ enum class Difference : std::uint8_t { delta, xor_ };
   return (kind == Difference::delta ? x - before : x ^ before) & unit_mask(width);
 }
 
-// Decodes row r (elements r * row .. min(n, (r + 1) * row) - 1) in place: the running sum (or xor).
+// The running value after one more element: a sum (delta) or an xor, in `width` bytes. Associative with
+// 0 as identity, so a row decodes as an inclusive scan in any grouping (the GPU scans a warp's tiles).
+[[nodiscard]] HEADRACE_HD inline std::uint64_t combine_units(std::uint64_t running, std::uint64_t d, std::uint32_t width,
+                                                             Difference kind) {
+  return (kind == Difference::delta ? running + d : running ^ d) & unit_mask(width);
+}
+
+// Decodes row r (elements r * row .. min(n, (r + 1) * row) - 1) in place: the inclusive scan of the row
+// (its first element is stored as it is, the identity's combination with it).
 HEADRACE_HD inline void undifference_row(std::uint8_t* data, std::uint64_t r, std::uint64_t row, std::uint64_t n,
                                          std::uint32_t width, Difference kind) {
   const std::uint64_t first = r * row, last = first + row < n ? first + row : n;
   std::uint64_t running = 0;
   for (std::uint64_t i = first; i < last; ++i) {
-    const std::uint64_t d = load_unit(data + i * width, width);
-    running = i == first ? d : ((kind == Difference::delta ? running + d : running ^ d) & unit_mask(width));
+    running = combine_units(running, load_unit(data + i * width, width), width, kind);
     store_unit(data + i * width, width, running);
   }
 }

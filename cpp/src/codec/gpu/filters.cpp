@@ -60,7 +60,7 @@ void FilterKernels::undifference(headrace::gpu::CUdeviceptr data, std::uint64_t 
   unsigned long long count = n, r = row;
   unsigned w = width, k = static_cast<unsigned>(kind);
   void* args[] = {&target, &count, &r, &w, &k};
-  headrace::gpu::launch_1d(undifference_, (n + row - 1) / row, block_threads, stream, args);
+  headrace::gpu::launch_1d(undifference_, (n + row - 1) / row * 32, block_threads, stream, args);  // a warp per row
 }
 
 }  // namespace headrace::codec::gpu
