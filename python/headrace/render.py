@@ -29,7 +29,7 @@ from headrace import _ext
 from headrace._files import replacing
 from headrace.errors import UnavailableError, UsageError
 
-__all__ = ["METHODS", "GPU_METHODS", "StreamingRenderer", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
+__all__ = ["METHODS", "GPU_METHODS", "method_codec", "StreamingRenderer", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
            "write_animation"]
 
 
@@ -72,7 +72,16 @@ METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "compressed-lz4": ("uring", {}, False),           # the file's chunks decoded on the GPU (CPU for --device cpu)
     "compressed-zstd": ("uring", {}, False),
     "compressed-gdeflate": ("uring", {}, False),
+    "compressed-chain": ("uring", {}, False),          # chunks of codec chains (shuffle|zstd, ...), decoded the same way
 }
+# The plain codecs a compressed-* method is named after; chunks of any codec chain are "chain".
+PLAIN_METHOD_CODECS = ("lz4", "zstd", "gdeflate")
+
+
+def method_codec(codec: str) -> str:
+    """What a compressed-* method calls a chunk's codec (as the index names it): a plain codec's name, or
+    ``"chain"`` for a chain of stages (docs/codecs/), which the engine decodes stage by stage."""
+    return codec if codec in ("none", *PLAIN_METHOD_CODECS) else "chain"
 
 
 # The methods that only a GPU can run, and why.
@@ -144,11 +153,14 @@ class StreamingRenderer:
             raise UsageError(f"method {method!r}: expected one of {', '.join(METHODS)}")
         backend, knobs, self.preload = METHODS[method]
         self.method, self.ordinal = method, -1 if device in (None, "cpu") else int(device)
-        codecs = ds.container.chunk_table()["codec"]
-        codec = codecs[0] if len(codecs) else "none"
-        if method.startswith("compressed-") and codec != method.removeprefix("compressed-"):
-            raise UsageError(f"{ds.path}: method {method} reads {method.removeprefix('compressed-')} chunks, "
-                             f"the file holds {codec}")
+        if method.startswith("compressed-"):
+            wanted = method.removeprefix("compressed-")
+            held = [c for c in ds.codecs if c != "none"] or ["none"]
+            if {method_codec(c) for c in held} != {wanted}:
+                reads = "chunks of codec chains" if wanted == "chain" else f"{wanted} chunks"
+                families = {method_codec(c) for c in held}
+                hint = f" (method compressed-{families.pop()} reads it)" if len(families) == 1 and "none" not in families else ""
+                raise UsageError(f"{ds.path}: method {method} reads {reads}, the file holds {', '.join(held)}{hint}")
         if method in GPU_METHODS and self.ordinal < 0:
             raise UsageError(f"method {method} {GPU_METHODS[method]}: it needs a GPU (--device 0)")
         fields = [f.name for f in ds.fields]

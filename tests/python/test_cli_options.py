@@ -50,7 +50,8 @@ def _id(path: tuple[str, ...], action: argparse.Action) -> str:
 
 
 def test_every_subcommand_is_found():
-    assert {path[0] for path, _ in COMMANDS} >= {"info", "generate", "convert", "stream", "trace", "render", "bench"}
+    assert {path[0] for path, _ in COMMANDS} >= {"info", "generate", "convert", "compress", "stream", "trace", "render",
+                                                 "bench"}
     assert len(OPTIONS) > 150
 
 

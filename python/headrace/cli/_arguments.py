@@ -18,7 +18,7 @@ import sys
 import tempfile
 from typing import Any, Generic, TypeVar
 
-__all__ = ["Parser", "Bounded", "Integer", "Size", "Real", "Items", "Name", "Word", "Device", "Path", "OutputFile",
+__all__ = ["Parser", "Bounded", "Integer", "Size", "Real", "Items", "Name", "Word", "Chain", "Device", "Path", "OutputFile",
            "ImageFile", "choose_device", "describe_size", "GPU_ORDINALS"]
 
 T = TypeVar("T")
@@ -220,6 +220,52 @@ class Word(Bounded[str]):
 
     def good_examples(self) -> list[str]:
         return list(self.words[:2])
+
+
+class Chain(Bounded[Any]):
+    """A codec chain (docs/codecs/): ``none``, one codec (``zstd``, ``lz4(level=9)``) or filters then one
+    codec joined by ``|`` (``shuffle|zstd``, ``split|bitshuffle|lz4``), checked against headrace's stages
+    as it is parsed (headrace.codecs.parse): an unknown stage is refused with the stages there are. The
+    text is kept as given, since the field's dtype completes it where it is written. ``auto``: also the
+    word ``auto``. ``per_field``: also ``FIELD=CHAIN``, parsed to ``(field, chain)``; a chain alone is
+    then ``(None, chain)``."""
+
+    least = most = None
+    _FIELD = re.compile(r"([A-Za-z0-9_.-]{1,64})=(.*)", re.DOTALL)
+
+    def __init__(self, auto: bool = False, per_field: bool = False, auto_instead: str = "") -> None:
+        self.auto, self.per_field, self.auto_instead = auto, per_field, auto_instead
+
+    def describe(self) -> str:
+        words = "none, " + ("auto, " if self.auto else "") + (
+            "a codec or a chain of filters then one codec joined by | (zstd, shuffle|zstd, split|bitshuffle|lz4(level=9))")
+        return words + (", alone (every field) or as FIELD=CHAIN" if self.per_field else "")
+
+    def parse(self, text: str) -> Any:
+        chain, field = text.strip(), None
+        if self.per_field:
+            named = self._FIELD.fullmatch(chain)
+            if named is not None:
+                field, chain = named.group(1), named.group(2).strip()
+        if not chain or "\0" in chain:
+            raise self.fail(text)
+        if chain == "auto" and not self.auto and self.auto_instead:
+            raise argparse.ArgumentTypeError(f"{text!r}: auto is not a chain; {self.auto_instead}")
+        if not (self.auto and chain == "auto"):
+            from headrace import _ext
+
+            try:
+                _ext.parse_chain(chain, "", 1, 0)  # no field yet: its checks come where it is written
+            except ValueError as error:  # UsageError: names the stage, or lists the stages for an unknown one
+                raise argparse.ArgumentTypeError(" ".join(str(error).split())) from None
+        return (field, chain) if self.per_field else chain
+
+    def bad_examples(self) -> list[str]:
+        return ["", "bogus", "zstd|shuffle", "shuffle", "zstd(level=99)", "lz4|zstd"] + (["=zstd"] if self.per_field else [])
+
+    def good_examples(self) -> list[str]:
+        return ["none", "zstd", "shuffle|zstd", "split|bitshuffle|lz4(level=9)"] + (["auto"] if self.auto else []) + (
+            ["density=delta|shuffle|zstd"] if self.per_field else [])
 
 
 class Device(Bounded[Any]):

@@ -11,21 +11,26 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypedDict
 
-from headrace.cli._arguments import Integer, OutputFile, Size, describe_size
+from headrace.cli._arguments import Chain, Integer, OutputFile, Size, describe_size
 from headrace.writer import Codec
 
-__all__ = ["add_writer_arguments", "add_output_argument", "writer_options", "check_chunk_bytes", "refuse_existing",
-           "interrupted", "container_summary", "print_summary", "terminate_as_exit", "CODEC_LEVELS",
-           "CODEC_CHUNK_BYTES", "WriterOptions"]
+__all__ = ["add_writer_arguments", "add_output_argument", "writer_options", "check_chunk_bytes", "chain_codec",
+           "refuse_existing", "interrupted", "container_summary", "print_summary", "terminate_as_exit", "CODEC_LEVELS",
+           "CODEC_CHUNK_BYTES", "CHUNK_BYTES", "WriterOptions", "chunk_limit"]
 
 # The levels each codec's CPU encoder takes (codec/cpu/chunk_codec.cpp, gdeflate.cpp): lz4 1 is its fast
 # mode and 2 to 12 LZ4-HC; zstd's positive levels; gdeflate libdeflate's scale.
 CODEC_LEVELS = {"lz4": (1, 12), "zstd": (1, 22), "gdeflate": (1, 12)}
-# The most raw bytes a compressed chunk holds, and why: the engine refuses to decode a larger lz4 or
-# zstd chunk on the GPU (engine/queue_impl.hpp), nvCOMP's CPU gdeflate encoder to write one.
-CODEC_CHUNK_BYTES = {"lz4": 16 << 20, "zstd": 16 << 20, "gdeflate": 64 << 10}
-_CHUNK_LIMIT_REASON = {"lz4": "the most nvCOMP decodes on the GPU", "zstd": "the most nvCOMP decodes on the GPU",
-                       "gdeflate": "the most nvCOMP's CPU encoder takes"}
+# The most raw bytes a compressed chunk holds, by a chain's codec (its last stage), and why: the engine
+# decodes chunks of at most 16 MiB on the GPU (engine/queue_impl.hpp), nvCOMP's CPU gdeflate encoder
+# takes at most 64 KiB. "auto" may choose any codec but gdeflate (left out for larger chunks).
+_GPU_DECODE_MOST = 16 << 20
+CODEC_CHUNK_BYTES = {"lz4": _GPU_DECODE_MOST, "snappy": _GPU_DECODE_MOST, "zstd": _GPU_DECODE_MOST,
+                     "deflate": _GPU_DECODE_MOST, "gdeflate": 64 << 10, "ans": _GPU_DECODE_MOST,
+                     "bitcomp": _GPU_DECODE_MOST, "bitcomp_lossy": _GPU_DECODE_MOST, "cascaded": _GPU_DECODE_MOST,
+                     "auto": _GPU_DECODE_MOST}
+_CHUNK_LIMIT_REASON = {name: "the most the engine decodes on the GPU" for name in CODEC_CHUNK_BYTES}
+_CHUNK_LIMIT_REASON["gdeflate"] = "the most nvCOMP's CPU encoder takes"
 # Every chunk starts on a 4 KiB page (docs/format.md), so a smaller chunk only pads the file; above
 # 256 MiB a chunk no longer fits the engine's staging ring (256 MiB by default).
 CHUNK_BYTES = Size(4 << 10, 256 << 20)
@@ -43,23 +48,47 @@ def add_writer_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("container")
     group.add_argument("--chunk-size", type=CHUNK_BYTES, metavar="BYTES",
                        help="bytes a chunk holds, rounded down to whole elements (a flow's whole blocks), at least "
-                            "one (default 4 MiB; 64 KiB for gdeflate; lz4 and zstd at most 16 MiB, gdeflate 64 KiB)")
-    group.add_argument("--codec", choices=("none", "lz4", "zstd", "gdeflate"), default="none",
-                       help="chunk codec (default: none); gdeflate writes format 1.1 and needs nvCOMP's CPU library")
+                            "one (default 4 MiB; 64 KiB for gdeflate in one stream a chunk (alone, or block=0); at most 16 MiB compressed, "
+                            "64 KiB with gdeflate)")
+    group.add_argument("--codec", type=Chain(auto=True), default="none", metavar="CHAIN",
+                       help="how chunks are stored (default: none): a codec (lz4, zstd, gdeflate, snappy, deflate, ...), "
+                            "filters then a codec (shuffle|zstd, split|bitshuffle|lz4(level=9); docs/codecs/), or auto: "
+                            "chosen per field from its first data by the delivery time of a short probe of OUT's disk; "
+                            "a chain other than lz4, zstd or gdeflate alone writes format 1.3")
     group.add_argument("--codec-level", type=Integer(1, 22), metavar="L",
                        help="compression level: lz4 1 (fast, the default) to 12 (LZ4-HC), zstd 1 to 22 (default 3), "
-                            "gdeflate 1 to 12 (default 6); needs --codec")
+                            "gdeflate 1 to 12 (default 6); needs --codec lz4, zstd or gdeflate (in a chain, write it in: "
+                            "zstd(level=9))")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
 
 
+def chain_codec(chain: str) -> str:
+    """The codec of a chain as written: its last stage's name (``shuffle|zstd(level=5)`` -> ``zstd``)."""
+    return chain.split("|")[-1].split("(")[0].strip()
+
+
+def chunk_limit(chain: str) -> int | None:
+    """The most raw bytes a chunk of ``chain`` holds (None: no limit here). gdeflate's 64 KiB is its CPU
+    encoder's for one stream a chunk: in blocks (any chain but gdeflate alone, or ``block=`` other than
+    0; docs/codecs/README.md) a chunk holds as much as the engine decodes."""
+    last = chain_codec(chain)
+    one_stream = chain.strip() == last or "block=0" in chain.replace(" ", "")
+    if last == "gdeflate" and not one_stream:
+        return _GPU_DECODE_MOST
+    return CODEC_CHUNK_BYTES.get(last)
+
+
 def check_chunk_bytes(codec: str, chunk_bytes: int, why: str = "--chunk-size") -> None:
-    """A ``UsageError`` when chunks of ``chunk_bytes`` are more than ``codec`` takes; ``why`` names the cause."""
+    """A ``UsageError`` when chunks of ``chunk_bytes`` are more than ``codec`` (a chain, by its last stage;
+    or ``auto``) takes; ``why`` names the cause."""
     from headrace.errors import UsageError
 
-    most = CODEC_CHUNK_BYTES.get(codec)
+    last = chain_codec(codec)
+    most = chunk_limit(codec)
     if most is not None and chunk_bytes > most:
-        raise UsageError(f"{why}: chunks of {describe_size(chunk_bytes)} with --codec {codec}, which takes at most "
-                         f"{describe_size(most)} a chunk ({_CHUNK_LIMIT_REASON[codec]})")
+        whose = "which" if last == codec.strip() else f"whose codec {last}"
+        raise UsageError(f"{why}: chunks of {describe_size(chunk_bytes)} with --codec {codec}, {whose} takes at most "
+                         f"{describe_size(most)} a chunk ({_CHUNK_LIMIT_REASON[last] if most != _GPU_DECODE_MOST else _CHUNK_LIMIT_REASON['zstd']})")
 
 
 class WriterOptions(TypedDict):
@@ -78,6 +107,9 @@ def writer_options(args: argparse.Namespace) -> WriterOptions:
     if args.codec_level is not None:
         if args.codec == "none":
             raise UsageError(f"--codec-level {args.codec_level} needs --codec lz4, zstd or gdeflate")
+        if args.codec not in CODEC_LEVELS:
+            raise UsageError(f"--codec-level {args.codec_level} goes with --codec lz4, zstd or gdeflate, not {args.codec}: "
+                             f"write the level into the chain's codec, e.g. zstd(level={args.codec_level})")
         least, most = CODEC_LEVELS[args.codec]
         if not least <= args.codec_level <= most:
             raise UsageError(f"--codec-level {args.codec_level}: --codec {args.codec} takes levels {least} to {most}")

@@ -221,7 +221,7 @@ def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str
     """The factor space of --methods (default: every method the device runs here on this kind of file),
     --batches, --segments and --staging; a method that needs a GPU on the CPU is a usage error."""
     from headrace.bench.cases import particles as study
-    from headrace.render import GPU_METHODS
+    from headrace.render import GPU_METHODS, method_codec
 
     if args.methods:
         methods = tuple(dict.fromkeys(args.methods))
@@ -230,7 +230,10 @@ def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str
             raise UsageError(f"--methods {','.join(needs_gpu)}: {'needs' if len(needs_gpu) == 1 else 'need'} a GPU, "
                              "and this run is on the CPU")
     else:
-        methods = particle_methods(device, path) if codecs == ["none"] else tuple(f"compressed-{c}" for c in codecs)
+        # A compressed file's method by its codecs' family: compressed-lz4|zstd|gdeflate, or compressed-chain
+        # for chunks of codec chains (render.method_codec).
+        methods = particle_methods(device, path) if codecs == ["none"] else tuple(dict.fromkeys(
+            f"compressed-{method_codec(c)}" for c in codecs if c != "none"))
     return study.Space(methods=methods, batches=tuple(dict.fromkeys(args.batches)),
                        segments=tuple(dict.fromkeys(args.segments)), staging_bytes=tuple(dict.fromkeys(args.staging)))
 

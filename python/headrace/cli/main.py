@@ -18,7 +18,7 @@ from headrace.cli._arguments import Parser
 
 __all__ = ["main", "SUBCOMMANDS"]
 
-SUBCOMMANDS = ("info", "generate", "convert", "export", "inspect", "verify", "read", "stream", "trace", "render", "play", "probe", "bench", "tune", "plot",
+SUBCOMMANDS = ("info", "generate", "convert", "compress", "export", "inspect", "verify", "read", "stream", "trace", "render", "play", "probe", "bench", "tune", "plot",
                "demo")
 
 

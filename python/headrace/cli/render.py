@@ -6,7 +6,8 @@ Every particle (x, y, z, radius, r, g, b, a) is a ray-cast sphere with a correct
 shading. The frame streams through the engine's queue batch by batch (``--batch`` particles, whole
 chunks) into ``--segments`` segments, each batch drawn as soon as it has arrived (seed 000's algorithms
 1 and 2), by a ``--method`` of seed 000 on Linux: vram, ram, ram-pinned, mmap-all, mmap-segment, mmap-batch,
-pread, direct, uring-naive, uring-batched, cufile, compressed-lz4|zstd|gdeflate. ``--device 0`` draws
+pread, direct, uring-naive, uring-batched, cufile, compressed-lz4|zstd|gdeflate|chain (the last for a file of
+codec chains, ``headrace compress``). ``--device 0`` draws
 with the CUDA kernels; ``--device cpu`` with the CPU reference renderer they are checked against (the
 default where there is no GPU, said once). Cameras: ``orbit:AZ,EL[,DIST]`` around the frame's bounding
 box, or ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``. Images are written through a temporary file and
