@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "headrace/error.hpp"
 
@@ -16,6 +17,18 @@ void expect_same_size(std::span<const std::byte> in, std::span<std::byte> out, c
   HEADRACE_EXPECT(in.size() == out.size(), UsageError,
                   std::string(filter) + ": input and output sizes differ (" + std::to_string(in.size()) + " and " +
                       std::to_string(out.size()) + " bytes)");
+}
+
+// The transpose of an 8 x 8 bit matrix held in a word, byte i being row i (Hacker's Delight 7-3): bit
+// j of byte i lands at bit i of byte j. A group of 8 elements' byte b to its 8 bit planes and back: the
+// bytes filters::bitshuffled_byte and bitunshuffled_byte define, 64 bits at a time.
+std::uint64_t transposed_bits(std::uint64_t x) {
+  std::uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+  x ^= t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+  x ^= t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+  return x ^ t ^ (t << 28);
 }
 
 void expect_width(std::uint32_t width, const char* filter, bool integer) {
@@ -32,6 +45,22 @@ void transpose(std::span<const std::byte> in, std::span<std::byte> out, std::uin
   HEADRACE_EXPECT(unit >= 1 && rows * cols * unit == in.size(), UsageError,
                   "transpose: " + std::to_string(rows) + " x " + std::to_string(cols) + " units of " + std::to_string(unit) +
                       " bytes do not make " + std::to_string(in.size()) + " bytes");
+  // Input order (sequential reads, `cols` output streams), the units of the common sizes copied by a
+  // fixed-size memcpy: the map of filters::transposed_source, walked from its source side.
+  const auto walk = [&](auto unit_bytes) {
+    constexpr std::uint32_t u = decltype(unit_bytes)::value;
+    const std::uint8_t* source = bytes(in);
+    std::uint8_t* target = bytes(out);
+    for (std::uint64_t r = 0; r < rows; ++r)
+      for (std::uint64_t c = 0; c < cols; ++c) std::memcpy(target + (c * rows + r) * u, source + (r * cols + c) * u, u);
+  };
+  switch (unit) {
+    case 1: walk(std::integral_constant<std::uint32_t, 1>{}); return;
+    case 2: walk(std::integral_constant<std::uint32_t, 2>{}); return;
+    case 4: walk(std::integral_constant<std::uint32_t, 4>{}); return;
+    case 8: walk(std::integral_constant<std::uint32_t, 8>{}); return;
+    default: break;
+  }
   const std::uint64_t units = rows * cols;
   for (std::uint64_t o = 0; o < units; ++o)
     std::memcpy(bytes(out) + o * unit, bytes(in) + filters::transposed_source(o, rows, cols) * unit, unit);
@@ -56,17 +85,30 @@ void byte_unshuffle(std::span<const std::byte> in, std::span<std::byte> out, std
 void bit_shuffle(std::span<const std::byte> in, std::span<std::byte> out, std::uint32_t width) {
   expect_same_size(in, out, "bit shuffle");
   expect_width(width, "bit shuffle", false);
-  const std::uint64_t n = in.size() / width / 8 * 8, planes_bytes = n * width;
-  for (std::uint64_t k = 0; k < planes_bytes; ++k) bytes(out)[k] = filters::bitshuffled_byte(bytes(in), k, n, width);
+  const std::uint64_t n = in.size() / width / 8 * 8, planes_bytes = n * width, plane_bytes = n / 8;
+  for (std::uint64_t g = 0; g < plane_bytes; ++g) {
+    for (std::uint32_t b = 0; b < width; ++b) {
+      std::uint64_t x = 0;
+      for (std::uint32_t j = 0; j < 8; ++j) x |= std::uint64_t{bytes(in)[(8 * g + j) * width + b]} << (8 * j);
+      x = transposed_bits(x);
+      for (std::uint32_t q = 0; q < 8; ++q) bytes(out)[(8 * std::uint64_t{b} + q) * plane_bytes + g] = static_cast<std::uint8_t>(x >> (8 * q));
+    }
+  }
   std::copy(in.begin() + static_cast<std::ptrdiff_t>(planes_bytes), in.end(), out.begin() + static_cast<std::ptrdiff_t>(planes_bytes));
 }
 
 void bit_unshuffle(std::span<const std::byte> in, std::span<std::byte> out, std::uint32_t width) {
   expect_same_size(in, out, "bit unshuffle");
   expect_width(width, "bit unshuffle", false);
-  const std::uint64_t n = in.size() / width / 8 * 8, planes_bytes = n * width;
-  for (std::uint64_t i = 0; i < n; ++i)
-    for (std::uint32_t b = 0; b < width; ++b) bytes(out)[i * width + b] = filters::bitunshuffled_byte(bytes(in), i, b, n);
+  const std::uint64_t n = in.size() / width / 8 * 8, planes_bytes = n * width, plane_bytes = n / 8;
+  for (std::uint64_t g = 0; g < plane_bytes; ++g) {
+    for (std::uint32_t b = 0; b < width; ++b) {
+      std::uint64_t x = 0;
+      for (std::uint32_t q = 0; q < 8; ++q) x |= std::uint64_t{bytes(in)[(8 * std::uint64_t{b} + q) * plane_bytes + g]} << (8 * q);
+      x = transposed_bits(x);
+      for (std::uint32_t j = 0; j < 8; ++j) bytes(out)[(8 * g + j) * width + b] = static_cast<std::uint8_t>(x >> (8 * j));
+    }
+  }
   std::copy(in.begin() + static_cast<std::ptrdiff_t>(planes_bytes), in.end(), out.begin() + static_cast<std::ptrdiff_t>(planes_bytes));
 }
 
