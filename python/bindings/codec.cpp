@@ -9,7 +9,6 @@
 #include "headrace/codec/chain.hpp"
 #include "headrace/codec/chain_trial.hpp"
 #include "headrace/codec/chunk_reader.hpp"
-#include "headrace/codec/cpu/chunk_codec.hpp"
 #include "headrace/codec/registry.hpp"
 #include "headrace/error.hpp"
 
@@ -94,17 +93,6 @@ void bind_codec(nb::module_& m) {
        "repeats"_a = 3,
        "Encodes sample chunks through the chain and times decoding them (GPU `device`, or the CPU for -1), checking "
        "every chunk decodes to its raw bytes.");
-  m.def("encode", [](const std::string& codec, nb::bytes raw, int level) {
-         auto stored = codec::cpu::encode(format::parse_codec(codec), level, {reinterpret_cast<const std::byte*>(raw.c_str()), raw.size()});
-         return nb::bytes(reinterpret_cast<const char*>(stored.data()), stored.size());
-       }, "codec"_a, "raw"_a, "level"_a = 0);
-  m.def("decode", [](const std::string& codec, nb::bytes stored, std::uint64_t raw_size) {
-         std::vector<std::byte> raw(raw_size);
-         codec::cpu::decode(format::parse_codec(codec), {reinterpret_cast<const std::byte*>(stored.c_str()), stored.size()}, raw,
-                            "<bytes>", 0);
-         return nb::bytes(reinterpret_cast<const char*>(raw.data()), raw.size());
-       }, "codec"_a, "stored"_a, "raw_size"_a);
-
   m.def("read_field", [](const format::Container& container, io::Backend& backend, std::uint32_t frame, std::uint32_t field,
                          nb::ndarray<nb::c_contig, nb::device::cpu> destination, bool verify) {
          std::span<std::byte> bytes(static_cast<std::byte*>(destination.data()), destination.nbytes());

@@ -25,15 +25,17 @@ PLAIN_CODECS = ("none", "lz4", "zstd", "gdeflate")
 AUTO_SAMPLE_CHUNKS = 4
 
 
-def _ends_with_gdeflate(codec: str) -> bool:
-    return codec.split("|")[-1].split("(")[0].strip() == "gdeflate"
+def _gdeflate_in_one_stream(codec: str) -> bool:
+    """gdeflate alone (a plain codec keeps one stream a chunk) or with block=0: its CPU encoder takes 64 KiB."""
+    text = codec.replace(" ", "")
+    return text.split("|")[-1].split("(")[0] == "gdeflate" and ("|" not in text and "block=" not in text or "block=0" in text)
 
 
 def default_chunk_size(codec: str | Mapping[str, str]) -> int:
-    """The chunk size a writer takes when given none: 4 MiB, or 64 KiB (the most it takes) when a chain
-    ends with gdeflate."""
+    """The chunk size a writer takes when given none: 4 MiB, or 64 KiB (the most it takes) for gdeflate in
+    one stream a chunk; gdeflate in blocks (in a chain, or block= other than 0) takes 4 MiB chunks."""
     codecs = list(codec.values()) if isinstance(codec, Mapping) else [codec]
-    return GDEFLATE_MAX_CHUNK_BYTES if any(_ends_with_gdeflate(c) for c in codecs) else DEFAULT_CHUNK_BYTES
+    return GDEFLATE_MAX_CHUNK_BYTES if any(_gdeflate_in_one_stream(c) for c in codecs) else DEFAULT_CHUNK_BYTES
 
 
 @dataclass(frozen=True)

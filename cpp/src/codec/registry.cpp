@@ -20,7 +20,7 @@ constexpr StageEntry registry[] = {
     {"snappy", codec, "Snappy block: fast, light", stages::make_snappy},
     {"zstd", codec, "Zstandard frame: strong, fast to decode", stages::make_zstd},
     {"deflate", codec, "raw DEFLATE stream (RFC 1951)", stages::make_deflate},
-    {"gdeflate", codec, "nvCOMP's GPU-friendly DEFLATE, chunks of at most 64 KiB", stages::make_gdeflate},
+    {"gdeflate", codec, "nvCOMP's GPU-friendly DEFLATE, blocks of at most 64 KiB", stages::make_gdeflate},
     {"ans", codec, "nvCOMP's rANS entropy coder, with float16/float32 modes (GPU only)", stages::make_ans},
     {"bitcomp", codec, "nvCOMP's Bitcomp over integers or float bit patterns", stages::make_bitcomp},
     {"bitcomp_lossy", codec, "Bitcomp over floats quantized within an absolute error (lossy)", stages::make_bitcomp_lossy},

@@ -198,7 +198,8 @@ std::vector<CodecStage::Block> CodecStage::blocks(std::span<const std::byte> sto
     std::uint32_t size = 0;
     std::memcpy(&size, stored.data() + 8 + 4 * i, 4);
     at = aligned16(at);
-    if (size == 0 || at + size > stored.size()) refuse("block " + std::to_string(i) + " of " + std::to_string(size) + " bytes past the end");
+    if (size == 0) refuse("block " + std::to_string(i) + " empty");
+    if (at + size > stored.size()) refuse("block " + std::to_string(i) + " of " + std::to_string(size) + " bytes past the end");
     result.push_back({at, size, i * block_, std::min(block_, raw_size - i * block_)});
     at += size;
   }

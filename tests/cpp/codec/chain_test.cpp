@@ -207,6 +207,10 @@ TEST(Chain, BlocksRoundTripAndTheirTableIsChecked) {
   std::memcpy(broken.data() + 8 + 4 * 5, &huge, 4);
   EXPECT_NE(message_of<CodecError>([&] { chain.decode(broken, back, "chunk 9"); }).find("block 5 of 1073741824 bytes past the end"),
             std::string::npos);
+  const std::uint32_t empty = 0;
+  broken = stored;
+  std::memcpy(broken.data() + 8 + 4 * 2, &empty, 4);
+  EXPECT_NE(message_of<CodecError>([&] { chain.decode(broken, back, "chunk 10"); }).find("found block 2 empty"), std::string::npos);
   EXPECT_NE(message_of<UsageError>([] { (void)Chain::parse("zstd(block=1000)", float1); }).find("not a multiple of 4096"),
             std::string::npos);
 }
