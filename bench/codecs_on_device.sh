@@ -6,13 +6,6 @@ source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 libs=/tmp/site/nvidia/libnvcomp/lib64:/usr/local/cuda-13.0/targets/x86_64-linux/lib:$LD_LIBRARY_PATH
 
-udev() {
-  # cuFile asks udev what file system a disk holds; the VM runs no udev, so its answer is written here.
-  for block in /sys/block/vd*; do
-    mkdir -p /run/udev/data
-    printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > "/run/udev/data/b$(cat "$block/dev")"
-  done
-}
 
 codectests() {
   # The codec layer and the engine's GPU paths against the CPU (every codec, chains, filters), then the

@@ -1,6 +1,6 @@
 # Sourced by the scripts the GPU machine runs (bench/*_on_device.sh): one log under $OUT, the image's
 # Python first, the carried wheels on the path, the phases setup (the wheels) and build (headrace with
-# its tests), then each phase named on the command line in turn. A call has a deadline (the device tool
+# its tests) and udev (what cuFile asks udev), then each phase named on the command line in turn. A call has a deadline (the device tool
 # stops a command at 600 s): long phases run `within` a time limit, so that the last one is cut
 # short, not the call. HEADRACE_RESUME names a folder of an earlier call's CSVs: the studies resume there.
 set -uo pipefail
@@ -26,6 +26,15 @@ build() {
     -Ccmake.define.HEADRACE_BUILD_TESTS=ON -Ccmake.define.HEADRACE_DEPS_ROOT="$PWD/.carry/deps/usr" \
     > build/device-pip.log 2>&1 || { tail -40 build/device-pip.log; return 1; }
   python3 -m headrace info | grep -E "GPU|cuFile|nvCOMP|liburing"
+}
+
+udev() {
+  # cuFile asks udev what file system a disk holds; the VM runs no udev, so its answer is written here.
+  for block in /sys/block/vd*; do
+    mkdir -p /run/udev/data
+    printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > "/run/udev/data/b$(cat "$block/dev")"
+  done
+  ls /run/udev/data
 }
 
 within() {  # within SECONDS COMMAND...: COMMAND under `timeout`, cut at the deadline; skipped past it

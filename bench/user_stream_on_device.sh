@@ -8,16 +8,6 @@
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 
-udev() {
-  # cuFile asks udev what file system a disk holds; the VM runs no udev, so its answer is written here.
-  local dev
-  for block in /sys/block/vd*; do
-    dev=$(cat "$block/dev")
-    mkdir -p /run/udev/data
-    printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > "/run/udev/data/b$dev"
-  done
-  ls /run/udev/data
-}
 
 tests() {
   # The C++ tests load nvCOMP from the carried wheel and libcufile from the image's CUDA.

@@ -7,12 +7,6 @@ source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 size="--width 1024 --height 768"
 
-udev() {
-  for block in /sys/block/vd*; do
-    mkdir -p /run/udev/data
-    printf 'E:ID_FS_TYPE=ext4\nE:ID_FS_USAGE=filesystem\n' > "/run/udev/data/b$(cat "$block/dev")"
-  done
-}
 
 voltests() {
   within 200 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/python/test_volume_gpu.py 2>&1 | tail -8

@@ -18,7 +18,7 @@ with ``gpu_only=True``: every other chain reads on a machine without a GPU.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 import dataclasses
 from dataclasses import asdict, dataclass
 from typing import Literal
@@ -28,7 +28,7 @@ import numpy as np
 from headrace import _ext
 
 __all__ = ["Stage", "ChainInfo", "Trial", "Choice", "Objective", "stages", "parse", "try_chain", "candidates", "choose",
-           "disk_rate_of"]
+           "disk_rate_of", "fastest_axis_points", "gdeflate_in_one_stream"]
 
 Objective = Literal["delivery", "smallest", "fastest"]
 OBJECTIVES: tuple[str, ...] = ("delivery", "smallest", "fastest")
@@ -115,6 +115,23 @@ class Choice:
         return (f"{self.field}: {self.spec} (stored {best.stored_fraction:.3f} of raw, decodes at "
                 f"{best.decode_bytes_per_second / 1e9:.1f} GB/s on {best.decoded_on}; objective {self.objective}{rate}; "
                 f"{len(self.trials)} chains tried on {self.sample_chunks} chunks)")
+
+
+def fastest_axis_points(attributes: Mapping[str, object]) -> int:
+    """A linear grid's points along x (delta's rows), from a data set's attributes; 0 for anything else."""
+    dims = attributes.get("grid_dims")
+    if attributes.get("layout", "linear") != "linear" or not isinstance(dims, (list, tuple)) or not dims:
+        return 0
+    return int(dims[0])
+
+
+def gdeflate_in_one_stream(chain: str) -> bool:
+    """Whether a chain as written ends in gdeflate in one stream a chunk, whose CPU encoder takes 64 KiB:
+    gdeflate alone (a plain codec keeps one stream) or with block=0; in blocks it takes any chunk."""
+    text = chain.replace(" ", "")
+    if text.split("|")[-1].split("(")[0] != "gdeflate":
+        return False
+    return "|" not in text and "block=" not in text or "block=0" in text
 
 
 def stages() -> list[Stage]:

@@ -25,17 +25,13 @@ PLAIN_CODECS = ("none", "lz4", "zstd", "gdeflate")
 AUTO_SAMPLE_CHUNKS = 4
 
 
-def _gdeflate_in_one_stream(codec: str) -> bool:
-    """gdeflate alone (a plain codec keeps one stream a chunk) or with block=0: its CPU encoder takes 64 KiB."""
-    text = codec.replace(" ", "")
-    return text.split("|")[-1].split("(")[0] == "gdeflate" and ("|" not in text and "block=" not in text or "block=0" in text)
-
-
 def default_chunk_size(codec: str | Mapping[str, str]) -> int:
     """The chunk size a writer takes when given none: 4 MiB, or 64 KiB (the most it takes) for gdeflate in
     one stream a chunk; gdeflate in blocks (in a chain, or block= other than 0) takes 4 MiB chunks."""
     codecs = list(codec.values()) if isinstance(codec, Mapping) else [codec]
-    return GDEFLATE_MAX_CHUNK_BYTES if any(_gdeflate_in_one_stream(c) for c in codecs) else DEFAULT_CHUNK_BYTES
+    from headrace.codecs import gdeflate_in_one_stream
+
+    return GDEFLATE_MAX_CHUNK_BYTES if any(gdeflate_in_one_stream(c) for c in codecs) else DEFAULT_CHUNK_BYTES
 
 
 @dataclass(frozen=True)
@@ -135,12 +131,10 @@ class Writer:
         return codecs
 
     def _fastest_axis_points(self) -> int:
-        """A linear grid's points along x (delta's rows), from the attributes set so far; 0 otherwise."""
-        dims = self._attributes.get("grid_dims")
-        layout = self._attributes.get("layout", "linear")
-        if layout != "linear" or not isinstance(dims, (list, tuple)) or not dims:
-            return 0
-        return int(dims[0])
+        """delta's rows from the attributes set so far (headrace.codecs.fastest_axis_points)."""
+        from headrace.codecs import fastest_axis_points
+
+        return fastest_axis_points(self._attributes)
 
     def _choose(self, field: str, values: np.ndarray) -> str:
         """codec="auto": tries the candidates on chunks of the field's first data."""

@@ -156,13 +156,16 @@ bool Chain::cpu_decodes(std::string* why) const {
   return !codec_ || codec_->cpu_decodes(why);
 }
 
+std::vector<std::byte> Chain::filter(std::span<const std::byte> raw) const {
+  std::vector<std::byte> filtered(raw.begin(), raw.end());
+  for (const auto& stage : filters_) filtered = stage->encode(filtered);
+  return filtered;
+}
+
 std::vector<std::byte> Chain::encode(std::span<const std::byte> raw) const {
   HEADRACE_EXPECT(codec_ != nullptr, UsageError, "chain none encodes nothing: store the raw bytes");
-  std::vector<std::byte> filtered;
-  for (const auto& filter : filters_) {
-    filtered = filter->encode(filtered.empty() ? raw : std::span<const std::byte>(filtered));
-  }
-  return codec_->encode(filtered.empty() ? raw : std::span<const std::byte>(filtered));
+  if (filters_.empty()) return codec_->encode(raw);
+  return codec_->encode(filter(raw));
 }
 
 void Chain::decode(std::span<const std::byte> stored, std::span<std::byte> raw, const std::string& where) const {

@@ -26,8 +26,7 @@ std::vector<std::vector<std::byte>> encode_all(const Chain& chain, std::span<con
   std::vector<std::span<const std::byte>> inputs;
   std::size_t largest = 0, blocks = 0;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
-    filtered[i].assign(chunks[i].begin(), chunks[i].end());
-    for (const auto& filter : chain.filters()) filtered[i] = filter->encode(filtered[i]);
+    filtered[i] = chain.filter(chunks[i]);
     inputs.emplace_back(filtered[i]);
     for (const auto block : chain.codec()->raw_blocks(filtered[i])) largest = std::max(largest, block.size());
     blocks += chain.codec()->raw_blocks(filtered[i]).size();

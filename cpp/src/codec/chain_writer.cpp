@@ -65,9 +65,7 @@ format::ChunkEncoder ChainEncoder::encoder() const {
     }
     HEADRACE_EXPECT(chain != nullptr, UsageError, "ChainEncoder: field " + std::to_string(field) + " has no chain");
     if (chain->codec()->cpu_encodes(nullptr)) return chain->encode(raw);
-    std::vector<std::byte> filtered(raw.begin(), raw.end());
-    for (const auto& filter : chain->filters()) filtered = filter->encode(filtered);
-    return state->encode_on_gpu(*chain->codec(), filtered);
+    return state->encode_on_gpu(*chain->codec(), chain->filter(raw));
   };
 }
 

@@ -71,9 +71,10 @@ def chunk_limit(chain: str) -> int | None:
     """The most raw bytes a chunk of ``chain`` holds (None: no limit here). gdeflate's 64 KiB is its CPU
     encoder's for one stream a chunk: in blocks (any chain but gdeflate alone, or ``block=`` other than
     0; docs/codecs/README.md) a chunk holds as much as the engine decodes."""
+    from headrace.codecs import gdeflate_in_one_stream
+
     last = chain_codec(chain)
-    one_stream = chain.strip() == last or "block=0" in chain.replace(" ", "")
-    if last == "gdeflate" and not one_stream:
+    if last == "gdeflate" and not gdeflate_in_one_stream(chain):
         return _GPU_DECODE_MOST
     return CODEC_CHUNK_BYTES.get(last)
 

@@ -41,9 +41,8 @@ from headrace.cli._writer_options import (
     terminate_as_exit,
 )
 
-__all__ = ["register", "run", "sample_chunks", "PIECE_BYTES", "OBJECTIVES"]
+__all__ = ["register", "run", "sample_chunks", "PIECE_BYTES"]
 
-OBJECTIVES = ("delivery", "smallest", "fastest")
 DEFAULT_SAMPLE_CHUNKS = 4
 PIECE_BYTES = 64 << 20  # the most raw bytes of a field read at once (whole input chunks; one chunk when larger)
 DISK_RATE = Size(1 << 20, 1 << 40)  # bytes per second
@@ -51,6 +50,8 @@ _AUTO_ONLY = ("objective", "disk_rate", "allow_gpu_only", "device", "sample_chun
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from headrace.codecs import OBJECTIVES  # the choice's objectives, named once
+
     parser = subparsers.add_parser("compress", help="re-write a container through codec chains, named or chosen per field",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", metavar="IN.hrc", type=PathArgument(), help="the container to re-write")
@@ -130,14 +131,6 @@ def _check_options(args: argparse.Namespace) -> tuple[dict[str, str], str | None
     return named, alone
 
 
-def _fastest_axis_points(attributes: dict[str, Any]) -> int:
-    """A linear grid's points along x (delta's rows), as the writer takes them; 0 for anything else."""
-    dims = attributes.get("grid_dims")
-    if attributes.get("layout", "linear") != "linear" or not isinstance(dims, (list, tuple)) or not dims:
-        return 0
-    return int(dims[0])
-
-
 def _plans(ds: Any, named: dict[str, str], alone: str | None, auto: bool) -> list[_FieldPlan]:
     """Each field's chain as named (checked against its dtype), "auto" to choose, or none."""
     from headrace import codecs
@@ -148,7 +141,7 @@ def _plans(ds: Any, named: dict[str, str], alone: str | None, auto: bool) -> lis
     if unknown:
         raise UnknownNameError(f"{ds.path}: --codec {unknown[0]}={named[unknown[0]]}: no field {unknown[0]!r} "
                                f"(fields: {', '.join(names)})")
-    fastest = _fastest_axis_points(ds.attributes)
+    fastest = codecs.fastest_axis_points(ds.attributes)
     plans = []
     for f in ds.fields:
         if f.name in named:
@@ -252,7 +245,7 @@ def _choose(args: argparse.Namespace, ds: Any, plans: list[_FieldPlan], chunk_by
             rate, source = float(args.disk_rate), "given"
         else:
             rate, source = codecs.disk_rate_of(os.path.dirname(os.path.abspath(args.output)))
-    fastest = _fastest_axis_points(ds.attributes)
+    fastest = codecs.fastest_axis_points(ds.attributes)
     for plan in waiting:
         sample = sample_chunks(ds, plan.name, chunk_bytes, args.sample_chunks or DEFAULT_SAMPLE_CHUNKS)
         if not sample:  # no values in any frame: nothing to store, nothing to choose by

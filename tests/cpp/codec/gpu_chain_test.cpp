@@ -60,8 +60,7 @@ class GpuChain : public ::testing::Test {
         stored.push_back(chain.encode(bytes));
         continue;
       }
-      filtered.emplace_back(bytes.begin(), bytes.end());
-      for (const auto& filter : chain.filters()) filtered.back() = filter->encode(filtered.back());
+      filtered.push_back(chain.filter(bytes));
     }
     if (!on_gpu) return stored;
     std::vector<std::span<const std::byte>> inputs(filtered.begin(), filtered.end());

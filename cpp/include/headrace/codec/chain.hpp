@@ -44,6 +44,8 @@ class Chain {
   // Whether every stage encodes (decodes) on the CPU here; *why names the first that does not.
   [[nodiscard]] bool cpu_encodes(std::string* why) const;
   [[nodiscard]] bool cpu_decodes(std::string* why) const;
+  // raw after each filter: what the codec encodes (a codec encoded elsewhere, nvCOMP on a GPU, takes it).
+  [[nodiscard]] std::vector<std::byte> filter(std::span<const std::byte> raw) const;
   // Stored bytes of raw: each filter, then the codec.
   [[nodiscard]] std::vector<std::byte> encode(std::span<const std::byte> raw) const;
   // Decodes stored into raw (exactly the chunk's raw size); errors start with `where`.

@@ -49,16 +49,10 @@ def sample_chunks(ds: headrace.Dataset, field: str, count: int, chunk_bytes: int
     return chunks
 
 
-def fastest_axis_points(ds: headrace.Dataset) -> int:
-    dims = ds.attributes.get("grid_dims")
-    layout = ds.attributes.get("layout", "linear")
-    return int(dims[0]) if dims is not None and layout == "linear" else 0
-
-
 def measure_field(ds: headrace.Dataset, field: str, device: int | None, sample_count: int, chunk_bytes: int) -> list[dict[str, object]]:
     spec = next(f for f in ds.fields if f.name == field)
     sample = sample_chunks(ds, field, sample_count, chunk_bytes)
-    axis = fastest_axis_points(ds)
+    axis = codecs.fastest_axis_points(ds.attributes)
     chains = list(dict.fromkeys(list(PLAIN) + codecs.candidates(spec.dtype, spec.components, chunk_bytes, grid=axis > 0,
                                                                 gpu_only=True)
                                 + ([f"ans(type=float32,block={codecs.BLOCK_BYTES})", f"split|ans(type=float32,block={codecs.BLOCK_BYTES})"]
