@@ -11,6 +11,7 @@
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
+#include "headrace/gpu/copy_rate.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/memory.hpp"
@@ -20,10 +21,30 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace headrace::python {
+namespace {
+
+// The GPU's primary context stays retained while the stream lives (no other owner may hold it).
+struct OwnStream {
+  gpu::Device device;
+  gpu::Stream stream;
+  explicit OwnStream(int ordinal) : device(ordinal), stream((device.make_current(), gpu::Stream())) {}
+};
+
+}  // namespace
 
 void bind_gpu(nb::module_& m) {
   m.def("gpu_count", &gpu::device_count, "GPUs the CUDA driver sees (0 without a driver).");
   m.def("gpu_unavailable_reason", []() -> std::string { return gpu::driver() ? "" : gpu::why_no_driver(); });
+
+  m.def("pinned_copy_rate", &gpu::pinned_copy_rate, "device"_a, "size_bytes"_a = std::size_t{256} << 20, "repeats"_a = 3u,
+        nb::call_guard<nb::gil_scoped_release>(),
+        "Bytes per second of the fastest of `repeats` page-locked host-to-device copies of `size_bytes` (CUDA events).");
+
+  nb::class_<OwnStream>(m, "CudaStream", "A CUDA stream of its own (non-blocking) on a GPU, whose context it holds.")
+      .def(nb::init<int>(), "device"_a)
+      .def_prop_ro("handle", [](const OwnStream& s) { return reinterpret_cast<std::uintptr_t>(s.stream.handle()); },
+                   "The CUstream, as an integer (CuPy's ExternalStream, the DLPack stream argument).")
+      .def("synchronize", [](const OwnStream& s) { s.stream.synchronize(); }, nb::call_guard<nb::gil_scoped_release>());
 
   nb::class_<gpu::Event>(m, "Event", "A CUDA event recorded on a stream (query or wait for it).")
       .def("__init__", [](gpu::Event* self, int device, std::uintptr_t stream) {

@@ -66,6 +66,41 @@ class VolumeRenderer {
     return gpu_->image(resident.stream.handle());
   }
 
+  // The viewer's path: a frame resident where the renderer runs (a FrameStream's slot: GPU memory at
+  // `scalars` for a GPU renderer, host memory for the reference). prepare: its value ranges and
+  // classification, once per frame; classify: again after set_view; render: an image from any camera.
+  void prepare_device(std::uintptr_t scalars, std::uintptr_t stream) {
+    expect_view(), expect_gpu();
+    if (!resident_) resident_ = gpu_->region_state();
+    gpu_->ranges(scalars, *resident_, reinterpret_cast<gpu::CUstream>(stream));
+    gpu_->classify(*resident_, reinterpret_cast<gpu::CUstream>(stream));
+  }
+  void prepare_host(std::span<const float> scalars) {
+    expect_view();
+    HEADRACE_EXPECT(cpu_.has_value(), UsageError, "prepare_host renders with the CPU reference; this renderer is a GPU's");
+    expect_cells(scalars.size());
+    host_ranges_ = cpu_->ranges(scalars);
+    host_visible_ = cpu_->classify(host_ranges_, *tf_, settings_);
+  }
+  void classify(std::uintptr_t stream) {
+    expect_prepared();
+    if (gpu_)
+      gpu_->classify(*resident_, reinterpret_cast<gpu::CUstream>(stream));
+    else
+      host_visible_ = cpu_->classify(host_ranges_, *tf_, settings_);
+  }
+  std::vector<std::uint32_t> render_device(std::uintptr_t scalars, const vol::Camera& camera, std::uintptr_t stream) {
+    expect_prepared(), expect_gpu();
+    gpu_->render(scalars, *resident_, camera, reinterpret_cast<gpu::CUstream>(stream));
+    return gpu_->image(reinterpret_cast<gpu::CUstream>(stream));
+  }
+  std::vector<std::uint32_t> render_host(std::span<const float> scalars, const vol::Camera& camera) {
+    expect_prepared();
+    HEADRACE_EXPECT(cpu_.has_value(), UsageError, "render_host renders with the CPU reference; this renderer is a GPU's");
+    expect_cells(scalars.size());
+    return cpu_->render(scalars, host_visible_, camera, *tf_, settings_);
+  }
+
   vol::PlayResult play(engine::Queue* queue, vol::PlayOptions options) {
     expect_view();
     options.field = field_, options.tf = *tf_, options.settings = settings_;
@@ -105,6 +140,16 @@ class VolumeRenderer {
     return r;
   }
   void expect_view() const { HEADRACE_EXPECT(tf_.has_value(), UsageError, "set_view() first: a transfer function"); }
+  void expect_gpu() const {
+    HEADRACE_EXPECT(gpu_.has_value(), UsageError, "a frame in GPU memory needs a GPU renderer; this one is the CPU reference");
+  }
+  void expect_prepared() const {
+    HEADRACE_EXPECT(resident_.has_value() || !host_ranges_.empty(), UsageError, "prepare a resident frame first");
+  }
+  void expect_cells(std::size_t cells) const {
+    HEADRACE_EXPECT(cells == topology_.cell_count(), UsageError,
+                    "a frame holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(cells));
+  }
 
   const format::Container& container_;
   std::uint32_t field_;
@@ -113,6 +158,9 @@ class VolumeRenderer {
   std::optional<vol::CpuVolumeRenderer> cpu_;
   std::optional<vol::TransferFunction> tf_;
   vol::RenderSettings settings_;
+  std::optional<vol::GpuRegionState> resident_;  // the resident frame's ranges and classification (GPU)
+  std::vector<vol::ValueRange> host_ranges_;     // ... and on the CPU
+  std::vector<std::uint8_t> host_visible_;
 };
 
 nb::dict played(const vol::PlayResult& result) {
@@ -217,6 +265,42 @@ void bind_volume(nb::module_& m) {
              return image_array(std::move(pixels), camera);
            },
            "scalars"_a, "camera"_a, "The image (height, width, 4) uint8 RGBA of a frame given in host memory.")
+      .def("prepare_device", &VolumeRenderer::prepare_device, "scalars"_a, "stream"_a = 0,
+           nb::call_guard<nb::gil_scoped_release>(),
+           "A frame resident in GPU memory at address `scalars` (cell_count float32 in brick order): its value ranges "
+           "and classification, on a CUDA stream, kept for render_device.")
+      .def("prepare_host",
+           [](VolumeRenderer& self, Scalars scalars) {
+             nb::gil_scoped_release release;
+             self.prepare_host(span_of(scalars));
+           },
+           "scalars"_a, "A frame in host memory (CPU reference): its value ranges and classification, kept for render_host.")
+      .def("classify", &VolumeRenderer::classify, "stream"_a = 0, nb::call_guard<nb::gil_scoped_release>(),
+           "The prepared frame classified again under the view set since.")
+      .def("render_device",
+           [](VolumeRenderer& self, std::uintptr_t scalars, const CameraSpec& view, std::uintptr_t stream) {
+             const vol::Camera camera = camera_of(view);
+             std::vector<std::uint32_t> pixels;
+             {
+               nb::gil_scoped_release release;
+               pixels = self.render_device(scalars, camera, stream);
+             }
+             return image_array(std::move(pixels), camera);
+           },
+           "scalars"_a, "camera"_a, "stream"_a = 0,
+           "The image (height, width, 4) uint8 RGBA of the prepared frame at `scalars` in GPU memory, rendered on a CUDA "
+           "stream (waited for).")
+      .def("render_host",
+           [](VolumeRenderer& self, Scalars scalars, const CameraSpec& view) {
+             const vol::Camera camera = camera_of(view);
+             std::vector<std::uint32_t> pixels;
+             {
+               nb::gil_scoped_release release;
+               pixels = self.render_host(span_of(scalars), camera);
+             }
+             return image_array(std::move(pixels), camera);
+           },
+           "scalars"_a, "camera"_a, "The image of the prepared frame in host memory (CPU reference).")
       .def("play",
            [](VolumeRenderer& self, engine::Queue* queue, const std::string& stage, const std::vector<std::uint32_t>& frames,
               const CameraSpec& view, std::optional<nb::callable> on_image, std::uint32_t slots) {

@@ -7,11 +7,13 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <span>
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/workloads/particles/camera.hpp"
+#include "headrace/workloads/particles/glyph_look.hpp"
 #include "headrace/workloads/particles/reference_renderer.hpp"
 #include "headrace/workloads/particles/segmented_render.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
@@ -84,14 +86,36 @@ class FrameRenderer {
                                   std::uint32_t frame, std::uint32_t field, const pt::SegmentedRenderOptions& options) {
     return segmented_->render(q, file, container, frame, field, options);
   }
-  // The peer's path (KvikIO into CuPy arrays): the caller puts a batch in GPU memory, we draw it.
+  // The peer's path (KvikIO into CuPy arrays) and the viewer's: the caller puts a frame or batch in
+  // memory (GPU memory for a GPU renderer, host memory for the reference), we draw it.
   void clear(std::uintptr_t stream) {
-    if (!gpu_) throw UsageError("clear(stream) and draw_device draw on a GPU; this renderer is the CPU reference");
-    gpu_->clear(reinterpret_cast<gpu::CUstream>(stream));
+    if (gpu_)
+      gpu_->clear(reinterpret_cast<gpu::CUstream>(stream));
+    else
+      cpu_->clear();
   }
-  void draw_device(std::uintptr_t particles, std::uint64_t count, std::uint32_t first_index, std::uintptr_t stream) {
-    if (!gpu_) throw UsageError("clear(stream) and draw_device draw on a GPU; this renderer is the CPU reference");
-    gpu_->draw(particles, count, first_index, reinterpret_cast<gpu::CUstream>(stream));
+  void draw_device(std::uintptr_t particles, std::uint64_t count, std::uint32_t first_index, std::uintptr_t stream,
+                   std::uintptr_t scalars) {
+    if (!gpu_) throw UsageError("draw_device draws on a GPU; this renderer is the CPU reference (draw_host)");
+    gpu_->draw(particles, count, first_index, reinterpret_cast<gpu::CUstream>(stream), scalars);
+  }
+  void draw_host(std::span<const pt::Particle> particles, std::uint32_t first_index, const float* scalars) {
+    if (!cpu_) throw UsageError("draw_host draws with the CPU reference; this renderer is a GPU's (draw_device)");
+    cpu_->draw(particles, first_index, scalars);
+  }
+  // From the next clear on (the segmented render loop clears first).
+  void set_camera(const pt::Camera& camera) {
+    if (gpu_)
+      gpu_->set_camera(camera);
+    else
+      cpu_->set_camera(camera);
+    camera_ = camera;
+  }
+  void set_look(const pt::GlyphLook& look) {
+    if (gpu_)
+      gpu_->set_look(look);
+    else
+      cpu_->set_look(look);
   }
   [[nodiscard]] std::vector<std::uint32_t> image(std::uintptr_t stream = 0) const {
     return gpu_ ? gpu_->image(reinterpret_cast<gpu::CUstream>(stream)) : cpu_->image();
@@ -247,9 +271,34 @@ void bind_workloads(nb::module_& m) {
            "draw"_a = true, "next_frame"_a = nb::none(),
            "Seed 000's streaming render loop over one frame (cleared first): its statistics. next_frame: the frame "
            "the next call renders, whose first batches are loaded while this frame is drawn.")
-      .def("clear", &FrameRenderer::clear, "stream"_a = 0, "Back to the background, on a CUDA stream (GPU only).")
+      .def("clear", &FrameRenderer::clear, "stream"_a = 0, nb::call_guard<nb::gil_scoped_release>(),
+           "Back to the background (on a CUDA stream for a GPU renderer).")
       .def("draw_device", &FrameRenderer::draw_device, "particles"_a, "count"_a, "first_index"_a, "stream"_a = 0,
-           "Draws `count` particles already in GPU memory at address `particles` (GPU only), on a CUDA stream.")
+           "scalars"_a = 0, nb::call_guard<nb::gil_scoped_release>(),
+           "Draws `count` particles already in GPU memory at address `particles` (GPU only), on a CUDA stream; "
+           "scalars: the address of the frame's per-particle values when the look colours by a field.")
+      .def("draw_host",
+           [](FrameRenderer& self, nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles,
+              std::uint32_t first_index, std::optional<nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>> scalars) {
+             const std::span<const pt::Particle> batch(reinterpret_cast<const pt::Particle*>(particles.data()), particles.shape(0));
+             HEADRACE_EXPECT(!scalars || scalars->shape(0) >= first_index + batch.size(), UsageError,
+                             "scalars: one per particle of the frame, got " + std::to_string(scalars ? scalars->shape(0) : 0));
+             nb::gil_scoped_release release;
+             self.draw_host(batch, first_index, scalars ? scalars->data() : nullptr);
+           },
+           "particles"_a, "first_index"_a = 0u, "scalars"_a = nb::none(),
+           "Draws (N, 8) float32 particles in host memory with the CPU reference (CPU only); scalars: the frame's "
+           "per-particle values when the look colours by a field.")
+      .def("set_camera", [](FrameRenderer& self, const CameraSpec& view) { self.set_camera(camera_of(view)); }, "camera"_a,
+           "Another camera from the next clear on; the image follows its size.")
+      .def("set_look",
+           [](FrameRenderer& self, float radius_scale, std::int32_t colour_by, std::vector<float> table, float lo, float hi) {
+             self.set_look({radius_scale, colour_by, std::move(table), lo, hi});
+           },
+           "radius_scale"_a = 1.0f, "colour_by"_a = pt::colour_stored, "table"_a = std::vector<float>{}, "lo"_a = 0.0f,
+           "hi"_a = 1.0f,
+           "Radii scaled, and the colour from the record (colour_by -1), from x, y, z or radius (0..3) or from a "
+           "per-particle field (8) through a 256-entry RGBA table over lo..hi.")
       .def("image", [](const FrameRenderer& self, std::uintptr_t stream) { return image_array(self.image(stream), self.camera()); },
            "stream"_a = 0, "The image (height, width, 4) uint8 RGBA, once `stream` has finished.");
 

@@ -310,12 +310,28 @@ class FrameStream:
     def seek(self, frame: int) -> None:
         """Restarts playback at ``frame``: cancels what is in flight, then prefetches from there."""
         frames = len(self._dataset.frames)
-        if not 0 <= frame < frames:
-            raise _ext.UsageError(f"frame {frame} out of range ({frames} frames)")
+        self._check_frames([frame])
         if self._current is not None:
             self._current._release_by_loop()
-        order = list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)]
-        self._native.play(order)  # stops what is in flight first
+        self.play(list(range(frame, frames)) + [t for _ in range(self.loop - 1) for t in range(frames)])
+
+    def play(self, order: Sequence[int]) -> None:
+        """Delivers these frames from now on, in this order (any frames: strides, jumps, repeats): cancels
+        what is in flight, then prefetches from the first (a viewer's playback: every k-th frame, around).
+        The frame last handed out stays the caller's until the next one is asked for (a viewer redraws it)."""
+        self._check_frames(order)
+        self._native.play([int(t) for t in order])  # stops what is in flight first; held slots stay held
+
+    def extend(self, order: Sequence[int]) -> None:
+        """Appends frames to the order; they load as slots free up, while the earlier ones are used."""
+        self._check_frames(order)
+        self._native.extend([int(t) for t in order])
+
+    def _check_frames(self, order: Sequence[int]) -> None:
+        frames = len(self._dataset.frames)
+        for frame in order:
+            if not 0 <= frame < frames:
+                raise _ext.UsageError(f"frame {frame} out of range ({frames} frames)")
 
     def _release(self, frame: Frame, stream: int | None, by_caller: bool) -> None:
         frame.released = True

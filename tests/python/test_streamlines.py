@@ -170,7 +170,9 @@ def _lines(result):
 def test_a_stopped_trace_keeps_a_line_per_seed_and_marks_those_cut_short(flows, manager):
     blocks, _ = flows
     seeds = streamlines.uniform_seeds(blocks, 8000)
-    options = dict(steps=400, step_size=0.01, manager=manager, device="cpu", threads=1, unit_pages=3)
+    # The resident tracer reports every 0.1 s: lines long enough that it is still tracing then.
+    options = dict(steps=4000 if manager == "resident" else 400, step_size=0.01, manager=manager, device="cpu", threads=1,
+                   unit_pages=3)
     told = []
 
     def stop_at_once(ended, lines):

@@ -49,6 +49,7 @@ Loaded& loaded() {
     all &= bind(s.library, a.cuMemHostUnregister, "cuMemHostUnregister", s.why);
     all &= bind(s.library, a.cuMemGetInfo, "cuMemGetInfo_v2", s.why);
     all &= bind(s.library, a.cuMemGetAddressRange, "cuMemGetAddressRange_v2", s.why);
+    all &= bind(s.library, a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", s.why);
     all &= bind(s.library, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", s.why);
     all &= bind(s.library, a.cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", s.why);
     all &= bind(s.library, a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", s.why);

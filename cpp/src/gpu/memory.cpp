@@ -101,4 +101,8 @@ void copy_to_host(void* destination, CUdeviceptr source, std::size_t size_bytes)
   check(require_driver().cuMemcpyDtoH(destination, source, size_bytes), "cuMemcpyDtoH");
 }
 
+void copy_to_device(CUdeviceptr destination, const void* source, std::size_t size_bytes) {
+  check(require_driver().cuMemcpyHtoD(destination, source, size_bytes), "cuMemcpyHtoD");
+}
+
 }  // namespace headrace::gpu

@@ -199,6 +199,34 @@ class Name(Bounded[str]):
         return ["particles", "velocity_2"]
 
 
+class Host(Bounded[str]):
+    """An address to listen on: an IPv4 or IPv6 address, or a host name (labels of letters, digits and '-')."""
+
+    least = most = None
+
+    def describe(self) -> str:
+        return "an IP address such as 127.0.0.1 or ::1, or a host name such as localhost"
+
+    def parse(self, text: str) -> str:
+        import ipaddress
+
+        try:
+            return str(ipaddress.ip_address(text))
+        except ValueError:
+            pass
+        label = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+        # Digits and dots only: an IPv4 address ipaddress refused, not a name.
+        if len(text) > 253 or re.fullmatch(r"[0-9.]+", text) or re.fullmatch(rf"{label}(\.{label})*", text) is None:
+            raise self.fail(text)
+        return text
+
+    def bad_examples(self) -> list[str]:
+        return ["", "300.1.2.3", "host name", "-bad", "a..b", "http://x"]
+
+    def good_examples(self) -> list[str]:
+        return ["127.0.0.1", "0.0.0.0", "::1", "localhost", "node-7.cluster"]
+
+
 class Word(Bounded[str]):
     """One of a fixed set of words (an item of a list such as ``--methods pread,direct``)."""
 

@@ -18,8 +18,8 @@ from headrace.cli._arguments import Parser
 
 __all__ = ["main", "SUBCOMMANDS"]
 
-SUBCOMMANDS = ("info", "generate", "convert", "compress", "export", "inspect", "verify", "read", "stream", "trace", "render", "play", "probe", "bench", "tune", "plot",
-               "demo")
+SUBCOMMANDS = ("info", "generate", "convert", "compress", "export", "inspect", "verify", "read", "stream", "trace", "render", "play", "view", "probe", "bench", "tune",
+               "plot", "demo")
 
 
 def build_parser() -> Parser:

@@ -1,8 +1,10 @@
 // The sphere renderer's shared math and its CPU reference: a sphere seen head-on has the size and the
 // shading the optics give; the nearer of two spheres wins whatever the order and the batching; the
-// screen rectangle never misses a pixel the sphere covers; cameras refuse what cannot be.
+// screen rectangle never misses a pixel the sphere covers; cameras refuse what cannot be; a look (radius
+// scale, colour by a column or a per-particle field) draws what the restyled records draw.
 #include "headrace/workloads/particles/reference_renderer.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -105,6 +107,90 @@ TEST(Camera, RefusesWhatCannotBe) {
   EXPECT_NEAR(camera.eye.x, 5, 1e-5);
   EXPECT_NEAR(camera.forward.x, -1, 1e-6);
   EXPECT_NEAR(length(camera.right) / length(camera.up), 2.0, 1e-5);  // the aspect ratio
+}
+
+// A look's colour table: a ramp from blue to red, so that every entry differs.
+std::vector<float> ramp_table() {
+  std::vector<float> table;
+  for (int k = 0; k < colour_table_entries; ++k) {
+    const float u = static_cast<float>(k) / (colour_table_entries - 1);
+    table.insert(table.end(), {u, 0.5f, 1 - u, 1});
+  }
+  return table;
+}
+
+// The records as the look draws them, worked out here on their own.
+std::vector<Particle> restyled(std::vector<Particle> particles, const GlyphLook& look, const std::vector<float>& scalars) {
+  for (std::size_t i = 0; i < particles.size(); ++i) {
+    Particle& p = particles[i];
+    const float value = look.colour_by == colour_from_scalars ? scalars[i] : look.colour_by == 1 ? p.y : p.radius;
+    const float u = std::clamp((value - look.lo) / (look.hi - look.lo), 0.0f, 1.0f);
+    const int entry = std::min(static_cast<int>(u * colour_table_entries), colour_table_entries - 1);
+    p.radius *= look.radius_scale;
+    p.r = look.table[4 * entry], p.g = look.table[4 * entry + 1], p.b = look.table[4 * entry + 2];
+  }
+  return particles;
+}
+
+TEST(GlyphLook, ALookDrawsWhatTheRestyledRecordsDraw) {
+  const Camera camera = orbit({0.5f, 0.5f, 0.5f}, 2.0f, 30.0f, 20.0f, 45.0f, 96, 64);
+  std::mt19937 random(11);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<Particle> particles(500);
+  std::vector<float> scalars(500);
+  for (std::size_t i = 0; i < particles.size(); ++i) {
+    particles[i] = {unit(random), unit(random), unit(random), 0.01f + 0.03f * unit(random), 1, 1, 1, 1};
+    scalars[i] = 4 * unit(random) - 1;  // past both ends of the range below: the end colours
+  }
+  for (const GlyphLook look : {GlyphLook{1.5f, 1, ramp_table(), 0.2f, 0.8f}, GlyphLook{0.7f, 3, ramp_table(), 0.01f, 0.04f},
+                               GlyphLook{2.0f, colour_from_scalars, ramp_table(), 0.0f, 2.0f}}) {
+    ReferenceRenderer styled(camera, black, 3);
+    styled.set_look(look);
+    styled.draw({particles.data(), 200}, 0, scalars.data());  // in two batches: the scalars by number in the frame
+    styled.draw({particles.data() + 200, 300}, 200, scalars.data());
+    ReferenceRenderer plain(camera, black, 3);
+    plain.draw(restyled(particles, look, scalars), 0);
+    EXPECT_EQ(styled.image(), plain.image()) << "colour by " << look.colour_by;
+  }
+  // The default look draws the records as they are.
+  ReferenceRenderer styled(camera, black, 2), plain(camera, black, 2);
+  styled.set_look({2.0f, colour_from_scalars, ramp_table(), 0, 1});
+  styled.set_look({});
+  styled.draw(particles, 0);
+  plain.draw(particles, 0);
+  EXPECT_EQ(styled.image(), plain.image());
+}
+
+TEST(GlyphLook, AnotherCameraResizesTheFrame) {
+  std::vector<Particle> particles{{0.5f, 0.5f, 0.5f, 0.2f, 1, 0, 0, 1}, {0.2f, 0.6f, 0.4f, 0.1f, 0, 1, 0, 1}};
+  ReferenceRenderer renderer(orbit({0.5f, 0.5f, 0.5f}, 2.0f, 0, 0, 45, 40, 30), black, 2);
+  renderer.draw(particles, 0);
+  const Camera other = orbit({0.5f, 0.5f, 0.5f}, 2.5f, 60, 10, 45, 64, 48);
+  renderer.set_camera(other);
+  renderer.draw(particles, 0);
+  ReferenceRenderer fresh(other, black, 2);
+  fresh.draw(particles, 0);
+  EXPECT_EQ(renderer.image().size(), 64u * 48u);
+  EXPECT_EQ(renderer.image(), fresh.image());
+}
+
+TEST(GlyphLook, RefusesWhatCannotBeDrawn) {
+  ReferenceRenderer renderer(orbit({0, 0, 0}, 2, 0, 0, 45, 8, 8), black, 1);
+  auto message = [&](const GlyphLook& look) {
+    try {
+      renderer.set_look(look);
+    } catch (const UsageError& error) {
+      return std::string(error.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message({0.0f}).find("radius scale"), std::string::npos);
+  EXPECT_NE(message({1.0f, 5, ramp_table(), 0, 1}).find("colour source 5"), std::string::npos);
+  EXPECT_NE(message({1.0f, 0, std::vector<float>(12), 0, 1}).find("256 RGBA entries, got 12"), std::string::npos);
+  EXPECT_NE(message({1.0f, 0, ramp_table(), 1, 1}).find("first below the second"), std::string::npos);
+  renderer.set_look({1.0f, colour_from_scalars, ramp_table(), 0, 1});
+  const Particle one{0, 0, 0, 0.5f, 1, 1, 1, 1};
+  EXPECT_THROW(renderer.draw({&one, 1}, 0), UsageError);  // a per-particle field's values are needed
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "headrace/error.hpp"
 #include "headrace/format/writer.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
+#include "headrace/gpu/memory.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/workloads/particles/camera.hpp"
 #include "support/container_fixture.hpp"
@@ -292,6 +293,31 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
     EXPECT_EQ(alone.batch_draw_seconds.size(), 0u);
     EXPECT_EQ(alone.stored_bytes, container.stored_bytes());
     EXPECT_EQ(renderer.image(nullptr), std::vector<std::uint32_t>(expected.size(), 0xff000000u));
+  }
+}
+
+TEST(SegmentedRenderGpu, ALookAndAnotherCameraDrawTheReferenceImage) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+  const auto particles = random_particles(1000);
+  std::vector<float> scalars(particles.size()), table;
+  for (std::size_t i = 0; i < scalars.size(); ++i) scalars[i] = particles[i].x * particles[i].y;
+  for (int k = 0; k < colour_table_entries; ++k) table.insert(table.end(), {k / 255.0f, 1 - k / 255.0f, 0.5f, 1});
+  const Camera other = orbit({0.5f, 0.5f, 0.5f}, 1.8f, 70, -15, 40, 72, 56);
+  GpuRenderer gpu_renderer(0, test_camera(), 0xff000000u);
+  gpu_renderer.make_current();
+  gpu::DeviceBuffer records(particles.size() * sizeof(Particle)), values(scalars.size() * sizeof(float));
+  gpu::copy_to_device(records.pointer(), particles.data(), records.size_bytes());
+  gpu::copy_to_device(values.pointer(), scalars.data(), values.size_bytes());
+  for (const GlyphLook look : {GlyphLook{1.8f, 2, table, 0.1f, 0.9f}, GlyphLook{1.2f, colour_from_scalars, table, 0.0f, 0.5f},
+                               GlyphLook{}}) {
+    gpu_renderer.set_camera(other);
+    gpu_renderer.set_look(look);
+    gpu_renderer.clear(nullptr);
+    gpu_renderer.draw(records.pointer(), particles.size(), 0, nullptr, values.pointer());
+    ReferenceRenderer reference(other, 0xff000000u, 2);
+    reference.set_look(look);
+    reference.draw(particles, 0, scalars.data());
+    EXPECT_EQ(gpu_renderer.image(nullptr), reference.image()) << "colour by " << look.colour_by;
   }
 }
 

@@ -67,6 +67,7 @@ struct CudaDriver {
   CUresult (*cuMemHostUnregister)(void*);
   CUresult (*cuMemGetInfo)(std::size_t*, std::size_t*);
   CUresult (*cuMemGetAddressRange)(CUdeviceptr*, std::size_t*, CUdeviceptr);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void*, std::size_t);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, std::size_t, CUstream);
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, std::size_t, CUstream);
   CUresult (*cuMemcpy2DAsync)(const Memcpy2D*, CUstream);

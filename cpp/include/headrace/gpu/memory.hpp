@@ -58,5 +58,7 @@ class PinnedBuffer {
 
 // Copies device memory to host memory, synchronously (tests and checks).
 void copy_to_host(void* destination, CUdeviceptr source, std::size_t size_bytes);
+// Copies host memory to device memory, synchronously (small tables).
+void copy_to_device(CUdeviceptr destination, const void* source, std::size_t size_bytes);
 
 }  // namespace headrace::gpu

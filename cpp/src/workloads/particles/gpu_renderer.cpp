@@ -37,18 +37,43 @@ void GpuRenderer::clear(gpu::CUstream stream) {
   gpu::launch_1d(clear_, pixels, 256, stream, args);
 }
 
-void GpuRenderer::draw(gpu::CUdeviceptr batch, std::uint64_t count, std::uint32_t first_index, gpu::CUstream stream) {
+void GpuRenderer::draw(gpu::CUdeviceptr batch, std::uint64_t count, std::uint32_t first_index, gpu::CUstream stream,
+                       gpu::CUdeviceptr scalars) {
   HEADRACE_EXPECT(count <= UINT32_MAX, UsageError, "a batch holds at most 2^32 - 1 particles");
+  HEADRACE_EXPECT(look_.colour_by != colour_from_scalars || scalars != 0, UsageError,
+                  "the look colours by a per-particle field: draw needs the frame's values of it");
   device_.make_current();
   Camera camera = camera_;
+  GlyphStyle style{look_.radius_scale, look_.colour_by, reinterpret_cast<const float*>(table_.pointer()),
+                   reinterpret_cast<const float*>(scalars), look_.lo, look_.hi};
   const auto* particles = reinterpret_cast<const Particle*>(batch);
   auto n = static_cast<std::uint32_t>(count);
   auto* keys = reinterpret_cast<std::uint64_t*>(keys_.pointer());
   auto* rgba = reinterpret_cast<std::uint32_t*>(rgba_.pointer());
-  void* depth_args[] = {&camera, &particles, &n, &first_index, &keys};
+  void* depth_args[] = {&camera, &style, &particles, &n, &first_index, &keys};
   gpu::launch_1d(depth_, count, block_threads, stream, depth_args);
-  void* color_args[] = {&camera, &particles, &n, &first_index, &keys, &rgba};
+  void* color_args[] = {&camera, &style, &particles, &n, &first_index, &keys, &rgba};
   gpu::launch_1d(color_, count, block_threads, stream, color_args);
+}
+
+void GpuRenderer::set_camera(const Camera& camera) {
+  const auto pixels = static_cast<std::size_t>(camera.width) * camera.height;
+  if (pixels != static_cast<std::size_t>(camera_.width) * camera_.height) {
+    device_.make_current();
+    keys_ = gpu::DeviceBuffer(pixels * sizeof(std::uint64_t));
+    rgba_ = gpu::DeviceBuffer(pixels * sizeof(std::uint32_t));
+  }
+  camera_ = camera;
+}
+
+void GpuRenderer::set_look(const GlyphLook& look) {
+  check_glyph_look(look);
+  if (!look.table.empty()) {
+    device_.make_current();
+    if (table_.size_bytes() != look.table.size() * sizeof(float)) table_ = gpu::DeviceBuffer(look.table.size() * sizeof(float));
+    gpu::copy_to_device(table_.pointer(), look.table.data(), look.table.size() * sizeof(float));
+  }
+  look_ = look;
 }
 
 std::vector<std::uint32_t> GpuRenderer::image(gpu::CUstream stream) const {

@@ -5,17 +5,17 @@
 
 namespace hp = headrace::workloads::particles;
 
-extern "C" __global__ void headrace_sphere_depth(hp::Camera camera, const hp::Particle* batch, std::uint32_t count,
-                                                 std::uint32_t first_index, std::uint64_t* keys) {
+extern "C" __global__ void headrace_sphere_depth(hp::Camera camera, hp::GlyphStyle style, const hp::Particle* batch,
+                                                 std::uint32_t count, std::uint32_t first_index, std::uint64_t* keys) {
   const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count) hp::depth_pass(camera, batch[i], first_index + i, keys);
+  if (i < count) hp::depth_pass(camera, batch[i], first_index + i, keys, style);
 }
 
-extern "C" __global__ void headrace_sphere_color(hp::Camera camera, const hp::Particle* batch, std::uint32_t count,
-                                                 std::uint32_t first_index, const std::uint64_t* keys,
+extern "C" __global__ void headrace_sphere_color(hp::Camera camera, hp::GlyphStyle style, const hp::Particle* batch,
+                                                 std::uint32_t count, std::uint32_t first_index, const std::uint64_t* keys,
                                                  std::uint32_t* rgba) {
   const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < count) hp::color_pass(camera, batch[i], first_index + i, keys, rgba);
+  if (i < count) hp::color_pass(camera, batch[i], first_index + i, keys, rgba, style);
 }
 
 extern "C" __global__ void headrace_clear_frame(std::uint64_t* keys, std::uint32_t* rgba, std::uint64_t pixels,

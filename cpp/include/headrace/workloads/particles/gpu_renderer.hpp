@@ -9,7 +9,7 @@
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/kernel_module.hpp"
 #include "headrace/gpu/memory.hpp"
-#include "headrace/workloads/particles/sphere_glyphs_shared.hpp"
+#include "headrace/workloads/particles/glyph_look.hpp"
 
 namespace headrace::workloads::particles {
 
@@ -21,8 +21,13 @@ class GpuRenderer {
   // Every pixel back to the background and an empty depth.
   void clear(gpu::CUstream stream);
   // Both passes over `count` particles at `batch` (device memory), the first being number first_index
-  // of the frame; asynchronous on stream.
-  void draw(gpu::CUdeviceptr batch, std::uint64_t count, std::uint32_t first_index, gpu::CUstream stream);
+  // of the frame; asynchronous on stream. scalars: the frame's per-particle values when the look
+  // colours by them (device memory, indexed by number in the frame).
+  void draw(gpu::CUdeviceptr batch, std::uint64_t count, std::uint32_t first_index, gpu::CUstream stream,
+            gpu::CUdeviceptr scalars = 0);
+  // From the next clear on: another camera (the frame buffer follows its size) or look.
+  void set_camera(const Camera& camera);
+  void set_look(const GlyphLook& look);
   // Waits for stream, then copies the image (row-major RGBA8, top row first).
   [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
 
@@ -37,7 +42,8 @@ class GpuRenderer {
   gpu::CUfunction depth_, color_, clear_;
   Camera camera_;
   std::uint32_t background_;
-  gpu::DeviceBuffer keys_, rgba_;
+  GlyphLook look_;
+  gpu::DeviceBuffer keys_, rgba_, table_;
 };
 
 }  // namespace headrace::workloads::particles

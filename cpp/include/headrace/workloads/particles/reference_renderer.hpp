@@ -7,7 +7,7 @@
 #include <span>
 #include <vector>
 
-#include "headrace/workloads/particles/sphere_glyphs_shared.hpp"
+#include "headrace/workloads/particles/glyph_look.hpp"
 
 namespace headrace::workloads::particles {
 
@@ -17,9 +17,13 @@ class ReferenceRenderer {
   ReferenceRenderer(const Camera& camera, std::uint32_t background, unsigned threads = 0);
 
   // Draws a batch whose first particle is number first_index of the frame (indices break depth ties).
-  void draw(std::span<const Particle> batch, std::uint32_t first_index);
+  // scalars: the frame's per-particle values when the look colours by them.
+  void draw(std::span<const Particle> batch, std::uint32_t first_index, const float* scalars = nullptr);
   // Back to the background, every depth empty.
   void clear();
+  // From the next clear on: another camera (the frame buffer follows its size) or look.
+  void set_camera(const Camera& camera);
+  void set_look(const GlyphLook& look);
 
   [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
   // Row-major RGBA8, top row first.
@@ -29,6 +33,7 @@ class ReferenceRenderer {
   Camera camera_;
   std::uint32_t background_;
   unsigned threads_;
+  GlyphLook look_;
   std::vector<std::uint64_t> keys_;
   std::vector<std::uint32_t> rgba_;
 };

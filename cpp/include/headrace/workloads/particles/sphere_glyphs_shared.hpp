@@ -107,6 +107,44 @@ struct PixelRect {
   return channel(s.r) | (channel(s.g) << 8) | (channel(s.b) << 16) | (alpha << 24);
 }
 
+// How glyphs are drawn beyond their records (the viewer's controls): radii scaled, and the colour taken
+// from the record (colour_by == colour_stored) or from a scalar through a colour table: one of the
+// record's x, y, z, radius (colour_by 0..3) or a per-particle array of the frame (colour_from_scalars),
+// indexed by the particle's number in its frame. Pointers are device memory in kernels, host memory on
+// the CPU. The default draws the records as they are.
+inline constexpr std::int32_t colour_stored = -1, colour_from_scalars = 8;
+inline constexpr std::int32_t colour_table_entries = 256;
+struct GlyphStyle {
+  float radius_scale = 1.0f;
+  std::int32_t colour_by = colour_stored;
+  const float* table = nullptr;    // colour_table_entries RGBA, straight colour
+  const float* scalars = nullptr;  // colour_from_scalars: one per particle of the frame
+  float lo = 0.0f, hi = 1.0f;      // the scalar range the table spans
+};
+
+// The record as the style draws it: radius scaled, colour from the table (the record's opacity kept).
+// A scalar outside [lo, hi] takes the end colour; NaN the first.
+[[nodiscard]] HEADRACE_HD inline Particle styled(const Particle& s, std::uint32_t index, const GlyphStyle& style) {
+  Particle p = s;
+  p.radius *= style.radius_scale;
+  if (style.colour_by == colour_stored) return p;
+  float value = 0.0f;
+  switch (style.colour_by) {
+    case 0: value = s.x; break;
+    case 1: value = s.y; break;
+    case 2: value = s.z; break;
+    case 3: value = s.radius; break;
+    default: value = style.scalars[index]; break;
+  }
+  const float u = (value - style.lo) / (style.hi - style.lo);
+  const float clamped = u >= 0.0f ? fminf(u, 1.0f) : 0.0f;  // NaN fails u >= 0
+  const std::int32_t entry = static_cast<std::int32_t>(
+      fminf(clamped * static_cast<float>(colour_table_entries), static_cast<float>(colour_table_entries - 1)));
+  const float* rgba = style.table + 4 * entry;
+  p.r = rgba[0], p.g = rgba[1], p.b = rgba[2];
+  return p;
+}
+
 // Nearer first, then the lower index: t > 0, so its IEEE bits order as the floats do.
 [[nodiscard]] HEADRACE_HD inline std::uint64_t depth_key(float t, std::uint32_t index) {
   std::uint32_t bits = 0;
@@ -128,7 +166,9 @@ HEADRACE_HD inline void atomic_min(std::uint64_t* where, std::uint64_t value) {
 }  // namespace detail
 
 // The depth pass of one particle: its key into every pixel it covers, if nearer.
-HEADRACE_HD inline void depth_pass(const Camera& camera, const Particle& s, std::uint32_t index, std::uint64_t* keys) {
+HEADRACE_HD inline void depth_pass(const Camera& camera, const Particle& record, std::uint32_t index, std::uint64_t* keys,
+                                   const GlyphStyle& style = {}) {
+  const Particle s = styled(record, index, style);
   PixelRect rect;
   if (!screen_rect(camera, s, rect)) return;
   for (std::int32_t py = rect.y0; py < rect.y1; ++py)
@@ -140,8 +180,9 @@ HEADRACE_HD inline void depth_pass(const Camera& camera, const Particle& s, std:
 }
 
 // The colour pass of one particle: the pixels whose key it holds get its colour.
-HEADRACE_HD inline void color_pass(const Camera& camera, const Particle& s, std::uint32_t index,
-                                   const std::uint64_t* keys, std::uint32_t* rgba) {
+HEADRACE_HD inline void color_pass(const Camera& camera, const Particle& record, std::uint32_t index,
+                                   const std::uint64_t* keys, std::uint32_t* rgba, const GlyphStyle& style = {}) {
+  const Particle s = styled(record, index, style);
   PixelRect rect;
   if (!screen_rect(camera, s, rect)) return;
   for (std::int32_t py = rect.y0; py < rect.y1; ++py)

@@ -1,0 +1,43 @@
+#include "headrace/gpu/copy_rate.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "headrace/error.hpp"
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+
+namespace headrace::gpu {
+
+double pinned_copy_rate(int device, std::size_t size_bytes, unsigned repeats) {
+  HEADRACE_EXPECT(size_bytes > 0 && repeats > 0, UsageError,
+                  "a copy rate needs bytes and repeats, got " + std::to_string(size_bytes) + " bytes, " +
+                      std::to_string(repeats) + " repeats");
+  const Device gpu(device);
+  gpu.make_current();
+  const PinnedBuffer host(size_bytes);
+  std::memset(host.data(), 1, size_bytes);  // pages touched before the clock
+  const DeviceBuffer target(size_bytes);
+  const Stream stream;
+  const Event start(true), end(true);
+  const auto& cuda = require_driver();
+  auto copy = [&] {
+    check(cuda.cuMemcpyHtoDAsync(target.pointer(), host.data(), size_bytes, stream.handle()), "cuMemcpyHtoDAsync");
+  };
+  copy();
+  stream.synchronize();
+  float best_ms = 0;
+  for (unsigned i = 0; i < repeats; ++i) {
+    start.record(stream.handle());
+    copy();
+    end.record(stream.handle());
+    end.synchronize();
+    const float ms = end.elapsed_ms_since(start);
+    best_ms = i == 0 ? ms : std::min(best_ms, ms);
+  }
+  return static_cast<double>(size_bytes) / (static_cast<double>(best_ms) / 1e3);
+}
+
+}  // namespace headrace::gpu

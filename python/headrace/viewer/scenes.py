@@ -1,0 +1,254 @@
+"""What the viewer draws of a file: particles as sphere glyphs or a volume ray-marched, each frame given
+resident (a :class:`headrace.stream.Frame` in GPU memory, or host memory for the CPU reference), from any
+camera, in the look the page sets.
+
+A scene belongs to one session: its renderer, look and per-frame state (a volume's value ranges and
+classification) are that browser's alone. Kinds: :class:`ParticleScene` for a file with a ``particles``
+field of 8 float32 (x, y, z, radius, r, g, b, a), :class:`VolumeScene` for a grid or AMR field
+(:func:`headrace.volume.is_volume`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from headrace import _ext
+from headrace.errors import UsageError
+from headrace.viewer.camera import OrbitCamera
+
+__all__ = ["COLOUR_MAPS", "Scene", "ParticleScene", "VolumeScene", "scene_kind", "component_range"]
+
+COLOUR_MAPS = ("viridis", "magma", "inferno", "plasma", "cividis", "turbo", "coolwarm", "gray")
+# The record columns a particle can be coloured by, and the renderer's code for each.
+PARTICLE_COLUMNS = {"x": 0, "y": 1, "z": 2, "radius": 3}
+COLOUR_STORED, COLOUR_FROM_SCALARS = -1, 8
+BACKGROUND = 0xFF000000  # opaque black, RGBA8 with r in the low byte
+
+
+def scene_kind(ds: Any) -> str:
+    """``"volume"`` or ``"particles"``; UsageError naming the file for anything else."""
+    from headrace.volume import is_volume
+
+    if is_volume(ds):
+        return "volume"
+    fields = {f.name: f for f in ds.fields}
+    record = fields.get("particles")
+    if record is not None and record.dtype == "float32" and record.components == 8:
+        return "particles"
+    raise UsageError(f"{ds.path}: neither a volume (grid or AMR attributes) nor particles (a field 'particles' of 8 "
+                     f"float32); its fields: {', '.join(f'{f.name} ({f.dtype} x{f.components})' for f in ds.fields)}")
+
+
+def component_range(ds: Any, field: str, component: int = 0) -> tuple[float, float]:
+    """(min, max) of one component of a field over every frame, from the index's chunk ranges (no data read)."""
+    container = ds.container
+    table = container.chunk_table()
+    picked = np.flatnonzero(table["field"] == container.field_index(field))
+    lows: list[float] = []
+    highs: list[float] = []
+    for k in picked:
+        lo, hi = container.chunk_range(int(k))
+        if np.isfinite(lo[component]) and np.isfinite(hi[component]):
+            lows.append(float(lo[component]))
+            highs.append(float(hi[component]))
+    if not lows:
+        return 0.0, 1.0
+    lo, hi = min(lows), max(highs)
+    return (lo, hi) if hi > lo else (lo, lo + 1.0)
+
+
+def colour_table(name: str) -> np.ndarray:
+    """(256, 4) float32 RGBA of a matplotlib colour map; UsageError naming the maps offered."""
+    if name not in COLOUR_MAPS:
+        raise UsageError(f"colour map {name!r}: expected one of {', '.join(COLOUR_MAPS)}")
+    from headrace.volume import _colour_table
+
+    return _colour_table(name)
+
+
+class Scene:
+    """One file as one session draws it. Subclasses set :attr:`kind`, :attr:`fields` (streamed),
+    :attr:`style` and implement :meth:`prepare`, :meth:`render` and :meth:`set_style`."""
+
+    kind = ""
+
+    def __init__(self, ds: Any, device: int | None, width: int, height: int) -> None:
+        self.dataset, self.device, self.width, self.height = ds, device, width, height
+        self.fields: list[str] = []
+        self.style: dict[str, Any] = {}
+        self.home = OrbitCamera(target=(0.0, 0.0, 0.0), distance=1.0)
+
+    def describe(self) -> dict[str, Any]:
+        """The file as the page's ``hello`` lists it."""
+        ds = self.dataset
+        return {"name": ds.path.rsplit("/", 1)[-1], "kind": self.kind, "frames": len(ds.frames),
+                "times": [float(f.time) for f in ds.frames], "fields": self.fields}
+
+    def prepare(self, frame: Any, stream: int) -> None:
+        """A newly delivered frame: per-frame work that any camera reuses (nothing by default)."""
+
+    def render(self, frame: Any, camera: OrbitCamera, stream: int) -> np.ndarray:
+        raise NotImplementedError
+
+    def set_style(self, changes: dict[str, Any], stream: int) -> bool:
+        """Applies the page's style keys; True when the fields to stream changed (the stream is remade)."""
+        raise NotImplementedError
+
+
+class ParticleScene(Scene):
+    """Sphere glyphs of the ``particles`` field; colour by the stored colour, a record column or a
+    per-particle float32 field of the file (streamed only while it is chosen)."""
+
+    kind = "particles"
+
+    def __init__(self, ds: Any, device: int | None, width: int, height: int) -> None:
+        from headrace.render import _camera, view_box
+
+        super().__init__(ds, device, width, height)
+        self.fields = ["particles"]
+        counts = [ds.element_count(t, "particles") for t in range(len(ds.frames))]
+        # Per-particle fields: one float32 a particle in every frame.
+        self.scalar_fields = [f.name for f in ds.fields if f.name != "particles" and f.dtype == "float32"
+                              and f.components == 1 and [ds.element_count(t, f.name) for t in range(len(ds.frames))] == counts]
+        self.home = OrbitCamera.framing(view_box(ds, 0, "particles"))
+        self._renderer = _ext.FrameRenderer(_camera(width, height, self.home.fov, target=self.home.target,
+                                                    orbit=(self.home.distance, 30.0, 20.0)),
+                                            BACKGROUND, -1 if device is None else device)
+        self.style = {"radius_scale": 1.0, "colour_by": "stored", "colour_map": "viridis"}
+        self._ranges: dict[str, tuple[float, float]] = {}
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "colour_by": ["stored", *PARTICLE_COLUMNS, *self.scalar_fields], "value_range": None}
+
+    def _range_of(self, source: str) -> tuple[float, float]:
+        if source not in self._ranges:
+            if source in PARTICLE_COLUMNS:
+                self._ranges[source] = component_range(self.dataset, "particles", PARTICLE_COLUMNS[source])
+            else:
+                self._ranges[source] = component_range(self.dataset, source)
+        return self._ranges[source]
+
+    def set_style(self, changes: dict[str, Any], stream: int) -> bool:
+        style: dict[str, Any] = {**self.style, **{k: changes[k] for k in ("radius_scale", "colour_by", "colour_map") if k in changes}}
+        source = str(style["colour_by"])
+        if source not in ("stored", *PARTICLE_COLUMNS, *self.scalar_fields):
+            raise UsageError(f"{self.dataset.path}: cannot colour by {source!r} (choices: stored, "
+                             f"{', '.join([*PARTICLE_COLUMNS, *self.scalar_fields])})")
+        scale = float(style["radius_scale"])
+        if source == "stored":
+            self._renderer.set_look(radius_scale=scale)
+        else:
+            lo, hi = self._range_of(source)
+            code = PARTICLE_COLUMNS.get(source, COLOUR_FROM_SCALARS)
+            self._renderer.set_look(radius_scale=scale, colour_by=code,
+                                    table=colour_table(str(style["colour_map"])).reshape(-1).tolist(), lo=lo, hi=hi)
+        style["radius_scale"] = scale
+        self.style = style
+        fields = ["particles", source] if source in self.scalar_fields else ["particles"]
+        changed, self.fields = fields != self.fields, fields
+        return changed
+
+    def render(self, frame: Any, camera: OrbitCamera, stream: int) -> np.ndarray:
+        renderer = self._renderer
+        renderer.set_camera(camera.spec(self.width, self.height))
+        particles = frame["particles"]
+        scalars = frame[self.fields[1]] if len(self.fields) > 1 else None
+        if self.device is None:
+            renderer.clear()
+            renderer.draw_host(particles.numpy(), 0, None if scalars is None else scalars.numpy().reshape(-1))
+            return renderer.image()
+        frame.wait_on_stream(stream)
+        renderer.clear(stream)
+        renderer.draw_device(_address(particles), particles.shape[0], 0, stream,
+                             0 if scalars is None else _address(scalars))
+        return renderer.image(stream)
+
+
+class VolumeScene(Scene):
+    """A float32 field of a grid or AMR file, ray-marched (direct volume rendering or an iso-surface)
+    with a transfer function fixed across frames: a colour map and an opacity curve over the field's range
+    over every frame."""
+
+    kind = "volume"
+
+    def __init__(self, ds: Any, device: int | None, width: int, height: int, footprint: float = 0.0) -> None:
+        from headrace.volume import _default_field, field_value_range
+
+        super().__init__(ds, device, width, height)
+        field = _default_field(ds)
+        self.fields = [field]
+        self._native = _ext.VolumeRenderer(ds.container, ds.container.field_index(field), -1 if device is None else device)
+        self.value_range = field_value_range(ds, field)
+        self.home = OrbitCamera.framing(self._native.topology.domain)
+        self.footprint = float(footprint)
+        lo, hi = self.value_range
+        self.style = {"colour_map": "viridis", "opacity": [[0.1, 0.0], [1.0, 0.2]], "mode": "dvr", "iso": (lo + hi) / 2}
+        self._prepared = False
+        self._apply()
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "value_range": list(self.value_range), "iso": self.style["iso"], "colour_by": []}
+
+    def _apply(self) -> None:
+        style = self.style
+        table = colour_table(str(style["colour_map"])).copy()
+        points = np.asarray(style["opacity"], dtype=np.float64)
+        centres = (np.arange(table.shape[0]) + 0.5) / table.shape[0]
+        table[:, 3] = np.interp(centres, points[:, 0], points[:, 1])
+        lo, hi = self.value_range
+        self._native.set_view(table.reshape(-1).tolist(), lo, hi, style["mode"] == "iso", float(style["iso"]), BACKGROUND,
+                              0.0, 1.0, True, self.footprint)
+
+    def set_style(self, changes: dict[str, Any], stream: int) -> bool:
+        style: dict[str, Any] = {**self.style, **{k: changes[k] for k in ("colour_map", "opacity", "mode", "iso") if k in changes}}
+        if style["mode"] not in ("dvr", "iso"):
+            raise UsageError(f"mode {style['mode']!r}: expected dvr or iso")
+        style["opacity"] = _opacity_points(style["opacity"])
+        style["iso"] = float(style["iso"])
+        colour_table(str(style["colour_map"]))  # names the maps offered
+        previous, self.style = self.style, style
+        try:
+            self._apply()
+        except Exception:
+            self.style = previous
+            raise
+        if self._prepared:
+            self._native.classify(stream)
+        return False
+
+    def prepare(self, frame: Any, stream: int) -> None:
+        scalars = frame[self.fields[0]]
+        if self.device is None:
+            self._native.prepare_host(scalars.numpy().reshape(-1))
+        else:
+            frame.wait_on_stream(stream)
+            self._native.prepare_device(_address(scalars), stream)
+        self._prepared = True
+
+    def render(self, frame: Any, camera: OrbitCamera, stream: int) -> np.ndarray:
+        scalars = frame[self.fields[0]]
+        spec = camera.spec(self.width, self.height)
+        if self.device is None:
+            return self._native.render_host(scalars.numpy().reshape(-1), spec)
+        return self._native.render_device(_address(scalars), spec, stream)
+
+
+def _opacity_points(points: Any) -> list[list[float]]:
+    """Control points [fraction, opacity]: at least two, fractions ascending in 0..1, opacities in 0..1."""
+    try:
+        array = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):
+        array = np.empty((0,))
+    ok = (array.ndim == 2 and len(array) >= 2 and array.shape[-1] == 2 and np.isfinite(array).all()
+          and (array >= 0).all() and (array <= 1).all() and (np.diff(array[:, 0]) >= 0).all())
+    if not ok:
+        raise UsageError(f"opacity {points!r}: expected two or more [fraction, opacity] points, fractions ascending, "
+                         "both in 0..1")
+    return array.tolist()
+
+
+def _address(array: Any) -> int:
+    """The device address of a frame's field (a :class:`headrace.stream.FieldArray` in GPU memory)."""
+    return int(array.__cuda_array_interface__["data"][0])

@@ -1,0 +1,418 @@
+"""One browser's session: its playback, camera, look and frame stream, and a thread that renders.
+
+The thread takes the page's commands, streams frames through the process's engine (a
+:class:`headrace.stream.FrameStream` of the scene's fields: slots filled ahead, a seek cancels what is in
+flight), renders each with the session's camera and encodes it as a JPEG. It never waits for the browser:
+the session keeps only the latest image (``publish``), the socket sends it once the browser acknowledged
+the one before, and an image replaced before it was sent counts as dropped. While paused, the frame on
+screen stays resident: turning the camera or changing the look renders it again without reading it.
+"""
+
+from __future__ import annotations
+
+import io
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from headrace import _ext
+from headrace.errors import Error, UsageError
+from headrace.viewer.camera import OrbitCamera
+from headrace.viewer.scenes import ParticleScene, Scene, VolumeScene, scene_kind
+
+__all__ = ["Session", "SessionSettings", "FrameRecord", "encode_jpeg"]
+
+# Seconds of history the panel's rates are taken over.
+STATS_WINDOW_S = 2.0
+# While playing, a new camera is drawn on the frame on screen only when the next frame is further off.
+REDRAW_SLACK_S = 0.04
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """What every session of a server shares: the renderer's device (None: the CPU reference), image size,
+    JPEG quality, frame-rate cap, the frames a stream holds ahead and a volume's pixel footprint."""
+
+    device: int | None
+    width: int
+    height: int
+    quality: int = 85
+    fps: float = 30.0
+    prefetch: int = 3
+    footprint: float = 0.0
+
+
+@dataclass
+class FrameRecord:
+    """One image made: when, of which frame, its bytes and where its time went (seconds)."""
+
+    at: float
+    frame: int
+    raw_bytes: int = 0  # the frame's bytes delivered by the stream (0: a frame already resident, drawn again)
+    bytes_from_cache: int = 0
+    bytes_from_disk: int = 0
+    wait_s: float = 0.0
+    render_s: float = 0.0
+    encode_s: float = 0.0
+    io_s: float = 0.0
+    decode_s: float = 0.0
+    h2d_s: float = 0.0
+
+
+def encode_jpeg(image: Any, quality: int) -> bytes:
+    """An RGBA image as JPEG bytes (its alpha dropped)."""
+    from PIL import Image
+
+    height, width = image.shape[:2]
+    picture = Image.frombuffer("RGBA", (width, height), image, "raw", "RGBA", 0, 1).convert("RGB")
+    out = io.BytesIO()
+    picture.save(out, format="JPEG", quality=quality)
+    return out.getvalue()
+
+
+@dataclass
+class _Playback:
+    file: int = 0
+    frame: int = 0
+    playing: bool = False
+    loop: bool = True
+    fps: float = 30.0
+    stride: int = 1
+
+
+@dataclass
+class _Latest:
+    """The one image waiting for the socket (latest wins) and the counters around it."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    header: dict[str, Any] | None = None
+    payload: bytes = b""
+    seq: int = 0
+    dropped: int = 0
+
+
+class Session:
+    """A browser's session over the server's datasets. ``notify(kind, message)`` is called from the
+    session's thread: ``"state"``/``"error"`` with a JSON-able dict, ``"image"`` when a new image waits
+    (take it with :meth:`take_image`). Commands (:meth:`command`) are the page's messages as dicts."""
+
+    def __init__(self, number: int, datasets: list[Any], settings: SessionSettings,
+                 notify: Callable[[str, dict[str, Any]], None]) -> None:
+        self.number, self.datasets, self.settings, self._notify = number, datasets, settings, notify
+        self._commands: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self._latest = _Latest()
+        self.records: deque[FrameRecord] = deque(maxlen=4096)
+        self.acks: deque[float] = deque(maxlen=4096)
+        self._playback = _Playback(fps=settings.fps)
+        self._advanced_at = 0.0
+        self._scene: Scene | None = None
+        self._stream: Any = None
+        self._order: deque[int] = deque()  # frames asked of the stream, not yet delivered
+        self._current: Any = None          # the frame on screen, resident
+        self.camera: OrbitCamera | None = None
+        self._render_stream = _ext.CudaStream(settings.device) if settings.device is not None else None
+        self._thread = threading.Thread(target=self._run, name=f"headrace-view-{number}", daemon=True)
+        self.closed = False
+        self.error: BaseException | None = None
+        self._thread.start()
+
+    # ---- the socket's side ----
+    def command(self, message: dict[str, Any]) -> None:
+        self._commands.put(message)
+
+    def take_image(self) -> tuple[dict[str, Any], bytes] | None:
+        """The waiting image, if any (the socket sends it), leaving none waiting."""
+        latest = self._latest
+        with latest.lock:
+            if latest.header is None:
+                return None
+            taken = (latest.header, latest.payload)
+            latest.header, latest.payload = None, b""
+            return taken
+
+    def acknowledged(self) -> None:
+        self.acks.append(time.perf_counter())
+
+    @property
+    def dropped(self) -> int:
+        return self._latest.dropped
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stops the thread, which closes the stream (slot buffers back to the engine) and drops the renderer."""
+        if not self.closed:
+            self.closed = True
+            self._commands.put(None)
+        self._thread.join(timeout)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    # ---- the session's thread ----
+    def _run(self) -> None:
+        try:
+            self._open(0)
+            while not self.closed:
+                try:
+                    self._step()
+                except Error as error:  # a frame that failed to load, a look the renderer refused: said, paused
+                    self._playback.playing = False
+                    self._notify("error", {"type": "error", "message": str(error)})
+                    if self._scene is not None:
+                        self._send_state()
+        except BaseException as error:  # noqa: BLE001 - the thread's end: reported, then cleaned up
+            self.error = error
+            self._notify("error", {"type": "error", "message": f"the session stopped: {error}"})
+        finally:
+            self._close_stream()
+            self._scene = None
+
+    def _step(self) -> None:
+        """One turn: the commands that came, then one image if one is due, else a wait for a command.
+        While playing, a camera or look change is drawn at once when the next frame is not due soon."""
+        play = self._playback
+        dirty = self._drain(block=False)
+        if self.closed:
+            return
+        if not play.playing:
+            if dirty or self._drain(block=True, timeout=0.5):
+                self._redraw()
+            return
+        due = self._advanced_at + (1.0 / play.fps if play.fps > 0 else 0.0)
+        if due - time.perf_counter() > 0:
+            if dirty or self._drain(block=True, timeout=due - time.perf_counter()):
+                if due - time.perf_counter() > REDRAW_SLACK_S:
+                    self._redraw()
+            return
+        self._advanced_at = time.perf_counter()
+        self._advance()
+
+    def _drain(self, block: bool, timeout: float | None = None) -> bool:
+        """Applies the waiting commands; True when the image on screen must be drawn again."""
+        dirty = False
+        try:
+            message = self._commands.get(block=block, timeout=timeout)
+            while True:
+                if message is None:
+                    self.closed = True
+                    return False
+                try:
+                    dirty |= self._apply(message)
+                except (Error, ValueError, KeyError, TypeError) as error:
+                    self._notify("error", {"type": "error", "message": str(error)})
+                message = self._commands.get_nowait()
+        except queue.Empty:
+            return dirty
+
+    def _apply(self, message: dict[str, Any]) -> bool:
+        play, kind = self._playback, message.get("type")
+        if kind == "open":
+            self._open(int(message["file"]))
+            return False
+        if kind == "play":
+            if not play.playing:
+                play.playing = True
+                following = self._next_of(play.frame)
+                if not self._order or self._order[0] != following:
+                    self._schedule(following)
+            self._send_state()
+            return False
+        if kind == "pause":
+            play.playing = False
+            self._send_state()
+            return False
+        if kind == "step":
+            play.playing = False
+            by = int(message.get("by", 1))
+            target = play.frame + by * play.stride
+            frames = len(self._scene.dataset.frames) if self._scene else 1
+            self._show(target % frames if play.loop else min(max(target, 0), frames - 1))
+            return False
+        if kind == "seek":
+            self._show(int(message["frame"]))
+            return False
+        if kind == "set":
+            if "loop" in message:
+                play.loop = bool(message["loop"])
+            if "fps" in message:
+                fps = float(message["fps"])
+                if not 0 <= fps <= 240:
+                    raise UsageError(f"fps {fps}: expected 0 (as fast as it goes) to 240")
+                play.fps = fps
+            if "stride" in message:
+                stride = int(message["stride"])
+                if stride < 1:
+                    raise UsageError(f"stride {stride}: expected 1 or more")
+                play.stride = stride
+            self._schedule(self._next_of(play.frame))  # what the stream loads ahead follows the new order
+            self._send_state()
+            return False
+        if kind == "camera":
+            return self._move_camera(message)
+        if kind == "style":
+            scene = self._scene
+            assert scene is not None
+            changes = {k: v for k, v in message.items() if k != "type"}
+            if scene.set_style(changes, self._stream_handle()):
+                self._reopen_stream()
+                return False
+            self._send_state()
+            return True
+        raise UsageError(f"unknown message type {kind!r}")
+
+    def _move_camera(self, message: dict[str, Any]) -> bool:
+        scene, camera = self._scene, self.camera
+        assert scene is not None and camera is not None
+        action = message.get("action")
+        if action == "orbit":
+            self.camera = camera.orbited(float(message.get("dx", 0)), float(message.get("dy", 0)))
+        elif action == "pan":
+            self.camera = camera.panned(float(message.get("dx", 0)), float(message.get("dy", 0)), scene.height)
+        elif action == "zoom":
+            self.camera = camera.zoomed(float(message.get("factor", 1.0)))
+        elif action == "reset":
+            self.camera = scene.home
+        else:
+            raise UsageError(f"camera action {action!r}: expected orbit, pan, zoom or reset")
+        return True
+
+    # ---- streams and frames ----
+    def _open(self, file: int) -> None:
+        if not 0 <= file < len(self.datasets):
+            raise UsageError(f"file {file}: this server serves files 0 to {len(self.datasets) - 1}")
+        self._close_stream()
+        settings, ds = self.settings, self.datasets[file]
+        if scene_kind(ds) == "volume":
+            self._scene = VolumeScene(ds, settings.device, settings.width, settings.height, settings.footprint)
+        else:
+            self._scene = ParticleScene(ds, settings.device, settings.width, settings.height)
+        self.camera = self._scene.home
+        self._playback.file, self._playback.playing = file, False
+        self._reopen_stream(frame=0)
+
+    def _reopen_stream(self, frame: int | None = None) -> None:
+        """A stream of the scene's fields (after a change of them), showing ``frame`` (default: the one on screen)."""
+        shown = self._playback.frame if frame is None else frame
+        self._close_stream()
+        scene = self._scene
+        assert scene is not None
+        self._stream = scene.dataset.stream(fields=scene.fields, device=self.settings.device,
+                                            prefetch=self.settings.prefetch)
+        self._order.clear()
+        self._show(shown)
+
+    def _close_stream(self) -> None:
+        if self._current is not None:
+            self._current.release(stream=self._stream_handle() or None)
+            self._current = None
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
+
+    def _stream_handle(self) -> int:
+        return self._render_stream.handle if self._render_stream is not None else 0
+
+    def _next_of(self, frame: int) -> int:
+        frames = len(self._scene.dataset.frames) if self._scene else 1
+        return (frame + self._playback.stride) % frames
+
+    def _schedule(self, first: int) -> None:
+        """Asks the stream for frames from ``first`` on, as playback will show them: a stride apart, around
+        again when looping (a lap at a time, extended as it is used)."""
+        self._order = deque(self._lap(first))
+        self._stream.play(list(self._order))
+
+    def _lap(self, first: int) -> list[int]:
+        assert self._scene is not None
+        frames, stride = len(self._scene.dataset.frames), self._playback.stride
+        if not self._playback.loop:
+            return list(range(first, frames, stride))
+        return [(first + k * stride) % frames for k in range(max(1, -(-frames // stride)))]
+
+    def _show(self, frame: int) -> None:
+        """Frame ``frame`` on screen now (a seek): from the stream, rendered and published."""
+        frames = len(self._scene.dataset.frames) if self._scene else 0
+        if not 0 <= frame < frames:
+            raise UsageError(f"frame {frame}: this file has frames 0 to {frames - 1}")
+        if not self._order or self._order[0] != frame:
+            self._schedule(frame)
+        self._deliver()
+
+    def _advance(self) -> None:
+        """The next frame of playback; at the end without loop, pause on the last."""
+        play = self._playback
+        if not self._order:
+            if not play.loop:
+                play.playing = False
+                self._send_state()
+                return
+            self._schedule(self._next_of(play.frame))
+        self._deliver()
+        if play.loop and len(self._order) < 2 * self.settings.prefetch:
+            lap = self._lap(self._next_of(self._order[-1] if self._order else play.frame))
+            self._order.extend(lap)
+            self._stream.extend(lap)
+
+    def _deliver(self) -> None:
+        """Takes the next frame of the stream's order, makes it the one on screen and renders it."""
+        scene, stream, handle = self._scene, self._stream, self._stream_handle()
+        assert scene is not None
+        expected = self._order.popleft()
+        if self._current is not None:
+            self._current.release(stream=handle or None)
+            self._current = None
+        start = time.perf_counter()
+        frame = next(stream)
+        got = time.perf_counter()
+        assert frame.index == expected, f"the stream delivered frame {frame.index}, expected {expected}"
+        self._current = frame
+        self._playback.frame = frame.index
+        scene.prepare(frame, handle)
+        s = frame.stats
+        record = FrameRecord(at=0.0, frame=frame.index, raw_bytes=s.raw_bytes, bytes_from_cache=s.bytes_from_cache,
+                             bytes_from_disk=s.bytes_from_disk, wait_s=got - start, io_s=s.io_s,
+                             decode_s=s.decode_s, h2d_s=s.h2d_s)
+        self._render(record)
+        self._send_state()
+
+    def _redraw(self) -> None:
+        if self._current is not None:
+            self._render(FrameRecord(at=0.0, frame=self._current.index))
+
+    def _render(self, record: FrameRecord) -> None:
+        scene, frame, camera = self._scene, self._current, self.camera
+        assert scene is not None and frame is not None and camera is not None
+        start = time.perf_counter()
+        image = scene.render(frame, camera, self._stream_handle())
+        rendered = time.perf_counter()
+        payload = encode_jpeg(image, self.settings.quality)
+        done = time.perf_counter()
+        record.render_s, record.encode_s, record.at = rendered - start, done - rendered, done
+        self.records.append(record)
+        latest = self._latest
+        with latest.lock:
+            if latest.header is not None:
+                latest.dropped += 1
+            latest.seq += 1
+            latest.header = {"seq": latest.seq, "frame": frame.index, "time": float(frame.time), "format": "jpeg",
+                             "width": scene.width, "height": scene.height}
+            latest.payload = payload
+        self._notify("image", {})
+
+
+    def _send_state(self) -> None:
+        play, scene = self._playback, self._scene
+        assert scene is not None
+        ds = scene.dataset
+        self._notify("state", {"type": "state", "file": play.file, "frame": play.frame,
+                               "time": float(ds.frames[play.frame].time), "frames": len(ds.frames),
+                               "playing": play.playing, "loop": play.loop, "fps": play.fps, "stride": play.stride,
+                               "style": dict(scene.style)})
+
+    def describe_path(self) -> str:
+        stream = self._stream
+        return stream.describe() if stream is not None else ""
