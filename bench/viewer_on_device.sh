@@ -18,8 +18,8 @@ viewtests() {
   LD_LIBRARY_PATH=$nvcomp_lib within 150 ctest --test-dir build/device -R "SegmentedRender|GlyphLook|SphereGlyphs|Volume" \
     --output-on-failure 2>&1 | tail -6
   within 250 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/python/test_viewer.py tests/python/test_render.py \
-    tests/python/test_volume_gpu.py 2>&1 | tail -6
-  within 120 python3 -m pytest -q -p no:cacheprovider -x tests/python/test_viewer.py 2>&1 | tail -3
+    tests/python/test_volume_gpu.py 2>&1 | tail -30
+  within 120 python3 -m pytest -q -p no:cacheprovider tests/python/test_viewer.py 2>&1 | tail -30
 }
 
 data() {

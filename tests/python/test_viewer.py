@@ -26,6 +26,7 @@ from headrace.generate import generate_volume  # noqa: E402
 from headrace.viewer import OrbitCamera, ViewerServer  # noqa: E402
 from headrace.viewer.scenes import ParticleScene, VolumeScene, colour_table  # noqa: E402
 from headrace.viewer.client import ProtocolClient  # noqa: E402
+from headrace.viewer.server import IN_FLIGHT  # noqa: E402
 from headrace.viewer.session import encode_jpeg  # noqa: E402
 
 FRAMES = 8
@@ -196,9 +197,9 @@ def test_the_gpu_particle_scene_draws_the_cpu_scenes_image(particle_path, source
     for device in (None, 0):
         scene = ParticleScene(ds, device, 128, 96)
         scene.set_style({"colour_by": source, "radius_scale": 2.0}, 0)
-        stream_handle = _ext.CudaStream(0).handle if device is not None else 0
+        cuda_stream = _ext.CudaStream(0) if device is not None else None  # held while it renders
         with ds.stream(fields=scene.fields, device="cpu" if device is None else 0) as stream:
-            images.append(scene.render(next(stream), scene.home.orbited(15, 5), stream_handle))
+            images.append(scene.render(next(stream), scene.home.orbited(15, 5), cuda_stream.handle if cuda_stream else 0))
     np.testing.assert_array_equal(images[1], images[0])
 
 
@@ -208,7 +209,8 @@ def test_the_gpu_volume_scene_draws_the_cpu_scenes_image(volume_path):
     images = []
     for device in (None, 0):
         scene = VolumeScene(ds, device, 96, 72)
-        handle = _ext.CudaStream(0).handle if device is not None else 0
+        cuda_stream = _ext.CudaStream(0) if device is not None else None  # held while it renders
+        handle = cuda_stream.handle if cuda_stream else 0
         with ds.stream(fields=scene.fields, device="cpu" if device is None else 0) as stream:
             frame = next(stream)
             scene.prepare(frame, handle)
@@ -353,12 +355,12 @@ def test_a_slow_browser_misses_frames_and_the_stream_goes_on(server):
             await browser.pump(1.5, ack=False)
             session = next(iter(viewer.sessions.values()))
             rendered = [r.frame for r in session.records]
-            # One image sent and not acknowledged: nothing more was sent, while the stream went on.
-            assert len(browser.shown) == 1 and len(rendered) > 2 * FRAMES and session.dropped > 0
+            # IN_FLIGHT images sent and not acknowledged: nothing more was sent, while the stream went on.
+            assert len(browser.shown) == IN_FLIGHT and len(rendered) > 2 * FRAMES and session.dropped > 0
             assert set(rendered) == set(range(FRAMES))
             await browser.send({"type": "ack", "seq": browser.shown[0].header["seq"]})
-            await browser.pump(until=lambda x: len(x.shown) >= 2, ack=False)
-            assert browser.shown[1].header["seq"] > browser.shown[0].header["seq"] + 1  # the latest, not the next
+            await browser.pump(until=lambda x: len(x.shown) > IN_FLIGHT, ack=False)
+            assert browser.shown[-1].header["seq"] > browser.shown[-2].header["seq"] + 1  # the latest, not the next
             await browser.close()
 
     _run(scenario())
@@ -422,3 +424,26 @@ def test_jpeg_encoding_keeps_the_picture():
     image[..., 3] = 255
     decoded = np.asarray(Image.open(io.BytesIO(encode_jpeg(image, 90))))
     assert decoded.shape == (40, 60, 3) and decoded[:, :20, 0].min() > 240 and decoded[:, 40:, 0].max() < 15
+
+
+@pytest.mark.gpu
+def test_the_server_renders_on_the_gpu_what_it_renders_on_the_cpu(particle_path):
+    async def first_images(device):
+        viewer = ViewerServer([str(particle_path)], device=device, width=96, height=72, fps=0, disk_rate=2e9)
+        url = viewer.start()
+        try:
+            async with aiohttp.ClientSession() as http:
+                browser, hello = await _connect(http, url)
+                await browser.send({"type": "play"})
+                await browser.pump(until=lambda b: len(b.shown) >= FRAMES + 1)
+                await browser.pump(until=lambda b: b.stats and (device == "cpu" or b.stats[-1]["h2d_gbps"]))
+                await browser.close()
+                return hello, {s.frame: s.payload for s in browser.shown}, browser.stats[-1]
+        finally:
+            await asyncio.to_thread(viewer.stop)
+
+    hello, on_gpu, stats = _run(first_images(0))
+    assert hello["renderer"]["gpu"] is True and "GPU 0" in hello["renderer"]["device"] and hello["renderer"]["note"] == ""
+    assert stats["h2d_gbps"] > 1 and stats["gbps"] > 0
+    _, on_cpu, _ = _run(first_images("cpu"))
+    assert on_gpu == on_cpu  # the same pixels, so the same JPEG bytes, frame by frame

@@ -16,6 +16,7 @@ import os
 import struct
 import threading
 import time
+from collections import deque
 from importlib import resources
 from typing import Any
 
@@ -32,6 +33,9 @@ __all__ = ["ViewerServer", "Ceilings", "STATIC_FILES"]
 STATIC_FILES = {"/": ("index.html", "text/html"), "/static/viewer.js": ("viewer.js", "text/javascript"),
                 "/static/viewer.css": ("viewer.css", "text/css")}
 STATS_PERIOD_S = 0.5
+# Images sent and not yet acknowledged, at most: two, so that the browser decodes one while the next
+# travels, and never more than that behind.
+IN_FLIGHT = 2
 # An image the browser has not acknowledged after this long is taken as lost: the next one goes anyway.
 ACK_TIMEOUT_S = 5.0
 
@@ -95,7 +99,7 @@ class ViewerServer:
         self.device_name = _device_name(ordinal)
         self.ceilings = Ceilings(os.path.dirname(os.path.abspath(self.datasets[0].path)), ordinal, disk_rate)
         self.sessions: dict[int, Session] = {}
-        self._unacked: dict[int, float] = {}  # session -> when its last image was sent, until the browser shows it
+        self._unacked: dict[int, deque[float]] = {}  # session -> when its images not yet shown were sent
         self._numbers = itertools.count(1)
         self._thread: threading.Thread | None = None
         self._serving: dict[str, Any] = {}
@@ -161,14 +165,17 @@ class ViewerServer:
                     continue
                 if command.get("type") == "ack":
                     session.acknowledged()
-                    self._unacked.pop(number, None)
+                    unacked = self._unacked.get(number)
+                    if unacked:
+                        unacked.popleft()
                     wake.set()
                 else:
                     session.command(command)
         finally:
+            # The sender stops (it may have failed already, writing to a browser that vanished); the session
+            # ends whatever happened to it.
             sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sender
+            await asyncio.gather(sender, return_exceptions=True)
             self.sessions.pop(number, None)
             self._unacked.pop(number, None)
             await asyncio.to_thread(session.close)
@@ -178,20 +185,22 @@ class ViewerServer:
                     outbox: asyncio.Queue[dict[str, Any]]) -> None:
         """The session's messages and images to the browser: an image only once the one before was shown."""
         next_stats = time.perf_counter() + STATS_PERIOD_S
+        unacked = self._unacked.setdefault(session.number, deque())
         while not socket.closed:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=max(0.01, min(STATS_PERIOD_S, next_stats - time.perf_counter())))
             wake.clear()
             while not outbox.empty():
                 await socket.send_json(outbox.get_nowait())
-            since = self._unacked.get(session.number)
-            if since is None or time.perf_counter() - since > ACK_TIMEOUT_S:
+            while unacked and time.perf_counter() - unacked[0] > ACK_TIMEOUT_S:
+                unacked.popleft()
+            if len(unacked) < IN_FLIGHT:
                 taken = session.take_image()
                 if taken is not None:
                     header, payload = taken
                     head = json.dumps(header).encode()
                     await socket.send_bytes(struct.pack("<I", len(head)) + head + payload)
-                    self._unacked[session.number] = time.perf_counter()
+                    unacked.append(time.perf_counter())
             if time.perf_counter() >= next_stats:
                 await socket.send_json(self.stats(session))
                 next_stats = time.perf_counter() + STATS_PERIOD_S
@@ -215,7 +224,7 @@ class ViewerServer:
                 "h2d_gbps": None if ceilings.h2d is None else ceilings.h2d / 1e9,
                 "shown_fps": len(acks) / STATS_WINDOW_S, "rendered_fps": len(records) / span, "dropped": session.dropped,
                 "frame_ms": {"wait": mean_ms([r.wait_s for r in streamed]), "render": mean_ms([r.render_s for r in records]),
-                             "encode": mean_ms([r.encode_s for r in records])},
+                             "encode": mean_ms([r.encode_s for r in records if r.encode_s])},
                 "stream_ms": {"io": mean_ms([r.io_s for r in streamed]),
                               "decode": mean_ms([r.decode_s for r in streamed]), "h2d": mean_ms([r.h2d_s for r in streamed])},
                 "bytes_from_cache": sum(r.bytes_from_cache for r in streamed),

@@ -2,9 +2,10 @@
 
 The thread takes the page's commands, streams frames through the process's engine (a
 :class:`headrace.stream.FrameStream` of the scene's fields: slots filled ahead, a seek cancels what is in
-flight), renders each with the session's camera and encodes it as a JPEG. It never waits for the browser:
-the session keeps only the latest image (``publish``), the socket sends it once the browser acknowledged
-the one before, and an image replaced before it was sent counts as dropped. While paused, the frame on
+flight) and renders each with the session's camera; a second thread encodes the latest image as a JPEG
+while the next one renders. Neither waits for the browser: the session keeps only the latest image, the
+socket sends it once the browser has room for it (:data:`headrace.viewer.server.IN_FLIGHT` images not yet
+acknowledged), and an image replaced before it was encoded or sent counts as dropped. While paused, the frame on
 screen stays resident: turning the camera or changing the look renders it again without reading it.
 """
 
@@ -86,9 +87,11 @@ class _Playback:
 
 @dataclass
 class _Latest:
-    """The one image waiting for the socket (latest wins) and the counters around it."""
+    """The one image waiting for the encoder (raw) and the one waiting for the socket (encoded), latest wins
+    at both, and the counters around them."""
 
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    raw: tuple[Any, dict[str, Any], FrameRecord] | None = None
     header: dict[str, Any] | None = None
     payload: bytes = b""
     seq: int = 0
@@ -116,9 +119,12 @@ class Session:
         self.camera: OrbitCamera | None = None
         self._render_stream = _ext.CudaStream(settings.device) if settings.device is not None else None
         self._thread = threading.Thread(target=self._run, name=f"headrace-view-{number}", daemon=True)
+        # JPEG encoding on a thread of its own: the next frame renders meanwhile (both let go of the GIL).
+        self._encoder = threading.Thread(target=self._encode, name=f"headrace-view-{number}-jpeg", daemon=True)
         self.closed = False
         self.error: BaseException | None = None
         self._thread.start()
+        self._encoder.start()
 
     # ---- the socket's side ----
     def command(self, message: dict[str, Any]) -> None:
@@ -142,15 +148,19 @@ class Session:
         return self._latest.dropped
 
     def close(self, timeout: float = 30.0) -> None:
-        """Stops the thread, which closes the stream (slot buffers back to the engine) and drops the renderer."""
+        """Stops the threads; the session's closes the stream (slot buffers back to the engine) and drops the
+        renderer."""
         if not self.closed:
             self.closed = True
             self._commands.put(None)
+            with self._latest.lock:
+                self._latest.lock.notify_all()
         self._thread.join(timeout)
+        self._encoder.join(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._thread.is_alive()
+        return self._thread.is_alive() or self._encoder.is_alive()
 
     # ---- the session's thread ----
     def _run(self) -> None:
@@ -388,21 +398,39 @@ class Session:
         assert scene is not None and frame is not None and camera is not None
         start = time.perf_counter()
         image = scene.render(frame, camera, self._stream_handle())
-        rendered = time.perf_counter()
-        payload = encode_jpeg(image, self.settings.quality)
-        done = time.perf_counter()
-        record.render_s, record.encode_s, record.at = rendered - start, done - rendered, done
+        record.at = time.perf_counter()
+        record.render_s = record.at - start
         self.records.append(record)
+        header = {"frame": frame.index, "time": float(frame.time), "format": "jpeg", "width": scene.width,
+                  "height": scene.height}
         latest = self._latest
         with latest.lock:
-            if latest.header is not None:
+            if latest.raw is not None:
                 latest.dropped += 1
-            latest.seq += 1
-            latest.header = {"seq": latest.seq, "frame": frame.index, "time": float(frame.time), "format": "jpeg",
-                             "width": scene.width, "height": scene.height}
-            latest.payload = payload
-        self._notify("image", {})
+            latest.raw = (image, header, record)
+            latest.lock.notify_all()
 
+    def _encode(self) -> None:
+        """The encoder's thread: the latest rendered image to JPEG, then to the socket's slot."""
+        latest = self._latest
+        while True:
+            with latest.lock:
+                while latest.raw is None and not self.closed:
+                    latest.lock.wait()
+                if self.closed:
+                    return
+                assert latest.raw is not None
+                image, header, record = latest.raw
+                latest.raw = None
+            start = time.perf_counter()
+            payload = encode_jpeg(image, self.settings.quality)
+            record.encode_s = time.perf_counter() - start
+            with latest.lock:
+                if latest.header is not None:
+                    latest.dropped += 1
+                latest.seq += 1
+                latest.header, latest.payload = {"seq": latest.seq, **header}, payload
+            self._notify("image", {})
 
     def _send_state(self) -> None:
         play, scene = self._playback, self._scene
