@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import os
+import signal
 import struct
 import threading
 import time
@@ -233,30 +234,32 @@ class ViewerServer:
                 "ceilings": {"disk": ceilings.disk_how, "h2d": ceilings.h2d_how}}
 
     # ---- running ----
+    async def serve(self, host: str, port: int, stop: asyncio.Event, ready: Any = None) -> None:
+        """Serves until ``stop`` is set; ``ready(port)`` is called once it listens (port 0: a free one)."""
+        runner = web.AppRunner(self.app(), handle_signals=False, shutdown_timeout=5.0)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, host, port).start()
+            if ready is not None:
+                ready(runner.addresses[0][1])
+            await stop.wait()
+        finally:
+            await runner.cleanup()  # on_shutdown: every session ends
+
     def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serves from a thread of its own (a notebook, a test) until :meth:`stop`; returns the page's URL
         (port 0: a free port)."""
         if self._thread is not None:
             raise errors.UsageError("this viewer is serving already; stop() it first")
         started = threading.Event()
-        state: dict[str, Any] = {}
-
-        async def serve() -> None:
-            runner = web.AppRunner(self.app(), handle_signals=False)
-            await runner.setup()
-            site = web.TCPSite(runner, host, port)
-            await site.start()
-            state["port"] = runner.addresses[0][1]
-            state["stop"] = asyncio.Event()
-            started.set()
-            await state["stop"].wait()
-            await runner.cleanup()
+        state: dict[str, Any] = {"loop": asyncio.new_event_loop()}
+        state["stop"] = asyncio.Event()
 
         def thread() -> None:
-            loop = asyncio.new_event_loop()
-            state["loop"] = loop
+            loop = state["loop"]
             try:
-                loop.run_until_complete(serve())
+                loop.run_until_complete(self.serve(host, port, state["stop"], lambda bound: state.update(port=bound)
+                                                   or started.set()))
             except BaseException as error:  # noqa: BLE001 - reported to start()
                 state["error"] = error
                 started.set()
@@ -267,6 +270,7 @@ class ViewerServer:
         self._thread.start()
         started.wait()
         if "error" in state:
+            self._thread.join()
             self._thread = None
             raise state["error"]
         self._serving = state
@@ -283,15 +287,23 @@ class ViewerServer:
         self._thread = None
 
     def run(self, host: str = "127.0.0.1", port: int = 8765, announce: Any = print) -> None:
-        """Serves until interrupted; ``announce`` gets the line that says where."""
-        async def started(app: web.Application) -> None:
+        """Serves until interrupted (SIGINT, SIGTERM); ``announce`` gets the line that says where."""
+        def ready(bound: int) -> None:
             names = ", ".join(f["name"] for f in self.files)
-            where = self.device_name if self.settings.device is not None else f"the CPU reference ({self.note})"
-            announce(f"headrace view: {names} at http://{host}:{port}/ (rendered by {where}; Ctrl-C stops)")
+            settings = self.settings
+            where = self.device_name if settings.device is not None else f"the CPU reference. {self.note}"
+            shown = f"[{host}]" if ":" in host else host
+            announce(f"headrace view: {names} at http://{shown}:{bound}/ (Ctrl-C stops)\n"
+                     f"  rendered at {settings.width}x{settings.height} by {where}")
 
-        app = self.app()
-        app.on_startup.append(started)
-        web.run_app(app, host=host, port=port, print=None, handle_signals=True, shutdown_timeout=5.0)
+        async def main() -> None:
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signal_number in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signal_number, stop.set)
+            await self.serve(host, port, stop, ready)
+
+        asyncio.run(main())
 
 
 def _pick_device(device: int | str) -> tuple[int | None, str]:

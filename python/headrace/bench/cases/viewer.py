@@ -3,9 +3,10 @@ against the render-only rate of the same call, and the time from a slider jump t
 
     python3 -m headrace.bench.cases.viewer FILE... [--device 0] [--seconds 6] [--jumps 5] [--cache hot,drop-all] --out DIR
 
-For each file, one server (``headrace.viewer.ViewerServer`` with the command's defaults: 1024 x 768 on a
-GPU, JPEG quality 85) and one browser stand-in (:class:`headrace.viewer.client.ProtocolClient`: every
-image decoded before it is acknowledged, as the page does), playing as fast as the server goes (fps 0):
+For each file and cache state, ``headrace view FILE`` in a process of its own (:class:`ViewProcess`: the
+command's defaults, 1024 x 768 on a GPU, JPEG quality 85, playing as fast as it goes) and one browser
+stand-in (:class:`headrace.viewer.client.ProtocolClient`: every image decoded before it is acknowledged,
+as the page does):
 
 - ``render-only``: the session's scene (the same renderer and camera) drawing one resident frame again
   and again, the image copied to the host as the session does: ``render`` alone and with the JPEG
@@ -18,8 +19,9 @@ image decoded before it is acknowledged, as the page does), playing as fast as t
 - ``jump``: paused, a seek to a frame half the series away (not loaded ahead), timed from the message
   to the new frame's image decoded in the browser, ``--jumps`` times; cold drops the cache first.
 
-The yardsticks of the same call: the server's (the disk by ``headrace probe`` of the file's folder, the
-pinned host-to-device rate). Writes ``viewer.json`` and ``viewer.csv`` under ``--out``.
+The yardsticks of the same call, measured first: the disk (``headrace probe`` of the first file's folder,
+given to the servers as ``--disk-rate``) and the pinned host-to-device rate. Writes ``viewer.json`` and
+``viewer.csv`` under ``--out``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ import numpy as np
 
 import headrace
 from headrace.bench.harness import Measurement, measure, write_csv
-from headrace.viewer import ViewerServer
 from headrace.viewer.client import ProtocolClient
 from headrace.viewer.scenes import ParticleScene, VolumeScene, scene_kind
 from headrace.viewer.session import encode_jpeg
@@ -139,46 +140,68 @@ async def _jumps(url: str, cache: str, frames: int, jumps: int, paths: list[str]
     return latencies
 
 
+class ViewProcess:
+    """``headrace view FILE`` as a user starts it, in a process of its own (the browser stand-in's decoding
+    and the server's work do not share an interpreter): the command's defaults, playback as fast as it
+    goes (what the page's fps "max" asks for), the disk's rate given so that no probe runs beside the
+    measurement."""
+
+    def __init__(self, path: str, device: int | None, disk_rate: float) -> None:
+        import subprocess
+        import sys
+
+        command = [sys.executable, "-m", "headrace", "view", path, "--port", "0", "--fps", "0", "--disk-rate",
+                   str(int(disk_rate)), "--device", "cpu" if device is None else str(device)]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if " at http://" not in line:
+            self.process.kill()
+            raise RuntimeError(f"headrace view did not start: {line}{self.process.stdout.read()}")
+        self.url = line.split(" at ", 1)[1].split()[0]
+        self.announced = line + self.process.stdout.readline()
+
+    def stop(self) -> None:
+        import signal
+
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(60)
+
+
 def run_file(path: str, device: int | None, caches: list[str], seconds: float, jumps: int, repeats: int,
-             disk_rate: float | None) -> dict[str, Any]:
+             disk_rate: float) -> dict[str, Any]:
     from headrace.bench.harness import uncache, warm_page_cache
-    from headrace.engine import release_engines
 
     ds = headrace.open(path)
     frames = len(ds.frames)
-    server = ViewerServer([path], device="cpu" if device is None else device, fps=0, disk_rate=disk_rate)
-    settings = server.settings
-    raw_frame = sum(ds.element_count(0, f) * ds.field(f).components * np.dtype(ds.field(f).dtype).itemsize
-                    for f in server.files[0]["fields"])
-    rates = render_only(path, settings.device, settings.width, settings.height, repeats)
-    url = server.start()
-    result: dict[str, Any] = {"file": path, "kind": server.files[0]["kind"], "frames": frames, "frame_bytes": raw_frame,
-                              "device": server.device_name, "width": settings.width, "height": settings.height, **rates,
-                              "runs": []}
-    try:
-        for cache in caches:
-            if cache != "hot":
-                # The engine page-locks a file it finds cached (replayed by DMA): such pages outlive a drop
-                # of the page cache. A cold run starts from an engine that holds nothing, as after a reboot.
-                release_engines()
-            how = warm_page_cache([path]) if cache == "hot" else uncache([path], cache)
-            played = asyncio.run(_play(url, cache, seconds, frames, [path]))
-            latencies = asyncio.run(_jumps(url, cache, frames, jumps, [path]))
-            delivered = played["shown"] / played["seconds"]
-            result["runs"].append({
-                "cache": cache, "cache_method": how, **played, "delivered_fps": delivered,
-                "x_render_only": delivered / rates["render_fps"], "x_render_encode": delivered / rates["render_encode_fps"],
-                "jump_s": latencies, "jump_median_s": statistics.median(latencies)})
-    finally:
-        server.stop()
-    server.ceilings.wait(120)
-    result["disk_gbps"] = None if server.ceilings.disk is None else server.ceilings.disk / 1e9
-    result["h2d_gbps"] = None if server.ceilings.h2d is None else server.ceilings.h2d / 1e9
-    result["ceilings"] = {"disk": server.ceilings.disk_how, "h2d": server.ceilings.h2d_how}
-    for run in result["runs"]:
-        gbps = run["panel"].get("gbps")
-        run["delivered_gbps"] = run["shown"] * raw_frame / run["seconds"] / 1e9
-        run["panel_gbps"] = gbps
+    kind = scene_kind(ds)
+    width, height = (1024, 768) if device is not None else (512, 384)  # headrace view's defaults
+    scene_class = VolumeScene if kind == "volume" else ParticleScene
+    fields = scene_class(ds, None, 16, 16).fields
+    raw_frame = sum(ds.element_count(0, f) * ds.field(f).components * np.dtype(ds.field(f).dtype).itemsize for f in fields)
+    rates = render_only(path, device, width, height, repeats)
+    result: dict[str, Any] = {"file": path, "kind": kind, "frames": frames, "frame_bytes": raw_frame, "width": width,
+                              "height": height, **rates, "runs": []}
+    for cache in caches:
+        # A process of its own each time: a cold run starts from an engine that holds nothing (an engine
+        # page-locks a file it finds cached, and such pages outlive a drop of the page cache).
+        how = warm_page_cache([path]) if cache == "hot" else uncache([path], cache)
+        server = ViewProcess(path, device, disk_rate)
+        try:
+            played = asyncio.run(_play(server.url, cache, seconds, frames, [path]))
+            latencies = asyncio.run(_jumps(server.url, cache, frames, jumps, [path]))
+        finally:
+            server.stop()
+        result["announced"] = server.announced
+        delivered = played["shown"] / played["seconds"]
+        panel = played["panel"]
+        result["runs"].append({
+            "cache": cache, "cache_method": how, **played, "delivered_fps": delivered,
+            "delivered_gbps": played["shown"] * raw_frame / played["seconds"] / 1e9,
+            "x_render_only": delivered / rates["render_fps"], "x_render_encode": delivered / rates["render_encode_fps"],
+            "jump_s": latencies, "jump_median_s": statistics.median(latencies), "panel_gbps": panel.get("gbps"),
+            "panel_h2d_gbps": panel.get("h2d_gbps"), "bytes_from_disk": panel.get("bytes_from_disk"),
+            "bytes_from_cache": panel.get("bytes_from_cache")})
     return result
 
 
@@ -190,25 +213,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=6.0, help="hot playback per run (default 6)")
     parser.add_argument("--jumps", type=int, default=5, help="slider jumps timed per cache state (default 5)")
     parser.add_argument("--repeats", type=int, default=20, help="renders timed for the render-only rate (default 20)")
-    parser.add_argument("--disk-rate", type=float, default=None, help="bytes/s (default: the server's probe)")
+    parser.add_argument("--disk-rate", type=float, default=None,
+                        help="bytes/s (default: a short probe of the first file's folder, before the runs)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     device = None if args.device == "cpu" else int(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    from headrace import _ext
+    from headrace.codecs import disk_rate_of
+
+    # The call's yardsticks, measured before the runs (nothing else reads then).
+    folder = os.path.dirname(os.path.abspath(args.files[0]))
+    disk_rate, disk_how = (args.disk_rate, "given") if args.disk_rate else disk_rate_of(folder)
+    h2d_rate = _ext.pinned_copy_rate(device) if device is not None else None
+    print(f"ceilings: disk {disk_rate / 1e9:.2f} GB/s ({disk_how}); pinned H2D "
+          f"{'n/a' if h2d_rate is None else f'{h2d_rate / 1e9:.1f} GB/s'}", flush=True)
     results = []
     for path in args.files:
-        result = run_file(os.fspath(path), device, args.cache.split(","), args.seconds, args.jumps, args.repeats,
-                          args.disk_rate)
+        result = run_file(os.fspath(path), device, args.cache.split(","), args.seconds, args.jumps, args.repeats, disk_rate)
+        result.update(disk_gbps=disk_rate / 1e9, disk_how=disk_how, h2d_gbps=None if h2d_rate is None else h2d_rate / 1e9)
         results.append(result)
+        print(result["announced"].rstrip(), flush=True)
         for run in result["runs"]:
             print(f"{Path(path).name} {result['kind']} {run['cache']}: {run['delivered_fps']:.1f} frames/s delivered "
-                  f"({run['shown']} in {run['seconds']:.2f} s, {run['delivered_gbps']:.2f} GB/s), render-only "
-                  f"{result['render_fps']:.1f}, render+encode {result['render_encode_fps']:.1f} -> x{run['x_render_only']:.2f}; "
-                  f"jump {1e3 * run['jump_median_s']:.0f} ms (median of {len(run['jump_s'])}); panel {run['panel_gbps']}",
-                  flush=True)
-        print(f"  ceilings: disk {result['disk_gbps']} GB/s ({result['ceilings']['disk']}), h2d {result['h2d_gbps']} GB/s",
-              flush=True)
+                  f"({run['shown']} in {run['seconds']:.2f} s, {run['delivered_gbps']:.2f} GB/s; {run['bytes_from_disk']} B "
+                  f"from disk, {run['bytes_from_cache']} B from cache in the panel's last window), render-only "
+                  f"{result['render_fps']:.1f}, render+encode {result['render_encode_fps']:.1f} -> x{run['x_render_only']:.2f} "
+                  f"/ x{run['x_render_encode']:.2f}; jump {1e3 * run['jump_median_s']:.0f} ms (median of "
+                  f"{len(run['jump_s'])}); panel {run['panel']}", flush=True)
     (out / "viewer.json").write_text(json.dumps(results, indent=1))
     rows = [Measurement(f"{Path(r['file']).name}/{run['cache']}", run["shown"] * r["frame_bytes"], [run["seconds"]],
                         "hot" if run["cache"] == "hot" else "cold", run["cache_method"],
