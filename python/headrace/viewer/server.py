@@ -21,7 +21,7 @@ from collections import deque
 from importlib import resources
 from typing import Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 import headrace
 from headrace import _ext, errors
@@ -100,6 +100,7 @@ class ViewerServer:
         self.device_name = _device_name(ordinal)
         self.ceilings = Ceilings(os.path.dirname(os.path.abspath(self.datasets[0].path)), ordinal, disk_rate)
         self.sessions: dict[int, Session] = {}
+        self._sockets: set[web.WebSocketResponse] = set()
         self._unacked: dict[int, deque[float]] = {}  # session -> when its images not yet shown were sent
         self._numbers = itertools.count(1)
         self._thread: threading.Thread | None = None
@@ -126,8 +127,10 @@ class ViewerServer:
         return web.Response(body=body, content_type=content_type, headers={"Cache-Control": "no-cache"})
 
     async def _shutdown(self, app: web.Application) -> None:
-        sessions = list(self.sessions.values())
-        await asyncio.gather(*(asyncio.to_thread(s.close) for s in sessions))
+        # Closing the sockets ends their handlers, which end their sessions; then any session left.
+        await asyncio.gather(*(socket.close(code=WSCloseCode.GOING_AWAY, message=b"the server stops")
+                               for socket in list(self._sockets)), return_exceptions=True)
+        await asyncio.gather(*(asyncio.to_thread(s.close) for s in list(self.sessions.values())))
 
     def hello(self, number: int) -> dict[str, Any]:
         settings = self.settings
@@ -138,6 +141,7 @@ class ViewerServer:
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         socket = web.WebSocketResponse(heartbeat=10.0, max_msg_size=1 << 20)
         await socket.prepare(request)
+        self._sockets.add(socket)
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -179,6 +183,7 @@ class ViewerServer:
             await asyncio.gather(sender, return_exceptions=True)
             self.sessions.pop(number, None)
             self._unacked.pop(number, None)
+            self._sockets.discard(socket)
             await asyncio.to_thread(session.close)
         return socket
 

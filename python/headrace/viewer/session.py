@@ -2,8 +2,8 @@
 
 The thread takes the page's commands, streams frames through the process's engine (a
 :class:`headrace.stream.FrameStream` of the scene's fields: slots filled ahead, a seek cancels what is in
-flight) and renders each with the session's camera; a second thread encodes the latest image as a JPEG
-while the next one renders. Neither waits for the browser: the session keeps only the latest image, the
+flight) and renders each with the session's camera; encoder threads turn the latest image into a JPEG
+while the next ones render. Neither waits for the browser: the session keeps only the latest image, the
 socket sends it once the browser has room for it (:data:`headrace.viewer.server.IN_FLIGHT` images not yet
 acknowledged), and an image replaced before it was encoded or sent counts as dropped. While paused, the frame on
 screen stays resident: turning the camera or changing the look renders it again without reading it.
@@ -31,6 +31,9 @@ __all__ = ["Session", "SessionSettings", "FrameRecord", "encode_jpeg"]
 STATS_WINDOW_S = 2.0
 # While playing, a new camera is drawn on the frame on screen only when the next frame is further off.
 REDRAW_SLACK_S = 0.04
+# JPEG encoders a session runs at once: a 1024 x 768 image of ten million spheres takes 9 ms to encode,
+# twice its rendering on an H200, so one encoder would hold the frame rate to the encoder's.
+ENCODERS = 2
 
 
 @dataclass(frozen=True)
@@ -91,7 +94,9 @@ class _Latest:
     at both, and the counters around them."""
 
     lock: threading.Condition = field(default_factory=threading.Condition)
-    raw: tuple[Any, dict[str, Any], FrameRecord] | None = None
+    raw: tuple[int, Any, dict[str, Any], FrameRecord] | None = None  # (render number, image, header, record)
+    rendered: int = 0   # images rendered so far
+    encoded: int = 0    # the render number of the newest image encoded
     header: dict[str, Any] | None = None
     payload: bytes = b""
     seq: int = 0
@@ -119,12 +124,14 @@ class Session:
         self.camera: OrbitCamera | None = None
         self._render_stream = _ext.CudaStream(settings.device) if settings.device is not None else None
         self._thread = threading.Thread(target=self._run, name=f"headrace-view-{number}", daemon=True)
-        # JPEG encoding on a thread of its own: the next frame renders meanwhile (both let go of the GIL).
-        self._encoder = threading.Thread(target=self._encode, name=f"headrace-view-{number}-jpeg", daemon=True)
+        # JPEG encoding on threads of their own: the next frames render meanwhile (all let go of the GIL).
+        self._encoders = [threading.Thread(target=self._encode, name=f"headrace-view-{number}-jpeg-{k}", daemon=True)
+                          for k in range(ENCODERS)]
         self.closed = False
         self.error: BaseException | None = None
         self._thread.start()
-        self._encoder.start()
+        for encoder in self._encoders:
+            encoder.start()
 
     # ---- the socket's side ----
     def command(self, message: dict[str, Any]) -> None:
@@ -156,11 +163,12 @@ class Session:
             with self._latest.lock:
                 self._latest.lock.notify_all()
         self._thread.join(timeout)
-        self._encoder.join(timeout)
+        for encoder in self._encoders:
+            encoder.join(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._thread.is_alive() or self._encoder.is_alive()
+        return self._thread.is_alive() or any(encoder.is_alive() for encoder in self._encoders)
 
     # ---- the session's thread ----
     def _run(self) -> None:
@@ -407,11 +415,13 @@ class Session:
         with latest.lock:
             if latest.raw is not None:
                 latest.dropped += 1
-            latest.raw = (image, header, record)
-            latest.lock.notify_all()
+            latest.rendered += 1
+            latest.raw = (latest.rendered, image, header, record)
+            latest.lock.notify()
 
     def _encode(self) -> None:
-        """The encoder's thread: the latest rendered image to JPEG, then to the socket's slot."""
+        """An encoder's thread: the latest rendered image to JPEG, then to the socket's slot unless a newer
+        one got there first (encoders finish out of order)."""
         latest = self._latest
         while True:
             with latest.lock:
@@ -420,14 +430,18 @@ class Session:
                 if self.closed:
                     return
                 assert latest.raw is not None
-                image, header, record = latest.raw
+                number, image, header, record = latest.raw
                 latest.raw = None
             start = time.perf_counter()
             payload = encode_jpeg(image, self.settings.quality)
             record.encode_s = time.perf_counter() - start
             with latest.lock:
+                if number < latest.encoded:
+                    latest.dropped += 1
+                    continue
                 if latest.header is not None:
                     latest.dropped += 1
+                latest.encoded = number
                 latest.seq += 1
                 latest.header, latest.payload = {"seq": latest.seq, **header}, payload
             self._notify("image", {})
