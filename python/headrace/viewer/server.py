@@ -260,11 +260,14 @@ class ViewerServer:
         state: dict[str, Any] = {"loop": asyncio.new_event_loop()}
         state["stop"] = asyncio.Event()
 
+        def ready(bound: int) -> None:
+            state["port"] = bound
+            started.set()
+
         def thread() -> None:
             loop = state["loop"]
             try:
-                loop.run_until_complete(self.serve(host, port, state["stop"], lambda bound: state.update(port=bound)
-                                                   or started.set()))
+                loop.run_until_complete(self.serve(host, port, state["stop"], ready))
             except BaseException as error:  # noqa: BLE001 - reported to start()
                 state["error"] = error
                 started.set()
