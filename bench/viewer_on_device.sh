@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 20's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/viewer_on_device.sh wheels build udev viewtests data view
+#   bash bench/viewer_on_device.sh wheels build udev alltests data view      (the whole GPU suite too)
 # carry [".carry", ".whl"]: .carry the -dev packages the image lacks, .whl nvCOMP's wheel for Python 3.12
 # (docs/results.md, 2026-11-23, says how both were fetched). The image has aiohttp and Pillow.
 source "$(dirname "$0")/device_session.sh"
@@ -20,6 +21,12 @@ viewtests() {
   within 250 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/python/test_viewer.py tests/python/test_render.py \
     tests/python/test_volume_gpu.py 2>&1 | tail -30
   within 120 python3 -m pytest -q -p no:cacheprovider tests/python/test_viewer.py 2>&1 | tail -30
+}
+
+alltests() {
+  # The whole GPU suite (the C++ tests and pytest -m gpu), as after any change to the engine's seams.
+  LD_LIBRARY_PATH=$nvcomp_lib within 300 ctest --test-dir build/device -j 8 --output-on-failure 2>&1 | tail -8
+  within 250 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/python 2>&1 | tail -15
 }
 
 data() {

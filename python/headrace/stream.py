@@ -388,6 +388,7 @@ class FrameStream:
         """Cancels what is in flight and gives the slot buffers back to the engine for the next stream."""
         if self._current is not None:
             self._current._release_by_loop()
+            self._current = None  # the frame and its stream refer to each other
         self._native.stop()
         slots, self._slots = self._slots, []
         buffers = [slot.buffers for slot in slots] + self._spares

@@ -16,6 +16,8 @@ as the page does):
   without loop, each frame read from the disk once (a seek to frame 0 right after the drop, so that
   nothing loaded before counts). Delivered: images the browser showed per second; streamed: frames the
   session rendered per second (a frame the browser had no time for is dropped, not waited for);
+- ``--chromium``: hot, the page itself in headless Chromium beside the stand-in, its own count of images
+  shown (where Chromium runs: the CPU machine; the GPU machine has none);
 - ``jump``: paused, a seek to a frame half the series away (not loaded ahead), timed from the message
   to the new frame's image decoded in the browser, ``--jumps`` times; cold drops the cache first.
 
@@ -126,6 +128,40 @@ async def _play(url: str, cache: str, seconds: float, frames: int, paths: list[s
             "panel": stats}
 
 
+def _play_in_chromium(url: str, seconds: float) -> dict[str, Any]:
+    """The page itself in headless Chromium (Debian's chromium and chromium-driver, through Selenium),
+    playing as fast as it goes for ``seconds``: the images it showed, by its own count."""
+    import shutil
+
+    from selenium import webdriver  # type: ignore[import-not-found]  # the CPU machine's tests install it
+    from selenium.webdriver.chrome.options import Options  # type: ignore[import-not-found]
+    from selenium.webdriver.chrome.service import Service  # type: ignore[import-not-found]
+
+    options = Options()
+    options.binary_location = shutil.which("chromium") or "chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(shutil.which("chromedriver") or "chromedriver"), options=options)
+    try:
+        driver.get(url)
+        shown = "return (window.headraceViewer && window.headraceViewer.shown) || 0;"
+        deadline = time.perf_counter() + 60
+        while driver.execute_script(shown) < 1 and time.perf_counter() < deadline:
+            time.sleep(0.05)
+        driver.execute_script("window.headraceViewer.send({type: 'set', fps: 0, loop: true});")
+        time.sleep(0.3)
+        first = driver.execute_script(shown)
+        start = time.perf_counter()
+        driver.execute_script("window.headraceViewer.send({type: 'play'});")
+        time.sleep(seconds)
+        count = driver.execute_script(shown) - first
+        elapsed = time.perf_counter() - start
+        driver.execute_script("window.headraceViewer.send({type: 'pause'});")
+        return {"seconds": elapsed, "shown": count, "delivered_fps": count / elapsed}
+    finally:
+        driver.quit()
+
+
 async def _jumps(url: str, cache: str, frames: int, jumps: int, paths: list[str]) -> list[float]:
     """Seconds from a seek half the series away to its image decoded, per jump."""
     from headrace.bench.harness import uncache
@@ -183,7 +219,7 @@ class ViewProcess:
 
 
 def run_file(path: str, device: int | None, caches: list[str], seconds: float, jumps: int, repeats: int,
-             disk_rate: float) -> dict[str, Any]:
+             disk_rate: float, chromium: bool = False) -> dict[str, Any]:
     from headrace.bench.harness import uncache, warm_page_cache
 
     ds = headrace.open(path)
@@ -204,6 +240,8 @@ def run_file(path: str, device: int | None, caches: list[str], seconds: float, j
         try:
             played = asyncio.run(_play(server.url, cache, seconds, frames, [path]))
             latencies = asyncio.run(_jumps(server.url, cache, frames, jumps, [path]))
+            if chromium and cache == "hot":
+                result["chromium"] = _play_in_chromium(server.url, seconds)
         finally:
             server.stop()
         result["announced"] = server.announced
@@ -229,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20, help="renders timed for the render-only rate (default 20)")
     parser.add_argument("--disk-rate", type=float, default=None,
                         help="bytes/s (default: a short probe of the first file's folder, before the runs)")
+    parser.add_argument("--chromium", action="store_true",
+                        help="hot: also the page itself in headless Chromium, beside the stand-in (where Chromium is)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     device = None if args.device == "cpu" else int(args.device)
@@ -245,10 +285,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{'n/a' if h2d_rate is None else f'{h2d_rate / 1e9:.1f} GB/s'}", flush=True)
     results = []
     for path in args.files:
-        result = run_file(os.fspath(path), device, args.cache.split(","), args.seconds, args.jumps, args.repeats, disk_rate)
+        result = run_file(os.fspath(path), device, args.cache.split(","), args.seconds, args.jumps, args.repeats, disk_rate,
+                          args.chromium)
         result.update(disk_gbps=disk_rate / 1e9, disk_how=disk_how, h2d_gbps=None if h2d_rate is None else h2d_rate / 1e9)
         results.append(result)
         print(result["announced"].rstrip(), flush=True)
+        if "chromium" in result:
+            page = result["chromium"]
+            print(f"{Path(path).name} hot in headless Chromium: {page['delivered_fps']:.1f} frames/s shown by the page "
+                  f"({page['shown']} in {page['seconds']:.2f} s)", flush=True)
         for run in result["runs"]:
             print(f"{Path(path).name} {result['kind']} {run['cache']}: {run['delivered_fps']:.1f} frames/s delivered "
                   f"({run['shown']} in {run['seconds']:.2f} s, {run['delivered_gbps']:.2f} GB/s; {run['bytes_from_disk']} B "
