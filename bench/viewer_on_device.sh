@@ -25,7 +25,8 @@ viewtests() {
 
 alltests() {
   # The whole GPU suite (the C++ tests and pytest -m gpu), as after any change to the engine's seams.
-  LD_LIBRARY_PATH=$nvcomp_lib within 300 ctest --test-dir build/device -j 8 --output-on-failure 2>&1 | tail -8
+  LD_LIBRARY_PATH=$nvcomp_lib within 300 ctest --test-dir build/device -j 8 --output-on-failure 2>&1 |
+    grep -E "tests passed|tests failed|\(Failed\)|Total Test time"
   within 250 python3 -m pytest -q -p no:cacheprovider -rs -m gpu tests/python 2>&1 | tail -15
 }
 
