@@ -174,6 +174,34 @@ def test_a_volume_scene_refuses_bad_opacity_points_and_keeps_its_look(volume_pat
     assert scene.style == before
 
 
+def test_an_amr_file_and_a_compressed_particle_file_draw_as_their_plain_twins(tmp_path, particle_path):
+    from headrace.generate import generate_amr
+
+    amr = generate_amr(tmp_path / "a.hrc", cells=60_000, levels=3, frames=2, seed=2)
+    ds = headrace.open(amr)
+    scene = VolumeScene(ds, None, 64, 48)
+    with ds.stream(fields=scene.fields, device="cpu") as stream:
+        frame = next(stream)
+        scene.prepare(frame, 0)
+        image = scene.render(frame, scene.home, 0)
+        expected = scene._native.image(frame[scene.fields[0]].numpy().reshape(-1).copy(), scene.home.spec(64, 48))
+    np.testing.assert_array_equal(image, expected)
+    assert image[..., :3].max() > 30
+    # The particles through a codec chain: the stream decodes them, the image is the plain file's.
+    plain = headrace.open(particle_path)
+    packed = tmp_path / "packed.hrc"
+    with headrace.Writer(packed, [FieldSpec("particles", "float32", 8)], codec="shuffle|zstd") as w:
+        for t in range(2):
+            w.write(w.add_frame(time=0.25 * t, bbox=((0, 0, 0), (1, 1, 1))), "particles", plain.read(t, "particles"))
+    images = []
+    for source in (plain, headrace.open(packed)):
+        scene = ParticleScene(source, None, 64, 48)
+        with source.stream(fields=scene.fields, device="cpu") as stream:
+            next(stream)
+            images.append(scene.render(next(stream), scene.home, 0))
+    np.testing.assert_array_equal(images[0], images[1])
+
+
 def test_a_file_the_viewer_cannot_draw_is_named(tmp_path):
     path = tmp_path / "flow.hrc"
     with headrace.Writer(path, [FieldSpec("velocity", "float32", 3)]) as w:
@@ -251,6 +279,21 @@ def test_the_server_serves_the_page_and_refuses_every_other_path(server, particl
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(url + path)
         assert refused.value.code in (403, 404), path
+
+
+def test_a_page_of_another_site_may_not_open_the_socket(server):
+    async def scenario():
+        _, url = server
+        host = url.split("//", 1)[1].rstrip("/")
+        async with aiohttp.ClientSession() as http:
+            with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                await http.ws_connect(url + "ws", headers={"Origin": "http://evil.example"})
+            assert refused.value.status == 403
+            own = await http.ws_connect(url + "ws", headers={"Origin": f"http://{host}"})  # the page's own origin
+            assert (await own.receive_json(timeout=10))["type"] == "hello"
+            await own.close()
+
+    _run(scenario())
 
 
 def test_hello_play_seek_and_stride(server):

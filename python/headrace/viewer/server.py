@@ -1,7 +1,7 @@
 """The viewer's web server (aiohttp): the page, its script and style, and one WebSocket per browser.
 
 Nothing else is served: the files named on the command line reach a browser only as images, chosen by
-number over the socket; any other path gets 404. Each socket gets a :class:`Session` (its own camera,
+number over the socket; any other path gets 404, and a socket opened by a page of another site gets 403. Each socket gets a :class:`Session` (its own camera,
 playback and stream on the process's engine); a socket that closes, or vanishes, ends its session, which
 frees its stream and renderer. Protocol: docs/viewer.md.
 """
@@ -19,6 +19,7 @@ import threading
 import time
 from collections import deque
 from importlib import resources
+from urllib.parse import urlsplit
 from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -139,6 +140,11 @@ class ViewerServer:
                              "height": settings.height, "note": self.note}}
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        # A page of another site open in the same browser may not watch the files: a browser's socket
+        # names the page it came from (Origin), and only this server's own page is let in.
+        origin = request.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc != request.host:
+            raise web.HTTPForbidden(text=f"a page from {origin} may not connect; open http://{request.host}/")
         socket = web.WebSocketResponse(heartbeat=10.0, max_msg_size=1 << 20)
         await socket.prepare(request)
         self._sockets.add(socket)
