@@ -13,12 +13,17 @@ export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site
 # The carried shared libraries the image lacks (libsnappy; an install drops the build's rpath).
 export LD_LIBRARY_PATH=$PWD/.carry/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
-setup() {
-  # The peers' wheels only: a headrace wheel carried for bench/wheel_on_device.sh must not shadow the build.
+wheels() {
+  # The carried wheels; a headrace wheel carried for bench/wheel_on_device.sh must not shadow the build.
   local wheels=()
   for wheel in .whl/*.whl; do [[ $(basename "$wheel") == headrace-* ]] || wheels+=("$wheel"); done
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "${wheels[@]}"
-  python3 -c "import kvikio, nvidia.libnvcomp; print('kvikio', kvikio.__version__)"
+  python3 -c "import nvidia.libnvcomp, aiohttp, PIL; print('nvCOMP wheel; aiohttp', aiohttp.__version__, 'Pillow', PIL.__version__)"
+}
+
+setup() {  # the wheels with the peer the engine's benchmarks compare against
+  wheels
+  python3 -c "import kvikio; print('kvikio', kvikio.__version__)"
 }
 
 build() {

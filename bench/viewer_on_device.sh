@@ -8,11 +8,6 @@ source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 nvcomp_lib=/tmp/site/nvidia/libnvcomp/lib64:/usr/local/cuda-13.0/targets/x86_64-linux/lib
 
-wheels() {
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
-  python3 -c "import nvidia.libnvcomp, aiohttp, PIL; print('nvcomp wheel, aiohttp', aiohttp.__version__, 'Pillow', PIL.__version__)"
-}
-
 viewtests() {
   # The renderers' kernels against the CPU reference (looks, cameras), the viewer's scenes on the GPU
   # against the CPU's, the viewer's server on the GPU.

@@ -251,6 +251,33 @@ void bind_queue(nb::module_& m) {
              return ids;
            }, "file"_a, "container"_a, "frame"_a, "field"_a, "destination"_a, "kind"_a = "host", "priority"_a = 0, "tag"_a = 0,
            "Enqueues every chunk of one field of one frame, checksums verified, into destination.")
+      .def("enqueue_chunk_list", [](Queue& q, queue::FileId file, const format::Container& container, std::uint32_t frame,
+                                    std::uint32_t field, const std::vector<std::uint64_t>& chunks,
+                                    const std::vector<std::uintptr_t>& destinations, const std::string& kind, int priority,
+                                    std::uint64_t tag) {
+             HEADRACE_EXPECT(chunks.size() == destinations.size(), UsageError,
+                             "one destination a chunk: " + std::to_string(chunks.size()) + " chunks, " +
+                                 std::to_string(destinations.size()) + " destinations");
+             const auto memory = parse_memory_kind(kind);
+             const auto all = container.chunks_of(frame, field);
+             const std::uint64_t first = container.frame_field(frame, field).first_chunk;
+             std::vector<queue::RequestId> ids;
+             for (std::size_t k = 0; k < chunks.size(); ++k) {
+               HEADRACE_EXPECT(chunks[k] < all.size(), UsageError,
+                               "chunk " + std::to_string(chunks[k]) + " of frame " + std::to_string(frame) + ": it has " +
+                                   std::to_string(all.size()) + " chunks");
+               const auto& chunk = all[chunks[k]];
+               queue::Request r = queue::chunk_request(file, chunk, {memory, destinations[k], chunk.raw_size});
+               r.priority = priority;
+               r.tag = tag;
+               r.label = queue::chunk_label(container, frame, field, first + chunks[k], chunk);
+               ids.push_back(q.enqueue(std::move(r)));
+             }
+             return ids;
+           }, "file"_a, "container"_a, "frame"_a, "field"_a, "chunks"_a, "destinations"_a, "kind"_a = "host", "priority"_a = 0,
+           "tag"_a = 0,
+           "Enqueues chunks (their positions among the frame's chunks of the field), each into its own destination, "
+           "checksums verified.")
       .def("enqueue_signal", &Queue::enqueue_signal)
       .def("submit", &Queue::submit)
       .def("cancel", &Queue::cancel, "request"_a)

@@ -120,6 +120,9 @@ class FrameRenderer {
   [[nodiscard]] std::vector<std::uint32_t> image(std::uintptr_t stream = 0) const {
     return gpu_ ? gpu_->image(reinterpret_cast<gpu::CUstream>(stream)) : cpu_->image();
   }
+  [[nodiscard]] std::vector<std::uint64_t> keys(std::uintptr_t stream = 0) const {
+    return gpu_ ? gpu_->keys(reinterpret_cast<gpu::CUstream>(stream)) : cpu_->keys();
+  }
   [[nodiscard]] const pt::Camera& camera() const { return camera_; }
 
  private:
@@ -299,6 +302,19 @@ void bind_workloads(nb::module_& m) {
            "hi"_a = 1.0f,
            "Radii scaled, and the colour from the record (colour_by -1), from x, y, z or radius (0..3) or from a "
            "per-particle field (8) through a 256-entry RGBA table over lo..hi.")
+      .def("keys",
+           [](const FrameRenderer& self, std::uintptr_t stream) {
+             std::vector<std::uint64_t> keys;
+             {
+               nb::gil_scoped_release release;
+               keys = self.keys(stream);
+             }
+             const auto& camera = self.camera();
+             return owned_array(std::move(keys), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width)});
+           },
+           "stream"_a = 0,
+           "Each pixel's depth key (height, width) uint64: the ray depth's bits << 32 | the particle's number in its "
+           "frame, all ones where nothing was drawn; once `stream` has finished. Sort-last compositing keeps the least.")
       .def("image", [](const FrameRenderer& self, std::uintptr_t stream) { return image_array(self.image(stream), self.camera()); },
            "stream"_a = 0, "The image (height, width, 4) uint8 RGBA, once `stream` has finished.");
 

@@ -180,6 +180,26 @@ class Queue:
                 self._keep[request] = destination
         return requests
 
+    def enqueue_chunk_list(self, file: int, dataset: Any, frame: int, field: str, chunks: list[int], destination: Any, *,
+                           priority: int = 0, tag: int = 0) -> list[int]:
+        """Some chunks of ``field`` in ``frame`` (their positions among the frame's chunks), packed one after the
+        other into ``destination`` in the order given, checksums verified (a rank's share of a frame)."""
+        address, size, kind = destination_of(destination)
+        index = dataset.container.field_index(field)
+        table = dataset.container.chunk_table()
+        rows = np.flatnonzero((table["frame"] == frame) & (table["field"] == index))
+        sizes = [int(table["raw_size"][rows[c]]) for c in chunks]
+        if sum(sizes) > size:
+            raise _ext.UsageError(f"destination of {size} bytes for {len(chunks)} chunks of frame {frame} field {field!r} "
+                                  f"of {sum(sizes)} bytes")
+        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if sizes else np.zeros(0, np.int64)
+        requests = self._open_native().enqueue_chunk_list(file, dataset.container, frame, index, [int(c) for c in chunks],
+                                                          [address + int(o) for o in offsets], kind=kind, priority=priority,
+                                                          tag=tag)
+        for request in requests:
+            self._keep[request] = destination
+        return requests
+
     def enqueue_signal(self) -> Fence:
         return Fence(self, self._open_native().enqueue_signal())
 

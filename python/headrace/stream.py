@@ -246,14 +246,15 @@ class Frame:
 class FrameStream:
     """Plays frames of a dataset through an engine's queue; see the module docstring.
 
+    ``frames``: the frames to play, in order (default: every frame from ``start``), ``loop`` times.
     ``engine``: the :class:`headrace.Engine` to use; by default the process's engine for ``device`` and
     ``options`` (a :class:`headrace.QueueOptions`) and/or options and I/O knobs by name (``backend``,
     ``cache_policy``, ``pin_files``, ``staging_bytes``, ``decode_on``, ``queue_depth``, ...:
     docs/settings.md), made on first use and shared."""
 
     def __init__(self, dataset: Any, *, fields: Sequence[str] | None = None, device: int | str | None = None,
-                 prefetch: int = 3, loop: int = 1, start: int = 0, engine: Engine | None = None,
-                 options: Any = None, **named: Any) -> None:
+                 prefetch: int = 3, loop: int = 1, start: int = 0, frames: Sequence[int] | None = None,
+                 engine: Engine | None = None, options: Any = None, **named: Any) -> None:
         if prefetch < 1:
             raise _ext.UsageError(f"prefetch must be at least 1, got {prefetch}")
         if loop < 1:
@@ -279,7 +280,10 @@ class FrameStream:
         self._spares: list[dict[str, Any]] = []  # host buffers whose kept frame's arrays are gone
         self.kept_frames = 0  # frames released by the loop whose arrays kept their buffers
         self.history: list[FrameStats] = []
-        self.seek(start)
+        if frames is not None:  # an order of its own (a rank's share of the series), ``loop`` times
+            self.play([int(t) for t in frames] * self.loop)
+        else:
+            self.seek(start)
 
     def _allocate(self) -> dict[str, Any]:
         """A slot: per field a buffer for its largest frame, from the engine (spare ones of closed streams

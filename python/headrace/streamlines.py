@@ -79,6 +79,12 @@ def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = Non
         yield os.fspath(blocks)
 
 
+# How the counters of runs over blocks of seeds make those of one run: counts add up, times are the slowest's.
+_ADDED_UP = ("seeds", "points", "bytes_read", "cache_hits", "cache_misses", "cache_evictions", "madvise_calls",
+             "budget_drops", "resident_rounds", "resident_units_loaded", "resident_evictions")
+_SLOWEST = ("seconds", "resident_load_seconds", "resident_advance_seconds")
+
+
 @dataclass
 class TraceResult:
     """The lines and what the run did: seconds tracing, cache or mapping counters, how each line ended
@@ -90,6 +96,29 @@ class TraceResult:
     ends: list[str]
     stats: dict[str, Any] = field(default_factory=dict)
     times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+
+    @classmethod
+    def joined(cls, parts: list[TraceResult]) -> TraceResult:
+        """The lines of several runs over consecutive blocks of seeds (the ranks of a job, in order) as one run
+        over all of them: what one run over every seed gives. Stats: the first part's, its counts summed, the
+        slowest part's seconds, and every part's under ``"parts"``."""
+        offsets = [np.zeros(1, np.int64)]
+        base = 0
+        for part in parts:
+            offsets.append(np.asarray(part.offsets[1:], dtype=np.int64) + base)
+            base += len(part.points)
+        stats = dict(parts[0].stats) if parts else {}
+        for key in _ADDED_UP:
+            if key in stats:
+                stats[key] = sum(p.stats.get(key, 0) for p in parts)
+        for key in _SLOWEST:
+            if key in stats:
+                stats[key] = max(p.stats.get(key, 0.0) for p in parts)
+        stats["parts"] = [p.stats for p in parts]
+        return cls(np.concatenate([p.points for p in parts]) if parts else np.zeros((0, 3), np.float32),
+                   np.concatenate(offsets).astype(parts[0].offsets.dtype if parts else np.int64),
+                   [end for p in parts for end in p.ends], stats,
+                   np.concatenate([p.times for p in parts]) if parts else np.zeros(0, np.float32))
 
     def velocities(self, threads: int = 0) -> np.ndarray:
         """The flow's velocity at every point, trilinear as the tracer sampled it ((N, 3) float32): the

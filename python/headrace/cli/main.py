@@ -45,7 +45,18 @@ def _report(command: str, error: BaseException, debug: bool, note: str = "") -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Runs one command; returns its exit status (a usage error, --help and --version included)."""
+    """Runs one command; returns its exit status (a usage error, --help and --version included). Under
+    MPI (``mpirun -n N headrace ...``), a rank that fails ends every rank: none waits for it forever."""
+    status = _run(argv)
+    if status != 0:
+        from headrace import distributed
+
+        if distributed.launched_by_mpi() and (job := distributed.ranks()).size > 1:
+            distributed.abort(status, f"headrace: rank {job.rank} of {job.size} failed (exit {status}); stopping every rank")
+    return status
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as stop:  # argparse: a one-line usage error (2), or --help / --version (0)

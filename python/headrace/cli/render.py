@@ -211,6 +211,11 @@ def run(args: argparse.Namespace) -> int:
     device = particle_device(args.device, "drawing with")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
     if is_volume(ds):
+        from headrace import distributed
+
+        if distributed.ranks().size > 1:
+            raise UsageError(f"{ds.path}: a volume; under MPI render composites particle frames so far: run it as one "
+                             "rank (mpirun -n 1, or without mpirun)")
         particle_only = [name for name, value in (("--batch", args.batch), ("--segments", args.segments),
                                                   ("--method", args.method)) if value is not None]
         if particle_only:
@@ -218,6 +223,10 @@ def run(args: argparse.Namespace) -> int:
         return _render_volume(args, ds, device, where)
     if volume_only_options(args):
         raise UsageError(f"{', '.join(volume_only_options(args))}: volume options; {ds.path} holds particles")
+    from headrace import distributed
+
+    if distributed.ranks().size > 1:
+        return _render_particles_sort_last(args, ds, device)
     codecs = ds.codecs
     tuned = tune.default_configuration(device, codecs[0] if codecs else "none")
     profile_used = False
@@ -273,6 +282,42 @@ def run(args: argparse.Namespace) -> int:
         render.write_animation(args.video, images, args.fps or 10.0)
     console.print(f"{folder}: frames {frames.start} to {frames.start + drawn - 1} ({drawn} images), {method} on {where}, "
                   f"{time.perf_counter() - start:.2f} s" + (f"; {args.video}" if args.video else ""))
+    return 0
+
+
+def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
+    """Under MPI: every rank draws its share of each frame (by space), composited by depth onto rank 0, which
+    writes the images (headrace.sort_last): the single-rank images, bit for bit."""
+    from headrace import distributed, render, sort_last
+    from headrace.cli._output import console
+
+    job = distributed.ranks()
+    ignored = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
+                                        ("--video", args.video)) if value is not None]
+    if ignored:
+        raise UsageError(f"{', '.join(ignored)}: under MPI each rank reads its share of a frame with the engine's read "
+                         "path and rank 0 writes one image a frame")
+    frames = [args.frame] if args.frame is not None else list(parse_frames(args.frames, len(ds.frames)))
+    if args.frame is None:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    for frame in frames:
+        image, stats = sort_last.render_particles(ds, frame, device=device, camera=args.camera, field=args.field or "particles",
+                                                  width=args.width, height=args.height, fov=args.fov,
+                                                  background=args.background)
+        everyone = job.gather(stats)
+        if job.root:
+            assert image is not None and everyone is not None
+            out = args.out if args.frame is not None else str(Path(args.out) / f"frame_{frame:05d}.png")
+            render.write_image(out, image)
+            if args.stats:
+                for s in everyone:
+                    console.print(f"  frame {frame}, rank {s['rank']} ({s['device']}): {s['chunks']} chunks, "
+                                  f"{s['particles']} particles; load {s['load_s'] * 1e3:.1f} ms, draw "
+                                  f"{s['draw_s'] * 1e3:.1f} ms, composite {s['composite_s'] * 1e3:.1f} ms")
+    if job.root:
+        console.print(f"{args.out}: {len(frames)} frame(s), {args.width} x {args.height}, drawn by {job.size} ranks and "
+                      f"composited by depth, {time.perf_counter() - start:.2f} s")
     return 0
 
 

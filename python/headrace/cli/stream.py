@@ -1,11 +1,16 @@
 """``headrace stream FILE``: plays every frame through the request queue into GPU (or host) memory and
-reports throughput (disk rate, delivered rate, compression ratio) and where the time went."""
+reports throughput (disk rate, delivered rate, compression ratio) and where the time went.
+
+Under MPI (``mpirun -n N headrace stream FILE``) each rank streams its own block of frames on its own GPU
+(its local rank's; headrace.distributed), all starting together; rank 0 reports every rank and the job:
+its bytes over the slowest rank's time."""
 
 from __future__ import annotations
 
 import argparse
 import statistics
 import time
+from typing import Any
 
 import headrace
 from headrace._ext import QueueStats
@@ -74,34 +79,77 @@ def summarize(history: list[dict], seconds: float, queue_stats: QueueStats) -> d
     }
 
 
-def _stored_bytes(ds: headrace.Dataset, fields: list[str]) -> int:
-    """The stored bytes of these fields over every frame: what one pass reads."""
+def _stored_bytes(ds: headrace.Dataset, fields: list[str], frames: list[int] | None = None) -> int:
+    """The stored bytes of these fields over every frame (or these frames): what one pass reads."""
     import numpy as np
 
     table = ds.container.chunk_table()
     mask = np.isin(table["field"], [ds.container.field_index(name) for name in fields])
+    if frames is not None:
+        mask &= np.isin(table["frame"], frames)
     return int(table["stored_size"][mask].sum())
 
 
+def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: list[dict]) -> int:
+    """Rank 0 reports every rank's summary and the job's: the bytes of all over the slowest one's time."""
+    frames = [f["frame"] for f in per_frame]
+    everyone = job.gather({**summary, "rank": job.rank, "local_rank": job.local_rank, "frames_played": frames,
+                           "per_frame": per_frame if args.stats or args.csv else None})
+    if not job.root:
+        return 0
+    assert everyone is not None
+    seconds = max(r["seconds"] for r in everyone)
+    stored, raw = sum(r["stored_bytes"] for r in everyone), sum(r["raw_bytes"] for r in everyone)
+    job_summary = {"ranks": job.size, "frames": sum(r["frames"] for r in everyone), "seconds": seconds,
+                   "stored_bytes": stored, "raw_bytes": raw, "disk_gbps": stored / seconds / 1e9 if seconds else 0.0,
+                   "delivered_gbps": raw / seconds / 1e9 if seconds else 0.0,
+                   "bytes_from_cache": sum(r["bytes_from_cache"] for r in everyone),
+                   "bytes_from_disk": sum(r["bytes_from_disk"] for r in everyone)}
+    if args.csv:
+        write_rows(args.csv, [{**f, "rank": r["rank"]} for r in everyone for f in r["per_frame"]])
+    if args.json:
+        print_json({"job": job_summary, "per_rank": [{k: v for k, v in r.items() if k != "per_frame" or args.stats}
+                                                      for r in everyone]})
+        return 0
+    where = "host memory" if everyone[0]["device"] == "cpu" else "GPU memory"
+    console.print(f"{summary['file']}: {job_summary['frames']} frames to {where} by {job.size} ranks in {seconds:.3f} s: "
+                  f"stored {human_bytes(stored)} at [bold]{job_summary['disk_gbps']:.3f} GB/s[/], delivered "
+                  f"{human_bytes(raw)} at [bold]{job_summary['delivered_gbps']:.3f} GB/s[/] (the job's bytes over its "
+                  f"slowest rank's time)")
+    for r in everyone:
+        place = "host memory" if r["device"] == "cpu" else f"GPU {r['device']}"
+        first, last = (r["frames_played"][0], r["frames_played"][-1]) if r["frames_played"] else ("-", "-")
+        console.print(f"  rank {r['rank']} (local {r['local_rank']}, {place}): frames {first}..{last} ({r['frames']}) in "
+                      f"{r['seconds']:.3f} s, delivered {r['delivered_gbps']:.3f} GB/s; from the page cache "
+                      f"{human_bytes(r['bytes_from_cache'])}, from the disk {human_bytes(r['bytes_from_disk'])}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    from headrace import distributed
+
+    job = distributed.ranks()
     ds = headrace.open(args.file)
-    played = len(ds.frames) * args.loop
+    share = job.frames_of(len(ds.frames)) if job.size > 1 else None
+    played = (len(ds.frames) if share is None else len(share)) * args.loop
     if played > MOST_FRAMES_PLAYED:
         raise UsageError(f"--loop {args.loop}: {len(ds.frames):,} frames x {args.loop} plays {played:,} frames, "
                          f"more than {MOST_FRAMES_PLAYED:,}")
-    device = choose_device(args.device)
+    device = job.device(choose_device(args.device))
     fields = args.fields or [f.name for f in ds.fields]
     for name in fields:
         ds.field(name)  # a usage error naming the fields there are
     # Options not given keep their defaults, overridden by HEADRACE_<NAME> (docs/settings.md).
     options = headrace.queue_options(**given_options(args))
-    prefetch = min(args.prefetch, played)  # a slot per frame in flight: one that no frame fills is never allocated
-    total = _stored_bytes(ds, fields) * args.loop
-    stream = ds.stream(fields, device=device, prefetch=prefetch, loop=args.loop, options=options)
+    # A slot per frame in flight: one that no frame fills is never allocated.
+    prefetch = max(1, min(args.prefetch, played))
+    total = _stored_bytes(ds, fields, share) * args.loop
+    stream = ds.stream(fields, device=device, prefetch=prefetch, loop=args.loop, frames=share, options=options)
     stopped = False
     try:
+        job.barrier()  # the ranks start together: the job's time is the slowest rank's
         started, budget = time.perf_counter(), Budget(args.budget)
-        with byte_progress(f"streaming {played} frames", total, enabled=not args.json) as update:
+        with byte_progress(f"streaming {played} frames", total, enabled=not args.json and job.size == 1) as update:
             done = 0
             for frame in stream:
                 if device != "cpu":
@@ -120,6 +168,8 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(stats["frames"], seconds, stats["queue"])
     summary.update(file=ds.path, device=str(device), configuration=described, frames_asked=played,
                    budget_spent=stopped)
+    if job.size > 1:
+        return _report_ranks(args, job, summary, stats["frames"])
     if args.csv:
         write_rows(args.csv, stats["frames"])
     if args.json:

@@ -202,11 +202,18 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     from headrace.bench.harness import write_rows
     from headrace.cli._output import console, count_progress
 
+    from headrace import distributed
+
+    job = distributed.ranks()
     seeds = parse_seeds(args.seeds, flow, args.seed_stride)
     expect_memory_for_lines(len(seeds), args.steps, args.direction)
+    every_seed = len(seeds)
+    if job.size > 1:  # each rank a block of the seeds, on its own GPU; each reads the blocks its lines need
+        seeds = seeds[job.frames_of(len(seeds))] if len(seeds) else seeds
+        device = job.device(device) or device
     budget = Budget(args.budget)
-    with count_progress(f"tracing {len(seeds):,} lines of up to {args.steps:,} steps on {device_name(device)}",
-                        0, enabled=not args.json) as advance:
+    with count_progress(f"tracing {every_seed:,} lines of up to {args.steps:,} steps on {device_name(device)}",
+                        0, enabled=not args.json and job.size == 1) as advance:
         shown = 0
 
         def progress(ended: int, lines: int) -> bool:
@@ -223,6 +230,13 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
                                        madvise_interval_s=args.madvise_interval,
                                        memory_budget_bytes=args.memory_budget or 0, progress=progress)
         progress(len(result.ends), len(result.ends))  # the tracer tells now and then, not at its end
+    if job.size > 1:
+        parts = job.gather(result)
+        if not job.root:
+            return 0
+        assert parts is not None
+        result = streamlines.TraceResult.joined(parts)
+        result.stats["ranks"] = job.size
     stopped = sum("stopped" in end for end in result.ends)
     if stopped:
         console.print(budget.said(len(seeds) - stopped, len(seeds), "lines ended") +
@@ -236,7 +250,8 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
-        console.print(f"{args.file}: {stats['seeds']} streamlines, {stats['points']} points in {stats['seconds']:.3f} s "
+        by = f" by {job.size} ranks (the slowest's time)" if job.size > 1 else ""
+        console.print(f"{args.file}: {stats['seeds']} streamlines, {stats['points']} points in {stats['seconds']:.3f} s{by} "
                       f"({stats['layout']} layout, {stats['manager']}-managed on {device_name(stats['device'])}) -> {args.out}")
         if stats["manager"] == "resident":
             console.print(f"  resident cache: {stats['resident_slots']} units, {stats['resident_rounds']} rounds, "

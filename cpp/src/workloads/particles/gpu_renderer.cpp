@@ -84,4 +84,12 @@ std::vector<std::uint32_t> GpuRenderer::image(gpu::CUstream stream) const {
   return pixels;
 }
 
+std::vector<std::uint64_t> GpuRenderer::keys(gpu::CUstream stream) const {
+  device_.make_current();
+  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  std::vector<std::uint64_t> keys(keys_.size_bytes() / sizeof(std::uint64_t));
+  gpu::copy_to_host(keys.data(), keys_.pointer(), keys_.size_bytes());
+  return keys;
+}
+
 }  // namespace headrace::workloads::particles

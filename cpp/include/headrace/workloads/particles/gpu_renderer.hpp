@@ -30,6 +30,9 @@ class GpuRenderer {
   void set_look(const GlyphLook& look);
   // Waits for stream, then copies the image (row-major RGBA8, top row first).
   [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
+  // Waits for stream, then copies each pixel's depth key (depth_key; empty_key where nothing was drawn):
+  // what sort-last compositing of several renderers' images compares.
+  [[nodiscard]] std::vector<std::uint64_t> keys(gpu::CUstream stream) const;
 
   [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
   [[nodiscard]] int device() const noexcept { return device_.ordinal(); }

@@ -28,6 +28,8 @@ class ReferenceRenderer {
   [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
   // Row-major RGBA8, top row first.
   [[nodiscard]] const std::vector<std::uint32_t>& image() const noexcept { return rgba_; }
+  // Each pixel's depth key (empty_key where nothing was drawn), row-major like image().
+  [[nodiscard]] const std::vector<std::uint64_t>& keys() const noexcept { return keys_; }
 
  private:
   Camera camera_;

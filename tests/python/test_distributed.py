@@ -1,0 +1,179 @@
+"""headrace over MPI (headrace.distributed): one process is one rank, as without MPI; under ``mpiexec -n 2``
+and ``-n 4`` each rank streams its own block of frames and rank 0 reports the job; a rank that fails ends
+every rank with a clear error, never a hang (each run has a timeout)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import headrace
+from headrace import FieldSpec
+from headrace.distributed import Ranks, launched_by_mpi, ranks
+
+MPIEXEC = shutil.which("mpiexec")
+RUN_TIMEOUT_S = 120
+
+
+def _mpi_ready() -> str:
+    if MPIEXEC is None:
+        return "no mpiexec (Debian's mpich: scripts/setup.sh installs it)"
+    if importlib.util.find_spec("mpi4py") is None:
+        return "mpi4py is not installed (scripts/setup.sh builds it against Debian's MPICH)"
+    return ""
+
+
+needs_mpi = pytest.mark.skipif(bool(_mpi_ready()), reason=_mpi_ready() or "MPI ready")
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory):
+    """7 frames of 3000 particles (7 does not divide among 2 or 4 ranks)."""
+    path = tmp_path_factory.mktemp("distributed") / "s.hrc"
+    with headrace.Writer(path, [FieldSpec("particles", "float32", 8)], chunk_size_bytes=1 << 14) as w:
+        for t in range(7):
+            w.write(w.add_frame(time=float(t)), "particles", np.random.default_rng(t).random((3000, 8), dtype=np.float32))
+    return path
+
+
+def _mpiexec(ranks_asked: int, *command: str) -> subprocess.CompletedProcess:
+    assert MPIEXEC is not None
+    return subprocess.run([MPIEXEC, "-n", str(ranks_asked), sys.executable, "-m", "headrace", *command],
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+
+
+def test_one_process_is_one_rank_as_without_mpi():
+    assert not launched_by_mpi()
+    job = ranks()
+    assert (job.rank, job.size, job.comm) == (0, 1, None) and job.root
+    assert job.frames_of(7) == list(range(7)) and job.device(0) == 0 and job.device("cpu") == "cpu"
+    assert job.gather("x") == ["x"] and job.allgather(3) == [3]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4, 5, 9])
+def test_frames_are_shared_in_contiguous_blocks_of_sizes_within_one(size):
+    for frames in (0, 1, 7, 8, 100):
+        shares = [Ranks(rank, size).frames_of(frames) for rank in range(size)]
+        assert [t for share in shares for t in share] == list(range(frames))
+        lengths = [len(share) for share in shares]
+        assert max(lengths) - min(lengths) <= 1
+
+
+@needs_mpi
+@pytest.mark.parametrize("size", [2, 4])
+def test_every_rank_streams_its_own_frames_and_rank_0_reports_the_job(series, size):
+    alone = json.loads(subprocess.run([sys.executable, "-m", "headrace", "stream", str(series), "--device", "cpu",
+                                       "--json"], capture_output=True, text=True, check=True).stdout)
+    done = _mpiexec(size, "stream", str(series), "--device", "cpu", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)  # one document: rank 0's
+    job, per_rank = report["job"], report["per_rank"]
+    assert job["ranks"] == size and job["frames"] == 7 and [r["rank"] for r in per_rank] == list(range(size))
+    shares = [r["frames_played"] for r in per_rank]
+    assert shares == [Ranks(rank, size).frames_of(7) for rank in range(size)]
+    assert job["raw_bytes"] == alone["raw_bytes"] and job["stored_bytes"] == alone["stored_bytes"]
+    assert job["delivered_gbps"] > 0 and job["seconds"] == max(r["seconds"] for r in per_rank)
+    text = _mpiexec(size, "stream", str(series), "--device", "cpu")
+    assert text.returncode == 0, text.stderr
+    assert f"7 frames to host memory by {size} ranks" in text.stdout and f"rank {size - 1} (local {size - 1}" in text.stdout
+
+
+@needs_mpi
+def test_a_rank_that_fails_stops_every_rank_with_a_clear_error(series, tmp_path):
+    broken = tmp_path / "broken.hrc"
+    shutil.copyfile(series, broken)
+    table = headrace.open(broken).container.chunk_table()
+    last = int(np.flatnonzero(table["frame"] == 6)[0])  # rank 1 of 2 streams frames 3..6
+    with open(broken, "r+b") as f:
+        f.seek(int(table["offset"][last]) + 8)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    done = _mpiexec(2, "stream", str(broken), "--device", "cpu")  # the timeout would say it hung
+    assert done.returncode != 0
+    assert "rank 1 of 2 failed" in done.stderr and "checksum" in done.stderr.lower() and "frame 6" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory):
+    """3 frames of 20,000 small particles in chunks of 512: frames shared among ranks by space."""
+    path = tmp_path_factory.mktemp("distributed-cloud") / "c.hrc"
+    with headrace.Writer(path, [FieldSpec("particles", "float32", 8)], chunk_size_bytes=1 << 14) as w:
+        for t in range(3):
+            data = np.random.default_rng(10 + t).random((20_000, 8), dtype=np.float32)
+            data = data[np.argsort(data[:, 0] + 0.3 * data[:, 1])]  # chunks that are regions of space
+            data[:, 3] = 0.004 + 0.01 * data[:, 3]
+            data[:, 7] = 1
+            w.write(w.add_frame(time=float(t), bbox=((0, 0, 0), (1, 1, 1))), "particles", data)
+    return path
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_a_frames_chunks_are_shared_by_space_each_once(cloud, size):
+    from headrace.sort_last import share_chunks
+
+    ds = headrace.open(cloud)
+    shares = share_chunks(ds, 1, "particles", size)
+    assert sorted(c for share in shares for c in share) == list(range(40))
+    table = ds.container.chunk_table()
+    rows = np.flatnonzero(table["frame"] == 1)
+    centre_x = [[np.mean([ds.container.chunk_range(int(rows[c]))[k][0] for k in (0, 1)]) for c in share] for share in shares]
+    for left, right in zip(centre_x, centre_x[1:]):  # the longest axis here is x: the ranks' runs follow it
+        assert max(left) <= min(right)
+
+
+@needs_mpi
+@pytest.mark.parametrize("size", [2, 4])
+def test_a_frame_drawn_by_every_rank_and_composited_is_the_single_rank_image(cloud, tmp_path, size):
+    from PIL import Image
+
+    common = ["--frame", "1", "--device", "cpu", "--width", "200", "--height", "150", "--camera", "orbit:40,25"]
+    subprocess.run([sys.executable, "-m", "headrace", "render", str(cloud), "--out", str(tmp_path / "one.png"), *common],
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
+    done = _mpiexec(size, "render", str(cloud), "--out", str(tmp_path / "many.png"), "--stats", *common)
+    assert done.returncode == 0, done.stderr
+    assert f"drawn by {size} ranks and composited by depth" in done.stdout and f"rank {size - 1}" in done.stdout
+    one = np.asarray(Image.open(tmp_path / "one.png"))
+    many = np.asarray(Image.open(tmp_path / "many.png"))
+    assert (one[..., :3] > 0).any(axis=2).mean() > 0.05  # a picture, not a blank
+    np.testing.assert_array_equal(many, one)
+
+
+@needs_mpi
+@pytest.mark.parametrize("size", [2, 4])
+def test_streamlines_traced_by_every_rank_are_the_single_rank_lines(tmp_path, size):
+    from headrace.generate import generate_flow
+
+    flow = generate_flow(tmp_path / "f.hrc", dims=(33, 29, 25), frames=1, seed=3)
+    common = ["--seeds", "uniform:300", "--steps", "200", "--device", "cpu", "--threads", "1"]
+    subprocess.run([sys.executable, "-m", "headrace", "trace", str(flow), "--out", str(tmp_path / "one.npz"), *common],
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
+    done = _mpiexec(size, "trace", str(flow), "--out", str(tmp_path / "many.npz"), *common)
+    assert done.returncode == 0, done.stderr
+    assert f"by {size} ranks" in done.stdout
+    one, many = np.load(tmp_path / "one.npz"), np.load(tmp_path / "many.npz")
+    assert sorted(one.files) == sorted(many.files)
+    for name in one.files:
+        np.testing.assert_array_equal(many[name], one[name], err_msg=name)
+    assert len(one["offsets"]) > 300  # uniform:300 seeds a grid of at least 300 points
+
+
+@needs_mpi
+def test_fail_together_stops_every_rank_from_python(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from headrace.distributed import fail_together\n"
+        "with fail_together('my job') as job:\n"
+        "    if job.rank == 1:\n"
+        "        raise ValueError('no frame 99 here')\n"
+        "    job.barrier()  # rank 0 would wait here forever for rank 1\n")
+    assert MPIEXEC is not None
+    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S)
+    assert done.returncode != 0 and "my job (rank 1 of 2): no frame 99 here; stopping every rank" in done.stderr
