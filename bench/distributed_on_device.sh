@@ -4,6 +4,8 @@
 # carry [".carry", ".whl"] (bench/viewer_on_device.sh says what they hold). Several ranks share the one GPU.
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
+# The image's MPI is Debian's Open MPI, which refuses root unless told twice.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 mpi() {
   # What MPI the image has, then the distributed tests (they skip, saying why, without a launcher).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -42,10 +43,14 @@ def series(tmp_path_factory):
     return path
 
 
+# Open MPI refuses to start as root unless told twice (containers, CI); MPICH ignores these.
+AS_ROOT = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+
 def _mpiexec(ranks_asked: int, *command: str) -> subprocess.CompletedProcess:
     assert MPIEXEC is not None
     return subprocess.run([MPIEXEC, "-n", str(ranks_asked), sys.executable, "-m", "headrace", *command],
-                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+                          capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env={**os.environ, **AS_ROOT})
 
 
 def test_one_process_is_one_rank_as_without_mpi():
@@ -175,5 +180,5 @@ def test_fail_together_stops_every_rank_from_python(tmp_path):
         "    job.barrier()  # rank 0 would wait here forever for rank 1\n")
     assert MPIEXEC is not None
     done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S)
+                          timeout=RUN_TIMEOUT_S, env={**os.environ, **AS_ROOT})
     assert done.returncode != 0 and "my job (rank 1 of 2): no frame 99 here; stopping every rank" in done.stderr
