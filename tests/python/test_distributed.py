@@ -184,3 +184,18 @@ def test_fail_together_stops_every_rank_from_python(tmp_path):
     done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
                           timeout=RUN_TIMEOUT_S, env={**os.environ, **AS_ROOT})
     assert done.returncode != 0 and "my job (rank 1 of 2): no frame 99 here; stopping every rank" in done.stderr
+
+
+@needs_mpi
+def test_play_shares_a_volume_series_by_time_and_reports_the_job(tmp_path):
+    from headrace.generate import generate_volume
+
+    volume = generate_volume(tmp_path / "v.hrc", dims=(40, 32, 24), frames=6, seed=5)
+    done = _mpiexec(2, "play", str(volume), "--device", "cpu", "--stages", "all", "--render-only", "0", "--width", "96",
+                    "--height", "72", "--record", str(tmp_path / "run.json"))
+    assert done.returncode == 0, done.stderr
+    assert "the job: 6 frames by 2 ranks" in " ".join(done.stdout.split())
+    record = json.loads((tmp_path / "run.json").read_text())
+    job = record["runs"][0]["job"]
+    assert job["frames"] == 6 and [r["frames"] for r in job["per_rank"]] == [3, 3]
+    assert [f["frame"] for f in record["runs"][0]["frames"]] == [0, 1, 2]  # rank 0's own block

@@ -9,7 +9,9 @@ ahead into GPU slots through its read path, with GPU decompression; value ranges
 ``every`` runs them all in turn. For each run: frames per second over the frames after the first, the
 ratio to the render-only rate of the same renderer (the frame resident, measured in the same call), and
 the mean time per frame of each kind of work; ``--timeline`` draws them like the paper's figure 3 and
-``--record`` keeps them as JSON (``headrace plot RECORD.json`` draws it again). ``--cache cold`` evicts
+``--record`` keeps them as JSON (``headrace plot RECORD.json`` draws it again). Under MPI (``mpirun -n N
+headrace play``) each rank plays its block of the frames on its own GPU; rank 0 reports its runs (the
+timeline is its own) and the job's frames per second over the slowest rank's time. ``--cache cold`` evicts
 the file from the page cache before each run; ``drop-all`` drops the whole cache (root).
 """
 
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from headrace import timeline
     from headrace.bench.harness import uncache, warm_page_cache
     from headrace.cli._budget import Budget
-    from headrace.cli._output import console
+    from headrace.cli._output import console as shared_console
     from headrace.cli.bench import particle_device
     from headrace.volume import STAGES, VolumeRenderer, is_volume
 
@@ -87,13 +89,29 @@ def run(args: argparse.Namespace) -> int:
     ds = headrace.open(args.file)
     if not is_volume(ds):
         raise UsageError(f"{ds.path}: not a volume: play draws a grid (layout linear) or AMR (layout amr) field")
-    device = particle_device(args.device, "playing with")
+    from headrace import distributed
+
+    job = distributed.ranks()
+    device = job.device(particle_device(args.device, "playing with"))
     frames = list(parse_frames(args.frames, len(ds.frames)) if args.frames else range(len(ds.frames)))
-    order = frames[:: args.stride] * args.loops
+    shown = frames[:: args.stride]
+    if job.size > 1:  # under MPI each rank plays its block of the frames on its own GPU
+        shown = [shown[k] for k in job.frames_of(len(shown))]
+        if not shown:
+            raise UsageError(f"{ds.path}: {len(frames[:: args.stride])} frames to play among {job.size} ranks: "
+                             "fewer ranks, or more frames")
+    order = shown * args.loops
     renderer = VolumeRenderer(ds, device=device, **volume_options(args))
     # The render-only rate of the same frames (up to 8 of them: frames differ in cost).
     render_only = renderer.render_only_fps(list(dict.fromkeys(order))[:8], args.render_only) if args.render_only else None
     where = "the CPU" if device == "cpu" else f"GPU {device}"
+    console = shared_console
+    if not job.root:  # rank 0 speaks for the job
+        import io
+
+        from rich.console import Console
+
+        console = Console(file=io.StringIO())
     console.print(f"{ds.path}: field {renderer.field}, {renderer.topology.cell_count:,} cells in {renderer.topology.brick_count:,} "
                   f"bricks, {renderer.topology.region_count:,} regions; {len(order)} frames a run, {args.width} x "
                   f"{args.height} on {where}" + (f"; render only: {render_only:.2f} frames/s" if render_only else ""))
@@ -108,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             console.print(budget.said(n, len(stages), "runs done"))
             break
         how = uncache([ds.path], args.cache)
+        job.barrier()  # the ranks start each run together: the job's time is the slowest rank's
         run = renderer.play(order, stages=stage, slots=args.slots, backend=args.read_path)
         run["render_only_fps"] = render_only
         run["cache"] = how or "hot"
@@ -117,7 +136,17 @@ def run(args: argparse.Namespace) -> int:
         ratio = f", {run['fps'] / render_only:.2f} of render-only" if render_only else ""
         delivered = run["frames_shown"] * run["frame_bytes"] / run["seconds"] / 1e9
         console.print(f"  {stage:>8}: {run['fps']:.2f} frames/s{ratio} ({delivered:.2f} GB/s delivered over "
-                      f"{run['seconds']:.2f} s)")
+                      f"{run['seconds']:.2f} s)" + (" on rank 0" if job.size > 1 else ""))
+        if job.size > 1:
+            everyone = job.gather({"frames": run["frames_shown"], "seconds": run["seconds"], "fps": run["fps"]})
+            if everyone is not None:
+                slowest = max(r["seconds"] for r in everyone)
+                total = sum(r["frames"] for r in everyone)
+                run["job"] = {"ranks": job.size, "frames": total, "seconds": slowest, "per_rank": everyone}
+                console.print(f"  {'':>8}  the job: {total} frames by {job.size} ranks in {slowest:.2f} s, "
+                              f"{total / slowest:.2f} frames/s ({total * run['frame_bytes'] / slowest / 1e9:.2f} GB/s)")
+    if not job.root:
+        return 0
     console.print(timeline.summary_table(record))
     if args.record:
         from headrace._files import replacing
