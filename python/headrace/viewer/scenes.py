@@ -10,6 +10,7 @@ field of 8 float32 (x, y, z, radius, r, g, b, a), :class:`VolumeScene` for a gri
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from headrace import _ext
 from headrace.errors import UsageError
 from headrace.viewer.camera import OrbitCamera
 
-__all__ = ["COLOUR_MAPS", "Scene", "ParticleScene", "VolumeScene", "scene_kind", "component_range"]
+__all__ = ["COLOUR_MAPS", "Scene", "ParticleScene", "VolumeScene", "scene_kind", "describe_file", "component_range"]
 
 COLOUR_MAPS = ("viridis", "magma", "inferno", "plasma", "cividis", "turbo", "coolwarm", "gray")
 # The record columns a particle can be coloured by, and the renderer's code for each.
@@ -59,6 +60,28 @@ def component_range(ds: Any, field: str, component: int = 0) -> tuple[float, flo
     return (lo, hi) if hi > lo else (lo, lo + 1.0)
 
 
+def particle_scalar_fields(ds: Any) -> list[str]:
+    """The fields a particle can be coloured by beside its record: one float32 a particle in every frame."""
+    counts = [ds.element_count(t, "particles") for t in range(len(ds.frames))]
+    return [f.name for f in ds.fields if f.name != "particles" and f.dtype == "float32" and f.components == 1
+            and [ds.element_count(t, f.name) for t in range(len(ds.frames))] == counts]
+
+
+def describe_file(ds: Any) -> dict[str, Any]:
+    """A file as the page's ``hello`` lists it (docs/viewer.md), from its index alone: no renderer is made."""
+    from headrace.volume import _default_field, field_value_range
+
+    kind = scene_kind(ds)
+    described = {"name": os.path.basename(ds.path), "kind": kind, "frames": len(ds.frames),
+                 "times": [float(f.time) for f in ds.frames]}
+    if kind == "particles":
+        return {**described, "fields": ["particles"], "value_range": None,
+                "colour_by": ["stored", *PARTICLE_COLUMNS, *particle_scalar_fields(ds)]}
+    field = _default_field(ds)
+    lo, hi = field_value_range(ds, field)
+    return {**described, "fields": [field], "value_range": [lo, hi], "iso": (lo + hi) / 2, "colour_by": []}
+
+
 def colour_table(name: str) -> np.ndarray:
     """(256, 4) float32 RGBA of a matplotlib colour map; UsageError naming the maps offered."""
     if name not in COLOUR_MAPS:
@@ -80,12 +103,6 @@ class Scene:
         self.style: dict[str, Any] = {}
         self.home = OrbitCamera(target=(0.0, 0.0, 0.0), distance=1.0)
 
-    def describe(self) -> dict[str, Any]:
-        """The file as the page's ``hello`` lists it."""
-        ds = self.dataset
-        return {"name": ds.path.rsplit("/", 1)[-1], "kind": self.kind, "frames": len(ds.frames),
-                "times": [float(f.time) for f in ds.frames], "fields": self.fields}
-
     def prepare(self, frame: Any, stream: int) -> None:
         """A newly delivered frame: per-frame work that any camera reuses (nothing by default)."""
 
@@ -104,23 +121,15 @@ class ParticleScene(Scene):
     kind = "particles"
 
     def __init__(self, ds: Any, device: int | None, width: int, height: int) -> None:
-        from headrace.render import _camera, view_box
+        from headrace.render import view_box
 
         super().__init__(ds, device, width, height)
         self.fields = ["particles"]
-        counts = [ds.element_count(t, "particles") for t in range(len(ds.frames))]
-        # Per-particle fields: one float32 a particle in every frame.
-        self.scalar_fields = [f.name for f in ds.fields if f.name != "particles" and f.dtype == "float32"
-                              and f.components == 1 and [ds.element_count(t, f.name) for t in range(len(ds.frames))] == counts]
+        self.scalar_fields = particle_scalar_fields(ds)
         self.home = OrbitCamera.framing(view_box(ds, 0, "particles"))
-        self._renderer = _ext.FrameRenderer(_camera(width, height, self.home.fov, target=self.home.target,
-                                                    orbit=(self.home.distance, 30.0, 20.0)),
-                                            BACKGROUND, -1 if device is None else device)
+        self._renderer = _ext.FrameRenderer(self.home.spec(width, height), BACKGROUND, -1 if device is None else device)
         self.style = {"radius_scale": 1.0, "colour_by": "stored", "colour_map": "viridis"}
         self._ranges: dict[str, tuple[float, float]] = {}
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "colour_by": ["stored", *PARTICLE_COLUMNS, *self.scalar_fields], "value_range": None}
 
     def _range_of(self, source: str) -> tuple[float, float]:
         if source not in self._ranges:
@@ -187,9 +196,6 @@ class VolumeScene(Scene):
         self.style = {"colour_map": "viridis", "opacity": [[0.1, 0.0], [1.0, 0.2]], "mode": "dvr", "iso": (lo + hi) / 2}
         self._prepared = False
         self._apply()
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "value_range": list(self.value_range), "iso": self.style["iso"], "colour_by": []}
 
     def _apply(self) -> None:
         style = self.style

@@ -26,7 +26,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 import headrace
 from headrace import _ext, errors
-from headrace.viewer.scenes import COLOUR_MAPS, ParticleScene, VolumeScene, scene_kind
+from headrace.viewer.scenes import COLOUR_MAPS, describe_file
 from headrace.viewer.session import STATS_WINDOW_S, Session, SessionSettings
 
 __all__ = ["ViewerServer", "Ceilings", "STATIC_FILES"]
@@ -87,8 +87,8 @@ class ViewerServer:
         if not paths:
             raise errors.UsageError("name at least one file to view")
         self.datasets = [headrace.open(os.fspath(p)) for p in paths]
-        for ds in self.datasets:
-            scene_kind(ds)  # a file the viewer cannot draw fails here, named
+        # Described from their indexes; a file the viewer cannot draw fails here, named, before any work.
+        self.files = [{"id": k, **describe_file(ds)} for k, ds in enumerate(self.datasets)]
         ordinal, self.note = _pick_device(device)
         on_gpu = ordinal is not None
         width = width or (1024 if on_gpu else 512)
@@ -106,12 +106,6 @@ class ViewerServer:
         self._numbers = itertools.count(1)
         self._thread: threading.Thread | None = None
         self._serving: dict[str, Any] = {}
-        self.files = [self._describe(k, ds) for k, ds in enumerate(self.datasets)]
-
-    def _describe(self, number: int, ds: Any) -> dict[str, Any]:
-        # A scene on the CPU with a tiny image only to describe the file (no GPU memory taken).
-        scene = (VolumeScene if scene_kind(ds) == "volume" else ParticleScene)(ds, None, 16, 16)
-        return {"id": number, **scene.describe()}
 
     # ---- the application ----
     def app(self) -> web.Application:

@@ -43,7 +43,7 @@ import numpy as np
 import headrace
 from headrace.bench.harness import Measurement, measure, write_csv
 from headrace.viewer.client import ProtocolClient
-from headrace.viewer.scenes import ParticleScene, VolumeScene, scene_kind
+from headrace.viewer.scenes import ParticleScene, VolumeScene, describe_file, scene_kind
 from headrace.viewer.session import encode_jpeg
 
 __all__ = ["main"]
@@ -226,8 +226,7 @@ def run_file(path: str, device: int | None, caches: list[str], seconds: float, j
     frames = len(ds.frames)
     kind = scene_kind(ds)
     width, height = (1024, 768) if device is not None else (512, 384)  # headrace view's defaults
-    scene_class = VolumeScene if kind == "volume" else ParticleScene
-    fields = scene_class(ds, None, 16, 16).fields
+    fields = describe_file(ds)["fields"]
     raw_frame = sum(ds.element_count(0, f) * ds.field(f).components * np.dtype(ds.field(f).dtype).itemsize for f in fields)
     rates = render_only(path, device, width, height, repeats)
     result: dict[str, Any] = {"file": path, "kind": kind, "frames": frames, "frame_bytes": raw_frame, "width": width,
