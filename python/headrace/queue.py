@@ -186,9 +186,12 @@ class Queue:
         other into ``destination`` in the order given, checksums verified (a rank's share of a frame)."""
         address, size, kind = destination_of(destination)
         index = dataset.container.field_index(field)
-        table = dataset.container.chunk_table()
-        rows = np.flatnonzero((table["frame"] == frame) & (table["field"] == index))
-        sizes = [int(table["raw_size"][rows[c]]) for c in chunks]
+        _, first, count = dataset.container.frame_field(frame, index)
+        outside = [c for c in chunks if not 0 <= c < count]
+        if outside:
+            raise _ext.UsageError(f"chunk {outside[0]} of frame {frame} field {field!r}: it has {count} chunks")
+        raw_sizes = dataset.container.chunk_table()["raw_size"]
+        sizes = [int(raw_sizes[first + c]) for c in chunks]
         if sum(sizes) > size:
             raise _ext.UsageError(f"destination of {size} bytes for {len(chunks)} chunks of frame {frame} field {field!r} "
                                   f"of {sum(sizes)} bytes")

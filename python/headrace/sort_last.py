@@ -23,9 +23,15 @@ import numpy as np
 from headrace import _ext
 from headrace.distributed import Ranks, ranks
 
-__all__ = ["share_chunks", "composite_by_depth", "render_particles"]
+__all__ = ["frame_chunks", "share_chunks", "composite_by_depth", "render_particles"]
 
 NO_KEY = np.iinfo(np.int64).max  # where a rank drew nothing, in the signed keys compositing reduces
+
+
+def frame_chunks(container: Any, frame: int, field: str) -> np.ndarray:
+    """The chunk numbers of one frame's field (the index keeps them together, in order)."""
+    _, first, count = container.frame_field(frame, container.field_index(field))
+    return np.arange(first, first + count)
 
 
 def share_chunks(ds: Any, frame: int, field: str, size: int) -> list[list[int]]:
@@ -33,7 +39,7 @@ def share_chunks(ds: Any, frame: int, field: str, size: int) -> list[list[int]]:
     centres along the frame's longest axis, cut into runs of about equal element counts."""
     container = ds.container
     table = container.chunk_table()
-    rows = np.flatnonzero((table["frame"] == frame) & (table["field"] == container.field_index(field)))
+    rows = frame_chunks(container, frame, field)
     if rows.size == 0:
         return [[] for _ in range(size)]
     ranges = [container.chunk_range(int(k)) for k in rows]
@@ -86,10 +92,9 @@ def render_particles(source: Any, frame: int = 0, *, device: int | str | None = 
     ds.field(field)
     given = job.device(device)
     ordinal = None if given in (None, "cpu") else int(given)  # type: ignore[arg-type]  # a GPU number here
-    on_gpu = ordinal is not None
     mine = share_chunks(ds, frame, field, job.size)[job.rank]
     table = ds.container.chunk_table()
-    rows = np.flatnonzero((table["frame"] == frame) & (table["field"] == ds.container.field_index(field)))
+    rows = frame_chunks(ds.container, frame, field)
     firsts = [int(table["first_element"][rows[c]]) for c in mine]
     counts = [int(table["raw_size"][rows[c]]) // 32 for c in mine]
     started = time.perf_counter()
@@ -112,7 +117,7 @@ def render_particles(source: Any, frame: int = 0, *, device: int | str | None = 
     renderer.clear(handle)
     at = 0
     for first, count in zip(firsts, counts):
-        if on_gpu:
+        if ordinal is not None:
             renderer.draw_device(buffer.pointer + at * 32, count, first, handle)
         else:
             renderer.draw_host(buffer[at:at + count], first)

@@ -19,7 +19,8 @@ from headrace import _ext
 from headrace.errors import UsageError
 from headrace.viewer.camera import OrbitCamera
 
-__all__ = ["COLOUR_MAPS", "Scene", "ParticleScene", "VolumeScene", "scene_kind", "describe_file", "component_range"]
+__all__ = ["COLOUR_MAPS", "Scene", "ParticleScene", "VolumeScene", "scene_kind", "make_scene", "describe_file",
+           "component_range"]
 
 COLOUR_MAPS = ("viridis", "magma", "inferno", "plasma", "cividis", "turbo", "coolwarm", "gray")
 # The record columns a particle can be coloured by, and the renderer's code for each.
@@ -258,3 +259,10 @@ def _opacity_points(points: Any) -> list[list[float]]:
 def _address(array: Any) -> int:
     """The device address of a frame's field (a :class:`headrace.stream.FieldArray` in GPU memory)."""
     return int(array.__cuda_array_interface__["data"][0])
+
+
+def make_scene(ds: Any, device: int | None, width: int, height: int, footprint: float = 0.0) -> Scene:
+    """The scene of a file's kind (:func:`scene_kind`): a volume's with its pixel footprint, or particles'."""
+    if scene_kind(ds) == "volume":
+        return VolumeScene(ds, device, width, height, footprint)
+    return ParticleScene(ds, device, width, height)

@@ -102,7 +102,6 @@ class ViewerServer:
         self.ceilings = Ceilings(os.path.dirname(os.path.abspath(self.datasets[0].path)), ordinal, disk_rate)
         self.sessions: dict[int, Session] = {}
         self._sockets: set[web.WebSocketResponse] = set()
-        self._unacked: dict[int, deque[float]] = {}  # session -> when its images not yet shown were sent
         self._numbers = itertools.count(1)
         self._thread: threading.Thread | None = None
         self._serving: dict[str, Any] = {}
@@ -156,7 +155,8 @@ class ViewerServer:
         await socket.send_json(self.hello(number))
         session = Session(number, self.datasets, self.settings, notify)
         self.sessions[number] = session
-        sender = asyncio.create_task(self._send(socket, session, wake, outbox))
+        unacked: deque[float] = deque()  # when the images the browser has not shown yet were sent
+        sender = asyncio.create_task(self._send(socket, session, wake, outbox, unacked))
         try:
             async for message in socket:
                 if message.type != WSMsgType.TEXT:
@@ -170,7 +170,6 @@ class ViewerServer:
                     continue
                 if command.get("type") == "ack":
                     session.acknowledged()
-                    unacked = self._unacked.get(number)
                     if unacked:
                         unacked.popleft()
                     wake.set()
@@ -182,16 +181,15 @@ class ViewerServer:
             sender.cancel()
             await asyncio.gather(sender, return_exceptions=True)
             self.sessions.pop(number, None)
-            self._unacked.pop(number, None)
             self._sockets.discard(socket)
             await asyncio.to_thread(session.close)
         return socket
 
     async def _send(self, socket: web.WebSocketResponse, session: Session, wake: asyncio.Event,
-                    outbox: asyncio.Queue[dict[str, Any]]) -> None:
-        """The session's messages and images to the browser: an image only once the one before was shown."""
+                    outbox: asyncio.Queue[dict[str, Any]], unacked: deque[float]) -> None:
+        """The session's messages and images to the browser: an image only while fewer than IN_FLIGHT are
+        unacknowledged (``unacked``: when each was sent; the socket's reader pops them)."""
         next_stats = time.perf_counter() + STATS_PERIOD_S
-        unacked = self._unacked.setdefault(session.number, deque())
         while not socket.closed:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(wake.wait(), timeout=max(0.01, min(STATS_PERIOD_S, next_stats - time.perf_counter())))

@@ -23,7 +23,7 @@ from typing import Any
 from headrace import _ext
 from headrace.errors import Error, UsageError
 from headrace.viewer.camera import OrbitCamera
-from headrace.viewer.scenes import ParticleScene, Scene, VolumeScene, scene_kind
+from headrace.viewer.scenes import Scene, make_scene
 
 __all__ = ["Session", "SessionSettings", "FrameRecord", "encode_jpeg"]
 
@@ -247,7 +247,7 @@ class Session:
             play.playing = False
             by = int(message.get("by", 1))
             target = play.frame + by * play.stride
-            frames = len(self._scene.dataset.frames) if self._scene else 1
+            frames = self._frame_count()
             self._show(target % frames if play.loop else min(max(target, 0), frames - 1))
             return False
         if kind == "seek":
@@ -303,11 +303,8 @@ class Session:
         if not 0 <= file < len(self.datasets):
             raise UsageError(f"file {file}: this server serves files 0 to {len(self.datasets) - 1}")
         self._close_stream()
-        settings, ds = self.settings, self.datasets[file]
-        if scene_kind(ds) == "volume":
-            self._scene = VolumeScene(ds, settings.device, settings.width, settings.height, settings.footprint)
-        else:
-            self._scene = ParticleScene(ds, settings.device, settings.width, settings.height)
+        settings = self.settings
+        self._scene = make_scene(self.datasets[file], settings.device, settings.width, settings.height, settings.footprint)
         self.camera = self._scene.home
         self._playback.file, self._playback.playing = file, False
         self._reopen_stream(frame=0)
@@ -323,10 +320,14 @@ class Session:
         self._order.clear()
         self._show(shown)
 
-    def _close_stream(self) -> None:
+    def _release_current(self) -> None:
+        """The frame on screen back to the stream, once the render stream is past it."""
         if self._current is not None:
             self._current.release(stream=self._stream_handle() or None)
             self._current = None
+
+    def _close_stream(self) -> None:
+        self._release_current()
         if self._stream is not None:
             self._stream.close()
             self._stream = None
@@ -334,9 +335,12 @@ class Session:
     def _stream_handle(self) -> int:
         return self._render_stream.handle if self._render_stream is not None else 0
 
+    def _frame_count(self) -> int:
+        assert self._scene is not None
+        return len(self._scene.dataset.frames)
+
     def _next_of(self, frame: int) -> int:
-        frames = len(self._scene.dataset.frames) if self._scene else 1
-        return (frame + self._playback.stride) % frames
+        return (frame + self._playback.stride) % self._frame_count()
 
     def _schedule(self, first: int) -> None:
         """Asks the stream for frames from ``first`` on, as playback will show them: a stride apart, around
@@ -345,15 +349,14 @@ class Session:
         self._stream.play(list(self._order))
 
     def _lap(self, first: int) -> list[int]:
-        assert self._scene is not None
-        frames, stride = len(self._scene.dataset.frames), self._playback.stride
+        frames, stride = self._frame_count(), self._playback.stride
         if not self._playback.loop:
             return list(range(first, frames, stride))
         return [(first + k * stride) % frames for k in range(max(1, -(-frames // stride)))]
 
     def _show(self, frame: int) -> None:
         """Frame ``frame`` on screen now (a seek): from the stream, rendered and published."""
-        frames = len(self._scene.dataset.frames) if self._scene else 0
+        frames = self._frame_count()
         if not 0 <= frame < frames:
             raise UsageError(f"frame {frame}: this file has frames 0 to {frames - 1}")
         if not self._order or self._order[0] != frame:
@@ -380,9 +383,7 @@ class Session:
         scene, stream, handle = self._scene, self._stream, self._stream_handle()
         assert scene is not None
         expected = self._order.popleft()
-        if self._current is not None:
-            self._current.release(stream=handle or None)
-            self._current = None
+        self._release_current()
         start = time.perf_counter()
         frame = next(stream)
         got = time.perf_counter()

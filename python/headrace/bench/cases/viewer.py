@@ -43,7 +43,7 @@ import numpy as np
 import headrace
 from headrace.bench.harness import Measurement, measure, write_csv
 from headrace.viewer.client import ProtocolClient
-from headrace.viewer.scenes import ParticleScene, VolumeScene, describe_file, scene_kind
+from headrace.viewer.scenes import describe_file, make_scene
 from headrace.viewer.session import encode_jpeg
 
 __all__ = ["main"]
@@ -67,7 +67,7 @@ def _render_rates(path: str, device: int | None, width: int, height: int, repeat
     from headrace import _ext
 
     ds = headrace.open(path)
-    scene = (VolumeScene if scene_kind(ds) == "volume" else ParticleScene)(ds, device, width, height)
+    scene = make_scene(ds, device, width, height)
     cuda_stream = _ext.CudaStream(device) if device is not None else None  # held while the scene renders
     handle = cuda_stream.handle if cuda_stream is not None else 0
     with ds.stream(fields=scene.fields, device="cpu" if device is None else device) as stream:
@@ -224,9 +224,10 @@ def run_file(path: str, device: int | None, caches: list[str], seconds: float, j
 
     ds = headrace.open(path)
     frames = len(ds.frames)
-    kind = scene_kind(ds)
+    described = describe_file(ds)
+    kind = described["kind"]
     width, height = (1024, 768) if device is not None else (512, 384)  # headrace view's defaults
-    fields = describe_file(ds)["fields"]
+    fields = described["fields"]
     raw_frame = sum(ds.element_count(0, f) * ds.field(f).components * np.dtype(ds.field(f).dtype).itemsize for f in fields)
     rates = render_only(path, device, width, height, repeats)
     result: dict[str, Any] = {"file": path, "kind": kind, "frames": frames, "frame_bytes": raw_frame, "width": width,
