@@ -101,6 +101,30 @@ class VolumeRenderer {
     return cpu_->render(scalars, host_visible_, camera, *tf_, settings_);
   }
 
+  // Sort-last: from now on this renderer draws one slab of the grid (VolumeTopology::slab) from a frame
+  // buffer of the runs it holds.
+  void share_slab(vol::RegionSlab slab, std::span<const vol::ElementRun> held) {
+    vol::VolumeTopology sliced = topology_.slab(slab, held);
+    const int ordinal = device();
+    gpu_.reset(), resident_.reset(), host_ranges_.clear(), host_visible_.clear();
+    topology_ = std::move(sliced);
+    if (ordinal >= 0) {
+      gpu_.emplace(ordinal, topology_);
+      if (tf_) gpu_->set_transfer_function(*tf_, settings_);
+    }
+  }
+  std::vector<float> render_layer_device(std::uintptr_t scalars, const vol::Camera& camera, std::uintptr_t stream) {
+    expect_prepared(), expect_gpu();
+    gpu_->render_layer(scalars, *resident_, camera, reinterpret_cast<gpu::CUstream>(stream));
+    return gpu_->layer(reinterpret_cast<gpu::CUstream>(stream));
+  }
+  std::vector<float> render_layer_host(std::span<const float> scalars, const vol::Camera& camera) {
+    expect_prepared();
+    HEADRACE_EXPECT(cpu_.has_value(), UsageError, "render_layer_host renders with the CPU reference; this renderer is a GPU's");
+    expect_cells(scalars.size());
+    return cpu_->render_layer(scalars, host_visible_, camera, *tf_, settings_);
+  }
+
   vol::PlayResult play(engine::Queue* queue, vol::PlayOptions options) {
     expect_view();
     options.field = field_, options.tf = *tf_, options.settings = settings_;
@@ -187,6 +211,23 @@ nb::dict played(const vol::PlayResult& result) {
 
 std::span<const float> span_of(const Scalars& scalars) { return {scalars.data(), scalars.shape(0)}; }
 
+using Runs = nb::ndarray<const std::uint64_t, nb::shape<-1, 2>, nb::c_contig, nb::device::cpu>;
+
+nb::ndarray<nb::numpy, std::uint64_t> runs_array(std::vector<vol::ElementRun>&& runs) {
+  auto* heap = new std::vector<vol::ElementRun>(std::move(runs));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<vol::ElementRun>*>(p); });
+  const std::size_t shape[2] = {heap->size(), 2};
+  return nb::ndarray<nb::numpy, std::uint64_t>(reinterpret_cast<std::uint64_t*>(heap->data()), 2, shape, owner);
+}
+
+// A layer (height, width, 4) float32 of premultiplied RGBA.
+nb::ndarray<nb::numpy, float> layer_array(std::vector<float>&& rgba, const vol::Camera& camera) {
+  auto* heap = new std::vector<float>(std::move(rgba));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<float>*>(p); });
+  const std::size_t shape[3] = {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4};
+  return nb::ndarray<nb::numpy, float>(heap->data(), 3, shape, owner);
+}
+
 }  // namespace
 
 void bind_volume(nb::module_& m) {
@@ -214,7 +255,41 @@ void bind_volume(nb::module_& m) {
       .def_prop_ro("domain", [](const vol::VolumeTopology& t) {
         const auto lo = t.domain_lower(), hi = t.domain_upper();
         return nb::make_tuple(nb::make_tuple(lo.x, lo.y, lo.z), nb::make_tuple(hi.x, hi.y, hi.z));
+      })
+      .def("cut_slabs",
+           [](const vol::VolumeTopology& t, std::uint32_t count) {
+             std::vector<std::pair<std::int32_t, std::int32_t>> out;
+             for (const vol::RegionSlab& s : t.cut_slabs(count)) out.emplace_back(s.first, s.last);
+             return out;
+           },
+           "count"_a, "Sort-last: `count` slabs (first, last) of whole region layers along z, in order, about equal cells each.")
+      .def("slab_cells",
+           [](const vol::VolumeTopology& t, std::int32_t first, std::int32_t last) { return runs_array(t.slab_cells({first, last})); },
+           "first"_a, "last"_a, "The (first element, count) runs of a frame the slab's renderer needs, ascending.")
+      .def_prop_ro("slab", [](const vol::VolumeTopology& t) {
+        const vol::RegionSlab s = t.slab_drawn();
+        return std::make_pair(s.first, s.last);
       });
+  m.def("composite_layers",
+        [](nb::ndarray<const float, nb::ndim<4>, nb::c_contig, nb::device::cpu> layers, const CameraSpec& view, std::int32_t first_row,
+           std::uint32_t background) {
+          const vol::Camera camera = camera_of(view);
+          HEADRACE_EXPECT(layers.shape(2) == static_cast<std::size_t>(camera.width) && layers.shape(3) == 4, UsageError,
+                          "layers are (slabs, rows, width, 4) float32 of the camera's width");
+          const auto count = static_cast<std::uint32_t>(layers.shape(0));
+          const auto rows = static_cast<std::int32_t>(layers.shape(1));
+          std::vector<std::uint32_t> pixels;
+          {
+            nb::gil_scoped_release release;
+            pixels = vol::composite_layers({layers.data(), layers.size()}, count, camera, first_row, rows, background);
+          }
+          vol::Camera strip = camera;
+          strip.height = rows;
+          return image_array(std::move(pixels), strip);
+        },
+        "layers"_a, "camera"_a, "first_row"_a, "background"_a,
+        "Sort-last: rows first_row.. of the image composited from the slabs' layers (slabs, rows, width, 4), front to back "
+        "in each ray's order, over the packed RGBA8 background: (rows, width, 4) uint8.");
 
   nb::class_<VolumeRenderer>(m, "VolumeRenderer",
                              "The volume renderer over one float32 field of a container: GPU `device`, or the CPU reference for -1.")
@@ -301,6 +376,36 @@ void bind_volume(nb::module_& m) {
              return image_array(std::move(pixels), camera);
            },
            "scalars"_a, "camera"_a, "The image of the prepared frame in host memory (CPU reference).")
+      .def("share_slab",
+           [](VolumeRenderer& self, std::int32_t first, std::int32_t last, Runs held) {
+             nb::gil_scoped_release release;
+             self.share_slab({first, last}, {reinterpret_cast<const vol::ElementRun*>(held.data()), held.shape(0)});
+           },
+           "first"_a, "last"_a, "held"_a,
+           "Sort-last: from now on this renderer draws region layers first..last along z from a frame buffer of the runs "
+           "`held` ((first element, count) rows, ascending, packed in that order).")
+      .def("render_layer_device",
+           [](VolumeRenderer& self, std::uintptr_t scalars, const CameraSpec& view, std::uintptr_t stream) {
+             const vol::Camera camera = camera_of(view);
+             std::vector<float> rgba;
+             {
+               nb::gil_scoped_release release;
+               rgba = self.render_layer_device(scalars, camera, stream);
+             }
+             return layer_array(std::move(rgba), camera);
+           },
+           "scalars"_a, "camera"_a, "stream"_a = 0, "The prepared frame's slab as premultiplied RGBA (height, width, 4) float32 (GPU).")
+      .def("render_layer_host",
+           [](VolumeRenderer& self, Scalars scalars, const CameraSpec& view) {
+             const vol::Camera camera = camera_of(view);
+             std::vector<float> rgba;
+             {
+               nb::gil_scoped_release release;
+               rgba = self.render_layer_host(span_of(scalars), camera);
+             }
+             return layer_array(std::move(rgba), camera);
+           },
+           "scalars"_a, "camera"_a, "The prepared frame's slab as premultiplied RGBA (height, width, 4) float32 (CPU reference).")
       .def("play",
            [](VolumeRenderer& self, engine::Queue* queue, const std::string& stage, const std::vector<std::uint32_t>& frames,
               const CameraSpec& view, std::optional<nb::callable> on_image, std::uint32_t slots) {

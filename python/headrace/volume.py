@@ -143,8 +143,9 @@ class VolumeRenderer:
         self.mode = mode
         self.iso = float(iso) if iso is not None else (lo + hi) / 2
         self.table = transfer_function(tf, opacity)
+        self.background = _packed(background)
         self._native.set_view(self.table.reshape(-1).tolist(), float(lo), float(hi), mode == "iso", self.iso,
-                              _packed(background), 0.0, float(sampling),
+                              self.background, 0.0, float(sampling),
                               bool(skip_empty), float(footprint))
         domain = self._native.topology.domain
         self.camera = _camera(width, height, fov, **parse_camera(camera, domain))
@@ -184,6 +185,22 @@ class VolumeRenderer:
 
     def visible(self, scalars: np.ndarray) -> np.ndarray:
         return self._native.visible(np.ascontiguousarray(scalars, dtype=np.float32).reshape(-1))
+
+    def share_slab(self, first: int, last: int, held: np.ndarray) -> None:
+        """Sort-last (:func:`headrace.sort_last.render_volume`): from now on this renderer draws region layers
+        ``first`` to ``last`` along z from a frame buffer of the runs ``held`` ((first element, count) rows,
+        ascending, packed in that order), which must cover ``topology.slab_cells(first, last)``."""
+        self._native.share_slab(int(first), int(last), np.ascontiguousarray(held, dtype=np.uint64).reshape(-1, 2))
+
+    def layer_of(self, scalars: Any, stream: int = 0) -> np.ndarray:
+        """The frame buffer's slab as premultiplied RGBA, (height, width, 4) float32, no background: ``scalars``
+        a host array (CPU reference) or a GPU buffer with a ``pointer`` (GPU renderer, on CUDA ``stream``)."""
+        if self.ordinal >= 0:
+            self._native.prepare_device(scalars.pointer, stream)
+            return self._native.render_layer_device(scalars.pointer, self.camera, stream)
+        flat = np.ascontiguousarray(scalars, dtype=np.float32).reshape(-1)
+        self._native.prepare_host(flat)
+        return self._native.render_layer_host(flat, self.camera)
 
     def play(self, frames: Iterable[int], *, stages: str = "all", on_image: Callable[[int, np.ndarray], bool] | None = None,
              slots: int = 3, **engine_options: Any) -> dict[str, Any]:

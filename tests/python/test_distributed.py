@@ -152,6 +152,69 @@ def test_a_frame_drawn_by_every_rank_and_composited_is_the_single_rank_image(clo
     np.testing.assert_array_equal(many, one)
 
 
+@pytest.fixture(scope="module")
+def amr(tmp_path_factory):
+    """Three levels, small chunks: a rank reads the chunks of its slab, not the frame."""
+    from headrace.generate import generate_amr
+
+    return generate_amr(tmp_path_factory.mktemp("distributed") / "a.hrc", cells=300_000, levels=3, frames=2, seed=4,
+                        chunk_size_bytes=1 << 15)
+
+
+def _channels_off(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
+    difference = np.abs(a[..., :3].astype(np.int64) - b[..., :3].astype(np.int64))
+    return float((difference > 2).mean()), int(difference.max())
+
+
+def test_a_slabs_chunks_hold_its_cells_and_one_rank_draws_the_whole_frame(amr):
+    from headrace.sort_last import chunks_holding, render_volume
+    from headrace.volume import VolumeRenderer
+
+    ds = headrace.open(amr)
+    renderer = VolumeRenderer(ds, device="cpu", width=120, height=90)
+    topology = renderer.topology
+    shares = []
+    for first, last in topology.cut_slabs(4):
+        runs = topology.slab_cells(first, last)
+        positions, held = chunks_holding(ds.container, 1, renderer.field, runs)
+        ends = held[:, 0] + held[:, 1]
+        for start, count in runs:  # every run lies in chunks read one after another
+            k = np.searchsorted(held[:, 0], start, side="right") - 1
+            while ends[k] < start + count:
+                assert held[k + 1, 0] == ends[k]
+                k += 1
+        shares.append(held[:, 1].sum() / topology.cell_count)
+        assert positions == sorted(positions)
+    assert max(shares) < 1.0  # no rank reads the whole frame
+    image, stats = render_volume(ds, 1, device="cpu", width=120, height=90)
+    assert stats["layers"] == (0, topology.cut_slabs(1)[0][1]) and stats["ranks"] == 1
+    off, most = _channels_off(image, renderer.render(1))
+    assert most <= 1 and (renderer.render(1)[..., :3] > 0).any(axis=2).mean() > 0.02
+
+
+@needs_mpi
+@pytest.mark.parametrize("size", [2, 4])
+@pytest.mark.parametrize("mode", ["dvr", "iso"])
+def test_a_volume_frame_drawn_by_every_rank_in_slabs_is_the_single_rank_image(amr, tmp_path, size, mode):
+    from PIL import Image
+
+    common = ["--frame", "1", "--device", "cpu", "--width", "160", "--height", "120", "--camera", "orbit:35,25",
+              "--mode", mode, "--opacity", "ramp:0.2,0.9,0.6"]
+    subprocess.run([sys.executable, "-m", "headrace", "render", str(amr), "--out", str(tmp_path / "one.png"), *common],
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
+    done = _mpiexec(size, "render", str(amr), "--out", str(tmp_path / "many.png"), "--stats", *common)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert f"drawn by {size} ranks a slab each, composited front to back" in said and f"rank {size - 1}" in said
+    one = np.asarray(Image.open(tmp_path / "one.png"))
+    many = np.asarray(Image.open(tmp_path / "many.png"))
+    assert (one[..., :3] > 0).any(axis=2).mean() > 0.05  # a picture, not a blank
+    off, most = _channels_off(many, one)
+    assert off <= 0.002, f"{off:.2%} of the channels differ by more than 2 levels (most {most})"
+    if mode == "dvr":
+        assert most <= 3
+
+
 @needs_mpi
 @pytest.mark.parametrize("size", [2, 4])
 def test_streamlines_traced_by_every_rank_are_the_single_rank_lines(tmp_path, size):

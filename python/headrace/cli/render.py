@@ -213,13 +213,12 @@ def run(args: argparse.Namespace) -> int:
     if is_volume(ds):
         from headrace import distributed
 
-        if distributed.ranks().size > 1:
-            raise UsageError(f"{ds.path}: a volume; under MPI render composites particle frames so far: run it as one "
-                             "rank (mpirun -n 1, or without mpirun)")
         particle_only = [name for name, value in (("--batch", args.batch), ("--segments", args.segments),
                                                   ("--method", args.method)) if value is not None]
         if particle_only:
             raise UsageError(f"{', '.join(particle_only)}: particle options; {ds.path} is a volume")
+        if distributed.ranks().size > 1:
+            return _render_volume_sort_last(args, ds, device)
         return _render_volume(args, ds, device, where)
     if volume_only_options(args):
         raise UsageError(f"{', '.join(volume_only_options(args))}: volume options; {ds.path} holds particles")
@@ -288,23 +287,48 @@ def run(args: argparse.Namespace) -> int:
 def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
     """Under MPI: every rank draws its share of each frame (by space), composited by depth onto rank 0, which
     writes the images (headrace.sort_last): the single-rank images, bit for bit."""
-    from headrace import distributed, render, sort_last
-    from headrace.cli._output import console
+    from headrace import sort_last
 
-    job = distributed.ranks()
     ignored = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
                                         ("--video", args.video)) if value is not None]
     if ignored:
         raise UsageError(f"{', '.join(ignored)}: under MPI each rank reads its share of a frame with the engine's read "
                          "path and rank 0 writes one image a frame")
+    return _render_sort_last(
+        args, ds, lambda frame: sort_last.render_particles(
+            ds, frame, device=device, camera=args.camera, field=args.field or "particles", width=args.width,
+            height=args.height, fov=args.fov, background=args.background),
+        lambda s: f"{s['chunks']} chunks, {s['particles']} particles", "and composited by depth")
+
+
+def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
+    """Under MPI: every rank ray-marches its slab of each frame (by space), composited front to back onto
+    rank 0, which writes the images (headrace.sort_last): the single-rank images up to rounding."""
+    from headrace import sort_last
+
+    if args.video is not None:
+        raise UsageError("--video: under MPI rank 0 writes one image a frame")
+    return _render_sort_last(
+        args, ds, lambda frame: sort_last.render_volume(ds, frame, device=device, **volume_options(args)),
+        lambda s: f"region layers {s['layers'][0]} to {s['layers'][1]}, {s['chunks']} chunks, {s['cells']} cells",
+        "a slab each, composited front to back")
+
+
+def _render_sort_last(args: argparse.Namespace, ds, draw, share, how: str) -> int:
+    """Each frame drawn by every rank (draw(frame) -> this rank's image or None, its statistics); rank 0 writes
+    the images and, with --stats, each rank's share (share(statistics)) and times."""
+    from headrace import distributed, render
+    from headrace.cli._output import console
+
+    job = distributed.ranks()
     frames = [args.frame] if args.frame is not None else list(parse_frames(args.frames, len(ds.frames)))
+    if not 0 <= frames[0] < len(ds.frames):
+        raise UsageError(f"--frame {frames[0]}: the file has frames 0 to {len(ds.frames) - 1}")
     if args.frame is None:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     for frame in frames:
-        image, stats = sort_last.render_particles(ds, frame, device=device, camera=args.camera, field=args.field or "particles",
-                                                  width=args.width, height=args.height, fov=args.fov,
-                                                  background=args.background)
+        image, stats = draw(frame)
         everyone = job.gather(stats)
         if job.root:
             assert image is not None and everyone is not None
@@ -312,12 +336,11 @@ def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str)
             render.write_image(out, image)
             if args.stats:
                 for s in everyone:
-                    console.print(f"  frame {frame}, rank {s['rank']} ({s['device']}): {s['chunks']} chunks, "
-                                  f"{s['particles']} particles; load {s['load_s'] * 1e3:.1f} ms, draw "
-                                  f"{s['draw_s'] * 1e3:.1f} ms, composite {s['composite_s'] * 1e3:.1f} ms")
+                    console.print(f"  frame {frame}, rank {s['rank']} ({s['device']}): {share(s)}; load {s['load_s'] * 1e3:.1f} "
+                                  f"ms, draw {s['draw_s'] * 1e3:.1f} ms, composite {s['composite_s'] * 1e3:.1f} ms")
     if job.root:
-        console.print(f"{args.out}: {len(frames)} frame(s), {args.width} x {args.height}, drawn by {job.size} ranks and "
-                      f"composited by depth, {time.perf_counter() - start:.2f} s")
+        console.print(f"{args.out}: {len(frames)} frame(s), {args.width} x {args.height}, drawn by {job.size} ranks {how}, "
+                      f"{time.perf_counter() - start:.2f} s")
     return 0
 
 

@@ -147,6 +147,106 @@ TEST(VolumeReconstruction, IsTheCellValueAtACentreAwayFromBoundariesAndBlendsAcr
   }
 }
 
+// Two levels over 16^3 level-0 cells in 4^3 bricks, the box [8,16) x [0,8) x [4,12) refined by 2 into 8^3
+// bricks: 4 region layers along z, refined cells across the middle ones.
+AmrLayout layered() {
+  AmrLayout l;
+  l.domain_cells = {16, 16, 16};
+  l.refinement = {2};
+  l.spacing = {1, 1, 1};
+  for (std::int64_t z = 0; z < 16; z += 4)
+    for (std::int64_t y = 0; y < 16; y += 4)
+      for (std::int64_t x = 0; x < 16; x += 4)
+        if (!(x >= 8 && y < 8 && z >= 4 && z < 12)) l.bricks.push_back({0, {x, y, z}, {4, 4, 4}});
+  for (std::int64_t z = 8; z < 24; z += 8)
+    for (std::int64_t y = 0; y < 16; y += 8)
+      for (std::int64_t x = 16; x < 32; x += 8) l.bricks.push_back({1, {x, y, z}, {8, 8, 8}});
+  return l;
+}
+
+// The frame's cells of `runs`, one after another.
+std::vector<float> packed(const std::vector<float>& frame, std::span<const ElementRun> runs) {
+  std::vector<float> out;
+  for (const ElementRun& r : runs)
+    out.insert(out.end(), frame.begin() + static_cast<std::ptrdiff_t>(r.first), frame.begin() + static_cast<std::ptrdiff_t>(r.first + r.count));
+  return out;
+}
+
+// Channels of two images that differ by more than 2 levels; the largest difference.
+std::pair<int, int> channels_off(std::span<const std::uint32_t> a, std::span<const std::uint32_t> b) {
+  int off = 0, most = 0;
+  for (std::size_t p = 0; p < a.size(); ++p)
+    for (int c = 0; c < 3; ++c) {
+      const int d = std::abs(static_cast<int>((a[p] >> (8 * c)) & 0xff) - static_cast<int>((b[p] >> (8 * c)) & 0xff));
+      off += d > 2, most = std::max(most, d);
+    }
+  return {off, most};
+}
+
+TEST(VolumeSlabs, CutTheLayersInOrderIntoSlabsOfAboutEqualCells) {
+  const VolumeTopology topology(layered(), "test");
+  const auto two = topology.cut_slabs(2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].first, 0);
+  EXPECT_EQ(two[0].last, two[1].first);
+  EXPECT_EQ(two[1].last, 4);
+  const auto six = topology.cut_slabs(6);  // more slabs than layers: some empty, in place
+  ASSERT_EQ(six.size(), 6u);
+  std::int32_t at = 0, drawn = 0;
+  for (const RegionSlab& s : six) {
+    EXPECT_EQ(s.first, at);
+    EXPECT_GE(s.last, s.first);
+    at = s.last, drawn += s.last > s.first;
+  }
+  EXPECT_EQ(at, 4);
+  EXPECT_EQ(drawn, 4);
+}
+
+TEST(VolumeSlabs, CompositedSlabsDrawTheWholeGridsImage) {
+  const VolumeTopology topology(layered(), "test");
+  const auto frame = random_scalars(topology.cell_count(), 11);
+  const CpuVolumeRenderer whole(topology, 2);
+  const TransferFunction tf = ramp();
+  for (const bool iso : {false, true})
+    for (const Camera& camera : {particles::orbit({8, 8, 8}, 40, 30, 25, 45, 96, 72), particles::orbit({8, 8, 8}, 40, 20, -35, 45, 96, 72),
+                                 particles::orbit({8, 8, 8}, 5, 30, 10, 60, 96, 72)}) {  // the last from inside the domain
+      RenderSettings settings;
+      settings.iso_mode = iso, settings.iso = 0.5f;
+      const auto expected = whole.render(frame, whole.classify(whole.ranges(frame), tf, settings), camera, tf, settings);
+      for (const std::uint32_t count : {2u, 3u, 4u}) {
+        std::vector<float> layers;
+        for (const RegionSlab& slab : topology.cut_slabs(count)) {
+          const auto runs = topology.slab_cells(slab);
+          const VolumeTopology part = topology.slab(slab, runs);
+          const auto scalars = packed(frame, runs);
+          ASSERT_EQ(part.cell_count(), scalars.size());
+          if (count == 4) EXPECT_LT(scalars.size(), topology.cell_count()) << "a slab holds its layers and its ghost, not the frame";
+          const CpuVolumeRenderer renderer(part, 2);
+          const auto layer = renderer.render_layer(scalars, renderer.classify(renderer.ranges(scalars), tf, settings), camera, tf, settings);
+          layers.insert(layers.end(), layer.begin(), layer.end());
+        }
+        const auto image = composite_layers(layers, count, camera, 0, camera.height, RenderSettings{}.background, 2);
+        const auto [off, most] = channels_off(image, expected);
+        EXPECT_LE(off, static_cast<int>(image.size() * 3 / 500)) << count << " slabs, iso " << iso << ": channels off by more than 2";
+        if (!iso) EXPECT_LE(most, 2) << count << " slabs: a DVR pixel differs by rounding only";
+      }
+    }
+}
+
+TEST(VolumeSlabs, ASlabOverRunsThatMissACellIsRefused) {
+  const VolumeTopology topology(layered(), "test");
+  const RegionSlab slab = topology.cut_slabs(2)[1];
+  auto runs = topology.slab_cells(slab);
+  ASSERT_FALSE(runs.empty());
+  // Whole chunks of the frame that hold the runs are as good as the runs themselves.
+  const std::vector<ElementRun> frame{{0, topology.cell_count()}};
+  EXPECT_EQ(topology.slab(slab, frame).cell_count(), topology.cell_count());
+  runs.back().count -= 1;
+  EXPECT_THROW((void)topology.slab(slab, runs), UsageError);
+  EXPECT_THROW((void)topology.cut_slabs(0), UsageError);
+  EXPECT_THROW((void)topology.slab_cells({3, 9}), UsageError);
+}
+
 TEST(VolumeGpu, RangesClassificationAndImageMatchTheCpuReference) {
   if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
   const VolumeTopology topology(two_levels(), "test");
@@ -182,6 +282,40 @@ TEST(VolumeGpu, RangesClassificationAndImageMatchTheCpuReference) {
     for (int c = 0; c < 3; ++c)
       off += std::abs(static_cast<int>((image[p] >> (8 * c)) & 0xff) - static_cast<int>((expected[p] >> (8 * c)) & 0xff)) > 2;
   EXPECT_LE(off, static_cast<int>(image.size() / 500)) << "channels off by more than 2";
+}
+
+TEST(VolumeGpu, ASlabsLayersCompositeToTheCpuReferencesImage) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+  const VolumeTopology topology(layered(), "test");
+  const auto frame = random_scalars(topology.cell_count(), 12);
+  const TransferFunction tf = ramp();
+  const RenderSettings settings;
+  const Camera camera = particles::orbit({8, 8, 8}, 40, 30, 25, 45, 96, 72);
+  const CpuVolumeRenderer whole(topology, 2);
+  const auto expected = whole.render(frame, whole.classify(whole.ranges(frame), tf, settings), camera, tf, settings);
+  std::vector<float> layers;
+  for (const RegionSlab& slab : topology.cut_slabs(3)) {
+    const auto runs = topology.slab_cells(slab);
+    const VolumeTopology part = topology.slab(slab, runs);
+    const auto scalars = packed(frame, runs);
+    GpuVolumeRenderer renderer(0, part);
+    renderer.set_transfer_function(tf, settings);
+    renderer.make_current();
+    gpu::DeviceBuffer device_scalars(std::max<std::size_t>(scalars.size(), 1) * sizeof(float));
+    const gpu::Stream stream;
+    if (!scalars.empty())
+      gpu::check(gpu::require_driver().cuMemcpyHtoDAsync(device_scalars.pointer(), scalars.data(), scalars.size() * sizeof(float),
+                                                         stream.handle()),
+                 "cuMemcpyHtoDAsync");
+    GpuRegionState state = renderer.region_state();
+    renderer.ranges(device_scalars.pointer(), state, stream.handle());
+    renderer.classify(state, stream.handle());
+    renderer.render_layer(device_scalars.pointer(), state, camera, stream.handle());
+    const auto layer = renderer.layer(stream.handle());
+    layers.insert(layers.end(), layer.begin(), layer.end());
+  }
+  const auto image = composite_layers(layers, 3, camera, 0, camera.height, settings.background);
+  EXPECT_LE(channels_off(image, expected).first, static_cast<int>(image.size() * 3 / 500)) << "channels off by more than 2";
 }
 
 }  // namespace

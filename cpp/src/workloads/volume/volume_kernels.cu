@@ -60,3 +60,11 @@ extern "C" __global__ void headrace_volume_render(hv::VolumeView v, hv::Camera c
   const int x = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x), y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
   if (x < camera.width && y < camera.height) rgba[x + static_cast<long long>(camera.width) * y] = hv::render_pixel(v, camera, x, y);
 }
+
+// Sort-last: the premultiplied colour and opacity of each pixel over the renderer's slab (4 floats a pixel).
+extern "C" __global__ void headrace_volume_render_layer(hv::VolumeView v, hv::Camera camera, float* rgba) {
+  const int x = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x), y = static_cast<int>(blockIdx.y * blockDim.y + threadIdx.y);
+  if (x >= camera.width || y >= camera.height) return;
+  const hv::Shaded acc = hv::march(v, camera, x, y);
+  reinterpret_cast<float4*>(rgba)[x + static_cast<long long>(camera.width) * y] = make_float4(acc.r, acc.g, acc.b, acc.a);
+}

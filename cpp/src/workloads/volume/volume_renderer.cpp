@@ -102,6 +102,47 @@ std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scal
   return rgba;
 }
 
+std::vector<float> CpuVolumeRenderer::render_layer(std::span<const float> scalars, std::span<const std::uint8_t> visible,
+                                                const Camera& camera, const TransferFunction& tf, const RenderSettings& settings) const {
+  check_transfer_function(tf);
+  check_settings(settings);
+  HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
+                  "a slab holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
+  HEADRACE_EXPECT(visible.size() == topology_.region_count(), UsageError, "one classification per region expected");
+  const VolumeView v = view(scalars.data(), visible.data(), tf, settings);
+  std::vector<float> rgba(static_cast<std::size_t>(camera.width) * camera.height * 4);
+  detail::parallel_for(static_cast<std::uint64_t>(camera.height), threads_, [&](std::uint64_t row) {
+    const auto y = static_cast<std::int32_t>(row);
+    for (std::int32_t x = 0; x < camera.width; ++x) {
+      const Shaded acc = march(v, camera, x, y);
+      float* out = rgba.data() + 4 * (static_cast<std::size_t>(x) + static_cast<std::size_t>(camera.width) * row);
+      out[0] = acc.r, out[1] = acc.g, out[2] = acc.b, out[3] = acc.a;
+    }
+  });
+  return rgba;
+}
+
+std::vector<std::uint32_t> composite_layers(std::span<const float> layers, std::uint32_t count, const Camera& camera,
+                                            std::int32_t first_row, std::int32_t rows, std::uint32_t background, unsigned threads) {
+  HEADRACE_EXPECT(count >= 1 && rows >= 0 && first_row >= 0 && first_row + rows <= camera.height, UsageError,
+                  "layers of rows " + std::to_string(first_row) + ".." + std::to_string(first_row + rows) + " of an image " +
+                      std::to_string(camera.height) + " rows high");
+  const std::uint64_t pixels = static_cast<std::uint64_t>(camera.width) * static_cast<std::uint64_t>(rows);
+  HEADRACE_EXPECT(layers.size() == pixels * 4 * count, UsageError,
+                  std::to_string(count) + " layers of " + std::to_string(pixels) + " pixels hold " + std::to_string(pixels * 4 * count) +
+                      " floats, got " + std::to_string(layers.size()));
+  std::vector<std::uint32_t> rgba(pixels);
+  detail::parallel_for(static_cast<std::uint64_t>(rows), threads, [&](std::uint64_t row) {
+    for (std::int32_t x = 0; x < camera.width; ++x) {
+      const std::uint64_t pixel = static_cast<std::uint64_t>(x) + static_cast<std::uint64_t>(camera.width) * row;
+      const float direction_z = camera.ray(x, first_row + static_cast<std::int32_t>(row)).z;
+      rgba[pixel] = over_background(composite_slabs(layers.data() + 4 * pixel, static_cast<std::int32_t>(count), pixels * 4, direction_z),
+                                    background);
+    }
+  });
+  return rgba;
+}
+
 namespace {
 
 template <typename T>
@@ -123,6 +164,7 @@ GpuVolumeRenderer::GpuVolumeRenderer(int device, const VolumeTopology& topology)
       ranges_(module_.function("headrace_volume_ranges")),
       classify_(module_.function("headrace_volume_classify")),
       render_(module_.function("headrace_volume_render")),
+      render_layer_(module_.function("headrace_volume_render_layer")),
       host_(topology.host_view()) {
   const gpu::Stream stream;
   bricks_ = upload(topology.bricks(), stream.handle());
@@ -219,6 +261,32 @@ void GpuVolumeRenderer::render(gpu::CUdeviceptr scalars, const GpuRegionState& s
                                                   (static_cast<unsigned>(camera.height) + side - 1) / side, 1, side, side, 1, 0,
                                                   stream, args, nullptr),
              "cuLaunchKernel(headrace_volume_render)");
+}
+
+void GpuVolumeRenderer::render_layer(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream) {
+  HEADRACE_EXPECT(tf_.size_bytes() > 0, UsageError, "set a transfer function before rendering");
+  HEADRACE_EXPECT(camera.width > 0 && camera.height > 0, UsageError, "an image needs pixels");
+  device_.make_current();
+  const std::size_t bytes = static_cast<std::size_t>(camera.width) * camera.height * 4 * sizeof(float);
+  if (layer_.size_bytes() != bytes) layer_ = gpu::DeviceBuffer(bytes);
+  width_ = camera.width, height_ = camera.height;
+  VolumeView v = view(scalars, &state);
+  Camera c = camera;
+  auto* rgba = reinterpret_cast<float*>(layer_.pointer());
+  void* args[] = {&v, &c, &rgba};
+  constexpr unsigned side = 8;
+  gpu::check(gpu::require_driver().cuLaunchKernel(render_layer_, (static_cast<unsigned>(camera.width) + side - 1) / side,
+                                                  (static_cast<unsigned>(camera.height) + side - 1) / side, 1, side, side, 1, 0,
+                                                  stream, args, nullptr),
+             "cuLaunchKernel(headrace_volume_render_layer)");
+}
+
+std::vector<float> GpuVolumeRenderer::layer(gpu::CUstream stream) const {
+  device_.make_current();
+  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
+  std::vector<float> rgba(static_cast<std::size_t>(width_) * height_ * 4);
+  if (!rgba.empty()) gpu::copy_to_host(rgba.data(), layer_.pointer(), rgba.size() * sizeof(float));
+  return rgba;
 }
 
 std::vector<std::uint32_t> GpuVolumeRenderer::image(gpu::CUstream stream) const {

@@ -136,6 +136,8 @@ VolumeTopology::VolumeTopology(AmrLayout layout, const std::string& where, std::
 }
 
 void VolumeTopology::rebuild_regions() {
+  HEADRACE_EXPECT(slab_.first == 0 && slab_.last == RegionSlab{}.last, UsageError,
+                  "a slab's topology keeps the whole grid's regions: rebuild the whole topology's");
   // Regions as small as the typical brick (the median of the bricks' shortest edges), at most 8 typical
   // cells a side (a large brick, a structured grid, is split so that empty space can be skipped),
   // doubled until there are at most most_regions_: most regions then list one brick, or a few at brick
@@ -232,6 +234,119 @@ void VolumeTopology::rebuild_regions() {
     if (s > 1.0e38f) s = min3(region_size_.x, region_size_.y, region_size_.z);  // an empty region: never sampled
 }
 
+std::vector<RegionSlab> VolumeTopology::cut_slabs(std::uint32_t count) const {
+  HEADRACE_EXPECT(count >= 1, UsageError, "at least one slab");
+  const std::int32_t layers = regions_[2];
+  // A layer's weight: the cells whose centres lie in it.
+  std::vector<double> cells(static_cast<std::size_t>(layers), 0.0);
+  for (const BrickRecord& b : records_)
+    for (std::int32_t z = 0; z < b.size[2]; ++z) {
+      const float centre = b.lower.z + (static_cast<float>(z) + 0.5f) * b.cell.z;
+      cells[static_cast<std::size_t>(clamp_cell((centre - region_lower_.z) / region_size_.z, layers))] +=
+          static_cast<double>(b.size[0]) * b.size[1];
+    }
+  const double total = std::accumulate(cells.begin(), cells.end(), 0.0);
+  // A layer goes to the slab whose share of the running count its middle falls in.
+  std::vector<RegionSlab> slabs(count, RegionSlab{0, 0});
+  double before = 0;
+  std::uint32_t slab = 0;
+  for (std::int32_t layer = 0; layer < layers; ++layer) {
+    const double middle = total > 0 ? (before + cells[static_cast<std::size_t>(layer)] / 2) / total : (layer + 0.5) / layers;
+    before += cells[static_cast<std::size_t>(layer)];
+    slab = std::max(slab, std::min(count - 1, static_cast<std::uint32_t>(middle * count)));
+    if (slabs[slab].first == slabs[slab].last) slabs[slab] = {layer, layer};
+    slabs[slab].last = layer + 1;
+  }
+  // Empty slabs sit where they fall, between their neighbours.
+  for (std::uint32_t k = 1; k < count; ++k)
+    if (slabs[k].first == slabs[k].last) slabs[k] = {slabs[k - 1].last, slabs[k - 1].last};
+  return slabs;
+}
+
+std::vector<VolumeTopology::SlabBrick> VolumeTopology::slab_bricks(RegionSlab slab) const {
+  HEADRACE_EXPECT(slab.first >= 0 && slab.first <= slab.last && slab.last <= regions_[2], UsageError,
+                  "slab layers " + std::to_string(slab.first) + ".." + std::to_string(slab.last) + " outside the grid's " +
+                      std::to_string(regions_[2]) + " layers along z");
+  std::vector<SlabBrick> bricks;
+  if (slab.first == slab.last) return bricks;
+  // The slab and its ghost: the bricks their region lists name, clipped to the planes whose tents reach them.
+  const std::int32_t g0 = std::max(slab.first - 1, 0), g1 = std::min(slab.last + 1, regions_[2]);
+  const std::uint64_t plane = static_cast<std::uint64_t>(regions_[0]) * regions_[1];
+  std::vector<std::uint8_t> listed(records_.size(), 0);
+  for (std::uint64_t k = region_first_[plane * static_cast<std::uint64_t>(g0)]; k < region_first_[plane * static_cast<std::uint64_t>(g1)]; ++k)
+    listed[region_bricks_[k]] = 1;
+  const float lower = region_lower_.z + static_cast<float>(g0) * region_size_.z, upper = region_lower_.z + static_cast<float>(g1) * region_size_.z;
+  for (std::uint32_t i = 0; i < records_.size(); ++i) {
+    if (!listed[i]) continue;
+    std::int32_t lo[3], hi[3];
+    const BrickRecord& b = records_[i];
+    tent_cells(b, {b.lower.x, b.lower.y, lower}, {b.lower.x, b.lower.y, upper}, lo, hi);
+    if (lo[2] <= hi[2]) bricks.push_back({i, lo[2], hi[2]});
+  }
+  return bricks;
+}
+
+std::vector<ElementRun> VolumeTopology::slab_cells(RegionSlab slab) const {
+  std::vector<ElementRun> runs;
+  for (const SlabBrick& s : slab_bricks(slab)) {
+    const BrickRecord& b = records_[s.brick];
+    const std::uint64_t per_plane = static_cast<std::uint64_t>(b.size[0]) * b.size[1];
+    runs.push_back({b.first_cell + per_plane * static_cast<std::uint64_t>(s.lo), per_plane * static_cast<std::uint64_t>(s.hi - s.lo + 1)});
+  }
+  return runs;
+}
+
+VolumeTopology VolumeTopology::slab(RegionSlab slab, std::span<const ElementRun> held) const {
+  std::vector<std::uint64_t> packed_at(held.size() + 1, 0);  // where each held run starts in the buffer
+  for (std::size_t k = 0; k < held.size(); ++k) {
+    HEADRACE_EXPECT(k == 0 || held[k].first >= held[k - 1].first + held[k - 1].count, UsageError,
+                    "held runs must be ascending and disjoint");
+    packed_at[k + 1] = packed_at[k] + held[k].count;
+  }
+  // Where a run of the frame lies in the buffer: it must lie in held runs that follow each other in the
+  // frame, and so in the buffer.
+  const auto place = [&](ElementRun run) {
+    const auto after = std::upper_bound(held.begin(), held.end(), run.first, [](std::uint64_t e, const ElementRun& h) { return e < h.first; });
+    std::size_t k = static_cast<std::size_t>(after - held.begin());
+    bool covered = k > 0;
+    const std::uint64_t at = covered ? packed_at[k - 1] + (run.first - held[k - 1].first) : 0;
+    for (std::uint64_t reach = covered ? held[k - 1].first + held[k - 1].count : 0; covered && reach < run.first + run.count; ++k) {
+      covered = k < held.size() && held[k].first == reach;
+      if (covered) reach += held[k].count;
+    }
+    HEADRACE_EXPECT(covered, UsageError,
+                    "the held runs miss frame elements of " + std::to_string(run.first) + ".." + std::to_string(run.first + run.count));
+    return at;
+  };
+  VolumeTopology out = *this;
+  out.slab_ = slab;
+  for (BrickRecord& b : out.records_) b.size[0] = b.size[1] = b.size[2] = 0, b.first_cell = 0;  // not the slab's: never read
+  const auto scales = level_scales(layout_.refinement);
+  for (const SlabBrick& s : slab_bricks(slab)) {
+    const BrickRecord& whole = records_[s.brick];
+    BrickRecord& b = out.records_[s.brick];
+    b = whole;
+    // The clipped brick's corner as the constructor places a brick that starts at plane lo.
+    const AmrBrick& a = layout_.bricks[s.brick];
+    b.lower.z = static_cast<float>(layout_.origin[2] + static_cast<double>(a.lower[2] + s.lo) * layout_.spacing[2] /
+                                                           static_cast<double>(scales[static_cast<std::size_t>(a.level)]));
+    b.size[2] = s.hi - s.lo + 1;
+    const std::uint64_t per_plane = static_cast<std::uint64_t>(b.size[0]) * b.size[1];
+    b.first_cell = place({whole.first_cell + per_plane * static_cast<std::uint64_t>(s.lo), per_plane * static_cast<std::uint64_t>(b.size[2])});
+  }
+  // Region lists for the slab and its ghost only; the others empty (they classify as empty).
+  const std::uint64_t plane = static_cast<std::uint64_t>(regions_[0]) * regions_[1];
+  const bool some = slab.first < slab.last;
+  const std::uint64_t r0 = some ? plane * static_cast<std::uint64_t>(std::max(slab.first - 1, 0)) : 0;
+  const std::uint64_t r1 = some ? plane * static_cast<std::uint64_t>(std::min(slab.last + 1, regions_[2])) : 0;
+  const std::uint32_t base = region_first_[r0], top = region_first_[r1];
+  for (std::uint64_t r = 0; r < region_first_.size(); ++r)
+    out.region_first_[r] = r <= r0 ? 0 : (r >= r1 ? top - base : region_first_[r] - base);
+  out.region_bricks_.assign(region_bricks_.begin() + base, region_bricks_.begin() + top);
+  out.cell_count_ = packed_at.back();
+  return out;
+}
+
 VolumeView VolumeTopology::host_view() const {
   VolumeView v;
   v.bricks = records_.data();
@@ -242,6 +357,7 @@ VolumeView VolumeTopology::host_view() const {
   v.region_bricks = region_bricks_.data();
   v.region_step = region_step_.data();
   v.region_margin = region_margin_.data();
+  v.slab_first = slab_.first, v.slab_last = slab_.last;
   return v;
 }
 

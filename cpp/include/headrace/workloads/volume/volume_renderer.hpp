@@ -47,6 +47,9 @@ class CpuVolumeRenderer {
   [[nodiscard]] std::vector<std::uint32_t> render(std::span<const float> scalars, std::span<const std::uint8_t> visible,
                                                   const Camera& camera, const TransferFunction& tf,
                                                   const RenderSettings& settings) const;
+  // Sort-last: each pixel's premultiplied RGBA over the topology's slab (4 floats a pixel, no background).
+  [[nodiscard]] std::vector<float> render_layer(std::span<const float> scalars, std::span<const std::uint8_t> visible,
+                                                const Camera& camera, const TransferFunction& tf, const RenderSettings& settings) const;
 
  private:
   [[nodiscard]] VolumeView view(const float* scalars, const std::uint8_t* visible, const TransferFunction& tf,
@@ -78,6 +81,9 @@ class GpuVolumeRenderer {
   void render(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream);
   // Waits for stream, then copies the last image (row-major RGBA8, top row first).
   [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
+  // Sort-last: the slab's premultiplied RGBA per pixel (CpuVolumeRenderer::render_layer), then its copy.
+  void render_layer(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream);
+  [[nodiscard]] std::vector<float> layer(gpu::CUstream stream) const;
   [[nodiscard]] std::vector<ValueRange> ranges_of(const GpuRegionState& state) const;
   [[nodiscard]] std::vector<std::uint8_t> visible_of(const GpuRegionState& state) const;
 
@@ -88,14 +94,21 @@ class GpuVolumeRenderer {
   [[nodiscard]] VolumeView view(gpu::CUdeviceptr scalars, const GpuRegionState* state) const;
   gpu::Device device_;
   gpu::KernelModule module_;
-  gpu::CUfunction ranges_, classify_, render_;
+  gpu::CUfunction ranges_, classify_, render_, render_layer_;
   VolumeView host_;  // the topology's shape; pointers replaced by device ones
   std::uint64_t regions_ = 0;
-  gpu::DeviceBuffer bricks_, region_first_, region_bricks_, region_step_, region_margin_, tf_, image_;
+  gpu::DeviceBuffer bricks_, region_first_, region_bricks_, region_step_, region_margin_, tf_, image_, layer_;
   RenderSettings settings_;
   float tf_lo_ = 0, tf_hi_ = 1, base_step_ = 1;
   std::int32_t width_ = 0, height_ = 0;
 };
+
+// Sort-last: the image of `rows` rows from `first_row` composited from `count` slabs' layers of those rows
+// (count x rows x width premultiplied RGBA, in slab order along z) over the background, front to back in
+// each ray's order (composite_slabs).
+[[nodiscard]] std::vector<std::uint32_t> composite_layers(std::span<const float> layers, std::uint32_t count, const Camera& camera,
+                                                          std::int32_t first_row, std::int32_t rows, std::uint32_t background,
+                                                          unsigned threads = 0);
 
 // Half the smallest level-0 cell edge: the step a transfer function's opacities are stated for by default.
 [[nodiscard]] float default_base_step(const VolumeTopology& topology);

@@ -67,6 +67,9 @@ struct VolumeView {
   std::int32_t iso_mode = 0;               // 0: DVR, 1: iso-surface
   std::int32_t skip_empty = 1;             // 0: every region with cells is drawn (to measure what skipping saves)
   std::uint32_t background = 0xff000000u;  // RGBA8, opaque black
+  // Sort-last (RegionSlab, volume_topology.hpp): the region layers along z this renderer draws, [slab_first, slab_last);
+  // the layer either side is its ghost, sampled only to carry a ray's state into the slab.
+  std::int32_t slab_first = 0, slab_last = 1 << 30;
 };
 
 [[nodiscard]] HEADRACE_HD inline float min3(float a, float b, float c) { return fminf(a, fminf(b, c)); }
@@ -276,57 +279,86 @@ HEADRACE_HD inline bool advance(WalkAxis& w, std::int32_t regions) {
   return w.cell >= 0 && w.cell < regions;
 }
 
-// One pixel: DVR or the first iso-surface crossing, through the visible regions in ray order.
-[[nodiscard]] HEADRACE_HD inline std::uint32_t render_pixel(const VolumeView& v, const Camera& camera, std::int32_t px,
-                                                           std::int32_t py) {
+// One pixel's premultiplied colour and opacity: DVR or the first iso-surface crossing, through the visible
+// regions of the renderer's slab (all of them when it has the whole grid) in ray order.
+[[nodiscard]] HEADRACE_HD inline Shaded march(const VolumeView& v, const Camera& camera, std::int32_t px, std::int32_t py) {
   const Vec3 direction = camera.ray(px, py);
   Shaded acc;
   float t0 = 0, t1 = 0;
-  if (clip_ray(camera.eye, direction, v.domain_lower, v.domain_upper, t0, t1)) {
-    // 3-D DDA over the region grid from the entry point (per-axis scalars, not arrays indexed by the
-    // axis, so that a GPU keeps them in registers).
-    const Vec3 entry = camera.eye + t0 * direction;
-    WalkAxis wx = walk_axis(v.region_lower.x, v.region_size.x, v.regions[0], entry.x, direction.x, t0);
-    WalkAxis wy = walk_axis(v.region_lower.y, v.region_size.y, v.regions[1], entry.y, direction.y, t0);
-    WalkAxis wz = walk_axis(v.region_lower.z, v.region_size.z, v.regions[2], entry.z, direction.z, t0);
-    // The angle a pixel spans (camera.up is scaled by the tangent of half the field of view).
-    const float footprint_step = v.footprint * 2.0f * length(camera.up) / static_cast<float>(camera.height);
-    float t = t0, sample_t = t0, previous_value = 0;
-    bool have_previous = false;
-    while (t < t1 && acc.a < 0.99f) {
-      const int axis = wx.next < wy.next ? (wx.next < wz.next ? 0 : 2) : (wy.next < wz.next ? 1 : 2);
-      const float exit = fminf(axis == 0 ? wx.next : (axis == 1 ? wy.next : wz.next), t1);
-      const std::int64_t region = region_index(v, wx.cell, wy.cell, wz.cell);
-      const float dt = fmaxf(v.region_step[region] / v.sampling, footprint_step * fmaxf(t, 0.0f));
-      if (v.region_visible[region]) {
-        for (; sample_t < exit && acc.a < 0.99f; sample_t += dt) {
-          float value = 0;
-          if (!reconstruct(v, camera.eye + sample_t * direction, region, value)) {
-            have_previous = false;
-            continue;
-          }
-          if (!v.iso_mode) {
-            composite(v, value, dt, acc);
-          } else if (have_previous && (previous_value - v.iso) * (value - v.iso) <= 0.0f && previous_value != value) {
-            // Refine the crossing between the two samples by the secant, then shade there.
-            const float where = sample_t - dt * (value - v.iso) / (value - previous_value);
-            shade_iso(v, camera.eye + where * direction, direction, 0.5f * dt, acc);
-          }
-          previous_value = value, have_previous = true;
+  if (!clip_ray(camera.eye, direction, v.domain_lower, v.domain_upper, t0, t1)) return acc;
+  // 3-D DDA over the region grid from the entry point (per-axis scalars, not arrays indexed by the
+  // axis, so that a GPU keeps them in registers).
+  const Vec3 entry = camera.eye + t0 * direction;
+  WalkAxis wx = walk_axis(v.region_lower.x, v.region_size.x, v.regions[0], entry.x, direction.x, t0);
+  WalkAxis wy = walk_axis(v.region_lower.y, v.region_size.y, v.regions[1], entry.y, direction.y, t0);
+  WalkAxis wz = walk_axis(v.region_lower.z, v.region_size.z, v.regions[2], entry.z, direction.z, t0);
+  // The angle a pixel spans (camera.up is scaled by the tangent of half the field of view).
+  const float footprint_step = v.footprint * 2.0f * length(camera.up) / static_cast<float>(camera.height);
+  float t = t0, sample_t = t0, previous_value = 0;
+  bool have_previous = false;
+  while (t < t1 && acc.a < 0.99f) {
+    const bool drawn = wz.cell >= v.slab_first && wz.cell < v.slab_last;
+    // Outside the slab, only while the ray still heads into it: regions with no data here (their lists
+    // are empty, so they classify as empty) are skipped as a whole-grid renderer skips empty ones, and
+    // the ghost layer is stepped as it would step it, so the slab's samples lie where its lie.
+    if (!drawn && !(direction.z > 0.0f ? wz.cell < v.slab_first : (direction.z < 0.0f && wz.cell >= v.slab_last))) break;
+    const int axis = wx.next < wy.next ? (wx.next < wz.next ? 0 : 2) : (wy.next < wz.next ? 1 : 2);
+    const float exit = fminf(axis == 0 ? wx.next : (axis == 1 ? wy.next : wz.next), t1);
+    const std::int64_t region = region_index(v, wx.cell, wy.cell, wz.cell);
+    const float dt = fmaxf(v.region_step[region] / v.sampling, footprint_step * fmaxf(t, 0.0f));
+    if (v.region_visible[region]) {
+      for (; sample_t < exit && acc.a < 0.99f; sample_t += dt) {
+        if (!drawn && !v.iso_mode) continue;  // the ghost's samples: where they lie is all a DVR ray carries on
+        float value = 0;
+        if (!reconstruct(v, camera.eye + sample_t * direction, region, value)) {
+          have_previous = false;
+          continue;
         }
-      } else if (sample_t < exit) {
-        // Skipped whole steps: the samples after it lie where a ray through it would take them.
-        sample_t += ceilf((exit - sample_t) / dt) * dt;
-        have_previous = false;
+        if (!drawn) {
+          // The ghost's samples carry the previous value into the slab; its crossings are its owner's.
+        } else if (!v.iso_mode) {
+          composite(v, value, dt, acc);
+        } else if (have_previous && (previous_value - v.iso) * (value - v.iso) <= 0.0f && previous_value != value) {
+          // Refine the crossing between the two samples by the secant, then shade there.
+          const float where = sample_t - dt * (value - v.iso) / (value - previous_value);
+          shade_iso(v, camera.eye + where * direction, direction, 0.5f * dt, acc);
+        }
+        previous_value = value, have_previous = true;
       }
-      t = exit;
-      if (!(axis == 0 ? advance(wx, v.regions[0]) : (axis == 1 ? advance(wy, v.regions[1]) : advance(wz, v.regions[2])))) break;
+    } else if (sample_t < exit) {
+      // Skipped whole steps: the samples after it lie where a ray through it would take them.
+      sample_t += ceilf((exit - sample_t) / dt) * dt;
+      have_previous = false;
     }
+    t = exit;
+    if (!(axis == 0 ? advance(wx, v.regions[0]) : (axis == 1 ? advance(wy, v.regions[1]) : advance(wz, v.regions[2])))) break;
   }
-  // Over the background.
-  const float br = static_cast<float>(v.background & 0xffu) / 255.0f, bg = static_cast<float>((v.background >> 8) & 0xffu) / 255.0f,
-              bb = static_cast<float>((v.background >> 16) & 0xffu) / 255.0f;
+  return acc;
+}
+
+// Premultiplied colour over an RGBA8 background, packed.
+[[nodiscard]] HEADRACE_HD inline std::uint32_t over_background(const Shaded& acc, std::uint32_t background) {
+  const float br = static_cast<float>(background & 0xffu) / 255.0f, bg = static_cast<float>((background >> 8) & 0xffu) / 255.0f,
+              bb = static_cast<float>((background >> 16) & 0xffu) / 255.0f;
   return pack_rgba(acc.r + (1.0f - acc.a) * br, acc.g + (1.0f - acc.a) * bg, acc.b + (1.0f - acc.a) * bb, 1.0f);
+}
+
+[[nodiscard]] HEADRACE_HD inline std::uint32_t render_pixel(const VolumeView& v, const Camera& camera, std::int32_t px, std::int32_t py) {
+  return over_background(march(v, camera, px, py), v.background);
+}
+
+// Front-to-back compositing of the slabs' layers of one pixel (premultiplied RGBA each, in slab order
+// along z, `stride` floats apart): the ray meets them in that order when it heads up z, in the reverse
+// order otherwise (slabs behind the eye hold nothing of it). A ray that is opaque (the renderer's 0.99)
+// ends, as one renderer of the whole grid ends it.
+[[nodiscard]] HEADRACE_HD inline Shaded composite_slabs(const float* layers, std::int32_t count, std::uint64_t stride, float direction_z) {
+  Shaded acc;
+  for (std::int32_t k = 0; k < count && acc.a < 0.99f; ++k) {
+    const float* layer = layers + stride * static_cast<std::uint64_t>(direction_z >= 0.0f ? k : count - 1 - k);
+    const float weight = 1.0f - acc.a;
+    acc.r += weight * layer[0], acc.g += weight * layer[1], acc.b += weight * layer[2], acc.a += weight * layer[3];
+  }
+  return acc;
 }
 
 }  // namespace headrace::workloads::volume

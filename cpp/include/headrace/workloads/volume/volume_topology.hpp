@@ -33,6 +33,18 @@ struct AmrLayout {
 [[nodiscard]] std::optional<std::pair<std::uint64_t, std::uint64_t>> overlapping_bricks(std::span<const AmrBrick> bricks,
                                                                                         std::span<const std::int64_t> refinement);
 
+// Sort-last rendering of one frame by several renderers (headrace.sort_last): the region grid cut along z into
+// slabs of whole region layers [first, last), one a renderer. Along z because a brick stores its cells x
+// fastest and z slowest: a brick's cells within a run of z planes are one run of the frame, read as such.
+struct RegionSlab {
+  std::int32_t first = 0, last = 1 << 30;  // the default: every layer
+};
+
+// Elements [first, first + count) of a frame.
+struct ElementRun {
+  std::uint64_t first = 0, count = 0;
+};
+
 // The region grid holds at most this many regions unless asked otherwise.
 inline constexpr std::uint64_t default_most_regions = std::uint64_t{1} << 21;
 
@@ -60,6 +72,19 @@ class VolumeTopology {
   [[nodiscard]] Vec3 domain_lower() const noexcept { return domain_lower_; }
   [[nodiscard]] Vec3 domain_upper() const noexcept { return domain_upper_; }
 
+  // `count` slabs of whole region layers along z, in order, with about equal cells each (empty ones when the
+  // grid has fewer layers than that).
+  [[nodiscard]] std::vector<RegionSlab> cut_slabs(std::uint32_t count) const;
+  // The runs of a frame a slab's renderer needs: each brick that reaches the slab or its ghost (the layer
+  // either side), its z planes whose cells' tents reach them. Ascending, one a brick.
+  [[nodiscard]] std::vector<ElementRun> slab_cells(RegionSlab slab) const;
+  // The topology a slab's renderer draws with, over the runs it holds (`held`: ascending, packed one after
+  // another in its frame buffer, covering slab_cells(slab)): those bricks clipped to those planes at their
+  // place in the buffer, region lists for the slab and its ghost only. The region grid stays the whole
+  // grid's, so rays step as one renderer's. UsageError when `held` misses a needed cell.
+  [[nodiscard]] VolumeTopology slab(RegionSlab slab, std::span<const ElementRun> held) const;
+  [[nodiscard]] RegionSlab slab_drawn() const noexcept { return slab_; }
+
   // A view over this topology's host arrays (the CPU renderer); frame-dependent pointers left null.
   [[nodiscard]] VolumeView host_view() const;
   // Builds the region grid from the bricks anew: the constructor's work, and what the baseline pays
@@ -67,6 +92,13 @@ class VolumeTopology {
   void rebuild_regions();
 
  private:
+
+  // A brick of a slab: its z planes [lo, hi] that the slab and its ghost need.
+  struct SlabBrick {
+    std::uint32_t brick = 0;
+    std::int32_t lo = 0, hi = 0;
+  };
+  [[nodiscard]] std::vector<SlabBrick> slab_bricks(RegionSlab slab) const;
 
   AmrLayout layout_;
   std::uint64_t most_regions_;
@@ -76,6 +108,7 @@ class VolumeTopology {
   std::array<std::int32_t, 3> regions_{1, 1, 1};
   std::vector<std::uint32_t> region_first_, region_bricks_;
   std::vector<float> region_step_, region_margin_;
+  RegionSlab slab_;
 };
 
 }  // namespace headrace::workloads::volume
