@@ -262,3 +262,26 @@ def test_play_shares_a_volume_series_by_time_and_reports_the_job(tmp_path):
     job = record["runs"][0]["job"]
     assert job["frames"] == 6 and [r["frames"] for r in job["per_rank"]] == [3, 3]
     assert [f["frame"] for f in record["runs"][0]["frames"]] == [0, 1, 2]  # rank 0's own block
+
+
+@needs_mpi
+def test_bench_scaling_measures_every_workload_at_every_job_size(series, amr, tmp_path):
+    out = tmp_path / "scaling"
+    done = subprocess.run([sys.executable, "-m", "headrace", "bench", "scaling", str(series), str(amr), "--ranks", "1,2",
+                           "--device", "cpu", "--cache", "hot,cold", "--repeats", "1", "--frames", "1", "--width", "64",
+                           "--height", "48", "--out", str(out)], capture_output=True, text=True, timeout=4 * RUN_TIMEOUT_S,
+                          env={**os.environ, **AS_ROOT})
+    assert done.returncode == 0, done.stderr
+    result = json.loads((out / "scaling.json").read_text())
+    kinds = sorted((p["workload"], p["file"], p["ranks"], p["cache"]) for p in result["points"])
+    expected = sorted([(w, f, n, c) for f in ("s.hrc", "a.hrc") for n in (1, 2)
+                       for w, c in (("stream", "hot"), ("stream", "cold"), ("render", "hot"))] +
+                      [("play", "a.hrc", n, "hot") for n in (1, 2)])
+    assert kinds == expected
+    for p in result["points"]:
+        assert (p["gbps"] if p["workload"] == "stream" else p["fps"]) > 0
+        assert p["over_n_x_one"] == pytest.approx(1.0) if p["ranks"] == 1 else p["over_n_x_one"] > 0
+        if p["workload"] == "render":
+            assert p["draw_s_median"] > 0 and p["composite_s_median"] >= 0
+    assert (out / "scaling.csv").read_text().count("\n") == len(result["points"]) + 1
+    assert (out / "scaling.png").stat().st_size > 10_000

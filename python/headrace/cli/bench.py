@@ -1,5 +1,6 @@
 """``headrace bench streamlines NATIVE.hrc HILBERT.hrc --study S --out RESULTS.csv``: seed 002's studies;
-``headrace bench particles FILE [--grid | --sample N] --out RESULTS.csv``: seed 000's.
+``headrace bench particles FILE [--grid | --sample N] --out RESULTS.csv``: seed 000's;
+``headrace bench scaling FILE... [--ranks 1,2,4,8] --out DIR``: headrace over MPI (issue 21).
 
 Studies: io (standard vs direct I/O over chunk sizes), banks, madvise, concurrency (chunk size and
 threads against hilbert-mmap), scaling (the four implementations, strong and weak, 1 to 64 threads),
@@ -26,6 +27,7 @@ run says its estimate at the start and after the first configuration.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from headrace.bench.cases.streamlines import STUDIES
 from headrace._files import replacing
@@ -125,6 +127,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pa.add_argument("--out", required=True, type=OutputFile((".csv",)), metavar="RESULTS.csv",
                     help="rows (and RESULTS.json beside them); an existing file is resumed")
     pa.set_defaults(func=run_particles)
+
+    sc = kinds.add_parser("scaling", help="headrace over 1, 2, 4, 8 ranks (MPI): GB/s, frames/s, compositing",
+                          description=scaling_doc(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    sc.add_argument("files", metavar="FILE", nargs="+", type=PathArgument(),
+                    help="containers: each is streamed and rendered (sort-last); a volume is also played")
+    sc.add_argument("--ranks", type=Items(Integer(1, 4096, "ranks")), default="1,2,4,8",
+                    help="job sizes, comma-separated (default 1,2,4,8)")
+    sc.add_argument("--device", type=Device(), default=None,
+                    help="GPU d for the first rank of a node, d + local rank for the others (default: GPU 0 when there is "
+                         "one, else the CPU, said once)")
+    sc.add_argument("--cache", type=Items(Word(CACHE_STATES)), default="hot,cold",
+                    help="the stream's cache states, comma-separated (hot, cold, drop-all; default hot,cold); "
+                         "render and play run hot")
+    sc.add_argument("--frames", type=Integer(1, 10_000, "frames"), default=4, help="frames each render job draws (default 4)")
+    sc.add_argument("--repeats", type=Integer(1, 100), default=3, help="jobs per point; the median counts (default 3)")
+    sc.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
+    sc.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
+    sc.add_argument("--out", required=True, type=PathArgument(), metavar="DIR",
+                    help="folder for scaling.json, scaling.csv and scaling.png (made if missing)")
+    sc.set_defaults(func=run_scaling)
+
+
+def scaling_doc() -> str:
+    from headrace.bench.cases import scaling
+
+    return scaling.__doc__ or ""
+
+
+def run_scaling(args: argparse.Namespace) -> int:
+    from headrace.bench.cases import scaling
+    from headrace.cli._output import console
+
+    device = particle_device(args.device, "running every rank on")
+    if Path(args.out).exists() and not Path(args.out).is_dir():
+        raise UsageError(f"--out {args.out}: a file, not a folder")
+    for cache in args.cache:
+        expect_cache_state(cache, list(args.files))
+    result = scaling.run_study(list(args.files), sorted(set(args.ranks)), str(device), list(dict.fromkeys(args.cache)),
+                               args.frames, args.repeats, args.width, args.height, say=console.print)
+    written = scaling.write(result, Path(args.out))
+    if result["gpus"] < max(args.ranks) and device != "cpu":
+        console.print(f"this machine has {result['gpus']} GPU(s): ranks beyond them shared GPUs, so these numbers say "
+                      "nothing about more GPUs")
+    console.print("wrote " + ", ".join(str(p) for p in written))
+    return 0
 
 
 def add_particle_space_arguments(parser: argparse.ArgumentParser, *, staging: str) -> None:
