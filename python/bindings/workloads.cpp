@@ -17,6 +17,7 @@
 #include "headrace/workloads/particles/reference_renderer.hpp"
 #include "headrace/workloads/particles/segmented_render.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
+#include "headrace/workloads/streamlines/resident_tracer.hpp"
 #include "headrace/workloads/streamlines/trace_container.hpp"
 
 namespace nb = nanobind;
@@ -52,6 +53,57 @@ sl::DataManager parse_manager(const std::string& name) {
   if (name == "mmap") return sl::DataManager::mmap;
   if (name == "resident") return sl::DataManager::resident;
   throw UsageError("manager '" + name + "': expected user|mmap|resident");
+}
+
+sl::TraceOptions trace_options_of(const std::string& integrator, const std::string& direction, float step_size,
+                                  std::uint32_t max_steps, float stagnant_speed, float tolerance, float min_step, float max_step) {
+  sl::TraceOptions o;
+  o.integrator = parse_integrator(integrator);
+  o.direction = parse_direction(direction);
+  o.step_size = step_size, o.max_steps = max_steps, o.stagnant_speed = stagnant_speed;
+  o.tolerance = tolerance, o.min_step = min_step, o.max_step = max_step;
+  return o;
+}
+
+// Points (N, 3), their integration times, the lines' offsets and "backward/forward" ends of each line.
+void put_lines(nb::dict& result, sl::Polylines&& lines) {
+  static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
+  const std::size_t count = lines.points.size();
+  std::vector<float> flat(3 * count);
+  std::memcpy(flat.data(), lines.points.data(), flat.size() * sizeof(float));
+  result["points"] = owned_array(std::move(flat), {count, 3});
+  result["times"] = owned_array(std::move(lines.times), {count});
+  const std::size_t offsets = lines.offsets.size();
+  result["offsets"] = owned_array(std::move(lines.offsets), {offsets});
+  nb::list ends;
+  for (const auto& line : lines.lines)
+    ends.append(std::string(sl::to_string(line.backward_end)) + "/" + sl::to_string(line.forward_end));
+  result["ends"] = ends;
+}
+
+std::vector<sl::Vec3> seeds_of(const nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu>& seeds) {
+  std::vector<sl::Vec3> points(seeds.shape(0));
+  std::memcpy(points.data(), seeds.data(), points.size() * sizeof(sl::Vec3));
+  return points;
+}
+
+// Records of trivially copyable structs as rows of bytes (what ranks send one another), and back.
+template <typename T>
+nb::ndarray<nb::numpy, std::uint8_t> record_bytes(std::span<const T> records) {
+  std::vector<std::uint8_t> bytes(records.size_bytes());
+  if (!bytes.empty()) std::memcpy(bytes.data(), records.data(), bytes.size());
+  return owned_array(std::move(bytes), {records.size(), sizeof(T)});
+}
+
+using RecordBytes = nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+
+template <typename T>
+std::vector<T> records_of(const RecordBytes& bytes, const char* what) {
+  HEADRACE_EXPECT(bytes.shape(1) == sizeof(T) || bytes.shape(0) == 0, UsageError,
+                  std::string(what) + " come as rows of " + std::to_string(sizeof(T)) + " bytes, got " + std::to_string(bytes.shape(1)));
+  std::vector<T> out(bytes.shape(0));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
 }
 
 }  // namespace
@@ -154,14 +206,8 @@ void bind_workloads(nb::module_& m) {
               return progress(ended, lines);
             };
           }
-          options.trace.integrator = parse_integrator(integrator);
-          options.trace.direction = parse_direction(direction);
-          options.trace.step_size = step_size;
-          options.trace.max_steps = max_steps;
-          options.trace.stagnant_speed = stagnant_speed;
-          options.trace.tolerance = tolerance;
-          options.trace.min_step = min_step;
-          options.trace.max_step = max_step;
+          options.trace = trace_options_of(integrator, direction, step_size, max_steps, stagnant_speed, tolerance, min_step,
+                                           max_step);
           options.manager = parse_manager(manager);
           options.frame = frame;
           options.threads = threads;
@@ -172,28 +218,14 @@ void bind_workloads(nb::module_& m) {
           options.mapped = {madvise_interval_s, memory_budget_bytes};
           options.device = device;
           options.backend = headrace::io::parse_backend_kind(backend);
-          std::vector<sl::Vec3> points(seeds.shape(0));
-          std::memcpy(points.data(), seeds.data(), points.size() * sizeof(sl::Vec3));
+          const std::vector<sl::Vec3> points = seeds_of(seeds);
           sl::ContainerTraceRun run;
           {
             nb::gil_scoped_release release;
             run = sl::trace_container(path, points, options);
           }
-          static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
-          const std::size_t count = run.lines.points.size();
-          std::vector<float> flat(3 * count);
-          std::memcpy(flat.data(), run.lines.points.data(), flat.size() * sizeof(float));
-          std::vector<std::string> ends;
-          for (const auto& line : run.lines.lines)
-            ends.emplace_back(std::string(sl::to_string(line.backward_end)) + "/" + sl::to_string(line.forward_end));
           nb::dict result;
-          result["points"] = owned_array(std::move(flat), {count, 3});
-          result["times"] = owned_array(std::move(run.lines.times), {count});
-          const std::size_t lines = run.lines.offsets.size();
-          result["offsets"] = owned_array(std::move(run.lines.offsets), {lines});
-          nb::list end_list;
-          for (const auto& e : ends) end_list.append(e);
-          result["ends"] = end_list;
+          put_lines(result, std::move(run.lines));
           result["seconds"] = run.seconds;
           result["layout"] = run.layout;
           result["unit_bytes"] = run.unit_bytes;
@@ -221,6 +253,75 @@ void bind_workloads(nb::module_& m) {
         "backend"_a = "uring", "progress"_a = nb::none(),
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics. "
         "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'.");
+
+  nb::class_<sl::HandOffTrace>(m, "HandOffTrace",
+                                "One rank's share of a trace handed between the ranks of a job (native blocks): its planes of "
+                                "blocks along z and their neighbours resident; lines leave for the rank holding the block they need.")
+      .def("__init__",
+           [](sl::HandOffTrace* self, const std::string& path, std::uint32_t rank, std::uint32_t ranks, std::uint32_t frame,
+              const std::string& integrator, const std::string& direction, float step_size, std::uint32_t max_steps,
+              float stagnant_speed, float tolerance, float min_step, float max_step, unsigned threads, std::uint64_t cache_bytes,
+              int device, const std::string& backend) {
+             sl::ContainerTraceOptions options;
+             options.trace = trace_options_of(integrator, direction, step_size, max_steps, stagnant_speed, tolerance, min_step,
+                                              max_step);
+             options.frame = frame, options.threads = threads, options.cache_bytes = cache_bytes, options.device = device;
+             options.backend = headrace::io::parse_backend_kind(backend);
+             nb::gil_scoped_release release;
+             new (self) sl::HandOffTrace(sl::open_flow(path, frame), rank, ranks, options);
+           },
+           "path"_a, "rank"_a, "ranks"_a, "frame"_a = 0, "integrator"_a = "rk4", "direction"_a = "forward", "step_size"_a = 0.01f,
+           "max_steps"_a = 1000u, "stagnant_speed"_a = 1e-6f, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
+           "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "device"_a = -1, "backend"_a = "uring")
+      .def_prop_ro("resident_blocks", &sl::HandOffTrace::resident_blocks)
+      .def_prop_ro("held", &sl::HandOffTrace::held)
+      .def("owner_of", &sl::HandOffTrace::owner_of, "unit"_a)
+      .def("start",
+           [](sl::HandOffTrace& self, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds,
+              std::uint64_t first_seed) { self.start(seeds_of(seeds), first_seed); },
+           "seeds"_a, "first_seed"_a, "The half-lines of seeds first_seed, first_seed + 1, ... of the whole trace start here.")
+      .def("run",
+           [](sl::HandOffTrace& self) {
+             std::vector<sl::HandedLine> leaving;
+             {
+               nb::gil_scoped_release release;
+               leaving = self.run();
+             }
+             std::vector<std::uint32_t> to;
+             for (const auto& h : leaving) to.push_back(self.owner_of(h.waits_for));
+             const std::size_t n = to.size();
+             return nb::make_tuple(record_bytes<sl::HandedLine>(leaving), owned_array(std::move(to), {n}));
+           },
+           "One round over the lines held: (the lines that leave, as rows of bytes; the rank each goes to).")
+      .def("add", [](sl::HandOffTrace& self, RecordBytes lines) { self.add(records_of<sl::HandedLine>(lines, "handed lines")); },
+           "lines"_a, "Lines handed here (rows of bytes from another rank's run()).")
+      .def("result",
+           [](const sl::HandOffTrace& self) {
+             nb::dict out;
+             out["segments"] = record_bytes<sl::TracedSegment>(self.segments());
+             out["points"] = record_bytes<sl::TracedPoint>(self.points());
+             out["ended"] = record_bytes<sl::HandedLine>(self.ended());
+             const sl::ResidentStats& s = self.stats();
+             out["rounds"] = s.rounds, out["resident_blocks"] = s.slots, out["bytes_read"] = s.bytes_read;
+             out["load_seconds"] = s.load_seconds, out["advance_seconds"] = s.advance_seconds;
+             return out;
+           },
+           "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), and its counters.");
+  m.def("assemble_handed",
+        [](nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds, const std::string& direction,
+           std::uint32_t max_steps, RecordBytes ended, RecordBytes segments, RecordBytes points) {
+          sl::TraceOptions options;
+          options.direction = parse_direction(direction);
+          options.max_steps = max_steps;
+          auto lines = sl::assemble_handed(seeds_of(seeds), options, records_of<sl::HandedLine>(ended, "ended lines"),
+                                                 records_of<sl::TracedSegment>(segments, "segments"),
+                                                 records_of<sl::TracedPoint>(points, "points"));
+          nb::dict result;
+          put_lines(result, std::move(lines));
+          return result;
+        },
+        "seeds"_a, "direction"_a, "max_steps"_a, "ended"_a, "segments"_a, "points"_a,
+        "The lines of a handed-off trace from every rank's result() rows (concatenated): points, times, offsets, ends.");
 
   m.def("render_particles",
         [](nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles, const CameraSpec& view,

@@ -234,6 +234,63 @@ def test_streamlines_traced_by_every_rank_are_the_single_rank_lines(tmp_path, si
     assert len(one["offsets"]) > 300  # uniform:300 seeds a grid of at least 300 points
 
 
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory):
+    """An ABC flow in native blocks: 6 planes of blocks along z (4 ranks hold one or two each)."""
+    from headrace.generate import generate_flow
+
+    return generate_flow(tmp_path_factory.mktemp("distributed") / "f.hrc", dims=(33, 29, 41), frames=1, seed=3,
+                         block=(8, 8, 8))
+
+
+def test_the_field_is_handed_off_when_it_does_not_fit_a_ranks_cache(flow, tmp_path):
+    from headrace.streamlines import convert_to_hilbert, distribution
+
+    frame_bytes = 33 * 29 * 41 * 12
+    assert distribution(flow, "auto", frame_bytes * 2) == "replicate"
+    assert distribution(flow, "auto", frame_bytes // 2) == "hand-off"
+    assert distribution(flow, "replicate", 4096) == "replicate"
+    hilbert = tmp_path / "h.hrc"
+    convert_to_hilbert(flow, hilbert, bits=3)
+    assert distribution(hilbert, "auto", 4096) == "replicate"  # a Hilbert unit has no neighbours to hold
+    with pytest.raises(headrace.UsageError, match="native blocks"):
+        distribution(hilbert, "hand-off", 4096)
+
+
+def test_one_rank_handing_off_traces_one_tracers_lines(flow):
+    from headrace.streamlines import trace_handed, trace_run, uniform_seeds
+
+    seeds = uniform_seeds(flow, 200)
+    one = trace_run(flow, seeds, steps=150, direction="both", device="cpu", threads=2)
+    handed = trace_handed(flow, seeds, steps=150, direction="both", device="cpu", threads=2)
+    assert handed is not None and handed.stats["lines_handed"] == 0
+    np.testing.assert_array_equal(handed.points, one.points)
+    np.testing.assert_array_equal(handed.offsets, one.offsets)
+    np.testing.assert_array_equal(handed.times, one.times)
+    assert handed.ends == one.ends
+
+
+@needs_mpi
+@pytest.mark.parametrize("size,distribute", [(2, "hand-off"), (4, "hand-off"), (3, "auto")])
+def test_streamlines_handed_between_ranks_are_the_single_rank_lines(flow, tmp_path, size, distribute):
+    common = ["--seeds", "uniform:300", "--steps", "300", "--direction", "both", "--device", "cpu", "--threads", "1",
+              "--integrator", "rk45"]
+    subprocess.run([sys.executable, "-m", "headrace", "trace", str(flow), "--out", str(tmp_path / "one.npz"), *common],
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
+    # auto hands off here: the frame's 737 KB of velocity blocks do not fit a cache of 600 KiB; a rank's share does
+    done = _mpiexec(size, "trace", str(flow), "--out", str(tmp_path / "many.npz"), "--distribute", distribute,
+                    "--cache-bytes", "600K" if distribute == "auto" else "1G", *common)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert f"by {size} ranks" in said and "hand-off-managed" in said
+    handed = int(said.split("hand-off: ")[1].split(" lines handed")[0])
+    assert handed > 0  # the lines cross the ranks' planes
+    one, many = np.load(tmp_path / "one.npz"), np.load(tmp_path / "many.npz")
+    assert sorted(one.files) == sorted(many.files)
+    for name in one.files:
+        np.testing.assert_array_equal(many[name], one[name], err_msg=name)
+
+
 @needs_mpi
 def test_fail_together_stops_every_rank_from_python(tmp_path):
     script = tmp_path / "job.py"

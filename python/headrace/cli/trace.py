@@ -25,7 +25,7 @@ from headrace.cli._arguments import Bounded, Device, Integer, OutputFile, Real, 
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._budget import Budget, add_budget_argument
 from headrace.errors import UsageError
-from headrace.streamlines import MOST_MADVISE_INTERVAL_S
+from headrace.streamlines import DISTRIBUTIONS, MOST_MADVISE_INTERVAL_S
 
 __all__ = ["register", "run", "parse_seeds", "device_name", "Seeds", "UNIT_PAGES", "MOST_SEEDS"]
 
@@ -141,6 +141,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="mmap: seconds between madvise calls (0: never; default 4)")
     parser.add_argument("--memory-budget", type=Size(4096, 1 << 40), default=None, help="mmap: page-cache budget (default none)")
     parser.add_argument("--threads", type=Integer(0, 1024), default=0, help="tracing threads (default 0: one per core)")
+    parser.add_argument("--distribute", choices=DISTRIBUTIONS, default="auto",
+                        help="under MPI, how the ranks share the field: replicate (every rank reads any block its lines "
+                             "need), hand-off (every rank holds its planes of blocks; a line goes to the rank holding the "
+                             "block it needs), auto (hand-off when the frame's velocity is larger than --cache-bytes and "
+                             "the file holds native blocks; the default)")
     parser.add_argument("--frame", type=Integer(0, (1 << 32) - 1), default=0, help="time step (default 0)")
     parser.add_argument("--out", required=True, type=OutputFile((".npz", ".vtp")), metavar="LINES.vtp|LINES.npz",
                         help="the lines: .npz (points, offsets) or .vtp (ParaView)")
@@ -196,18 +201,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
-    import json
-
-    from headrace import streamlines
-    from headrace.bench.harness import write_rows
-    from headrace.cli._output import console, count_progress
-
-    from headrace import distributed
+    from headrace import distributed, streamlines
+    from headrace.cli._output import count_progress
 
     job = distributed.ranks()
     seeds = parse_seeds(args.seeds, flow, args.seed_stride)
     expect_memory_for_lines(len(seeds), args.steps, args.direction)
     every_seed = len(seeds)
+    if job.size > 1 and streamlines.distribution(flow, args.distribute, args.cache_bytes, args.frame) == "hand-off":
+        if args.manager not in (None, "resident"):
+            raise UsageError(f"--manager {args.manager}: handing lines off steps them in the resident tracer's rounds")
+        handed = streamlines.trace_handed(flow, seeds, steps=args.steps, step_size=args.step_size,
+                                          integrator=args.integrator, direction=args.direction,
+                                          device=job.device(device) or device, threads=args.threads, frame=args.frame,
+                                          cache_bytes=args.cache_bytes, backend=args.backend)
+        return 0 if handed is None else _report(args, handed, job.size, every_seed, Budget(args.budget))
     if job.size > 1:  # each rank a block of the seeds, on its own GPU; each reads the blocks its lines need
         seeds = seeds[job.frames_of(len(seeds))] if len(seeds) else seeds
         device = job.device(device) or device
@@ -237,9 +245,20 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
         assert parts is not None
         result = streamlines.TraceResult.joined(parts)
         result.stats["ranks"] = job.size
+    return _report(args, result, job.size, every_seed, budget)
+
+
+def _report(args: argparse.Namespace, result, ranks: int, seeds: int, budget: Budget) -> int:
+    """Writes the lines and the statistics, and says what the run did."""
+    import json
+
+    from headrace import streamlines
+    from headrace.bench.harness import write_rows
+    from headrace.cli._output import console
+
     stopped = sum("stopped" in end for end in result.ends)
     if stopped:
-        console.print(budget.said(len(seeds) - stopped, len(seeds), "lines ended") +
+        console.print(budget.said(seeds - stopped, seeds, "lines ended") +
                       f"; the other {stopped:,} end where they were (their ends read 'stopped' in an .npz)")
     streamlines.write_traced(args.out, result, threads=args.threads)
     stats = {"file": args.file, "direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
@@ -250,7 +269,7 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
-        by = f" by {job.size} ranks (the slowest's time)" if job.size > 1 else ""
+        by = f" by {ranks} ranks (the slowest's time)" if ranks > 1 else ""
         console.print(f"{args.file}: {stats['seeds']} streamlines, {stats['points']} points in {stats['seconds']:.3f} s{by} "
                       f"({stats['layout']} layout, {stats['manager']}-managed on {device_name(stats['device'])}) -> {args.out}")
         if stats["manager"] == "resident":
@@ -262,6 +281,10 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
             console.print(f"  cache: {stats['cache_hits']} hits, {stats['cache_misses']} misses, "
                           f"{stats['cache_evictions']} evictions, {stats['bytes_read'] / 1e6:.1f} MB read, "
                           f"up to {stats['max_loads_in_flight']} reads at once")
+        elif stats["manager"] == "hand-off":
+            console.print(f"  hand-off: {stats['lines_handed']} lines handed between ranks in {stats['exchanges']} exchanges; "
+                          f"blocks resident per rank {stats['resident_blocks']}, {stats['bytes_read'] / 1e6:.1f} MB read in "
+                          f"{stats['resident_load_seconds']:.3f} s, stepping {stats['resident_advance_seconds']:.3f} s")
         else:
             console.print(f"  mmap: {stats['madvise_calls']} madvise calls, {stats['budget_drops']} budget drops")
     return 0

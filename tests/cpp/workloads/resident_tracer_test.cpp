@@ -135,6 +135,91 @@ TEST(ResidentTracer, TheCpuManagersRefuseADevice) {
   EXPECT_THROW((void)trace_container(flow.path, swirl_seeds(1), options), UsageError);
 }
 
+// The ranks of a job in one process: each traces its block of the seeds, lines leave for the rank that
+// holds the block they wait for, until none is held anywhere; the lines assembled are one tracer's.
+Polylines trace_handed(const std::string& path, const std::vector<Vec3>& seeds, const ContainerTraceOptions& options,
+                       std::uint32_t ranks, std::uint64_t& handed) {
+  const FlowField flow = open_flow(path, 0);
+  std::vector<std::unique_ptr<HandOffTrace>> rank;
+  for (std::uint32_t r = 0; r < ranks; ++r) {
+    rank.push_back(std::make_unique<HandOffTrace>(flow, r, ranks, options));
+    const std::size_t first = seeds.size() * r / ranks, last = seeds.size() * (r + 1) / ranks;
+    rank.back()->start(std::vector<Vec3>(seeds.begin() + static_cast<std::ptrdiff_t>(first), seeds.begin() + static_cast<std::ptrdiff_t>(last)),
+                       first);
+  }
+  handed = 0;
+  for (bool any = true; any;) {
+    std::vector<std::vector<HandedLine>> inbox(ranks);
+    for (auto& r : rank)
+      for (const HandedLine& h : r->run()) inbox[r->owner_of(h.waits_for)].push_back(h), ++handed;
+    any = false;
+    for (std::uint32_t r = 0; r < ranks; ++r) rank[r]->add(inbox[r]), any = any || !inbox[r].empty();
+  }
+  std::vector<HandedLine> ended;
+  std::vector<TracedSegment> segments;
+  std::vector<TracedPoint> points;
+  for (auto& r : rank) {
+    ended.insert(ended.end(), r->ended().begin(), r->ended().end());
+    segments.insert(segments.end(), r->segments().begin(), r->segments().end());
+    points.insert(points.end(), r->points().begin(), r->points().end());
+  }
+  return assemble_handed(seeds, options.trace, ended, segments, points);
+}
+
+TEST(HandOffTrace, LinesHandedBetweenRanksAreOneTracersLines) {
+  testing::BlockedFlow flow(32, 24, 16);  // 8 x 6 x 4 blocks of 4^3 points
+  ContainerTraceOptions options = resident_options();
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 1 << 20;
+  const std::vector<Vec3> seeds = swirl_seeds(40);
+  const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
+  for (Integrator integrator : {Integrator::rk4, Integrator::rk45})
+    for (const std::uint32_t ranks : {1u, 2u, 3u, 4u}) {
+      options.trace.integrator = integrator;
+      std::uint64_t handed = 0;
+      const Polylines lines = trace_handed(flow.path, seeds, options, ranks, handed);
+      EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1), lines)) << ranks << " ranks";
+      if (ranks > 1) EXPECT_GT(handed, 0u) << "the swirl climbs in z: lines cross from rank to rank";
+      else EXPECT_EQ(handed, 0u);
+    }
+}
+
+TEST(HandOffTrace, ARankHoldsItsPlanesOfBlocksAndTheirNeighboursOnly) {
+  testing::BlockedFlow flow(32, 24, 16);
+  const FlowField opened = open_flow(flow.path, 0);
+  ContainerTraceOptions options = resident_options();
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 1 << 20;
+  const HandOffTrace first(opened, 0, 4, options), middle(opened, 1, 4, options);
+  EXPECT_EQ(first.resident_blocks(), 2u * 48);  // its plane and the next
+  EXPECT_EQ(middle.resident_blocks(), 3u * 48);
+  EXPECT_EQ(first.owner_of(47), 0u);
+  EXPECT_EQ(first.owner_of(48), 1u);
+  EXPECT_EQ(first.stats().bytes_read, 2u * 48 * 768);
+  options.cache_bytes = 2 * 48 * 768 - 1;
+  EXPECT_THROW(HandOffTrace(opened, 0, 4, options), UsageError);
+  options.cache_bytes = 1 << 20;
+  EXPECT_THROW(HandOffTrace(opened, 0, 5, options), UsageError);  // more ranks than planes
+  const std::string hilbert = flow.dir.file("hilbert.hrc");
+  (void)convert_blocks_to_hilbert(flow.path, hilbert, 2, 3);
+  EXPECT_THROW(HandOffTrace(open_flow(hilbert, 0), 0, 2, options), UsageError);
+  EXPECT_THROW((void)assemble_handed(swirl_seeds(1), options.trace, {}, {}, {}), UsageError);  // a line that never ended
+}
+
+TEST(HandOffTraceGpu, LinesHandedBetweenGpuRanksAreTheHostsLines) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+  testing::BlockedFlow flow(32, 24, 16);
+  ContainerTraceOptions options = resident_options();
+  options.cache_bytes = 1 << 20;
+  options.device = 0;
+  const std::vector<Vec3> seeds = swirl_seeds(200);
+  const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
+  std::uint64_t handed = 0;
+  const Polylines lines = trace_handed(flow.path, seeds, options, 3, handed);
+  EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1), lines));
+  EXPECT_GT(handed, 0u);
+}
+
 // The GPU's kernel against the host executor: the same rounds, the same math with IEEE operations
 // only (no fused multiply-adds on either side, RK45's fifth root by Newton's method): the same bits.
 TEST(ResidentTracerGpu, TheKernelTracesTheHostExecutorsLines) {

@@ -52,6 +52,10 @@ class RoundRunner {
   virtual void loaded(const engine::Queue& queue, queue::FenceId fence) = 0;
   // The half-lines and their points after the last round.
   virtual void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) = 0;
+  // Other half-lines from now on (the pool stays): a rank's lines change between a job's rounds.
+  virtual void restart(const std::vector<HalfLine>& lines) = 0;
+  // Per half-line, the unit it waits for after the last round (all ones: none).
+  virtual std::vector<std::uint64_t> waits_for() = 0;
 };
 
 template <typename Units>
@@ -83,6 +87,7 @@ class HostRounds final : public RoundRunner<Units> {
         pool_(slots * unit_bytes),
         lines_(std::move(lines)),
         points_(lines_.size() * options.max_steps),
+        waits_for_(lines_.size()),
         threads_(threads) {}
 
   [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::host; }
@@ -99,6 +104,7 @@ class HostRounds final : public RoundRunner<Units> {
     params.cache.last_used = state.last_used.data();
     params.lines = lines_.data();
     params.points = points_.data();
+    params.waits_for = waits_for_.data();
     params.counters = &counters;
     headrace::detail::parallel_for(params.line_count, threads_, [&](std::uint64_t k) { advance_resident_line(params, k); });
     return counters;
@@ -108,6 +114,12 @@ class HostRounds final : public RoundRunner<Units> {
     lines = std::move(lines_);
     points = std::move(points_);
   }
+  void restart(const std::vector<HalfLine>& lines) override {
+    lines_ = lines;
+    points_.resize(lines_.size() * params_.point_capacity);
+    waits_for_.resize(lines_.size());
+  }
+  std::vector<std::uint64_t> waits_for() override { return waits_for_; }
 
  private:
   RoundParams<Units> params_;
@@ -115,6 +127,7 @@ class HostRounds final : public RoundRunner<Units> {
   headrace::detail::AlignedBuffer pool_;
   std::vector<HalfLine> lines_;
   std::vector<TracedPoint> points_;
+  std::vector<std::uint64_t> waits_for_;
   unsigned threads_;
 };
 
@@ -141,20 +154,15 @@ class DeviceRounds final : public RoundRunner<Units> {
         table_(unit_count * sizeof(std::int32_t)),
         wanted_(unit_count * sizeof(std::uint32_t)),
         last_used_(unit_count * sizeof(std::uint32_t)),
-        lines_(lines.size() * sizeof(HalfLine)),
-        points_(lines.size() * options.max_steps * sizeof(TracedPoint)),
         counters_(sizeof(RoundCounters)) {
     const gpu::CudaDriver& cuda = gpu::require_driver();
-    gpu::check(cuda.cuMemcpyHtoDAsync(lines_.pointer(), lines.data(), lines_.size_bytes(), stream_.handle()), "cuMemcpyHtoDAsync");
     gpu::check(cuda.cuMemsetD8Async(last_used_.pointer(), 0, last_used_.size_bytes(), stream_.handle()), "cuMemsetD8Async");
     params_.cache.slot_of_unit = reinterpret_cast<const std::int32_t*>(table_.pointer());
     params_.cache.pool = reinterpret_cast<const float*>(pool_.pointer());
     params_.cache.wanted = reinterpret_cast<std::uint32_t*>(wanted_.pointer());
     params_.cache.last_used = reinterpret_cast<std::uint32_t*>(last_used_.pointer());
-    params_.lines = reinterpret_cast<HalfLine*>(lines_.pointer());
-    params_.points = reinterpret_cast<TracedPoint*>(points_.pointer());
     params_.counters = reinterpret_cast<RoundCounters*>(counters_.pointer());
-    stream_.synchronize();
+    restart(lines);
   }
 
   [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::device; }
@@ -184,11 +192,34 @@ class DeviceRounds final : public RoundRunner<Units> {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
   }
   void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
-    lines.resize(lines_.size_bytes() / sizeof(HalfLine));
-    points.resize(points_.size_bytes() / sizeof(TracedPoint));
+    lines.resize(count_);
+    points.resize(count_ * params_.point_capacity);
     stream_.synchronize();
-    gpu::copy_to_host(lines.data(), lines_.pointer(), lines_.size_bytes());
-    gpu::copy_to_host(points.data(), points_.pointer(), points_.size_bytes());
+    gpu::copy_to_host(lines.data(), lines_.pointer(), lines.size() * sizeof(HalfLine));
+    gpu::copy_to_host(points.data(), points_.pointer(), points.size() * sizeof(TracedPoint));
+  }
+  void restart(const std::vector<HalfLine>& lines) override {
+    device_.make_current();
+    count_ = lines.size();
+    const std::uint64_t line_bytes = std::max<std::uint64_t>(count_, 1) * sizeof(HalfLine);
+    if (lines_.size_bytes() < line_bytes) {  // grown only: a rank's lines come and go
+      lines_ = gpu::DeviceBuffer(line_bytes);
+      points_ = gpu::DeviceBuffer(std::max<std::uint64_t>(count_, 1) * params_.point_capacity * sizeof(TracedPoint));
+      waits_for_ = gpu::DeviceBuffer(std::max<std::uint64_t>(count_, 1) * sizeof(std::uint64_t));
+    }
+    params_.lines = reinterpret_cast<HalfLine*>(lines_.pointer());
+    params_.points = reinterpret_cast<TracedPoint*>(points_.pointer());
+    params_.waits_for = reinterpret_cast<std::uint64_t*>(waits_for_.pointer());
+    if (count_ > 0)
+      gpu::check(gpu::require_driver().cuMemcpyHtoDAsync(lines_.pointer(), lines.data(), count_ * sizeof(HalfLine), stream_.handle()),
+                 "cuMemcpyHtoDAsync");
+    stream_.synchronize();
+  }
+  std::vector<std::uint64_t> waits_for() override {
+    std::vector<std::uint64_t> out(count_);
+    stream_.synchronize();
+    if (count_ > 0) gpu::copy_to_host(out.data(), waits_for_.pointer(), count_ * sizeof(std::uint64_t));
+    return out;
   }
 
  private:
@@ -198,7 +229,8 @@ class DeviceRounds final : public RoundRunner<Units> {
   gpu::Stream stream_;
   RoundParams<Units> params_;
   std::uint64_t unit_bytes_;
-  gpu::DeviceBuffer pool_, table_, wanted_, last_used_, lines_, points_, counters_;
+  gpu::DeviceBuffer pool_, table_, wanted_, last_used_, counters_, lines_, points_, waits_for_;
+  std::uint64_t count_ = 0;  // half-lines now
 };
 
 // The cache's bookkeeping between rounds: which unit each slot holds, and which units to load next.
@@ -439,6 +471,198 @@ ContainerTraceRun trace_resident(const FlowField& flow, const std::vector<Vec3>&
     table.size.push_back(std::min(unit_bytes, range.end - offset));
   }
   return trace_rounds(flow, HilbertUnits{layout, unit_bytes / point_bytes}, table, seeds, options);
+}
+
+struct HandOffTrace::State {
+  std::string path;
+  TraceOptions trace;
+  BlockLayout layout;
+  UnitTable table;
+  std::uint32_t rank = 0, ranks = 1;
+  std::uint64_t planes = 1, per_plane = 1;  // planes of blocks along z, blocks in one
+  std::unique_ptr<RoundRunner<BlockLayout>> runner;
+  RoundState round;
+  std::vector<HandedLine> held;
+  std::vector<TracedSegment> segments;
+  std::vector<TracedPoint> points;
+  std::vector<HandedLine> ended;
+  ResidentStats stats;
+};
+
+HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint32_t ranks, const ContainerTraceOptions& options)
+    : state_(std::make_unique<State>()) {
+  State& st = *state_;
+  st.path = flow.container.path();
+  HEADRACE_EXPECT(flow.layout == "blocks", UsageError,
+                  st.path + ": handing lines between ranks needs native blocks (a Hilbert unit has no neighbours to hold); "
+                            "convert it with --layout blocks, or let every rank read any unit");
+  st.trace = options.trace;
+  HEADRACE_EXPECT(st.trace.step_size > 0 && st.trace.max_steps > 0, UsageError, "streamlines need a positive step size and step count");
+  st.layout = block_layout_of(flow.container);
+  st.table = UnitTable{st.layout.block_points() * point_bytes, block_offsets(flow.container, flow.frame, flow.field, st.layout), {}};
+  st.table.size.assign(st.table.offset.size(), st.table.unit_bytes);
+  st.rank = rank, st.ranks = ranks;
+  const std::int64_t along[3] = {static_cast<std::int64_t>(units_along(st.layout.grid.dims[0], st.layout.block[0])),
+                                 static_cast<std::int64_t>(units_along(st.layout.grid.dims[1], st.layout.block[1])),
+                                 static_cast<std::int64_t>(units_along(st.layout.grid.dims[2], st.layout.block[2]))};
+  st.planes = static_cast<std::uint64_t>(along[2]), st.per_plane = static_cast<std::uint64_t>(along[0] * along[1]);
+  HEADRACE_EXPECT(ranks >= 1 && rank < ranks && ranks <= st.planes, UsageError,
+                  st.path + ": " + std::to_string(ranks) + " ranks share " + std::to_string(st.planes) +
+                      " planes of blocks along z: at most one rank a plane");
+  // This rank's blocks and every block next to one of them.
+  const std::uint64_t units = st.table.offset.size();
+  st.round = RoundState{0, 0, 0, std::vector<std::int32_t>(units, -1), std::vector<std::uint32_t>(units, 0),
+                        std::vector<std::uint32_t>(units, 0)};
+  std::vector<std::uint64_t> resident;
+  for (std::uint64_t u = 0; u < units; ++u) {
+    const auto x = static_cast<std::int64_t>(u % static_cast<std::uint64_t>(along[0]));
+    const auto y = static_cast<std::int64_t>((u / static_cast<std::uint64_t>(along[0])) % static_cast<std::uint64_t>(along[1]));
+    const auto z = static_cast<std::int64_t>(u / st.per_plane);
+    bool near = false;
+    for (std::int64_t dz = -1; dz <= 1 && !near; ++dz)
+      for (std::int64_t dy = -1; dy <= 1 && !near; ++dy)
+        for (std::int64_t dx = -1; dx <= 1 && !near; ++dx) {
+          const std::int64_t nx = x + dx, ny = y + dy, nz = z + dz;
+          near = nx >= 0 && ny >= 0 && nz >= 0 && nx < along[0] && ny < along[1] && nz < along[2] &&
+                 owner_of(static_cast<std::uint64_t>(nx + along[0] * (ny + along[1] * nz))) == rank;
+        }
+    if (near) resident.push_back(u);
+  }
+  const std::uint64_t bytes = resident.size() * st.table.unit_bytes;
+  HEADRACE_EXPECT(bytes <= options.cache_bytes, UsageError,
+                  st.path + ": rank " + std::to_string(rank) + "'s blocks and their neighbours take " + std::to_string(bytes) +
+                      " bytes, more than its cache of " + std::to_string(options.cache_bytes) + ": run more ranks or give more bytes");
+  const std::uint64_t slots = std::max<std::uint64_t>(resident.size(), 1);
+  if (options.device >= 0)
+    st.runner = std::make_unique<DeviceRounds<BlockLayout>>(options.device, st.layout, st.trace, st.table.unit_bytes, slots, units,
+                                                             std::vector<HalfLine>{});
+  else
+    st.runner = std::make_unique<HostRounds<BlockLayout>>(st.layout, st.trace, st.table.unit_bytes, slots, std::vector<HalfLine>{},
+                                                           options.threads);
+  const auto load_start = Clock::now();
+  {
+    engine::QueueOptions queue_options = engine::QueueOptions::from_environment();
+    queue_options.backend = options.backend;
+    queue_options.device = options.device;
+    engine::Queue queue(queue_options);
+    const queue::FileId file = queue.add_file(st.path);
+    std::vector<queue::RequestId> ids;
+    for (std::uint32_t slot = 0; slot < resident.size(); ++slot) {
+      const std::uint64_t unit = resident[slot];
+      queue::Request request = queue::range_request(file, st.table.offset[unit], st.table.size[unit], st.runner->memory(),
+                                                    st.runner->slot_address(slot));
+      request.label = st.path + ": offset " + std::to_string(st.table.offset[unit]) + ": velocity block " + std::to_string(unit);
+      ids.push_back(queue.enqueue(std::move(request)));
+      st.round.slot_of_unit[unit] = static_cast<std::int32_t>(slot);
+    }
+    const queue::FenceId fence = queue.enqueue_signal();
+    queue.submit();
+    queue.wait(fence);
+    const queue::RequestSummary summary = queue.summarize(ids);
+    if (summary.first_error) std::rethrow_exception(summary.first_error);
+    HEADRACE_EXPECT(summary.done == ids.size(), Error, st.path + ": " + summary.first_failure);
+    st.runner->loaded(queue, fence);
+  }
+  st.stats.slots = resident.size();
+  st.stats.units_loaded = resident.size();
+  st.stats.bytes_read = bytes;
+  st.stats.load_seconds = seconds_since(load_start);
+}
+
+HandOffTrace::~HandOffTrace() = default;
+
+std::uint32_t HandOffTrace::owner_of(std::uint64_t unit) const {
+  const State& st = *state_;
+  return static_cast<std::uint32_t>(unit / st.per_plane * st.ranks / st.planes);  // runs of whole planes
+}
+
+std::uint64_t HandOffTrace::resident_blocks() const { return state_->stats.slots; }
+
+void HandOffTrace::start(const std::vector<Vec3>& seeds, std::uint64_t first_seed) {
+  const std::vector<HalfLine> lines = start_lines(seeds, state_->trace);
+  const std::uint64_t per_seed = state_->trace.direction == Direction::both ? 2 : 1;
+  for (std::uint64_t k = 0; k < lines.size(); ++k) state_->held.push_back({first_seed * per_seed + k, lines[k], 0, 0});
+}
+
+void HandOffTrace::add(std::span<const HandedLine> lines) { state_->held.insert(state_->held.end(), lines.begin(), lines.end()); }
+
+std::uint64_t HandOffTrace::held() const { return state_->held.size(); }
+
+std::vector<HandedLine> HandOffTrace::run() {
+  State& st = *state_;
+  std::vector<HandedLine> leaving;
+  if (st.held.empty()) return leaving;
+  std::vector<HalfLine> lines;
+  for (const HandedLine& h : st.held) lines.push_back(h.line);
+  st.runner->restart(lines);
+  ++st.round.round;
+  st.round.first_line = 0, st.round.window = lines.size();
+  const auto advance_start = Clock::now();
+  (void)st.runner->run(st.round);
+  st.stats.advance_seconds += seconds_since(advance_start);
+  ++st.stats.rounds;
+  std::vector<HalfLine> after;
+  std::vector<TracedPoint> points;
+  st.runner->collect(after, points);
+  const std::vector<std::uint64_t> waits = st.runner->waits_for();
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    HandedLine h = st.held[i];
+    const std::uint32_t before = h.line.steps;
+    if (after[i].steps > before) {
+      st.segments.push_back({h.id, before, after[i].steps - before});
+      const TracedPoint* first = points.data() + i * st.trace.max_steps;
+      st.points.insert(st.points.end(), first + before, first + after[i].steps);
+    }
+    h.idle_hops = after[i].steps > before ? 0 : h.idle_hops + 1;
+    h.line = after[i];
+    if (h.line.ended) {
+      st.ended.push_back(h);
+      continue;
+    }
+    HEADRACE_EXPECT(waits[i] < st.table.offset.size() && st.round.slot_of_unit[waits[i]] < 0, Error,
+                    st.path + ": half-line " + std::to_string(h.id) + " stopped neither ended nor waiting for a block held elsewhere");
+    HEADRACE_EXPECT(h.idle_hops <= 2 * st.ranks, UsageError,
+                    st.path + ": half-line " + std::to_string(h.id) + " was handed between ranks " + std::to_string(h.idle_hops) +
+                        " times without a step: a step reaches beyond the blocks next to a rank's; trace with shorter steps, "
+                        "larger blocks, or every rank reading any block");
+    h.waits_for = waits[i];
+    leaving.push_back(h);
+  }
+  st.held.clear();
+  return leaving;
+}
+
+const std::vector<TracedSegment>& HandOffTrace::segments() const { return state_->segments; }
+const std::vector<TracedPoint>& HandOffTrace::points() const { return state_->points; }
+const std::vector<HandedLine>& HandOffTrace::ended() const { return state_->ended; }
+const ResidentStats& HandOffTrace::stats() const { return state_->stats; }
+
+Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options, std::span<const HandedLine> ended,
+                          std::span<const TracedSegment> segments, std::span<const TracedPoint> points) {
+  const std::uint64_t count = seeds.size() * (options.direction == Direction::both ? 2 : 1);
+  std::vector<HalfLine> lines(count);
+  std::vector<std::uint8_t> seen(count, 0);
+  for (const HandedLine& h : ended) {
+    HEADRACE_EXPECT(h.id < count && !seen[h.id], UsageError, "half-line " + std::to_string(h.id) + " ended twice, or is not of this trace");
+    seen[h.id] = 1, lines[h.id] = h.line;
+  }
+  for (std::uint64_t id = 0; id < count; ++id)
+    HEADRACE_EXPECT(seen[id], UsageError, "half-line " + std::to_string(id) + " did not end on any rank");
+  std::vector<TracedPoint> all(count * options.max_steps);
+  std::vector<std::uint64_t> filled(count, 0);
+  std::uint64_t at = 0;
+  for (const TracedSegment& s : segments) {
+    HEADRACE_EXPECT(s.id < count && std::uint64_t{s.first_step} + s.count <= options.max_steps && at + s.count <= points.size(),
+                    UsageError, "a segment of half-line " + std::to_string(s.id) + " lies outside the trace");
+    std::copy(points.begin() + static_cast<std::ptrdiff_t>(at), points.begin() + static_cast<std::ptrdiff_t>(at + s.count),
+              all.begin() + static_cast<std::ptrdiff_t>(s.id * options.max_steps + s.first_step));
+    filled[s.id] += s.count, at += s.count;
+  }
+  for (std::uint64_t id = 0; id < count; ++id)
+    HEADRACE_EXPECT(filled[id] == lines[id].steps, UsageError,
+                    "half-line " + std::to_string(id) + " took " + std::to_string(lines[id].steps) + " steps, its segments hold " +
+                        std::to_string(filled[id]) + " points");
+  return assemble(seeds, options, lines, all);
 }
 
 }  // namespace headrace::workloads::streamlines

@@ -57,6 +57,7 @@ struct ResidentSampler {
   Units units;
   ResidentUnits cache;
   bool* missing;
+  std::uint64_t* first_absent = nullptr;  // when given: the first absent unit the half-line needed
   mutable std::int32_t cell[3] = {-1, -1, -1};
   mutable Vec3 corner[8] = {};
 
@@ -78,6 +79,7 @@ struct ResidentSampler {
       previous = unit;
       if (slot < 0) {
         if (!repeat) detail::count_up(&cache.wanted[unit]);
+        if (first_absent && !absent && *first_absent == ~std::uint64_t{0}) *first_absent = unit;
         absent = true;
         continue;
       }
@@ -113,6 +115,9 @@ struct RoundParams {
   std::uint64_t first_line = 0, line_count = 0;
   std::uint32_t point_capacity = 0;  // options.max_steps
   RoundCounters* counters = nullptr;
+  // Per half-line: the first unit it waits for after the round (all ones: none), which a job of
+  // several ranks hands the line on by (HandOffTrace).
+  std::uint64_t* waits_for = nullptr;
 };
 
 // Runs the k-th half-line of the round's window.
@@ -122,7 +127,9 @@ HEADRACE_HD void advance_resident_line(const RoundParams<Units>& a, std::uint64_
   HalfLine line = a.lines[i];
   if (line.ended) return;
   bool missing = false;
-  const ResidentSampler<Units> sample{a.units, a.cache, &missing};
+  std::uint64_t* waits_for = a.waits_for ? a.waits_for + i : nullptr;
+  if (waits_for) *waits_for = ~std::uint64_t{0};
+  const ResidentSampler<Units> sample{a.units, a.cache, &missing, waits_for};
   TracedPoint* out = a.points + i * a.point_capacity;
   const std::uint32_t before = line.steps;
   advance_half_line(sample, line, a.options, [&](const TracedPoint& point) { out[line.steps] = point; },

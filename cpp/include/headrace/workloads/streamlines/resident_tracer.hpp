@@ -5,9 +5,12 @@
 // run on CPU threads over host memory: the reference the GPU's lines are compared with.
 #pragma once
 
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "headrace/workloads/streamlines/flow_field.hpp"
+#include "headrace/workloads/streamlines/line_stepper.hpp"
 #include "headrace/workloads/streamlines/trace_container.hpp"
 
 namespace headrace::workloads::streamlines {
@@ -17,5 +20,67 @@ namespace headrace::workloads::streamlines {
 // when rounds stop making progress (a cache too small for the steps of one round).
 [[nodiscard]] ContainerTraceRun trace_resident(const FlowField& flow, const std::vector<Vec3>& seeds,
                                                const ContainerTraceOptions& options);
+
+// A trace shared by the ranks of a job by space (headrace.distributed, issue 21): each rank holds the
+// native blocks of its run of block planes along z, and the blocks next to them (so that a cell on its
+// border is sampled whole), resident for the whole trace. Its half-lines step in rounds (the GPU
+// tracer's, above) until each ends or waits for a block another rank holds; it then leaves for the rank
+// that holds that block, which steps it on from the same state: the points are those one tracer traces.
+
+// A half-line on the move: its number in the whole trace (seed i's backward and forward half-lines are
+// 2i and 2i + 1 when tracing both ways, i otherwise), where it stands, the block it waits for, and the
+// hand-offs since its last step (a line passed on without stepping needs blocks no rank holds together).
+struct HandedLine {
+  std::uint64_t id = 0;
+  HalfLine line;
+  std::uint64_t waits_for = 0;
+  std::uint32_t idle_hops = 0;
+};
+
+// Points [first_step, first_step + count) of half-line `id`, traced by one rank.
+struct TracedSegment {
+  std::uint64_t id = 0;
+  std::uint32_t first_step = 0, count = 0;
+};
+
+class HandOffTrace {
+ public:
+  // Rank `rank` of `ranks`. Reads its blocks and their neighbours into options.device's memory (the
+  // host's for -1). UsageError for the Hilbert layout (its units have no neighbours to hold), for more
+  // ranks than planes of blocks, or when the blocks need more than options.cache_bytes.
+  HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint32_t ranks, const ContainerTraceOptions& options);
+  ~HandOffTrace();
+  HandOffTrace(const HandOffTrace&) = delete;
+  HandOffTrace& operator=(const HandOffTrace&) = delete;
+
+  // The rank that holds block `unit`, and the blocks this rank holds resident.
+  [[nodiscard]] std::uint32_t owner_of(std::uint64_t unit) const;
+  [[nodiscard]] std::uint64_t resident_blocks() const;
+  // The half-lines of seeds first_seed, first_seed + 1, ... of the whole trace start here.
+  void start(const std::vector<Vec3>& seeds, std::uint64_t first_seed);
+  // Half-lines handed here by other ranks.
+  void add(std::span<const HandedLine> lines);
+  [[nodiscard]] std::uint64_t held() const;
+  // One round over the half-lines held: each steps until it ends or waits for a block held elsewhere.
+  // Returns those that wait (to hand to owner_of(waits_for)); none is held here after it. UsageError for
+  // a line handed on 2 x ranks times without a step.
+  [[nodiscard]] std::vector<HandedLine> run();
+
+  // What this rank traced: runs of points (in order) and the half-lines that ended here.
+  [[nodiscard]] const std::vector<TracedSegment>& segments() const;
+  [[nodiscard]] const std::vector<TracedPoint>& points() const;
+  [[nodiscard]] const std::vector<HandedLine>& ended() const;
+  [[nodiscard]] const ResidentStats& stats() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The lines of a handed-off trace from every rank's segments, points and ended half-lines: those of one
+// tracer over all `seeds`. UsageError when a half-line did not end exactly once or its points have gaps.
+[[nodiscard]] Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options,
+                                        std::span<const HandedLine> ended, std::span<const TracedSegment> segments,
+                                        std::span<const TracedPoint> points);
 
 }  // namespace headrace::workloads::streamlines
