@@ -35,7 +35,7 @@ from headrace import _ext
 from headrace.distributed import Ranks, ranks
 
 __all__ = ["frame_chunks", "share_chunks", "composite_by_depth", "render_particles", "chunks_holding", "composite_front_to_back",
-           "render_volume"]
+           "VolumeSlabs", "render_volume"]
 
 NO_KEY = np.iinfo(np.int64).max  # where a rank drew nothing, in the signed keys compositing reduces
 
@@ -127,10 +127,13 @@ def render_particles(source: Any, frame: int = 0, *, device: int | str | None = 
         at += count
     keys, image = renderer.keys(handle), renderer.image(handle)
     drawn = time.perf_counter()
+    job.barrier()  # what compositing costs, apart from waiting for the slowest rank's draw
+    ready = time.perf_counter()
     result = image if job.size == 1 else composite_by_depth(job, keys, image, _packed(background))
     done = time.perf_counter()
     stats = {"rank": job.rank, "ranks": job.size, "chunks": len(mine), "particles": total, "load_s": loaded - started,
-             "draw_s": drawn - loaded, "composite_s": done - drawn, "device": "cpu" if ordinal is None else ordinal}
+             "draw_s": drawn - loaded, "wait_s": ready - drawn, "composite_s": done - ready,
+             "device": "cpu" if ordinal is None else ordinal}
     return result, stats
 
 
@@ -193,34 +196,56 @@ def composite_front_to_back(job: Ranks, layer: np.ndarray, camera: Any, backgrou
     return image[:height] if image is not None else None
 
 
+class VolumeSlabs:
+    """A volume or AMR field drawn by every rank of the job, a slab each, and composited front to back: the
+    renderer, this rank's slab and the runs of a frame it needs set up once, for every frame drawn.
+    ``options`` are :class:`headrace.volume.VolumeRenderer`'s (mode, tf, opacity, camera, width, height,
+    ...), the same on every rank. With one rank its slab is the whole grid."""
+
+    def __init__(self, source: Any, *, device: int | str | None = "cpu", field: str | None = None, **options: Any) -> None:
+        import headrace
+        from headrace.volume import VolumeRenderer
+
+        self.job = ranks()
+        self.dataset = source if hasattr(source, "read") else headrace.open(os.fspath(source))
+        given = self.job.device(device)
+        self.ordinal = None if given in (None, "cpu") else int(given)  # type: ignore[arg-type]  # a GPU number here
+        self.renderer = VolumeRenderer(self.dataset, field=field, device="cpu" if self.ordinal is None else self.ordinal,
+                                       **options)
+        self.layers = self.renderer.topology.cut_slabs(self.job.size)[self.job.rank]
+        self._runs = self.renderer.topology.slab_cells(*self.layers)
+        self._held: np.ndarray | None = None
+
+    def render(self, frame: int) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """Frame ``frame``: (the image on rank 0, None elsewhere; this rank's statistics, the times of its load,
+        draw, wait for the other ranks and compositing)."""
+        from headrace.render import _expect_frame
+
+        ds, job, renderer = self.dataset, self.job, self.renderer
+        _expect_frame(ds, frame)
+        started = time.perf_counter()
+        positions, held = chunks_holding(ds.container, frame, renderer.field, self._runs)
+        if self._held is None or not np.array_equal(held, self._held):  # frames chunked alike share one topology
+            renderer.share_slab(*self.layers, held)
+            self._held = held
+        cells = int(held[:, 1].sum()) if len(held) else 0
+        buffer = _read_chunks(ds, frame, renderer.field, positions, self.ordinal, cells * 4)
+        loaded = time.perf_counter()
+        layer = renderer.layer_of(buffer if self.ordinal is not None else buffer.view(np.float32)[:cells])
+        drawn = time.perf_counter()
+        job.barrier()  # what compositing costs, apart from waiting for the slowest rank's draw
+        ready = time.perf_counter()
+        image = composite_front_to_back(job, layer, renderer.camera, renderer.background)
+        done = time.perf_counter()
+        stats = {"rank": job.rank, "ranks": job.size, "layers": self.layers, "chunks": len(positions), "cells": cells,
+                 "load_s": loaded - started, "draw_s": drawn - loaded, "wait_s": ready - drawn, "composite_s": done - ready,
+                 "device": "cpu" if self.ordinal is None else self.ordinal}
+        return image, stats
+
+
 def render_volume(source: Any, frame: int = 0, *, device: int | str | None = "cpu", field: str | None = None,
                   **options: Any) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Frame ``frame`` of a volume or AMR field drawn by every rank of the job, a slab each, and composited
-    front to back: (the image on rank 0, None elsewhere; this rank's statistics). ``options`` are
-    :class:`headrace.volume.VolumeRenderer`'s (mode, tf, opacity, camera, width, height, ...), the same
-    on every rank. With one rank its slab is the whole grid."""
-    import headrace
-    from headrace.render import _expect_frame
-    from headrace.volume import VolumeRenderer
-
-    job = ranks()
-    ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
-    _expect_frame(ds, frame)
-    given = job.device(device)
-    ordinal = None if given in (None, "cpu") else int(given)  # type: ignore[arg-type]  # a GPU number here
-    renderer = VolumeRenderer(ds, field=field, device="cpu" if ordinal is None else ordinal, **options)
-    first, last = renderer.topology.cut_slabs(job.size)[job.rank]
-    positions, held = chunks_holding(ds.container, frame, renderer.field, renderer.topology.slab_cells(first, last))
-    renderer.share_slab(first, last, held)
-    started = time.perf_counter()
-    cells = int(held[:, 1].sum()) if len(held) else 0
-    buffer = _read_chunks(ds, frame, renderer.field, positions, ordinal, cells * 4)
-    loaded = time.perf_counter()
-    layer = renderer.layer_of(buffer if ordinal is not None else buffer.view(np.float32)[:cells])
-    drawn = time.perf_counter()
-    image = composite_front_to_back(job, layer, renderer.camera, renderer.background)
-    done = time.perf_counter()
-    stats = {"rank": job.rank, "ranks": job.size, "layers": (first, last), "chunks": len(positions), "cells": cells,
-             "load_s": loaded - started,
-             "draw_s": drawn - loaded, "composite_s": done - drawn, "device": "cpu" if ordinal is None else ordinal}
-    return image, stats
+    front to back (:class:`VolumeSlabs`, set up for this one frame): (the image on rank 0, None elsewhere;
+    this rank's statistics)."""
+    return VolumeSlabs(source, device=device, field=field, **options).render(frame)

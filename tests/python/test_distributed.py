@@ -325,7 +325,7 @@ def test_play_shares_a_volume_series_by_time_and_reports_the_job(tmp_path):
 def test_bench_scaling_measures_every_workload_at_every_job_size(series, amr, tmp_path):
     out = tmp_path / "scaling"
     done = subprocess.run([sys.executable, "-m", "headrace", "bench", "scaling", str(series), str(amr), "--ranks", "1,2",
-                           "--device", "cpu", "--cache", "hot,cold", "--repeats", "1", "--frames", "1", "--width", "64",
+                           "--device", "cpu", "--cache", "hot,cold", "--repeats", "1", "--frames", "1", "--hot-bytes", "1M", "--width", "64",
                            "--height", "48", "--out", str(out)], capture_output=True, text=True, timeout=4 * RUN_TIMEOUT_S,
                           env={**os.environ, **AS_ROOT})
     assert done.returncode == 0, done.stderr
@@ -339,6 +339,9 @@ def test_bench_scaling_measures_every_workload_at_every_job_size(series, amr, tm
         assert (p["gbps"] if p["workload"] == "stream" else p["fps"]) > 0
         assert p["over_n_x_one"] == pytest.approx(1.0) if p["ranks"] == 1 else p["over_n_x_one"] > 0
         if p["workload"] == "render":
-            assert p["draw_s_median"] > 0 and p["composite_s_median"] >= 0
+            assert p["draw_s_median"] > 0 and p["wait_s_median"] >= 0 and p["composite_s_median"] >= 0
+        if p["workload"] == "stream":  # hot: the series again until 1 MiB has gone
+            size = os.path.getsize(series if p["file"] == "s.hrc" else amr)
+            assert p["loop"] == (-(-(1 << 20) // size) if p["cache"] == "hot" else 1)
     assert (out / "scaling.csv").read_text().count("\n") == len(result["points"]) + 1
     assert (out / "scaling.png").stat().st_size > 10_000

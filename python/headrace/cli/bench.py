@@ -141,6 +141,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="the stream's cache states, comma-separated (hot, cold, drop-all; default hot,cold); "
                          "render and play run hot")
     sc.add_argument("--frames", type=Integer(1, 10_000, "frames"), default=4, help="frames each render job draws (default 4)")
+    sc.add_argument("--hot-bytes", type=Size(1, 1 << 50), default=8 << 30,
+                    help="bytes a hot stream job delivers: the series played again until then (default 8G)")
     sc.add_argument("--repeats", type=Integer(1, 100), default=3, help="jobs per point; the median counts (default 3)")
     sc.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
     sc.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
@@ -165,7 +167,8 @@ def run_scaling(args: argparse.Namespace) -> int:
     for cache in args.cache:
         expect_cache_state(cache, list(args.files))
     result = scaling.run_study(list(args.files), sorted(set(args.ranks)), str(device), list(dict.fromkeys(args.cache)),
-                               args.frames, args.repeats, args.width, args.height, say=console.print)
+                               args.frames, args.repeats, args.width, args.height, hot_bytes=args.hot_bytes,
+                               say=console.print)
     written = scaling.write(result, Path(args.out))
     if result["gpus"] < max(args.ranks) and device != "cpu":
         console.print(f"this machine has {result['gpus']} GPU(s): ranks beyond them shared GPUs, so these numbers say "

@@ -308,8 +308,9 @@ def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) ->
 
     if args.video is not None:
         raise UsageError("--video: under MPI rank 0 writes one image a frame")
+    slabs = sort_last.VolumeSlabs(ds, device=device, **volume_options(args))
     return _render_sort_last(
-        args, ds, lambda frame: sort_last.render_volume(ds, frame, device=device, **volume_options(args)),
+        args, ds, slabs.render,
         lambda s: f"region layers {s['layers'][0]} to {s['layers'][1]}, {s['chunks']} chunks, {s['cells']} cells",
         "a slab each, composited front to back")
 
@@ -337,7 +338,8 @@ def _render_sort_last(args: argparse.Namespace, ds, draw, share, how: str) -> in
             if args.stats:
                 for s in everyone:
                     console.print(f"  frame {frame}, rank {s['rank']} ({s['device']}): {share(s)}; load {s['load_s'] * 1e3:.1f} "
-                                  f"ms, draw {s['draw_s'] * 1e3:.1f} ms, composite {s['composite_s'] * 1e3:.1f} ms")
+                                  f"ms, draw {s['draw_s'] * 1e3:.1f} ms, wait {s['wait_s'] * 1e3:.1f} ms, composite "
+                                  f"{s['composite_s'] * 1e3:.1f} ms")
     if job.root:
         console.print(f"{args.out}: {len(frames)} frame(s), {args.width} x {args.height}, drawn by {job.size} ranks {how}, "
                       f"{time.perf_counter() - start:.2f} s")

@@ -7,11 +7,12 @@ user runs it:
 
 - ``stream`` (every file): ``headrace stream FILE --device D --json``, the command's defaults, each rank its
   block of frames into its GPU (``--device cpu``: host memory); the job's bytes delivered over its slowest
-  rank's time. Hot (the file read once first) and cold (evicted; ``drop-all``: the machine's page cache
-  dropped, root) before each repeat;
+  rank's time. Hot: the file read once first, the series played ``--loop`` times, about ``--hot-bytes``;
+  cold: evicted (``drop-all``: the machine's page cache dropped, root) before each repeat, played once;
 - ``render`` (every file): ``headrace.sort_last.render_particles`` or ``render_volume`` of ``--frames``
   frames, one after the other, every rank its share of each frame, composited on rank 0: frames per
-  second over the job's time, and per frame the slowest rank's load, draw and compositing times;
+  second over the job's time, and per frame the slowest rank's load and draw times, its wait for the
+  others (a barrier before compositing) and the compositing itself;
 - ``play`` (volume files): ``headrace play FILE --stages all --render-only 0 --record``, each rank its block
   of frames: the job's frames over its slowest rank's time.
 
@@ -41,7 +42,10 @@ from headrace.errors import UsageError
 
 __all__ = ["main", "run_study", "worker_render"]
 
+MOST_LOOPS = 10_000  # headrace stream --loop
 RESULT = "SCALING-RESULT "  # rank 0's line of a worker's output
+_PLOT = ("import json, sys\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot\n"
+         "from headrace.bench.cases.scaling import plot\nplot(json.load(open(sys.argv[1])), sys.argv[2])\n")
 # Open MPI starts more ranks than cores only when told; as root only when told twice. MPICH ignores these.
 MPI_ENVIRONMENT = {"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -57,21 +61,26 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int) 
     job = ranks()
     ds = headrace.open(path)
     given: int | str = "cpu" if device == "cpu" else int(device)
-    draw = sort_last.render_volume if is_volume(ds) else sort_last.render_particles
+    if is_volume(ds):
+        slabs = sort_last.VolumeSlabs(ds, device=given, width=width, height=height)  # set up once, as the CLI does
+        draw = slabs.render
+    else:
+        def draw(frame: int) -> tuple[Any, dict[str, Any]]:
+            return sort_last.render_particles(ds, frame, device=given, width=width, height=height)
     chosen = [f % len(ds.frames) for f in range(frames)]
-    draw(ds, chosen[0], device=given, width=width, height=height)  # set-up and first touch, not timed
+    draw(chosen[0])  # first touch, not timed
     per_frame = []
     job.barrier()
     started = time.perf_counter()
     for frame in chosen:
-        _, stats = draw(ds, frame, device=given, width=width, height=height)
+        _, stats = draw(frame)
         per_frame.append(job.gather(stats))
     job.barrier()
     seconds = time.perf_counter() - started
     if not job.root:
         return None
     slowest = {key: [max(s[key] for s in everyone) for everyone in per_frame]  # type: ignore[union-attr]
-               for key in ("load_s", "draw_s", "composite_s")}
+               for key in ("load_s", "draw_s", "wait_s", "composite_s")}
     return {"ranks": job.size, "frames": len(chosen), "seconds": seconds, "fps": len(chosen) / seconds,
             **{f"{key}_median": statistics.median(values) for key, values in slowest.items()}}
 
@@ -97,8 +106,9 @@ def _run(command: list[str], ranks: int, timeout: float) -> str:
     return done.stdout
 
 
-def _stream(path: str, ranks: int, device: str, timeout: float) -> dict[str, Any]:
-    out = json.loads(_run(["-m", "headrace", "stream", path, "--device", device, "--json"], ranks, timeout))
+def _stream(path: str, ranks: int, device: str, loop: int, timeout: float) -> dict[str, Any]:
+    out = json.loads(_run(["-m", "headrace", "stream", path, "--device", device, "--loop", str(loop), "--json"], ranks,
+                          timeout))
     job = out.get("job", out)  # one rank prints its own summary
     return {"gbps": job["delivered_gbps"], "seconds": job["seconds"], "bytes": job["raw_bytes"],
             "bytes_from_disk": job["bytes_from_disk"], "frames": job["frames"]}
@@ -124,7 +134,7 @@ def _play(path: str, ranks: int, device: str, width: int, height: int, timeout: 
 
 
 def run_study(files: list[str], ranks: list[int], device: str, caches: list[str], frames: int, repeats: int,
-              width: int, height: int, timeout: float = 600.0, say=print) -> dict[str, Any]:
+              width: int, height: int, hot_bytes: int = 8 << 30, timeout: float = 600.0, say=print) -> dict[str, Any]:
     """Every point, ``repeats`` times each; the median repeat is the point's value."""
     from headrace.volume import is_volume
     import headrace
@@ -143,9 +153,12 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
         for n in ranks:
             for cache in caches:
                 runs = []
+                # Hot: the series played until about hot_bytes have gone (a job of a few ms times little but
+                # its start); cold: once, each frame read from the disk once.
+                loop = min(MOST_LOOPS, max(1, -(-hot_bytes // os.path.getsize(path)))) if cache == "hot" else 1
                 for _ in range(repeats):
                     method = warm_page_cache([path]) if cache == "hot" else uncache([path], cache)
-                    runs.append({**_stream(path, n, device, timeout), "cache_method": method})
+                    runs.append({**_stream(path, n, device, loop, timeout), "cache_method": method, "loop": loop})
                 record("stream", path, n, cache, runs, "gbps")
             warm_page_cache([path])
             record("render", path, n, "hot", [_render(path, n, device, frames, width, height, timeout) for _ in range(repeats)],
@@ -157,13 +170,10 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
         key = "gbps" if p["workload"] == "stream" else "fps"
         p["over_n_x_one"] = p[key] / (p["ranks"] * one[key]) if one and one[key] else None
     return {"device": device, "gpus": gpus, "ranks": ranks, "frames": frames, "width": width, "height": height,
-            "repeats": repeats, "points": points}
+            "repeats": repeats, "hot_bytes": hot_bytes, "points": points}
 
 
 def plot(result: dict[str, Any], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     points = result["points"]
@@ -182,12 +192,13 @@ def plot(result: dict[str, Any], path: str) -> None:
     renders = sorted((p for p in points if p["workload"] == "render"), key=lambda p: (p["file"], p["ranks"]))
     labels = [f"{p['file']}\n{p['ranks']}" for p in renders]
     bottom = [0.0] * len(renders)
-    for key, name in (("load_s_median", "load"), ("draw_s_median", "draw"), ("composite_s_median", "composite")):
+    for key, name in (("load_s_median", "load"), ("draw_s_median", "draw"), ("wait_s_median", "wait"),
+                      ("composite_s_median", "composite")):
         values = [p[key] * 1e3 for p in renders]
         split.bar(range(len(renders)), values, bottom=bottom, label=name)
         bottom = [b + v for b, v in zip(bottom, values)]
     split.set_xticks(range(len(renders)), labels, fontsize=7)
-    split.set(ylabel="ms per frame (slowest rank)", title="render: load, draw, composite")
+    split.set(ylabel="ms per frame (slowest rank)", title="render: load, draw, wait, composite")
     for axes in (rate, fps):
         axes.set_xticks(result["ranks"])
     for axes in (rate, fps, split):
@@ -224,7 +235,9 @@ def write(result: dict[str, Any], out: Path) -> list[Path]:
         Path(partial).write_text(json.dumps(result, indent=1))
     write_rows(str(out / "scaling.csv"), [{k: v for k, v in p.items() if k != "repeats"} for p in result["points"]])
     with replacing(str(out / "scaling.png")) as partial:
-        plot(result, partial)
+        # In a process that loads matplotlib's Agg backend before headrace's extension: the other way
+        # round it crashes on the GPU machine's build (docs/distributed.md, "Noticed").
+        subprocess.run([sys.executable, "-c", _PLOT, str(out / "scaling.json"), partial], check=True, timeout=120)
     return [out / "scaling.json", out / "scaling.csv", out / "scaling.png"]
 
 
