@@ -162,13 +162,13 @@ def chunks_holding(container: Any, frame: int, field: str, runs: np.ndarray) -> 
     rows = frame_chunks(container, frame, field)
     firsts = table["first_element"][rows].astype(np.uint64)
     counts = (table["raw_size"][rows] // container.fields[container.field_index(field)].element_bytes).astype(np.uint64)
-    wanted = np.zeros(rows.size, dtype=bool)
+    # The chunks from the one holding a run's first element to the one holding its last, marked as ranges
+    # (+1 where a range starts, -1 past its end) and summed: no Python loop over a frame's many bricks.
+    edges = np.zeros(rows.size + 1, dtype=np.int64)
     if len(runs):
-        # The chunks from the one holding a run's first element to the one holding its last.
-        start = np.searchsorted(firsts, runs[:, 0], side="right") - 1
-        stop = np.searchsorted(firsts, runs[:, 0] + runs[:, 1] - 1, side="right")
-        for a, b in zip(start, stop):
-            wanted[a:b] = True
+        np.add.at(edges, np.searchsorted(firsts, runs[:, 0], side="right") - 1, 1)
+        np.add.at(edges, np.searchsorted(firsts, runs[:, 0] + runs[:, 1] - 1, side="right"), -1)
+    wanted = np.cumsum(edges[:-1]) > 0
     picked = np.flatnonzero(wanted)
     return [int(p) for p in picked], np.stack([firsts[picked], counts[picked]], axis=1)
 
