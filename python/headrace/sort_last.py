@@ -212,8 +212,9 @@ class VolumeSlabs:
         self.ordinal = None if given in (None, "cpu") else int(given)  # type: ignore[arg-type]  # a GPU number here
         self.renderer = VolumeRenderer(self.dataset, field=field, device="cpu" if self.ordinal is None else self.ordinal,
                                        **options)
-        self.layers = self.renderer.topology.cut_slabs(self.job.size)[self.job.rank]
-        self._runs = self.renderer.topology.slab_cells(*self.layers)
+        first, last = self.renderer.topology.cut_slabs(self.job.size)[self.job.rank]
+        self.layers = (int(first), int(last))
+        self._runs = self.renderer.topology.slab_cells(first, last)
         self._held: np.ndarray | None = None
 
     def render(self, frame: int) -> tuple[np.ndarray | None, dict[str, Any]]:
@@ -226,7 +227,7 @@ class VolumeSlabs:
         started = time.perf_counter()
         positions, held = chunks_holding(ds.container, frame, renderer.field, self._runs)
         if self._held is None or not np.array_equal(held, self._held):  # frames chunked alike share one topology
-            renderer.share_slab(*self.layers, held)
+            renderer.share_slab(self.layers[0], self.layers[1], held)
             self._held = held
         cells = int(held[:, 1].sum()) if len(held) else 0
         buffer = _read_chunks(ds, frame, renderer.field, positions, self.ordinal, cells * 4)
