@@ -34,6 +34,9 @@ wheel=$(ls -t "$dist"/headrace-*manylinux*.whl | head -1)
 cd "$work"
 installed=$("$work/venv/bin/python" -c "import headrace, os; print(os.path.dirname(headrace.__file__))")
 [[ $installed == "$work/venv/"* ]] || { echo "wheel: headrace imported from $installed, not the venv"; exit 1; }
+# The module's static C++ runtime stays its own: a library loaded beside it must not bind to it.
+exported=$(nm -D --defined-only "$installed"/_ext*.so | awk '$2 == "T" {print $3}')
+[[ $exported == PyInit__ext ]] || { echo "wheel: the extension exports functions besides PyInit__ext: $(echo $exported | head -c 300)"; exit 1; }
 "$work/venv/bin/headrace" --version
 "$work/venv/bin/headrace" info >/dev/null
 for example in "$root"/examples/*.py; do

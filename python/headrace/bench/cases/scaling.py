@@ -44,8 +44,6 @@ __all__ = ["main", "run_study", "worker_render"]
 
 MOST_LOOPS = 10_000  # headrace stream --loop
 RESULT = "SCALING-RESULT "  # rank 0's line of a worker's output
-_PLOT = ("import json, sys\nimport matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot\n"
-         "from headrace.bench.cases.scaling import plot\nplot(json.load(open(sys.argv[1])), sys.argv[2])\n")
 # Open MPI starts more ranks than cores only when told; as root only when told twice. MPICH ignores these.
 MPI_ENVIRONMENT = {"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
@@ -174,6 +172,9 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
 
 
 def plot(result: dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     points = result["points"]
@@ -235,9 +236,7 @@ def write(result: dict[str, Any], out: Path) -> list[Path]:
         Path(partial).write_text(json.dumps(result, indent=1))
     write_rows(str(out / "scaling.csv"), [{k: v for k, v in p.items() if k != "repeats"} for p in result["points"]])
     with replacing(str(out / "scaling.png")) as partial:
-        # In a process that loads matplotlib's Agg backend before headrace's extension: the other way
-        # round it crashes on the GPU machine's build (docs/distributed.md, "Noticed").
-        subprocess.run([sys.executable, "-c", _PLOT, str(out / "scaling.json"), partial], check=True, timeout=120)
+        plot(result, partial)
     return [out / "scaling.json", out / "scaling.csv", out / "scaling.png"]
 
 
