@@ -135,7 +135,7 @@ std::vector<std::uint32_t> composite_layers(std::span<const float> layers, std::
   detail::parallel_for(static_cast<std::uint64_t>(rows), threads, [&](std::uint64_t row) {
     for (std::int32_t x = 0; x < camera.width; ++x) {
       const std::uint64_t pixel = static_cast<std::uint64_t>(x) + static_cast<std::uint64_t>(camera.width) * row;
-      const float direction_z = camera.ray(x, first_row + static_cast<std::int32_t>(row)).z;
+      const float direction_z = camera.ray_z(x, first_row + static_cast<std::int32_t>(row));
       rgba[pixel] = over_background(composite_slabs(layers.data() + 4 * pixel, static_cast<std::int32_t>(count), pixels * 4, direction_z),
                                     background);
     }

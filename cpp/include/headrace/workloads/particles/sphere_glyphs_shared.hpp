@@ -36,6 +36,12 @@ struct Camera {
     const float sy = 1.0f - (2.0f * (static_cast<float>(py) + 0.5f)) / static_cast<float>(height);
     return normalized(forward + sx * right + sy * up);
   }
+  // The z of ray()'s direction before it is normalised: its sign, for a fraction of the work.
+  [[nodiscard]] HEADRACE_HD float ray_z(std::int32_t px, std::int32_t py) const {
+    const float sx = (2.0f * (static_cast<float>(px) + 0.5f)) / static_cast<float>(width) - 1.0f;
+    const float sy = 1.0f - (2.0f * (static_cast<float>(py) + 0.5f)) / static_cast<float>(height);
+    return forward.z + sx * right.z + sy * up.z;
+  }
   // Screen position (in pixels, fractional) of a point in front of the camera; false behind it.
   HEADRACE_HD bool project(Vec3 p, float& px, float& py) const {
     const Vec3 d = p - eye;
