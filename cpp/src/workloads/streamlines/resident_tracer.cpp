@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <numeric>
 
 
 #include "headrace/detail/aligned_buffer.hpp"
@@ -289,6 +290,62 @@ class SlotTable {
   RoundState* state_;
 };
 
+// How a velocity unit names itself in requests and errors.
+std::string unit_name(const std::string& path, const UnitTable& table, std::uint64_t unit) {
+  return path + ": offset " + std::to_string(table.offset[unit]) + ": velocity unit " + std::to_string(unit);
+}
+
+// The engine's queue and the slot stream that read velocity units into a runner's slots: what loads the
+// resident cache, for one tracer and for a rank of a job alike. The slots are the cache's: its caller picks
+// which unit goes where (load()).
+template <typename Units>
+class UnitLoads {
+ public:
+  // path and table must outlive the loads.
+  UnitLoads(const std::string& path, const UnitTable& table, RoundRunner<Units>& runner, const ContainerTraceOptions& options,
+            std::uint64_t slots)
+      : queue_(queue_options(options)),
+        file_(queue_.add_file(path)),
+        loads_(
+            queue_,
+            [this, &path, &table, &runner](std::uint64_t unit, std::uint32_t slot) {
+              queue::Request request = queue::range_request(file_, table.offset[unit], table.size[unit], runner.memory(),
+                                                            runner.slot_address(slot));
+              request.label = unit_name(path, table, unit);
+              return std::vector<queue::Request>{std::move(request)};
+            },
+            slot_options(path, table, slots)) {}
+
+  void load(std::uint64_t unit, std::uint32_t slot) { loads_.load(unit, slot); }
+  // Waits for every load since the last; the runner's next round sees them.
+  void wait(RoundRunner<Units>& runner) { runner.loaded(queue_, loads_.wait_loaded()); }
+
+ private:
+  static engine::QueueOptions queue_options(const ContainerTraceOptions& options) {
+    engine::QueueOptions q = engine::QueueOptions::from_environment();
+    q.backend = options.backend;
+    q.device = options.device;
+    return q;
+  }
+  static engine::SlotStreamOptions slot_options(const std::string& path, const UnitTable& table, std::uint64_t slots) {
+    engine::SlotStreamOptions o;
+    o.slots = static_cast<std::uint32_t>(slots);
+    o.name = [&path, &table](std::uint64_t unit) { return unit_name(path, table, unit); };
+    return o;
+  }
+
+  engine::Queue queue_;
+  queue::FileId file_;
+  engine::SlotStream loads_;
+};
+
+// The units of a flow in native blocks: one block each, where the frame keeps it.
+UnitTable block_table(const FlowField& flow, const BlockLayout& layout) {
+  UnitTable table{layout.block_points() * point_bytes, block_offsets(flow.container, flow.frame, flow.field, layout), {}};
+  table.size.assign(table.offset.size(), table.unit_bytes);
+  return table;
+}
+
 // Units wanted by the last round, most wanted first (ties: lower unit first, so runs repeat).
 std::vector<std::uint64_t> wanted_units(const RoundState& state) {
   std::vector<std::uint64_t> units;
@@ -366,26 +423,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   else
     runner = std::make_unique<HostRounds<Units>>(units, trace, table.unit_bytes, slots, std::move(lines), options.threads);
   // Made after the runner, so destroyed before it: the queue waits for its reads into the pool.
-  engine::QueueOptions queue_options = engine::QueueOptions::from_environment();
-  queue_options.backend = options.backend;
-  queue_options.device = options.device;
-  engine::Queue queue(queue_options);
-  const queue::FileId file = queue.add_file(path);
-  // The slots are the resident cache's: the slot table picks which unit goes where (load()).
-  engine::SlotStreamOptions slot_options;
-  slot_options.slots = static_cast<std::uint32_t>(slots);
-  slot_options.name = [&path, &table](std::uint64_t unit) {
-    return path + ": offset " + std::to_string(table.offset[unit]) + ": velocity unit " + std::to_string(unit);
-  };
-  engine::SlotStream loads(
-      queue,
-      [&](std::uint64_t unit, std::uint32_t slot) {
-        queue::Request request = queue::range_request(file, table.offset[unit], table.size[unit], runner->memory(),
-                                                      runner->slot_address(slot));
-        request.label = slot_options.name(unit);
-        return std::vector<queue::Request>{std::move(request)};
-      },
-      slot_options);
+  UnitLoads<Units> loads(path, table, *runner, options, slots);
 
   ContainerTraceRun run;
   run.layout = flow.layout;
@@ -436,8 +474,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
       stats.bytes_read += table.size[unit];
     }
     if (progress && !forced) state.window = std::min(line_count - state.first_line, 2 * state.window);
-    const queue::FenceId fence = loads.wait_loaded();
-    runner->loaded(queue, fence);
+    loads.wait(*runner);
     stats.load_seconds += seconds_since(load_start);
   }
   std::vector<HalfLine> ended;
@@ -457,9 +494,7 @@ ContainerTraceRun trace_resident(const FlowField& flow, const std::vector<Vec3>&
                                  const ContainerTraceOptions& options) {
   if (flow.layout == "blocks") {
     const BlockLayout layout = block_layout_of(flow.container);
-    UnitTable table{layout.block_points() * point_bytes, block_offsets(flow.container, flow.frame, flow.field, layout), {}};
-    table.size.assign(table.offset.size(), table.unit_bytes);
-    return trace_rounds(flow, layout, table, seeds, options);
+    return trace_rounds(flow, layout, block_table(flow, layout), seeds, options);
   }
   const HilbertLayout layout = hilbert_layout_of(flow.container);
   const std::uint64_t unit_bytes = std::uint64_t{options.unit_pages} * page_bytes;
@@ -499,35 +534,24 @@ HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint3
   st.trace = options.trace;
   HEADRACE_EXPECT(st.trace.step_size > 0 && st.trace.max_steps > 0, UsageError, "streamlines need a positive step size and step count");
   st.layout = block_layout_of(flow.container);
-  st.table = UnitTable{st.layout.block_points() * point_bytes, block_offsets(flow.container, flow.frame, flow.field, st.layout), {}};
-  st.table.size.assign(st.table.offset.size(), st.table.unit_bytes);
+  st.table = block_table(flow, st.layout);
   st.rank = rank, st.ranks = ranks;
-  const std::int64_t along[3] = {static_cast<std::int64_t>(units_along(st.layout.grid.dims[0], st.layout.block[0])),
-                                 static_cast<std::int64_t>(units_along(st.layout.grid.dims[1], st.layout.block[1])),
-                                 static_cast<std::int64_t>(units_along(st.layout.grid.dims[2], st.layout.block[2]))};
-  st.planes = static_cast<std::uint64_t>(along[2]), st.per_plane = static_cast<std::uint64_t>(along[0] * along[1]);
+  const auto& dims = st.layout.grid.dims;
+  st.planes = units_along(dims[2], st.layout.block[2]);
+  st.per_plane = units_along(dims[0], st.layout.block[0]) * units_along(dims[1], st.layout.block[1]);
   HEADRACE_EXPECT(ranks >= 1 && rank < ranks && ranks <= st.planes, UsageError,
                   st.path + ": " + std::to_string(ranks) + " ranks share " + std::to_string(st.planes) +
                       " planes of blocks along z: at most one rank a plane");
-  // This rank's blocks and every block next to one of them.
+  // Its planes and the plane either side: every block next to one of its own (a rank owns the planes p
+  // with p * ranks / planes == rank, owner_of's rule).
   const std::uint64_t units = st.table.offset.size();
   st.round = RoundState{0, 0, 0, std::vector<std::int32_t>(units, -1), std::vector<std::uint32_t>(units, 0),
                         std::vector<std::uint32_t>(units, 0)};
-  std::vector<std::uint64_t> resident;
-  for (std::uint64_t u = 0; u < units; ++u) {
-    const auto x = static_cast<std::int64_t>(u % static_cast<std::uint64_t>(along[0]));
-    const auto y = static_cast<std::int64_t>((u / static_cast<std::uint64_t>(along[0])) % static_cast<std::uint64_t>(along[1]));
-    const auto z = static_cast<std::int64_t>(u / st.per_plane);
-    bool near = false;
-    for (std::int64_t dz = -1; dz <= 1 && !near; ++dz)
-      for (std::int64_t dy = -1; dy <= 1 && !near; ++dy)
-        for (std::int64_t dx = -1; dx <= 1 && !near; ++dx) {
-          const std::int64_t nx = x + dx, ny = y + dy, nz = z + dz;
-          near = nx >= 0 && ny >= 0 && nz >= 0 && nx < along[0] && ny < along[1] && nz < along[2] &&
-                 owner_of(static_cast<std::uint64_t>(nx + along[0] * (ny + along[1] * nz))) == rank;
-        }
-    if (near) resident.push_back(u);
-  }
+  const auto first_plane = [&](std::uint64_t r) { return (r * st.planes + ranks - 1) / ranks; };
+  const std::uint64_t first = std::max<std::uint64_t>(first_plane(rank), 1) - 1;
+  const std::uint64_t last = std::min<std::uint64_t>(first_plane(rank + 1) + 1, st.planes);
+  std::vector<std::uint64_t> resident(static_cast<std::size_t>((last - first) * st.per_plane));
+  std::iota(resident.begin(), resident.end(), first * st.per_plane);
   const std::uint64_t bytes = resident.size() * st.table.unit_bytes;
   HEADRACE_EXPECT(bytes <= options.cache_bytes, UsageError,
                   st.path + ": rank " + std::to_string(rank) + "'s blocks and their neighbours take " + std::to_string(bytes) +
@@ -541,27 +565,12 @@ HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint3
                                                            options.threads);
   const auto load_start = Clock::now();
   {
-    engine::QueueOptions queue_options = engine::QueueOptions::from_environment();
-    queue_options.backend = options.backend;
-    queue_options.device = options.device;
-    engine::Queue queue(queue_options);
-    const queue::FileId file = queue.add_file(st.path);
-    std::vector<queue::RequestId> ids;
+    UnitLoads<BlockLayout> loads(st.path, st.table, *st.runner, options, slots);
     for (std::uint32_t slot = 0; slot < resident.size(); ++slot) {
-      const std::uint64_t unit = resident[slot];
-      queue::Request request = queue::range_request(file, st.table.offset[unit], st.table.size[unit], st.runner->memory(),
-                                                    st.runner->slot_address(slot));
-      request.label = st.path + ": offset " + std::to_string(st.table.offset[unit]) + ": velocity block " + std::to_string(unit);
-      ids.push_back(queue.enqueue(std::move(request)));
-      st.round.slot_of_unit[unit] = static_cast<std::int32_t>(slot);
+      loads.load(resident[slot], slot);
+      st.round.slot_of_unit[resident[slot]] = static_cast<std::int32_t>(slot);
     }
-    const queue::FenceId fence = queue.enqueue_signal();
-    queue.submit();
-    queue.wait(fence);
-    const queue::RequestSummary summary = queue.summarize(ids);
-    if (summary.first_error) std::rethrow_exception(summary.first_error);
-    HEADRACE_EXPECT(summary.done == ids.size(), Error, st.path + ": " + summary.first_failure);
-    st.runner->loaded(queue, fence);
+    loads.wait(*st.runner);
   }
   st.stats.slots = resident.size();
   st.stats.units_loaded = resident.size();

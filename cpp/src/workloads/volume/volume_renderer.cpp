@@ -84,15 +84,20 @@ std::vector<std::uint8_t> CpuVolumeRenderer::classify(std::span<const ValueRange
   return visible;
 }
 
-std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scalars, std::span<const std::uint8_t> visible,
-                                                     const Camera& camera, const TransferFunction& tf,
-                                                     const RenderSettings& settings) const {
+VolumeView CpuVolumeRenderer::checked_view(std::span<const float> scalars, std::span<const std::uint8_t> visible,
+                                           const TransferFunction& tf, const RenderSettings& settings) const {
   check_transfer_function(tf);
   check_settings(settings);
   HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
                   "a frame holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
   HEADRACE_EXPECT(visible.size() == topology_.region_count(), UsageError, "one classification per region expected");
-  const VolumeView v = view(scalars.data(), visible.data(), tf, settings);
+  return view(scalars.data(), visible.data(), tf, settings);
+}
+
+std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scalars, std::span<const std::uint8_t> visible,
+                                                     const Camera& camera, const TransferFunction& tf,
+                                                     const RenderSettings& settings) const {
+  const VolumeView v = checked_view(scalars, visible, tf, settings);
   std::vector<std::uint32_t> rgba(static_cast<std::size_t>(camera.width) * camera.height);
   detail::parallel_for(static_cast<std::uint64_t>(camera.height), threads_, [&](std::uint64_t row) {
     const auto y = static_cast<std::int32_t>(row);
@@ -104,12 +109,7 @@ std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scal
 
 std::vector<float> CpuVolumeRenderer::render_layer(std::span<const float> scalars, std::span<const std::uint8_t> visible,
                                                 const Camera& camera, const TransferFunction& tf, const RenderSettings& settings) const {
-  check_transfer_function(tf);
-  check_settings(settings);
-  HEADRACE_EXPECT(scalars.size() == topology_.cell_count(), UsageError,
-                  "a slab holds " + std::to_string(topology_.cell_count()) + " cells, got " + std::to_string(scalars.size()));
-  HEADRACE_EXPECT(visible.size() == topology_.region_count(), UsageError, "one classification per region expected");
-  const VolumeView v = view(scalars.data(), visible.data(), tf, settings);
+  const VolumeView v = checked_view(scalars, visible, tf, settings);
   std::vector<float> rgba(static_cast<std::size_t>(camera.width) * camera.height * 4);
   detail::parallel_for(static_cast<std::uint64_t>(camera.height), threads_, [&](std::uint64_t row) {
     const auto y = static_cast<std::int32_t>(row);
@@ -245,56 +245,54 @@ void GpuVolumeRenderer::classify(GpuRegionState& state, gpu::CUstream stream) {
   gpu::launch_1d(classify_, regions_, classify_threads, stream, args);
 }
 
-void GpuVolumeRenderer::render(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream) {
+void GpuVolumeRenderer::launch_pixels(gpu::CUfunction kernel, const char* what, gpu::DeviceBuffer& out, std::size_t pixel_bytes,
+                                      gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera,
+                                      gpu::CUstream stream) {
   HEADRACE_EXPECT(tf_.size_bytes() > 0, UsageError, "set a transfer function before rendering");
   HEADRACE_EXPECT(camera.width > 0 && camera.height > 0, UsageError, "an image needs pixels");
   device_.make_current();
-  const std::size_t bytes = static_cast<std::size_t>(camera.width) * camera.height * sizeof(std::uint32_t);
-  if (image_.size_bytes() != bytes) image_ = gpu::DeviceBuffer(bytes);
+  const std::size_t bytes = static_cast<std::size_t>(camera.width) * camera.height * pixel_bytes;
+  if (out.size_bytes() != bytes) out = gpu::DeviceBuffer(bytes);
   width_ = camera.width, height_ = camera.height;
   VolumeView v = view(scalars, &state);
   Camera c = camera;
-  auto* rgba = reinterpret_cast<unsigned*>(image_.pointer());
-  void* args[] = {&v, &c, &rgba};
+  gpu::CUdeviceptr pixels = out.pointer();
+  void* args[] = {&v, &c, &pixels};
   constexpr unsigned side = 8;  // a warp draws 8 x 4 pixels: their rays read nearby cells
-  gpu::check(gpu::require_driver().cuLaunchKernel(render_, (static_cast<unsigned>(camera.width) + side - 1) / side,
+  gpu::check(gpu::require_driver().cuLaunchKernel(kernel, (static_cast<unsigned>(camera.width) + side - 1) / side,
                                                   (static_cast<unsigned>(camera.height) + side - 1) / side, 1, side, side, 1, 0,
                                                   stream, args, nullptr),
-             "cuLaunchKernel(headrace_volume_render)");
+             what);
+}
+
+void GpuVolumeRenderer::render(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream) {
+  launch_pixels(render_, "cuLaunchKernel(headrace_volume_render)", image_, sizeof(std::uint32_t), scalars, state, camera, stream);
 }
 
 void GpuVolumeRenderer::render_layer(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream) {
-  HEADRACE_EXPECT(tf_.size_bytes() > 0, UsageError, "set a transfer function before rendering");
-  HEADRACE_EXPECT(camera.width > 0 && camera.height > 0, UsageError, "an image needs pixels");
-  device_.make_current();
-  const std::size_t bytes = static_cast<std::size_t>(camera.width) * camera.height * 4 * sizeof(float);
-  if (layer_.size_bytes() != bytes) layer_ = gpu::DeviceBuffer(bytes);
-  width_ = camera.width, height_ = camera.height;
-  VolumeView v = view(scalars, &state);
-  Camera c = camera;
-  auto* rgba = reinterpret_cast<float*>(layer_.pointer());
-  void* args[] = {&v, &c, &rgba};
-  constexpr unsigned side = 8;
-  gpu::check(gpu::require_driver().cuLaunchKernel(render_layer_, (static_cast<unsigned>(camera.width) + side - 1) / side,
-                                                  (static_cast<unsigned>(camera.height) + side - 1) / side, 1, side, side, 1, 0,
-                                                  stream, args, nullptr),
-             "cuLaunchKernel(headrace_volume_render_layer)");
+  launch_pixels(render_layer_, "cuLaunchKernel(headrace_volume_render_layer)", layer_, 4 * sizeof(float), scalars, state, camera, stream);
 }
 
-std::vector<float> GpuVolumeRenderer::layer(gpu::CUstream stream) const {
-  device_.make_current();
+namespace {
+
+// Waits for stream, then copies `count` values of T from `buffer`.
+template <typename T>
+std::vector<T> download(const gpu::Device& device, const gpu::DeviceBuffer& buffer, std::size_t count, gpu::CUstream stream) {
+  device.make_current();
   gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
-  std::vector<float> rgba(static_cast<std::size_t>(width_) * height_ * 4);
-  if (!rgba.empty()) gpu::copy_to_host(rgba.data(), layer_.pointer(), rgba.size() * sizeof(float));
-  return rgba;
+  std::vector<T> values(count);
+  if (!values.empty()) gpu::copy_to_host(values.data(), buffer.pointer(), values.size() * sizeof(T));
+  return values;
+}
+
+}  // namespace
+
+std::vector<float> GpuVolumeRenderer::layer(gpu::CUstream stream) const {
+  return download<float>(device_, layer_, static_cast<std::size_t>(width_) * height_ * 4, stream);
 }
 
 std::vector<std::uint32_t> GpuVolumeRenderer::image(gpu::CUstream stream) const {
-  device_.make_current();
-  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
-  std::vector<std::uint32_t> pixels(static_cast<std::size_t>(width_) * height_);
-  if (!pixels.empty()) gpu::copy_to_host(pixels.data(), image_.pointer(), pixels.size() * sizeof(std::uint32_t));
-  return pixels;
+  return download<std::uint32_t>(device_, image_, static_cast<std::size_t>(width_) * height_, stream);
 }
 
 std::vector<ValueRange> GpuVolumeRenderer::ranges_of(const GpuRegionState& state) const {

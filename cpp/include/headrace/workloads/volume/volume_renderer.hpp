@@ -54,6 +54,9 @@ class CpuVolumeRenderer {
  private:
   [[nodiscard]] VolumeView view(const float* scalars, const std::uint8_t* visible, const TransferFunction& tf,
                                 const RenderSettings& settings) const;
+  // view() of a frame and its classification, checked against the topology and the settings.
+  [[nodiscard]] VolumeView checked_view(std::span<const float> scalars, std::span<const std::uint8_t> visible,
+                                        const TransferFunction& tf, const RenderSettings& settings) const;
   const VolumeTopology& topology_;
   unsigned threads_;
 };
@@ -92,6 +95,10 @@ class GpuVolumeRenderer {
 
  private:
   [[nodiscard]] VolumeView view(gpu::CUdeviceptr scalars, const GpuRegionState* state) const;
+  // Launches `kernel` (VolumeView, Camera, pixels) over the camera's pixels into `out`, pixel_bytes each;
+  // `what` names the launch in an error.
+  void launch_pixels(gpu::CUfunction kernel, const char* what, gpu::DeviceBuffer& out, std::size_t pixel_bytes,
+                     gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream);
   gpu::Device device_;
   gpu::KernelModule module_;
   gpu::CUfunction ranges_, classify_, render_, render_layer_;
