@@ -70,6 +70,15 @@ class Writer:
         with headrace.Writer("out.hrc", [FieldSpec("particles", "float32", 8)]) as w:
             f = w.add_frame(time=0.0, bbox=((0, 0, 0), (1, 1, 1)))
             w.write(f, "particles", array)          # shape (n, 8) or flat
+
+    **Grids keep their shape.** Writing a 3-D ``(z, y, x)`` array into a field of one component, or a
+    4-D ``(z, y, x, c)`` array into a field of c components, records the grid: ``grid_dims`` ``[x, y, z]``,
+    and ``grid_origin`` ``[0, 0, 0]``, ``grid_spacing`` ``[1, 1, 1]`` and ``layout`` ``"linear"`` where they
+    are not set, so ``headrace.open(path).read(frame, field)`` gives ``(z, y, x)`` or ``(z, y, x, c)``
+    back. Slabs of z planes written one after another into the same frame's field add up to one grid.
+    A grid that differs from ``grid_dims`` set by :meth:`set_attribute`, or from another field's or
+    frame's grid (a container has one), is a ``UsageError``; flat or ``(n, c)`` writes record nothing,
+    and with ``layout`` set to another layout (``blocks``, ``hilbert``) arrays are taken as stored.
     """
 
     def __init__(
@@ -111,6 +120,11 @@ class Writer:
         self._chunk = np.empty(0, np.uint8)
         self._held = 0
         self._closed = False
+        # The grid (z, y, x) the open frame's field was written as so far (None: not as a grid), the grid
+        # written before (the container's), and whether this writer set grid_dims itself.
+        self._open_grid: tuple[int, int, int] | None = None
+        self._grid: tuple[int, int, int] | None = None
+        self._grid_dims_set_here = False
 
     def _codecs_of(self, codec: Union[Codec, Mapping[str, Codec]], level: int | None) -> dict[str, str]:
         """Each field's codec as written: one for all, or per field name (fields left out: "none")."""
@@ -172,6 +186,8 @@ class Writer:
 
     def set_attribute(self, name: str, value: int | float | str | Sequence[int] | Sequence[float]) -> None:
         """Stores a data-set attribute: a string, or numbers (kept as int64 or float64 arrays)."""
+        if name == "grid_dims":
+            self._grid_dims_set_here = False
         self._attributes[name] = value if isinstance(value, str) else list(np.atleast_1d(np.asarray(value)).tolist())
         if isinstance(value, str):
             self._native.set_attribute(name, value)
@@ -202,15 +218,23 @@ class Writer:
                 f"{self.path}: field {field!r} holds {self._dtypes[field].name}, got an array of {array.dtype.name}"
             )
         values = np.ascontiguousarray(array).reshape(-1)
-        if field not in self.chains and values.size:  # an empty frame-field has no chunks to code
-            self._start_field(field, values)
         index = self._index[field]
         components = self.fields[index].components
+        grid = self._grid_of(array, components)
+        if grid is not None and "grid_dims" not in self._attributes:  # read's shape (and delta's rows) from the start
+            self._record_grid(grid)
+        if field not in self.chains and values.size:  # an empty frame-field has no chunks to code
+            self._start_field(field, values)
         if values.size % components:  # the native writer names the fault
             self._native.write_field(frame, index, values)
         if self._open != (frame, field):
             self._flush()
+            self._finish_grid()
             self._open = (frame, field)
+            self._open_grid = grid
+        elif self._open_grid is not None:  # z slabs of one grid add up
+            z, y, x = self._open_grid
+            self._open_grid = (z + grid[0], y, x) if grid is not None and grid[1:] == (y, x) else None
         if values.size == 0:  # an empty frame-field (a frame without particles; format 1.2), or nothing to append
             self._native.write_field(frame, index, values)
             return
@@ -233,6 +257,44 @@ class Writer:
             self._held = values.size - whole
             self._chunk[:self._held] = values[whole:]
 
+    def _grid_of(self, array: np.ndarray, components: int) -> tuple[int, int, int] | None:
+        """``(z, y, x)`` of an array written as a grid of a linear layout; None for anything else."""
+        if self._attributes.get("layout", "linear") != "linear" or array.size == 0:
+            return None
+        if array.ndim == 3 and components == 1 or array.ndim == 4 and array.shape[3] == components:
+            return (int(array.shape[0]), int(array.shape[1]), int(array.shape[2]))
+        return None
+
+    def _record_grid(self, grid: tuple[int, int, int]) -> None:
+        """Sets ``grid_dims`` (x first) and the placement attributes not set yet."""
+        z, y, x = grid
+        defaults: dict[str, object] = {"grid_origin": [0.0, 0.0, 0.0], "grid_spacing": [1.0, 1.0, 1.0], "layout": "linear"}
+        for name, value in defaults.items():
+            if name not in self._attributes:
+                self.set_attribute(name, value)  # type: ignore[arg-type]
+        self.set_attribute("grid_dims", [x, y, z])
+        self._grid_dims_set_here = True
+
+    def _finish_grid(self) -> None:
+        """The open frame's field is written: its grid must be the container's (``UsageError`` otherwise)."""
+        grid, self._open_grid = self._open_grid, None
+        if grid is None or self._open is None or self._attributes.get("layout", "linear") != "linear":
+            return
+        frame, field = self._open
+        dims = self._attributes.get("grid_dims")
+        z, y, x = grid
+        if self._grid is None and self._grid_dims_set_here:
+            self._record_grid(grid)  # the first grid, its z slabs added up
+        elif self._grid is not None and grid != self._grid:
+            raise _ext.UsageError(f"{self.path}: field {field!r} of frame {frame} written as a {x} x {y} x {z} grid, "
+                                  f"another as {self._grid[2]} x {self._grid[1]} x {self._grid[0]}: a container holds "
+                                  "one grid")
+        elif list(dims or []) != [x, y, z]:  # type: ignore[call-overload]
+            raise _ext.UsageError(f"{self.path}: field {field!r} of frame {frame} written as a {x} x {y} x {z} grid "
+                                  f"(z, y, x) = {grid}, but grid_dims is {list(dims or [])}: set grid_dims to "  # type: ignore[call-overload]
+                                  f"{[x, y, z]} or leave it out")
+        self._grid = grid
+
     def _flush(self) -> None:
         """Writes the held rest of the open field: the last, short chunk of that frame's field."""
         if self._held and self._open is not None:
@@ -245,6 +307,7 @@ class Writer:
         if not self._closed:
             try:
                 self._flush()
+                self._finish_grid()
             except BaseException:
                 self.abort()
                 raise

@@ -94,7 +94,7 @@ def test_grid_order_containers_read_as_z_y_x(tmp_path):
     scalars = np.random.default_rng(2).random((5, 4, 3))
     np.save(tmp_path / "v.npy", vectors)
     np.save(tmp_path / "s.npy", scalars)
-    linear = headrace.open(convert(tmp_path / "v.npy", tmp_path / "v.hrc", field="velocity"))
+    linear = headrace.open(convert(tmp_path / "v.npy", tmp_path / "v.hrc", field="velocity", components=3))
     assert linear.attributes["layout"] == "linear"
     np.testing.assert_array_equal(linear.read(0, "velocity"), vectors)
     np.testing.assert_array_equal(headrace.open(convert(tmp_path / "s.npy", tmp_path / "s.hrc")).read(0), scalars)

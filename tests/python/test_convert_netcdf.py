@@ -62,7 +62,8 @@ def test_variables_over_time_are_fields_on_the_coordinates_grid(tmp_path, file_f
         for step in range(4):
             np.testing.assert_array_equal(read(ds, step, "temperature"), data["temperature"].values[step].reshape(-1))
             np.testing.assert_array_equal(read(ds, step, "pressure"), data["pressure"].values[step].reshape(-1))
-        assert [frame.time for frame in ds.frames] == [3.0, 9.0, 15.0, 21.0]
+        assert [frame.time for frame in ds.frames] == [0.0, 21600.0, 43200.0, 64800.0]  # dates: seconds since the first
+        assert ds.attributes["time_units"] == "seconds since 2000-01-01T03:00:00"
         assert ds.attributes["netcdf_time_units"] == "hours since 2000-01-01"
         assert ds.attributes["netcdf_time_dim"] == "time"
         assert ds.attributes["netcdf_dims"] == "lon,lat"
@@ -150,7 +151,7 @@ def test_several_files_follow_each_other_along_time(tmp_path):
 
     for ds in convert_both_ways(tmp_path, tmp_path / "w_*.nc"):
         assert len(ds.frames) == 6
-        assert [frame.time for frame in ds.frames] == [3.0, 9.0, 15.0, 21.0, 27.0, 33.0]
+        assert [frame.time for frame in ds.frames] == [3600.0 * (t - 3) for t in (3, 9, 15, 21, 27, 33)]
         for index, part in enumerate(parts):
             for step in range(2):
                 np.testing.assert_array_equal(read(ds, 2 * index + step, "pressure"),
@@ -270,6 +271,6 @@ def test_a_grid_that_changes_between_files(tmp_path, capsys):
 def test_options_of_other_formats_are_refused(tmp_path, capsys):
     weather().to_netcdf(tmp_path / "w.nc")
 
-    assert main(["convert", str(tmp_path / "w.nc"), str(tmp_path / "out.hrc"), "--time-axis", "1"]) == 2
+    assert main(["convert", str(tmp_path / "w.nc"), str(tmp_path / "out.hrc"), "--components", "3"]) == 2
 
-    assert "--time-axis does not apply to format netcdf" in one_line_error(capsys)
+    assert "--components does not apply to format netcdf" in one_line_error(capsys)

@@ -6,7 +6,11 @@ seed 002's Hilbert layout or in native blocks and reports the construction time 
 From native blocks (``headrace generate flow``) the Hilbert layout is built partition by partition, out
 of core; from a grid in grid order (a BOV brick converted first) one frame at a time in memory.
 
-The input format is guessed from the extension or the first bytes unless ``--format`` names it. Several
+The input format is guessed from the extension or the first bytes unless ``--format`` names it; a
+headerless .raw file is a grid (--dims X Y Z --dtype T, or a name NAME_XxYxZ_TYPE.raw) or particles
+(--particles-per-frame, --frames, --format raw-particles) only as its options or name say. An array's
+leading time axis becomes frames ((t, Z, Y, X), (t, Z, Y, X, c); --time-axis N names it); a 4-D array
+that may be a grid of components or a time series is refused naming --components and --time-axis. Several
 inputs (BOV headers, .npy or .npz files, .vti or .vtp files, AMReX plotfile folders; a directory; a quoted
 glob) become frames in order; a ParaView .pvd names its frames itself. AMReX plotfiles become leaf bricks of
 an AMR topology stored once (docs/volume.md); every plotfile of a series must share it. An existing
@@ -20,7 +24,7 @@ import argparse
 import time
 from pathlib import Path
 
-from headrace.cli._arguments import Integer, Items, Name, Path as PathArgument
+from headrace.cli._arguments import Integer, Items, Name, Path as PathArgument, Word
 from headrace.cli._writer_options import (
     add_output_argument,
     add_writer_arguments,
@@ -35,6 +39,9 @@ from headrace.convert.formats import InputFormat
 
 __all__ = ["register", "run"]
 
+# Element types of a raw grid: NumPy names (little-endian) and byte-order codes (<u2, >f4, ...).
+RAW_DTYPES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64") + tuple(
+    order + code for code in ("u2", "i2", "u4", "i4", "u8", "i8", "f4", "f8") for order in "<>")
 HILBERT_BITS = 6
 CHUNK_PAGES = 96
 
@@ -52,6 +59,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_output_argument(parser)
     parser.add_argument("--format", choices=tuple(kind.value for kind in InputFormat),
                         help="input format (default: guessed from the extension or the first bytes)")
+    grid = parser.add_argument_group("raw (a headerless grid)")
+    grid.add_argument("--dims", type=Integer(1, 1 << 20, "points"), nargs=3, metavar=("X", "Y", "Z"),
+                      help="raw: points along x, y and z, values x fastest (default: from a name NAME_XxYxZ_TYPE.raw)")
+    grid.add_argument("--dtype", type=Word(RAW_DTYPES), metavar="T",
+                      help="raw: element type, little-endian unless <, > says (uint8, uint16, int16, float32, ..., >f4; "
+                           "default: from the name)")
+    grid.add_argument("--components", type=Integer(1, 64, "components"), metavar="C",
+                      help="raw: values per point (default 1); npy, hdf5, zarr: a 4-D array whose last axis is C is a "
+                           "(Z, Y, X, C) grid, not a time series")
     raw = parser.add_argument_group("raw-particles")
     split = raw.add_mutually_exclusive_group()
     split.add_argument("--particles-per-frame", type=Integer(1, 1 << 40, "particles"), metavar="N",
@@ -59,19 +75,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     split.add_argument("--frames", type=Integer(1, 1 << 20, "frames"), metavar="F",
                        help="number of equal frames the file holds (default: 1)")
     npy = parser.add_argument_group("npy")
-    npy.add_argument("--field", type=Name(), help="field name (default: the file's stem)")
+    npy.add_argument("--field", type=Name(), help="npy, raw: field name (default: the file's stem)")
     hdf5 = parser.add_argument_group("hdf5, netcdf, zarr")
     hdf5.add_argument("--dataset", action="append", type=PathArgument(), metavar="PATTERN",
                       help="hdf5: the datasets of one field, one per frame, as a path pattern with * ? [...] "
                            "(density_*, /step_*/density); NAME=PATTERN names the field; repeat for more fields "
-                           "(default: H5Part steps, or the file's one dataset)")
+                           "(default: H5Part steps, the file's one dataset, or the one step pattern its datasets "
+                           "fall into, said on stderr)")
     hdf5.add_argument("--variables", type=Items(Name(255)), metavar="NAMES",
                       help="netcdf: variables to convert (default: the numeric ones over time); zarr: arrays of "
                            "the group (default: those of two or more axes)")
     hdf5.add_argument("--time-dim", type=Name(255), metavar="DIM",
                       help="netcdf: the time dimension (default: 'time', the unlimited one or one marked axis T)")
     hdf5.add_argument("--time-axis", type=Integer(0, 31), metavar="N",
-                      help="zarr: the arrays' axis of time, one frame per index (default 0)")
+                      help="npy, hdf5, netcdf, zarr: the arrays' axis of time, one frame per index (default: an axis "
+                           "named time; else npy, hdf5: axis 0 of (t, Z, Y, X) and (t, Z, Y, X, c) arrays, zarr: 0)")
     layout = parser.add_argument_group("flow layout (input: a flow container)")
     layout.add_argument("--layout", choices=("hilbert", "blocks"), help="rewrite the flow field in this layout")
     layout.add_argument("--block", type=Integer(1, 1 << 16, "points"), nargs=3, metavar=("BX", "BY", "BZ"),
@@ -98,7 +116,7 @@ def _check_options(args: argparse.Namespace) -> None:
             raise UsageError(f"{', '.join(stray)}: only with --layout")
         return
     stray = given("format", "particles_per_frame", "frames", "field", "dataset", "variables", "time_dim", "time_axis",
-                  "chunk_size", "codec_level")
+                  "dims", "dtype", "components", "chunk_size", "codec_level")
     stray += ["--codec"] if args.codec != "none" else []
     stray += given("hilbert_bits", "chunk_pages") if args.layout == "blocks" else given("block")
     if stray:
@@ -107,8 +125,12 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import sys
+    import warnings
+
     from headrace.cli._output import byte_progress
     from headrace.convert import check_output, open_source, write_source
+    from headrace.convert.source import ConversionNote
     from headrace.convert.formats import resolve_inputs
 
     _check_options(args)
@@ -120,9 +142,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.layout:
             return run_layout(args)
-        source = open_source(paths, args.format, particles_per_frame=args.particles_per_frame, frames=args.frames,
-                             field=args.field, dataset=args.dataset, variables=args.variables,
-                             time_dim=args.time_dim, time_axis=args.time_axis)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", ConversionNote)
+            source = open_source(paths, args.format, particles_per_frame=args.particles_per_frame, frames=args.frames,
+                                 field=args.field, dataset=args.dataset, variables=args.variables,
+                                 time_dim=args.time_dim, time_axis=args.time_axis, dims=args.dims, dtype=args.dtype,
+                                 components=args.components)
+        for note in notes:  # what was chosen without an option, once each; other warnings as Python shows them
+            if issubclass(note.category, ConversionNote):
+                print(f"headrace convert: {note.message}", file=sys.stderr)
+            else:
+                warnings.showwarning(note.message, note.category, note.filename, note.lineno)
         with terminate_as_exit(), byte_progress(f"converting {source.path.name}", source.total_bytes,
                                                 enabled=not args.json) as update:
             write_source(source, args.output, progress=update, **options)

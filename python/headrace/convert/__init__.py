@@ -3,6 +3,8 @@
 >>> from headrace.convert import convert
 >>> convert("run.mmpld", "run.hrc")                       # format from the extension or magic
 >>> convert("particles.raw", "p.hrc", particles_per_frame=1_000_000, codec="zstd")
+>>> convert("bonsai_256x256x256_uint8.raw", "bonsai.hrc")      # a raw grid: dims and type from the name
+>>> convert("run.npy", "run.hrc", time_axis=0)                 # (t, Z, Y, X[, c]): one frame per step
 >>> convert("density_*.bov", "density.hrc")              # several headers become frames
 >>> convert("run.h5", "rho.hrc", dataset="/step_*/density")  # an HDF5 dataset per frame
 >>> convert("run.pvd", "run.hrc")                        # a ParaView series of .vti or .vtp files
@@ -28,6 +30,7 @@ from headrace.convert.hdf5 import open_h5part, open_hdf5
 from headrace.convert.mmpld import open_mmpld
 from headrace.convert.netcdf import open_netcdf
 from headrace.convert.npy import open_npy
+from headrace.convert.raw_grid import open_raw_grid, raw_kind
 from headrace.convert.raw_particles import open_raw_particles
 from headrace.convert.source import Source
 from headrace.convert.vtk import VtkKind, open_pvd, open_vtk
@@ -43,16 +46,17 @@ ProgressCallback = Callable[[int], None]
 # Options each format accepts (beyond the writer's).
 _FORMAT_OPTIONS = {
     InputFormat.RAW_PARTICLES: ("particles_per_frame", "frames"),
+    InputFormat.RAW: ("dims", "dtype", "components", "field"),
     InputFormat.MMPLD: (),
     InputFormat.BOV: (),
-    InputFormat.NPY: ("field",),
+    InputFormat.NPY: ("field", "time_axis", "components"),
     InputFormat.VTI: (),
     InputFormat.VTP: (),
     InputFormat.PVD: (),
-    InputFormat.HDF5: ("dataset",),
+    InputFormat.HDF5: ("dataset", "time_axis", "components"),
     InputFormat.H5PART: (),
-    InputFormat.NETCDF: ("variables", "time_dim"),
-    InputFormat.ZARR: ("variables", "time_axis"),
+    InputFormat.NETCDF: ("variables", "time_dim", "time_axis"),
+    InputFormat.ZARR: ("variables", "time_axis", "components"),
     InputFormat.AMREX: (),
 }
 
@@ -66,15 +70,17 @@ def open_source(input: InputSpec, format: InputFormat | str | None = None, **opt
     from headrace import errors
 
     paths = resolve_inputs(input)
+    given = {name: value for name, value in options.items() if value is not None}
     if format is None:
         kind = guess_format(paths)
+        if kind is InputFormat.RAW_PARTICLES:  # a .raw or .f32 file: a grid or particles, never guessed
+            kind = InputFormat.RAW if raw_kind(paths[0], given) == "grid" else InputFormat.RAW_PARTICLES
     else:
         try:
             kind = InputFormat(format)
         except ValueError:
             names = ", ".join(f.value for f in InputFormat)
             raise errors.UsageError(f"unknown input format {format!r} (one of {names})") from None
-    given = {name: value for name, value in options.items() if value is not None}
     unknown = sorted(set(given) - set(_FORMAT_OPTIONS[kind]))
     if unknown:
         flags = ", ".join("--" + name.replace("_", "-") for name in unknown)
@@ -83,6 +89,8 @@ def open_source(input: InputSpec, format: InputFormat | str | None = None, **opt
         raise errors.UsageError(f"format {kind.value} converts one file at a time, got {len(paths)}")
     if kind is InputFormat.RAW_PARTICLES:
         return open_raw_particles(paths[0], **given)  # type: ignore[arg-type]
+    if kind is InputFormat.RAW:
+        return open_raw_grid(paths, **given)  # type: ignore[arg-type]
     if kind is InputFormat.MMPLD:
         return open_mmpld(paths[0])
     if kind is InputFormat.BOV:
@@ -161,12 +169,18 @@ def convert(
 ) -> Path:
     """Convert ``input`` to a container at ``output`` and return ``output``'s path.
 
-    ``format`` is an :class:`InputFormat` or its name (``raw-particles``, ``mmpld``, ``bov``, ``npy``, ``vti``,
-    ``vtp``, ``pvd``, ``hdf5``, ``h5part``, ``netcdf``, ``zarr``, ``amrex``);
-    ``None`` guesses it. Format options: ``particles_per_frame`` or ``frames`` (raw-particles),
-    ``field`` (npy), ``dataset`` (hdf5: a pattern or a list of them), ``variables`` (netcdf, zarr),
-    ``time_dim`` (netcdf), ``time_axis`` (zarr). ``chunk_size_bytes``, ``codec`` and ``codec_level`` go to the writer (its default
-    chunk size when ``None``).
+    ``format`` is an :class:`InputFormat` or its name (``raw-particles``, ``raw``, ``mmpld``, ``bov``, ``npy``,
+    ``vti``, ``vtp``, ``pvd``, ``hdf5``, ``h5part``, ``netcdf``, ``zarr``, ``amrex``);
+    ``None`` guesses it (a ``.raw`` file is a grid or particles only as its options or name say).
+    Format options: ``particles_per_frame`` or ``frames`` (raw-particles), ``dims`` ``(X, Y, Z)``,
+    ``dtype`` and ``components`` (raw), ``field`` (npy, raw), ``dataset`` (hdf5: a pattern or a list of
+    them), ``variables`` (netcdf, zarr), ``time_dim`` (netcdf), ``time_axis`` (npy, hdf5, netcdf, zarr: the
+    axis of time, one frame per index) and ``components`` (npy, hdf5, zarr: a 4-D array whose last axis
+    is that many is a grid of as many components, not a time series). An array's time axis otherwise
+    follows docs/converters.md ("Time in arrays"); a shape that may be either is a ``UsageError`` naming
+    both options. Choices made without an option (a step pattern of HDF5 datasets) are said once as a
+    :class:`~headrace.convert.source.ConversionNote` warning. ``chunk_size_bytes``, ``codec`` and
+    ``codec_level`` go to the writer (its default chunk size when ``None``).
     """
     paths = resolve_inputs(input)
     check_output(paths, output)

@@ -10,15 +10,15 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from headrace.convert.source import STORABLE_DTYPES, AttributeValue, BBox, Piece
 
-__all__ = ["SLICE_BYTES", "Selection", "FrameShape", "bad_dataset", "stored_dtype", "frame_shape", "slabs",
-           "array_pieces", "grid_attributes", "frame_stem"]
+__all__ = ["SLICE_BYTES", "Selection", "FrameShape", "ArrayLayout", "bad_dataset", "stored_dtype", "frame_shape",
+           "array_layout", "resolve_layouts", "is_time_name", "slabs", "array_pieces", "grid_attributes", "frame_stem"]
 
 # Bytes of values read and written at a time (bounds the memory a frame needs).
 SLICE_BYTES = 32 << 20
@@ -81,6 +81,143 @@ def frame_shape(shape: Sequence[int], path: os.PathLike | str, dataset: str) -> 
         return FrameShape(grid, shape[3] if len(shape) == 4 else 1, grid)
     raise bad_dataset(errors.BadDataError, path, dataset, "a frame of shape (n,), (n, c), (Z, Y, X) or (Z, Y, X, c)",
                       f"shape {shape}")
+
+
+# Names of an axis that holds time (any case): HDF5 dimension labels and scales, zarr dimension names.
+TIME_NAMES = ("time", "t")
+# Last-axis lengths that may be components per grid point (scalars, 2-D and 3-D vectors, RGBA).
+PLAUSIBLE_COMPONENTS = range(1, 5)
+
+
+def is_time_name(name: str | None) -> bool:
+    """Whether an axis named ``name`` holds time: ``time`` or ``t``, any case."""
+    return name is not None and name.strip().lower() in TIME_NAMES
+
+
+@dataclass(frozen=True)
+class ArrayLayout:
+    """Where time is in an array and what one frame of it is: ``time_axis`` (``None``: the array is one
+    frame), the ``steps`` it holds along it and each frame's :class:`FrameShape`."""
+
+    time_axis: int | None
+    steps: int
+    frame: FrameShape
+
+    def select(self, step: int | None, selection: Selection, ndim: int) -> Selection:
+        """``selection`` of the frame at ``step`` as a selection of the whole array of ``ndim`` axes."""
+        full: list[object] = list(selection) + [slice(None)] * (ndim - (self.time_axis is not None) - len(selection))
+        if self.time_axis is not None:
+            full.insert(self.time_axis, step)
+        return tuple(full)
+
+    def frame_chunks(self, chunks: Sequence[int] | None) -> tuple[int, ...] | None:
+        """The array's chunk extents along a frame's element axes."""
+        if not chunks:
+            return None
+        rest = [int(c) for axis, c in enumerate(chunks) if axis != self.time_axis]
+        return tuple(rest[: len(self.frame.element_axes)])
+
+
+class _Ambiguous(Exception):
+    """A 4-D shape that is a grid of c components or a time series of grids; nothing says which."""
+
+
+def _time_axis_of(shape: tuple[int, ...], names: Sequence[str | None] | None,
+                  components: int | None) -> int | None:
+    """The shape rule (docs/converters.md, "Time in arrays"); raises :class:`_Ambiguous`."""
+    if names is not None and len(names) == len(shape):
+        named = [axis for axis, name in enumerate(names) if is_time_name(name)]
+        if len(named) == 1:
+            return named[0]
+        if not named and all(names):
+            return None  # every axis named, none of them time: one frame
+    if len(shape) == 5:
+        return 0
+    if len(shape) != 4:
+        return None
+    if components is not None:
+        return None if shape[3] == components else 0
+    if shape[3] in PLAUSIBLE_COMPONENTS:
+        raise _Ambiguous()
+    return 0
+
+
+def array_layout(shape: Sequence[int], path: os.PathLike | str, label: str, *, time_axis: int | None = None,
+                 components: int | None = None, names: Sequence[str | None] | None = None) -> ArrayLayout:
+    """How an array of ``shape`` becomes frames (docs/converters.md, "Time in arrays").
+
+    ``time_axis`` (``--time-axis``) names the axis of time; else an axis named ``time`` or ``t`` in
+    ``names`` is time, and every axis named without one means no time; else by rank: up to 3 axes are
+    one frame (``(n,)``, ``(n, c)``, ``(Z, Y, X)``), 5 are ``(t, Z, Y, X, c)``, and 4 are ``(t, Z, Y, X)``
+    unless the last axis may be components (1 to 4), which ``components`` (``--components``) settles:
+    ``(Z, Y, X, c)`` when it equals the last axis. Each frame follows :func:`frame_shape`. Raises
+    ``UsageError`` for an ambiguous shape or a bad ``time_axis``, ``BadDataError`` for a frame of no
+    shape headrace stores, or components other than ``components``.
+    """
+    from headrace import errors
+
+    shape = tuple(int(n) for n in shape)
+    if time_axis is not None:
+        if not 0 <= time_axis < len(shape):
+            raise errors.UsageError(f"{_where(path, label)}: --time-axis {time_axis}: expected an axis of its shape "
+                                    f"{shape} (0 to {len(shape) - 1})")
+        axis: int | None = time_axis
+    else:
+        try:
+            axis = _time_axis_of(shape, names, components)
+        except _Ambiguous:
+            raise errors.UsageError(ambiguous_text(shape, path, label)) from None
+    frame = shape if axis is None else shape[:axis] + shape[axis + 1:]
+    steps = 1 if axis is None else shape[axis]
+    layout = ArrayLayout(axis, steps, frame_shape(frame, path, label))
+    if components is not None and len(frame) in (2, 4) and layout.frame.components != components:
+        raise bad_dataset(errors.BadDataError, path, label, f"{components} components (--components) on its last "
+                          "axis", f"shape {shape}" + (f" with time on axis {axis}" if axis is not None else ""))
+    return layout
+
+
+def _where(path: os.PathLike | str, label: str) -> str:
+    """``<file>: <array>``, or the label alone where it names the file itself (an ``.npy``, an ``.npz`` member)."""
+    return label if label.startswith(os.fspath(path)) else f"{os.fspath(path)}: {label}"
+
+
+def ambiguous_text(shape: tuple[int, ...], path: os.PathLike | str, label: str) -> str:
+    """The error for a 4-D shape that may be either; it names both readings and the option of each."""
+    z, y, x, c = shape
+    return (f"{_where(path, label)}: shape {shape} is either a {x} x {y} x {z} grid of {c} components "
+            f"(Z, Y, X, c) or {z} frames of a {c} x {x} x {y} grid (t, Z, Y, X): pass --components {c} for the "
+            "first, --time-axis 0 for the second")
+
+
+def resolve_layouts(shapes: Mapping[str, Sequence[int]], path: os.PathLike | str, *, time_axis: int | None = None,
+                    components: int | None = None,
+                    names: Mapping[str, Sequence[str | None] | None] | None = None) -> dict[str, ArrayLayout]:
+    """:func:`array_layout` of arrays converted together (keyed by label): an ambiguous 4-D array is
+    settled by another one's grid (``(Z, Y, X)`` equal to its first three axes: components; to its last
+    three: time), else the ambiguity is the error."""
+    from headrace import errors
+
+    layouts: dict[str, ArrayLayout] = {}
+    pending: list[str] = []
+    for label, shape in shapes.items():
+        axis_names = names.get(label) if names else None
+        try:
+            if time_axis is None and components is None:
+                _time_axis_of(tuple(int(n) for n in shape), axis_names, None)
+        except _Ambiguous:
+            pending.append(label)
+            continue
+        layouts[label] = array_layout(shape, path, label, time_axis=time_axis, components=components, names=axis_names)
+    grids = {layout.frame.grid for layout in layouts.values() if layout.frame.grid is not None}
+    for label in pending:
+        shape = tuple(int(n) for n in shapes[label])
+        if shape[:3] in grids:
+            layouts[label] = array_layout(shape, path, label, components=shape[3])
+        elif shape[1:] in grids:
+            layouts[label] = array_layout(shape, path, label, time_axis=0)
+        else:
+            raise errors.UsageError(ambiguous_text(shape, path, label))
+    return {label: layouts[label] for label in shapes}
 
 
 def slabs(shape: Sequence[int], element_bytes: int, chunks: Sequence[int] | None = None) -> Iterator[Selection]:

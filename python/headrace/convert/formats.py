@@ -2,8 +2,9 @@
 
 The format is taken from the file name extension when it is one of ``.mmpld``, ``.bov``, ``.npy``,
 ``.npz``, ``.raw``, ``.f32`` (and ``.vti``, ``.vtp``, ``.pvd`` for VTK); otherwise from the first bytes (MMPLD and NumPy magic, a zip archive, a
-text header with a ``DATA_FILE`` key). Raw particle files have no magic: name them ``.raw`` or pass the
-format.
+text header with a ``DATA_FILE`` key). Raw files have no magic: a ``.raw`` or ``.f32`` file is a raw grid
+or raw particles as ``raw_grid.raw_kind`` decides (:data:`InputFormat.RAW_PARTICLES` stands for both until
+then), any other name takes ``--format raw`` or ``--format raw-particles``.
 HDF5 (``.h5``, ``.hdf5``, ``.h5part``), NetCDF (``.nc``) and zarr (a ``.zarr`` folder, or any folder holding
 a store's root metadata) are known by name too, HDF5 and NetCDF classic files also by their signatures.
 An AMReX plotfile is a folder holding ``Header`` (first line ``HyperCLaw...``, or a ``Level_0`` folder beside
@@ -33,6 +34,7 @@ class InputFormat(Enum):
     """The formats ``headrace convert`` reads; the values are the CLI's ``--format`` names."""
 
     RAW_PARTICLES = "raw-particles"
+    RAW = "raw"
     MMPLD = "mmpld"
     BOV = "bov"
     NPY = "npy"

@@ -4,19 +4,25 @@
 the field) matches dataset paths segment by segment (``*``, ``?`` and ``[...]`` as in a shell, never
 across ``/``; a leading ``/`` is optional). Its matches in natural order (``step_2`` before
 ``step_10``), file after file, are the frames of one field, named ``NAME`` or the first match's last
-segment without its trailing frame number. Every pattern matches as many datasets in each file. Shapes
-follow the npy reader: ``(n,)`` and ``(n, c)`` are elements, ``(Z, Y, X)`` and ``(Z, Y, X, c)`` grids
-(``grid_dims`` ``[X, Y, Z]``, origin 0, spacing 1); a grid keeps its shape from frame to frame, an
-element list its components. Frame time: a numeric ``time`` attribute of the first field's dataset or of
-its group, else the frame index. Without a pattern, an H5Part file is read as H5Part and a file holding
-one dataset converts it as one frame.
+segment without its trailing frame number. Every pattern gives as many frames in each file. A dataset's
+time axis (``time_axis``, a dimension label or scale named ``time``/``t``, or the ``(t, Z, Y, X[, c])``
+rule of ``_arrays.array_layout``) gives a frame per step; each frame follows the npy reader: ``(n,)`` and
+``(n, c)`` are elements, ``(Z, Y, X)`` and ``(Z, Y, X, c)`` grids (``grid_dims`` ``[X, Y, Z]``, origin 0,
+spacing 1); a grid keeps its shape from frame to frame, an element list its components. Frame time: along
+a time axis its scale's values or the dataset's ``time`` attribute of one value a step; else a numeric
+``TimeValue`` or ``time`` attribute of the first field's dataset or of its group; else the file's root
+``time`` (attribute, or a scalar or one-value-a-frame dataset: a file-per-step series); else the frame
+index. Without a pattern, an H5Part file is read as H5Part, a file holding one dataset (a root ``time``
+aside) converts it, and a file whose datasets fall into one step pattern (``/step0/rho``, ``/step1/rho``:
+``/step*/rho``) converts that pattern, said once (a ``ConversionNote``); several such patterns are a
+``UsageError`` naming them.
 
 **H5Part** (format ``h5part``): root groups ``Step#N`` in order of N are the frames. Datasets ``x``,
 ``y`` and ``z`` of a step become field ``position`` (3 components, their common type); every other
 dataset of the step (``(n,)`` or ``(n, c)``) a field of its own name, in natural order. A step's
 datasets hold one value per particle, the same count each (0: an empty frame); a step without datasets
 is empty too. Subgroups of a step (H5Block's fields) are not read. Frame time: the step's numeric
-``time`` attribute, else N; bounding box: that of the positions (one more read of x, y, z).
+``TimeValue`` attribute (H5Part's), else ``time``, else N; bounding box: that of the positions (one more read of x, y, z).
 
 Element types are kept in native byte order; float16 becomes float32 and bool uint8; others are refused.
 """
@@ -27,14 +33,14 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from headrace.convert import _arrays
-from headrace.convert._arrays import FrameShape, Selection, array_pieces, bad_dataset, frame_shape, stored_dtype
+from headrace.convert._arrays import FrameShape, Selection, array_pieces, bad_dataset, stored_dtype
 from headrace.convert.formats import HDF5_SIGNATURE
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, natural_key, open_error
 
@@ -72,12 +78,16 @@ def open_hdf5_file(path: Path) -> Any:
         raise bad_data(errors.BadDataError, path, 0, "a readable HDF5 file", text) from None
 
 
-def _reader(path: Path, dataset: Any) -> Callable[[Selection], np.ndarray]:
-    """Reads a selection of ``dataset``; a failed read (a broken chunk, a missing block) names it."""
+def _reader(path: Path, dataset: Any, layout: _arrays.ArrayLayout | None = None,
+            step: int | None = None) -> Callable[[Selection], np.ndarray]:
+    """Reads a selection of ``dataset`` (of the frame at ``step`` along the ``layout``'s time axis); a
+    failed read (a broken chunk, a missing block) names it."""
     from headrace import errors
 
     def read(selection: Selection) -> np.ndarray:
         try:
+            if layout is not None:
+                selection = layout.select(step, selection, dataset.ndim)
             return dataset[selection]
         except OSError as error:
             raise bad_dataset(errors.BadDataError, path, f"dataset {dataset.name}", "values HDF5 can read",
@@ -86,14 +96,73 @@ def _reader(path: Path, dataset: Any) -> Callable[[Selection], np.ndarray]:
     return read
 
 
-def _time_attribute(node: Any) -> float | None:
-    """A numeric scalar attribute named ``time`` (any case) of ``node``, else ``None``."""
-    for key in node.attrs:
-        if key.lower() == "time":
-            value = np.asarray(node.attrs[key])
-            if value.size == 1 and value.dtype.kind in "iuf":
-                return float(value.reshape(()))
+# Attributes that hold a frame's time, in order of precedence (any case): H5Part's, then the plain name.
+_TIME_ATTRIBUTES = ("timevalue", "time")
+
+
+def _time_values(node: Any, names: Sequence[str] = _TIME_ATTRIBUTES) -> np.ndarray | None:
+    """The numeric attribute of ``node`` named first in ``names`` (any case), as float64 values."""
+    found = {key.lower(): key for key in node.attrs}
+    for name in names:
+        if name in found:
+            value = np.asarray(node.attrs[found[name]])
+            if value.dtype.kind in "iuf" and value.ndim <= 1 and value.size:
+                return value.astype(np.float64).reshape(-1)
     return None
+
+
+def _time_attribute(node: Any) -> float | None:
+    """A numeric scalar attribute ``TimeValue`` (H5Part's) or ``time`` (any case) of ``node``, else ``None``."""
+    values = _time_values(node)
+    return float(values[0]) if values is not None and values.size == 1 else None
+
+
+def _root_time(file: Any) -> np.ndarray | None:
+    """The file's own times: a numeric root attribute ``time`` (any case), else a numeric root dataset
+    ``time`` (a scalar, or one value per frame of the file)."""
+    values = _time_values(file, ("time",))
+    if values is not None:
+        return values
+    dataset = _root_time_dataset(file)
+    if dataset is None:
+        return None
+    return np.asarray(dataset[()], dtype=np.float64).reshape(-1) if dataset.size else None
+
+
+def _root_time_dataset(file: Any) -> Any:
+    """The root dataset ``time`` (any case) when it is numeric and a scalar or one axis, else ``None``."""
+    import h5py
+
+    for key in file:
+        node = file.get(key)
+        if key.lower() == "time" and isinstance(node, h5py.Dataset) and node.ndim <= 1 and node.dtype.kind in "iuf":
+            return node
+    return None
+
+
+def _axis_names(dataset: Any) -> list[str | None]:
+    """Each axis's name: its dimension label, else the last segment of its first dimension scale."""
+    names: list[str | None] = []
+    for axis in range(dataset.ndim):
+        dim = dataset.dims[axis]
+        name = dim.label or None
+        if name is None and len(dim):
+            name = dim[0].name.rsplit("/", 1)[-1]
+        names.append(name)
+    return names
+
+
+def _axis_times(dataset: Any, layout: _arrays.ArrayLayout) -> np.ndarray | None:
+    """Times along a dataset's time axis: its dimension scale, or its attribute ``time`` of one value a step."""
+    if layout.time_axis is None:
+        return None
+    dim = dataset.dims[layout.time_axis]
+    if len(dim):
+        scale = dim[0]
+        if scale.ndim == 1 and scale.shape[0] == layout.steps and scale.dtype.kind in "iuf":
+            return np.asarray(scale[()], dtype=np.float64)
+    values = _time_values(dataset)
+    return values if values is not None and values.size == layout.steps else None
 
 
 class _OpenFiles:
@@ -128,6 +197,8 @@ class _DatasetRef:
     dtype: np.dtype
     chunks: tuple[int, ...] | None
     time: float | None
+    layout: _arrays.ArrayLayout
+    step: int | None  # the index along the dataset's time axis, None without one
 
 
 @dataclass(frozen=True)
@@ -171,8 +242,8 @@ class Hdf5Source:
         for field in self._fields:
             ref = field.frames[index]
             dataset = files.get(ref.path)[ref.name]
-            chunks = ref.chunks[: len(ref.shape.element_axes)] if ref.chunks else None
-            yield from array_pieces(field.info.name, ref.shape, field.info.dtype, _reader(ref.path, dataset), chunks)
+            yield from array_pieces(field.info.name, ref.shape, field.info.dtype,
+                                    _reader(ref.path, dataset, ref.layout, ref.step), ref.layout.frame_chunks(ref.chunks))
 
 
 def _shared_grid(fields: list[_PatternField]) -> tuple[int, int, int] | None:
@@ -218,14 +289,62 @@ def _show_names(names: Sequence[str], most: int = 6) -> str:
     return shown + (f" and {len(names) - most} more" if len(names) > most else "") if names else "none"
 
 
-def _dataset_ref(path: Path, dataset: Any) -> _DatasetRef:
+def _dataset_refs(path: Path, dataset: Any, layout: _arrays.ArrayLayout) -> list[_DatasetRef]:
+    """The frames a dataset gives (one, or one per step along its time axis) and their times: along a
+    time axis its scale's or ``time`` attribute's values; else a scalar ``time`` of the dataset or of its
+    group (the root's is the file's, see :func:`_root_time`)."""
     label = f"dataset {dataset.name}"
     dtype = np.dtype(dataset.dtype)
     stored_dtype(dtype, path, label)
+    if layout.time_axis is not None:
+        times = _axis_times(dataset, layout)
+        return [_DatasetRef(path, dataset.name, layout.frame, dtype, dataset.chunks,
+                            None if times is None else float(times[step]), layout, step)
+                for step in range(layout.steps)]
     time = _time_attribute(dataset)
     if time is None and dataset.parent.name != "/":
         time = _time_attribute(dataset.parent)
-    return _DatasetRef(path, dataset.name, frame_shape(dataset.shape, path, label), dtype, dataset.chunks, time)
+    return [_DatasetRef(path, dataset.name, layout.frame, dtype, dataset.chunks, time, layout, None)]
+
+
+def _with_root_times(refs: list[_DatasetRef], times: np.ndarray | None) -> list[_DatasetRef]:
+    """A file's frames of one field, those without a time of their own given the file's: one value for
+    a file of one frame, or one per frame."""
+    if times is None or times.size != len(refs):
+        return refs
+    return [ref if ref.time is not None else replace(ref, time=float(time)) for ref, time in zip(refs, times)]
+
+
+def _default_patterns(path: Path, file: Any, names: list[str]) -> list[tuple[str | None, str]]:
+    """What to convert without ``--dataset``: the file's one dataset (its root ``time`` and dimension
+    scales aside), or the
+    one step pattern its datasets fall into (``/step0/rho``, ``/step1/rho``: ``/step*/rho``), said once."""
+    import warnings
+
+    from headrace import errors
+    from headrace.convert.source import ConversionNote
+
+    time = _root_time_dataset(file)
+    data = [name for name in names if (time is None or name != time.name) and not file[name].is_scale]
+    if len(data) == 1:
+        return [(None, data[0])]
+    groups: dict[str, list[str]] = {}
+    for name in data:
+        groups.setdefault(re.sub(r"\d+", "*", name), []).append(name)
+    steps = {pattern: members for pattern, members in groups.items() if "*" in pattern and len(members) > 1}
+    if len(steps) == 1:
+        pattern, members = next(iter(steps.items()))
+        others = [name for name in data if name not in members]
+        left = f"; left out: {_show_names(others)}" if others else ""
+        warnings.warn(ConversionNote(f"{path}: converting the {len(members)} datasets {pattern} as frames "
+                                     f"(--dataset names others{left})"), stacklevel=4)
+        return [(None, pattern)]
+    if len(steps) > 1:
+        choices = " ".join(f"--dataset '{pattern}'" for pattern in sorted(steps))
+        raise errors.UsageError(f"{path}: the datasets fall into {len(steps)} step patterns; name the fields to "
+                                f"convert: {choices} (one field each), or some of them")
+    raise errors.UsageError(f"{path}: name the datasets to convert with --dataset PATTERN "
+                            f"(datasets: {_show_names(names)})")
 
 
 def _check_frames(field: _PatternField) -> None:
@@ -250,12 +369,14 @@ def _shape_text(shape: FrameShape) -> str:
     return f"elements of {shape.components} component{'s' if shape.components > 1 else ''}"
 
 
-def open_hdf5(paths: Sequence[os.PathLike | str], *,
-              dataset: str | Sequence[str] | None = None) -> Hdf5Source | H5PartSource:
+def open_hdf5(paths: Sequence[os.PathLike | str], *, dataset: str | Sequence[str] | None = None,
+              time_axis: int | None = None, components: int | None = None) -> Hdf5Source | H5PartSource:
     """Open HDF5 files and check the datasets the patterns ``dataset`` pick (see the module docstring).
 
-    Without patterns, an H5Part file (root groups ``Step#N``) is read by :func:`open_h5part` and a file
-    of one dataset converts that dataset. Raises ``TruncatedFileError`` (a file shorter than its
+    Without patterns, an H5Part file (root groups ``Step#N``) is read by :func:`open_h5part`, a file
+    of one dataset (a root ``time`` aside) converts that dataset and a file whose datasets fall into one
+    step pattern converts them (said once by a :class:`ConversionNote` warning). Each dataset's time axis
+    follows ``_arrays.array_layout`` (``time_axis``, ``components``, dimension labels and scales). Raises ``TruncatedFileError`` (a file shorter than its
     superblock says), ``BadMagicError`` (not HDF5), ``CorruptIndexError`` (frames that disagree in type
     or shape, patterns that match different counts), ``BadDataError`` (a pattern that matches nothing, a
     type or shape a container cannot hold) and ``UsageError`` (no pattern where one is needed).
@@ -274,22 +395,29 @@ def open_hdf5(paths: Sequence[os.PathLike | str], *,
             if not parsed:  # the first file tells what to convert
                 if any(_STEP_GROUP.fullmatch(key) for key in file):
                     return open_h5part(files)
-                if len(names) != 1 or len(files) != 1:
-                    raise errors.UsageError(f"{path}: name the datasets to convert with --dataset PATTERN "
-                                            f"(datasets: {_show_names(names)})")
-                parsed, matched = [(None, names[0])], [[]]
-            counts = []
-            for (_, pattern), refs in zip(parsed, matched):
+                parsed = _default_patterns(path, file, names)
+                matched = [[] for _ in parsed]
+            hits_of = []
+            for _, pattern in parsed:
                 hits = _matches(pattern, names)
                 if not hits:
                     raise bad_dataset(errors.BadDataError, path, f"dataset {pattern}", "datasets matching it",
                                       f"none (datasets: {_show_names(names)})")
-                refs.extend(_dataset_ref(path, file[hit]) for hit in hits)
-                counts.append((pattern, len(hits)))
+                hits_of.append(hits)
+            every = sorted({hit for hits in hits_of for hit in hits})
+            layouts = _arrays.resolve_layouts({f"dataset {hit}": file[hit].shape for hit in every}, path,
+                                              time_axis=time_axis, components=components,
+                                              names={f"dataset {hit}": _axis_names(file[hit]) for hit in every})
+            times = _root_time(file)
+            counts = []
+            for (_, pattern), refs, hits in zip(parsed, matched, hits_of):
+                found = [ref for hit in hits for ref in _dataset_refs(path, file[hit], layouts[f"dataset {hit}"])]
+                refs.extend(_with_root_times(found, times))
+                counts.append((pattern, len(found)))
             for pattern, count in counts[1:]:
                 if count != counts[0][1]:
                     raise bad_dataset(errors.CorruptIndexError, path, f"dataset {pattern}",
-                                      f"{counts[0][1]} matches as {counts[0][0]} has", f"{count}")
+                                      f"{counts[0][1]} frames as {counts[0][0]} gives", f"{count}")
     fields: list[_PatternField] = []
     for (name, pattern), refs in zip(parsed, matched):
         first = refs[0]

@@ -1,6 +1,6 @@
 """NetCDF files through xarray (the netCDF4 or h5netcdf engine): variables over time as fields on a grid.
 
-- **Time dimension**: ``time_dim`` if given, else the dimension named ``time`` (any case), else the one
+- **Time dimension**: ``time_dim`` if given, or the variables' dimension at position ``time_axis``, else the dimension named ``time`` (any case), else the one
   unlimited dimension, else the one whose coordinate has ``axis = "T"`` or ``standard_name = "time"``.
   Each of its steps is a frame; a file without one is a single frame.
 - **Variables**: ``variables`` if given, else every numeric data variable over the time dimension with one
@@ -14,8 +14,9 @@
   is one-dimensional, numeric, uniform and increasing gives ``grid_origin`` (its first value) and
   ``grid_spacing``; any other axis counts points (origin 0, spacing 1) and is named in
   ``netcdf_index_axes``. ``netcdf_dims`` names the axes x first.
-- **Frame time**: the time coordinate's value as stored (its units in ``netcdf_time_units``), else the
-  frame index.
+- **Frame time**: the time coordinate's value; a date (CF units ``<unit> since <date>``) as seconds since
+  the first file's first time (``time_units`` says ``seconds since <that date>``; ``_times``), other values
+  as stored; its units string in ``netcdf_time_units``; without a time coordinate the frame index.
 - Several files are read one after another along time; they must agree on the variables, their types and
   dimensions; the grid's coordinates are the first file's.
 
@@ -37,6 +38,7 @@ import numpy as np
 
 from headrace.convert import _arrays
 from headrace.convert._arrays import FrameShape, Selection, array_pieces, bad_dataset, stored_dtype
+from headrace.convert._times import DateClock, date_clock
 from headrace.convert.formats import HDF5_SIGNATURE, NETCDF_CLASSIC_MAGICS
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, open_error
 
@@ -189,13 +191,39 @@ def _axis_placement(dataset: Any, dim: str, size: int) -> tuple[float, float] | 
     return float(values[0]), float(spacing)
 
 
-def _frame_times(dataset: Any, time_dim: str | None) -> list[float] | None:
+def _time_coordinate(dataset: Any, time_dim: str | None) -> Any:
+    """The numeric one-axis coordinate of the time dimension, else ``None``."""
     if time_dim is None or time_dim not in dataset.variables:
         return None
     coordinate = dataset.variables[time_dim]
     if coordinate.dims != (time_dim,) or coordinate.dtype.kind not in "iuf":
         return None
+    return coordinate
+
+
+def _frame_times(dataset: Any, time_dim: str | None, clock: DateClock | None) -> list[float] | None:
+    """The frames' times: dates as seconds since the first file's first time, other numbers as stored."""
+    coordinate = _time_coordinate(dataset, time_dim)
+    if coordinate is None:
+        return None
+    if clock is not None:
+        return clock.seconds(np.asarray(coordinate.values), coordinate.attrs.get("units"))
     return [float(value) for value in np.asarray(coordinate.values)]
+
+
+def _time_axis_dimension(dataset: Any, path: Path, axis: int, wanted: Sequence[str] | None) -> str:
+    """The dimension at position ``axis`` (``--time-axis``) of the variables to convert; they must agree."""
+    from headrace import errors
+
+    names = list(wanted) if wanted else [str(name) for name in dataset.data_vars
+                                         if dataset[name].dtype.kind in "biuf" and dataset[name].ndim > axis]
+    dims = {str(dataset[name].dims[axis]) for name in names if name in dataset.variables and dataset[name].ndim > axis}
+    if len(dims) != 1:
+        found = ", ".join(f"{name} ({', '.join(map(str, dataset[name].dims))})" for name in names
+                          if name in dataset.variables) or "none"
+        raise errors.UsageError(f"{path}: --time-axis {axis}: expected variables whose axis {axis} is one dimension, "
+                                f"found {found}; name it with --time-dim")
+    return dims.pop()
 
 
 @dataclass(frozen=True)
@@ -268,7 +296,7 @@ def _chunks(variable: Any, time_dim: str | None) -> tuple[int, ...] | None:
 
 
 def open_netcdf(paths: Sequence[os.PathLike | str], *, variables: Sequence[str] | None = None,
-                time_dim: str | None = None) -> NetcdfSource:
+                time_dim: str | None = None, time_axis: int | None = None) -> NetcdfSource:
     """Open NetCDF files and check the variables to convert (see the module docstring for the rules).
 
     Raises ``TruncatedFileError`` (a file cut short), ``BadMagicError`` (not NetCDF), ``CorruptIndexError``
@@ -281,6 +309,9 @@ def open_netcdf(paths: Sequence[os.PathLike | str], *, variables: Sequence[str] 
     files = [Path(path) for path in paths]
     if not files:
         raise errors.UsageError("no NetCDF files given")
+    if time_dim is not None and time_axis is not None:
+        raise errors.UsageError("give either --time-dim or --time-axis, not both")
+    clock: DateClock | None = None
     plans: list[_FilePlan] = []
     first: Any = None
     names: list[str] = []
@@ -290,13 +321,21 @@ def open_netcdf(paths: Sequence[os.PathLike | str], *, variables: Sequence[str] 
         with dataset:
             _check_classic_size(path)
             if first is None:
+                if time_axis is not None:
+                    time_dim = _time_axis_dimension(dataset, path, time_axis, variables)
                 found_time_dim = _time_dimension(dataset, path, time_dim)
                 names = _choose_variables(dataset, path, found_time_dim, variables)
+                coordinate = _time_coordinate(dataset, found_time_dim)
+                if coordinate is not None:
+                    clock = date_clock(np.asarray(coordinate.values), coordinate.attrs.get("units"),
+                                       coordinate.attrs.get("calendar"))
                 first = _Model(files[0], dataset, found_time_dim, names)
+                if clock is not None:
+                    first.attributes["time_units"] = clock.time_units
             else:
                 first.check(path, dataset)
             steps = int(dataset.sizes[found_time_dim]) if found_time_dim is not None else 1
-            plans.append(_FilePlan(path, steps, _frame_times(dataset, found_time_dim)))
+            plans.append(_FilePlan(path, steps, _frame_times(dataset, found_time_dim, clock)))
     if sum(plan.steps for plan in plans) == 0:
         raise bad_dataset(errors.EmptyFieldError, files[0], f"dimension {found_time_dim}", "at least one time step",
                           "0")

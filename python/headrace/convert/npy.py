@@ -10,15 +10,18 @@ Inputs and what they become:
 - several ``.npz`` (a directory, list or glob): one frame per archive, one field per member (the member
   name is the field name); every archive has the same members.
 
-Array shapes: ``(n,)`` is n elements of 1 component, ``(n, c)`` n elements of c components, ``(Z, Y, X)`` a
-scalar grid and ``(Z, Y, X, c)`` a grid of c components, stored x fastest (C order) with ``grid_dims``
-``[X, Y, Z]``, ``grid_origin`` ``[0, 0, 0]`` and ``grid_spacing`` ``[1, 1, 1]``.
+Array shapes (``_arrays.array_layout``, docs/converters.md "Time in arrays"): ``(n,)`` is n elements of 1
+component, ``(n, c)`` n elements of c components, ``(Z, Y, X)`` a scalar grid and ``(Z, Y, X, c)`` one of c components, ``(t, Z, Y, X, c)`` t frames of
+a grid of c components; a 4-D array is ``(t, Z, Y, X)`` unless its last axis may be components (1 to 4):
+then ``components`` or ``time_axis`` must say which (or another array of the frame, whose grid is its first
+or last three axes). ``time_axis`` makes any axis time. Grids are stored x fastest (C order) with
+``grid_dims`` ``[X, Y, Z]``, ``grid_origin`` ``[0, 0, 0]`` and ``grid_spacing`` ``[1, 1, 1]``. An array
+with a time axis gives a frame per index along it, in order, before the next file's.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import zipfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace.convert import _arrays
+from headrace.convert._arrays import ArrayLayout
 from headrace.convert.source import (
     AttributeValue,
     BBox,
@@ -65,74 +70,90 @@ class _ArrayRef:
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
-    def pieces(self, name: str) -> Iterator[Piece]:
-        """The array as ``(elements, components)`` pieces of about :data:`_SLICE_BYTES`, C order, native.
-
-        A ``.npy`` is memory-mapped and cut along its first (slowest) axis, so only a piece at a time is
-        converted; an ``.npz`` member is decompressed whole first.
-        """
+    def load(self) -> np.ndarray:
+        """The array: a ``.npy`` memory-mapped, an ``.npz`` member decompressed whole."""
         from headrace import errors
 
-        if self.shape[0] == 0:  # an empty frame: the converter writes it as one
-            return
-        array: np.ndarray
         if self.member is None:
-            array = np.memmap(
-                self.path, dtype=self.dtype, mode="r", offset=self.data_offset, shape=self.shape,
-                order="F" if self.fortran_order else "C",
-            )
-        else:
-            try:
-                with zipfile.ZipFile(self.path) as archive, archive.open(self.member + ".npy") as member:
-                    array = np.lib.format.read_array(member, allow_pickle=False)
-            except zipfile.BadZipFile as error:
-                kind = errors.ChecksumMismatchError if "CRC" in str(error) else errors.CorruptIndexError
-                raise bad_data(kind, self.label, 0, "an intact archive member", str(error)) from None
-        native = np.dtype(self.dtype.name)
-        components = _elements_and_components(self.shape)[1]
-        row_bytes = max(1, self.nbytes // self.shape[0])
+            return np.memmap(self.path, dtype=self.dtype, mode="r", offset=self.data_offset, shape=self.shape,
+                             order="F" if self.fortran_order else "C")
+        try:
+            with zipfile.ZipFile(self.path) as archive, archive.open(self.member + ".npy") as member:
+                return np.lib.format.read_array(member, allow_pickle=False)
+        except zipfile.BadZipFile as error:
+            kind = errors.ChecksumMismatchError if "CRC" in str(error) else errors.CorruptIndexError
+            raise bad_data(kind, self.label, 0, "an intact archive member", str(error)) from None
+
+
+@dataclass(frozen=True)
+class _FramePart:
+    """One frame of one field: an array, or one step along its time axis."""
+
+    ref: _ArrayRef
+    layout: ArrayLayout
+    step: int | None
+
+    @property
+    def nbytes(self) -> int:
+        return self.ref.nbytes // self.layout.steps
+
+    def pieces(self, name: str, array: np.ndarray) -> Iterator[Piece]:
+        """The frame as ``(elements, components)`` pieces of about :data:`_SLICE_BYTES`, C order, native,
+        cut along its first (slowest) axis, so only a piece at a time is converted."""
+        frame = array[self.layout.select(self.step, (), array.ndim)]  # type: ignore[index]
+        if frame.shape[0] == 0:  # an empty frame: the converter writes it as one
+            return
+        native = np.dtype(self.ref.dtype.name)
+        components = self.layout.frame.components
+        row_bytes = max(1, frame.nbytes // frame.shape[0])
         step = max(1, _SLICE_BYTES // row_bytes)
-        for start in range(0, self.shape[0], step):
-            part = np.ascontiguousarray(array[start : start + step], dtype=native).reshape(-1, components)
+        for start in range(0, frame.shape[0], step):
+            part = np.ascontiguousarray(frame[start : start + step], dtype=native).reshape(-1, components)
             yield Piece(name, part, part.nbytes)
-        del array
 
 
 class NpySource:
     """Opened and checked NumPy inputs; see :func:`open_npy`."""
 
-    def __init__(self, path: Path, fields: list[FieldInfo], frames: list[dict[str, _ArrayRef]]) -> None:
+    def __init__(self, path: Path, fields: list[FieldInfo], frames: list[dict[str, _FramePart]]) -> None:
         self.path = path
         self.fields = fields
         self._frames = frames
         self.frame_count = len(frames)
-        self.total_bytes = sum(ref.nbytes for frame in frames for ref in frame.values())
+        self.total_bytes = sum(part.nbytes for frame in frames for part in frame.values())
         self.attributes: dict[str, AttributeValue] = {"source_format": "npy", "source_path": os.fspath(path)}
-        grid = _grid_dims(frames)
+        grid = _grid(frames)
         self._bbox: BBox | None = None
         if grid is not None:
-            self.attributes.update(
-                grid_dims=list(grid), grid_origin=[0.0, 0.0, 0.0], grid_spacing=[1.0, 1.0, 1.0], layout="linear"
-            )
-            self._bbox = ((0.0, 0.0, 0.0), tuple(float(d - 1) for d in grid))  # type: ignore[assignment]
+            grid_attributes, self._bbox = _arrays.grid_attributes(grid)
+            self.attributes.update(grid_attributes)
+        # The array last loaded (an .npz member is decompressed once for all its steps).
+        self._loaded: tuple[_ArrayRef, np.ndarray] | None = None
 
     def frames(self) -> Iterator[SourceFrame]:
-        for index, frame in enumerate(self._frames):
-            yield SourceFrame(time=float(index), bbox=self._bbox, pieces=_pieces(frame))
+        try:
+            for index, frame in enumerate(self._frames):
+                yield SourceFrame(time=float(index), bbox=self._bbox, pieces=self._pieces(frame))
+        finally:
+            self._loaded = None
+
+    def _pieces(self, frame: dict[str, _FramePart]) -> Iterator[Piece]:
+        for name, part in frame.items():
+            if self._loaded is None or self._loaded[0] != part.ref:
+                self._loaded = None  # the earlier array goes before the next one is read
+                self._loaded = (part.ref, part.ref.load())
+            yield from part.pieces(name, self._loaded[1])
 
 
-def _pieces(frame: dict[str, _ArrayRef]) -> Iterator[Piece]:
-    for name, ref in frame.items():
-        yield from ref.pieces(name)
-
-
-def open_npy(paths: Sequence[os.PathLike | str], *, field: str | None = None) -> NpySource:
+def open_npy(paths: Sequence[os.PathLike | str], *, field: str | None = None, time_axis: int | None = None,
+             components: int | None = None) -> NpySource:
     """Read every array's header and check that the frames agree (see the module docstring for the rules).
 
     Raises ``BadMagicError`` (not a ``.npy``/``.npz``), ``UnsupportedVersionError`` (an ``.npy`` format
     version other than 1.0 or 2.0), ``TruncatedFileError`` (fewer data bytes than the header says),
     ``CorruptIndexError`` (a broken header or archive, frames that disagree), ``EmptyFieldError`` (an
-    array without elements) and ``UsageError`` (a dtype or shape a container cannot hold).
+    array without elements), ``BadDataError`` (a shape that is no frame) and ``UsageError`` (a dtype a
+    container cannot hold, a 4-D shape that may be a grid of components or a time series).
     """
     from headrace import errors
 
@@ -143,19 +164,36 @@ def open_npy(paths: Sequence[os.PathLike | str], *, field: str | None = None) ->
     if suffixes - {".npy", ".npz"} or len(suffixes) != 1:
         raise errors.UsageError(f"expected only .npy or only .npz files, got {', '.join(sorted(suffixes))}")
     if suffixes == {".npy"}:
-        name = field or (files[0].stem if len(files) == 1 else _frame_stem(files[0].stem))
-        frames = [{name: _read_npy(path)} for path in files]
+        name = field or (files[0].stem if len(files) == 1 else _arrays.frame_stem(files[0].stem))
+        groups = [{name: _read_npy(path)} for path in files]
     elif len(files) == 1:
         name = field or files[0].stem
         members = _read_npz(files[0])
-        frames = [{name: members[key]} for key in sorted(members, key=natural_key)]
+        groups = [{name: members[key]} for key in sorted(members, key=natural_key)]
     else:
         if field is not None:
             raise errors.UsageError("--field does not apply to several .npz files (member names are the fields)")
-        frames = [_read_npz(path) for path in files]
-        frames = [{key: frame[key] for key in sorted(frame, key=natural_key)} for frame in frames]
+        groups = [_read_npz(path) for path in files]
+        groups = [{key: group[key] for key in sorted(group, key=natural_key)} for group in groups]
+    frames = [frame for group in groups for frame in _group_frames(group, time_axis, components)]
     fields = _check_frames(frames)
     return NpySource(files[0], fields, frames)
+
+
+def _group_frames(group: dict[str, _ArrayRef], time_axis: int | None,
+                  components: int | None) -> list[dict[str, _FramePart]]:
+    """The frames one file (or archive, or member) gives: one, or one per step along its time axis."""
+    from headrace import errors
+
+    first = next(iter(group.values()))
+    layouts = _arrays.resolve_layouts({ref.label: ref.shape for ref in group.values()}, first.path,
+                                      time_axis=time_axis, components=components)
+    steps = {ref.label: layouts[ref.label].steps for ref in group.values()}
+    if len(set(steps.values())) > 1:
+        listed = ", ".join(f"{label} ({count})" for label, count in steps.items())
+        raise bad_data(errors.CorruptIndexError, first.path, 0, "arrays of as many time steps", listed)
+    return [{name: _FramePart(ref, layouts[ref.label], None if layouts[ref.label].time_axis is None else step)
+             for name, ref in group.items()} for step in range(steps[first.label])]
 
 
 def _read_npy(path: Path) -> _ArrayRef:
@@ -220,9 +258,9 @@ def _read_header(handle, path: Path, member: str | None) -> _ArrayRef:
     if dtype.hasobject:
         raise errors.UsageError(f"{label}: holds Python objects, which a container cannot hold")
     storable_dtype(dtype, label, "the array")
-    if len(shape) not in (1, 2, 3, 4):
+    if not 1 <= len(shape) <= 5:
         raise errors.UsageError(
-            f"{label}: shape {shape} is not (n,), (n, c), (Z, Y, X) or (Z, Y, X, c)"
+            f"{label}: shape {shape} is not (n,), (n, c), (Z, Y, X), (Z, Y, X, c), (t, Z, Y, X) or (t, Z, Y, X, c)"
         )
     ref = _ArrayRef(path, member, tuple(shape), bool(fortran_order), dtype, handle.tell())
     # (0,) or (0, c) is a frame without elements (an empty frame); a grid or c = 0 holds nothing to store.
@@ -241,63 +279,47 @@ def _check_size(ref: _ArrayRef, size: int) -> None:
         )
 
 
-def _check_frames(frames: list[dict[str, _ArrayRef]]) -> list[FieldInfo]:
+def _check_frames(frames: list[dict[str, _FramePart]]) -> list[FieldInfo]:
     """Fields from the first frame; every frame must have the same fields, dtypes, components and grids."""
     from headrace import errors
 
     first = frames[0]
-    fields = [
-        FieldInfo(name, np.dtype(ref.dtype.name), _elements_and_components(ref.shape)[1]) for name, ref in first.items()
-    ]
+    fields = [FieldInfo(name, np.dtype(part.ref.dtype.name), part.layout.frame.components)
+              for name, part in first.items()]
     for frame in frames[1:]:
         if list(frame) != list(first):
-            label = next(iter(frame.values())).path
+            label = next(iter(frame.values())).ref.path
             raise bad_data(
                 errors.CorruptIndexError, label, 0, f"the arrays {', '.join(first)}", ", ".join(frame) or "none"
             )
         for info in fields:
-            ref, model = frame[info.name], first[info.name]
-            components = _elements_and_components(ref.shape)[1]
-            if np.dtype(ref.dtype.name) != info.dtype or components != info.components:
+            part, model = frame[info.name], first[info.name]
+            shape = part.layout.frame
+            if np.dtype(part.ref.dtype.name) != info.dtype or shape.components != info.components:
                 raise bad_data(
-                    errors.CorruptIndexError, ref.label, 0,
-                    f"{info.dtype} x {info.components} as in {model.label}", f"{ref.dtype} x {components}",
+                    errors.CorruptIndexError, part.ref.label, 0,
+                    f"{info.dtype} x {info.components} as in {model.ref.label}",
+                    f"{part.ref.dtype} x {shape.components}",
                 )
-            if len(model.shape) >= 3 and ref.shape[:3] != model.shape[:3]:
+            if model.layout.frame.grid is not None and shape.grid != model.layout.frame.grid:
                 raise bad_data(
-                    errors.CorruptIndexError, ref.label, 0, f"grid shape {model.shape[:3]} as in {model.label}",
-                    str(ref.shape[:3]),
+                    errors.CorruptIndexError, part.ref.label, 0,
+                    f"grid shape {model.layout.frame.grid} as in {model.ref.label}", str(shape.grid or part.ref.shape),
                 )
     return fields
 
 
-def _grid_dims(frames: list[dict[str, _ArrayRef]]) -> tuple[int, int, int] | None:
-    """``(X, Y, Z)`` of the grid arrays; they must all share one grid."""
+def _grid(frames: list[dict[str, _FramePart]]) -> tuple[int, int, int] | None:
+    """``(Z, Y, X)`` of the grid arrays; they must all share one grid."""
     from headrace import errors
 
-    grids = {ref.shape[:3]: ref for ref in frames[0].values() if len(ref.shape) >= 3}
+    grids = {part.layout.frame.grid: part for part in frames[0].values() if part.layout.frame.grid is not None}
     if not grids:
         return None
     if len(grids) > 1:
         shapes = list(grids)
         raise bad_data(
-            errors.CorruptIndexError, grids[shapes[1]].label, 0, f"grid shape {shapes[0]} shared by every grid array",
-            str(shapes[1]),
+            errors.CorruptIndexError, grids[shapes[1]].ref.label, 0,
+            f"grid shape {shapes[0]} shared by every grid array", str(shapes[1]),
         )
-    z, y, x = next(iter(grids))
-    return (x, y, z)
-
-
-def _elements_and_components(shape: tuple[int, ...]) -> tuple[int, int]:
-    if len(shape) == 1:
-        return shape[0], 1
-    if len(shape) == 2:
-        return shape[0], shape[1]
-    if len(shape) == 3:
-        return shape[0] * shape[1] * shape[2], 1
-    return shape[0] * shape[1] * shape[2], shape[3]
-
-
-def _frame_stem(stem: str) -> str:
-    """``density_0007`` -> ``density``; a stem that is only a number becomes ``data``."""
-    return re.sub(r"[\s._-]*\d+$", "", stem) or "data"
+    return next(iter(grids))

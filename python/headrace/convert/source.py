@@ -22,6 +22,7 @@ __all__ = [
     "Piece",
     "SourceFrame",
     "Source",
+    "ConversionNote",
     "bad_data",
     "open_error",
     "natural_key",
@@ -96,6 +97,11 @@ class Source(Protocol):
     def frames(self) -> Iterator[SourceFrame]:
         """Yield the frames in order; raise a ``BadDataError`` subclass for data found to be bad."""
         ...
+
+
+class ConversionNote(UserWarning):
+    """A choice a reader made that the user should hear of once (the CLI prints it on stderr): what it
+    converts when nothing named it, and how to name something else."""
 
 
 def bad_data(kind: type[Exception], path: os.PathLike | str, offset: int, expected: str, found: str) -> Exception:
