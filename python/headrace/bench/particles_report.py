@@ -43,7 +43,9 @@ def _fastest(rows: list[dict[str, str]]) -> dict[str, str] | None:
 
 
 def _heading(name: str, particles: str, device: str, cache: str) -> str:
-    return f"### {name}: {int(particles):,} particles per frame, device {device}, {cache}\n"
+    mean = float(particles)  # a series of frames of different sizes: the mean
+    said = f"{int(mean):,}" if mean.is_integer() else f"{mean:,.2f} (mean)"
+    return f"### {name}: {said} particles per frame, device {device}, {cache}\n"
 
 
 def _sample(name: str, particles: str, device: str, cache: str, group: list[dict[str, str]],

@@ -27,6 +27,7 @@ run says its estimate at the start and after the first configuration.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from headrace.bench.cases.streamlines import STUDIES
@@ -242,14 +243,28 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def particle_methods(device: int | str, path: str) -> tuple[str, ...]:
-    """Every method the device can run on this kind of file here: vram, ram-pinned and cufile need a GPU,
-    and a method whose backend this machine lacks (liburing, cuFile) is left out."""
-    from headrace import _ext
-    from headrace.render import GPU_METHODS, METHODS
+def particle_methods(device: int | str, path: str, codecs: Sequence[str] = ("none",)) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The methods the device can run on this file here, and those left out with why. An uncompressed
+    file: every method that reads plain chunks, ``auto`` (the engine's read path) first; a compressed one:
+    ``auto`` and the compressed-* method of its codecs' family (compressed-lz4|zstd|gdeflate, or
+    compressed-chain for chunks of codec chains: render.method_codec). vram, ram-pinned and cufile need a
+    GPU, and a method whose backend this machine lacks (liburing, cuFile) is left out."""
+    from headrace.bench.cases.particles import method_unavailable_reason
+    from headrace.render import METHODS, method_codec
 
-    plain = [m for m in METHODS if not m.startswith("compressed-") and (device != "cpu" or m not in GPU_METHODS)]
-    return tuple(m for m in plain if _ext.backend_unavailable_reason(METHODS[m][0], path) is None)
+    packed = [c for c in codecs if c != "none"]
+    candidates = (["auto", *dict.fromkeys(f"compressed-{method_codec(c)}" for c in packed)] if packed
+                  else [m for m in METHODS if not m.startswith("compressed-")])
+    reasons = {m: method_unavailable_reason(m, path, device) for m in candidates}
+    return tuple(m for m in candidates if reasons[m] is None), {m: r for m, r in reasons.items() if r is not None}
+
+
+def _left_out_said(left_out: dict[str, str]) -> str:
+    """One line naming the methods left out, grouped by why."""
+    by_reason: dict[str, list[str]] = {}
+    for method, reason in left_out.items():
+        by_reason.setdefault(reason, []).append(method)
+    return "; ".join(f"{', '.join(methods)} ({reason})" for reason, methods in by_reason.items())
 
 
 def particle_device(device: int | str | None, doing: str) -> int | str:
@@ -267,11 +282,14 @@ def expect_particle_container(ds) -> None:
                          f"(headrace generate particles writes one), found {have}")
 
 
-def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str], path: str):
-    """The factor space of --methods (default: every method the device runs here on this kind of file),
-    --batches, --segments and --staging; a method that needs a GPU on the CPU is a usage error."""
+def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str], path: str,
+                   say: Callable[[str], object] | None = None):
+    """The factor space of --methods (default: every method the device runs here on this kind of file,
+    those left out said through ``say``), --batches, --segments and --staging; a method that needs a GPU
+    on the CPU is a usage error, and no method that can run here an UnavailableError naming why."""
     from headrace.bench.cases import particles as study
-    from headrace.render import GPU_METHODS, method_codec
+    from headrace.errors import UnavailableError
+    from headrace.render import GPU_METHODS
 
     if args.methods:
         methods = tuple(dict.fromkeys(args.methods))
@@ -280,10 +298,11 @@ def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str
             raise UsageError(f"--methods {','.join(needs_gpu)}: {'needs' if len(needs_gpu) == 1 else 'need'} a GPU, "
                              "and this run is on the CPU")
     else:
-        # A compressed file's method by its codecs' family: compressed-lz4|zstd|gdeflate, or compressed-chain
-        # for chunks of codec chains (render.method_codec).
-        methods = particle_methods(device, path) if codecs == ["none"] else tuple(dict.fromkeys(
-            f"compressed-{method_codec(c)}" for c in codecs if c != "none"))
+        methods, left_out = particle_methods(device, path, codecs)
+        if not methods:
+            raise UnavailableError(f"{path}: no streaming method can run here: {_left_out_said(left_out)}")
+        if left_out and say is not None:
+            say(f"methods left out: {_left_out_said(left_out)}")
     return study.Space(methods=methods, batches=tuple(dict.fromkeys(args.batches)),
                        segments=tuple(dict.fromkeys(args.segments)), staging_bytes=tuple(dict.fromkeys(args.staging)))
 
@@ -309,7 +328,7 @@ def run_particles(args: argparse.Namespace) -> int:
     device = particle_device(args.device, "measuring")
     ds = headrace.open(args.file)
     expect_particle_container(ds)
-    space = particle_space(args, device, ds.codecs, ds.path)
+    space = particle_space(args, device, ds.codecs, ds.path, say=console.print)
     expect_cache_state(args.cache, [ds.path])
     configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
     rows: list[dict[str, object]] = [dict(row) for row in read_rows(args.out)]

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     baselines = [m for m in args.methods or () if m in study.BASELINES]  # neither streams through headrace
     if baselines:
         raise UsageError(f"--methods: {', '.join(baselines)} cannot be tuned (baselines, not ways to stream)")
-    space = particle_space(args, device, codecs, ds.path)
+    space = particle_space(args, device, codecs, ds.path, say=console.print)
     space = dataclasses.replace(space, methods=tuple(m for m in space.methods if m not in study.BASELINES))
     expect_cache_state(args.cache, [ds.path])
     frames = list(range(len(ds.frames)))

@@ -24,15 +24,15 @@ import platform
 import random
 import statistics
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from headrace.bench.harness import uncache
 from headrace.errors import UsageError
 
-__all__ = ["Space", "grid", "sample", "renderer_for", "algorithm3", "overlap_seconds", "machine", "kvikio_renderer",
-           "BASELINES", "IN_MEMORY", "KEY"]
+__all__ = ["Space", "grid", "sample", "method_unavailable_reason", "renderer_for", "algorithm3", "overlap_seconds",
+           "machine", "kvikio_renderer", "BASELINES", "IN_MEMORY", "KEY"]
 
 # The rows to measure the others against, not ways to stream through headrace: the frame already in GPU
 # memory and the KvikIO peer (no overlap of their own, never a tuned profile).
@@ -113,8 +113,8 @@ class Algorithm3:
     segment_waits: int = 0
     h2d_seconds: float | None = 0.0  # phase 3, the copy stream's busy time (None: not measured, the peer)
     stored_bytes: int = 0
-    particles_per_frame: int = 0
-    batches_per_frame: int = 0
+    particles_per_frame: float = 0  # the mean over the frames rendered (a series' frames differ, empty ones too)
+    batches_per_frame: float = 0
 
     def row(self) -> dict[str, Any]:
         draws = self.draw_seconds
@@ -125,6 +125,32 @@ class Algorithm3:
                 "h2d_s_per_frame": None if self.h2d_seconds is None else self.h2d_seconds / self.wall_frames,
                 "stored_bytes_per_frame": self.stored_bytes // self.wall_frames,
                 "particles_per_frame": self.particles_per_frame, "batches_per_frame": self.batches_per_frame}
+
+
+def method_unavailable_reason(method: str, path: str, device: int | str) -> str | None:
+    """Why streaming ``method`` (:data:`headrace.render.METHODS`, or the ``kvikio`` peer) cannot run on
+    ``device`` ("cpu" or a GPU ordinal) for the file at ``path`` on this machine, or None when it can.
+    ``auto`` is the engine's read path: it takes whatever this machine offers (io_uring with O_DIRECT,
+    O_DIRECT on threads, buffered reads; the fallback said in the queue's description), so it always
+    runs, except under strict settings (``HEADRACE_STRICT``) where a missing O_DIRECT or io_uring is
+    an error; every other method needs its backend (liburing, cuFile) here."""
+    from headrace import _ext, queue_options
+    from headrace.render import GPU_METHODS, METHODS
+
+    if device == "cpu" and (method in GPU_METHODS or method == "kvikio"):
+        return "GPU only: this run is on the CPU"
+    if method == "kvikio":
+        return None  # its own libraries are imported when it runs, and a missing one is said in its row
+    backend = METHODS[method][0]
+    if backend != "auto":
+        return _ext.backend_unavailable_reason(backend, path)
+    if not queue_options().strict:
+        return None
+    for kind, reads in (("direct", "O_DIRECT"), ("uring", "io_uring")):
+        reason = _ext.backend_unavailable_reason(kind, path)
+        if reason is not None:
+            return f"strict settings forbid the read path's fallback ({reads} unavailable: {reason})"
+    return None
 
 
 def renderer_for(dataset: Any, config: dict[str, Any], *, device: int | str, width: int, height: int) -> Any:
@@ -160,13 +186,16 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
     if series and cache != "hot":
         raise UsageError("a series loads the next frame ahead, before the cold run would drop its pages: hot only")
     turn = 0
+    seen: dict[int, tuple[int, int]] = {}  # particles and batches of each frame rendered, in any phase
 
     def render(**options: Any) -> dict[str, Any]:
         nonlocal turn
         frame = frames[turn % len(frames)]
         turn += 1
         ahead = {"next_frame": frames[turn % len(frames)]} if series else {}
-        return renderer.render(frame, **options, **ahead)
+        stats = renderer.render(frame, **options, **ahead)
+        seen[frame] = (stats["particles"], stats["batches"])
+        return stats
 
     paths = [renderer.dataset.path]
 
@@ -191,7 +220,7 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
     # Phase 2: per-frame draw times.
     draws = sorted(render()["draw_seconds"] for _ in range(gpu_iterations))
     # Phase 3: wall time over p frames.
-    total, waits, stored, last = 0.0, 0, 0, {}
+    total, waits, stored = 0.0, 0, 0
     h2d: float | None = 0.0  # None once a frame did not time its copies
     for _ in range(p):
         uncache(paths, cache)
@@ -201,8 +230,15 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
         stored += last["stored_bytes"]
         h2d = None if h2d is None or last["h2d_seconds"] is None else h2d + last["h2d_seconds"]
     return Algorithm3(prewarm_frames=prewarm, wall_frames=p, wall_seconds=total, draw_seconds=draws,
-                      segment_waits=waits, h2d_seconds=h2d, stored_bytes=stored, particles_per_frame=last["particles"],
-                      batches_per_frame=last["batches"])
+                      segment_waits=waits, h2d_seconds=h2d, stored_bytes=stored,
+                      particles_per_frame=_mean(n for n, _ in seen.values()),
+                      batches_per_frame=_mean(b for _, b in seen.values()))
+
+
+def _mean(counts: Iterable[int]) -> float:
+    """A count per frame: whole when every frame holds as many, else the mean to two places."""
+    mean = statistics.fmean(counts)
+    return int(mean) if mean.is_integer() else round(mean, 2)
 
 
 def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height: int, camera: str = "orbit:30,20") -> Any:
