@@ -96,6 +96,19 @@ def test_an_hdf5_t_z_y_x_dataset_is_frames_with_its_scale_s_times(tmp_path):
     assert [frame.time for frame in headrace.open(output).frames] == [0.0, 0.25, 0.5, 0.75, 1.0]
 
 
+def test_an_hdf5_root_time_of_one_value_a_step_makes_axis_0_time(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    series = values((3, 2, 3, 4))  # ambiguous by shape alone
+    with h5py.File(tmp_path / "run.h5", "w") as file:
+        file["rho"] = series
+        file["time"] = np.array([0.0, 0.5, 1.5])
+
+    output = convert(tmp_path / "run.h5", tmp_path / "out.hrc")
+
+    assert_frames(output, list(series))
+    assert [frame.time for frame in headrace.open(output).frames] == [0.0, 0.5, 1.5]
+
+
 def test_an_hdf5_dimension_label_settles_a_shape_that_could_be_either(tmp_path):
     h5py = pytest.importorskip("h5py")
     series = values((4, 5, 6, 3))  # ambiguous by shape: labelled (t, z, y, x)

@@ -140,8 +140,10 @@ def _root_time_dataset(file: Any) -> Any:
     return None
 
 
-def _axis_names(dataset: Any) -> list[str | None]:
-    """Each axis's name: its dimension label, else the last segment of its first dimension scale."""
+def _axis_names(dataset: Any, root_times: np.ndarray | None) -> list[str | None]:
+    """Each axis's name: its dimension label, else the last segment of its first dimension scale. Axis 0
+    of a 4-D dataset is named ``time`` when its own ``time`` attribute or the file's root ``time`` holds
+    one value per index along it (more than one): what tells ``(t, Z, Y, X)`` from ``(Z, Y, X, c)``."""
     names: list[str | None] = []
     for axis in range(dataset.ndim):
         dim = dataset.dims[axis]
@@ -149,6 +151,10 @@ def _axis_names(dataset: Any) -> list[str | None]:
         if name is None and len(dim):
             name = dim[0].name.rsplit("/", 1)[-1]
         names.append(name)
+    if dataset.ndim == 4 and names[0] is None and dataset.shape[0] > 1:
+        own = _time_values(dataset)
+        if any(times is not None and times.size == dataset.shape[0] for times in (own, root_times)):
+            names[0] = "time"
     return names
 
 
@@ -405,10 +411,10 @@ def open_hdf5(paths: Sequence[os.PathLike | str], *, dataset: str | Sequence[str
                                       f"none (datasets: {_show_names(names)})")
                 hits_of.append(hits)
             every = sorted({hit for hits in hits_of for hit in hits})
+            times = _root_time(file)
             layouts = _arrays.resolve_layouts({f"dataset {hit}": file[hit].shape for hit in every}, path,
                                               time_axis=time_axis, components=components,
-                                              names={f"dataset {hit}": _axis_names(file[hit]) for hit in every})
-            times = _root_time(file)
+                                              names={f"dataset {hit}": _axis_names(file[hit], times) for hit in every})
             counts = []
             for (_, pattern), refs, hits in zip(parsed, matched, hits_of):
                 found = [ref for hit in hits for ref in _dataset_refs(path, file[hit], layouts[f"dataset {hit}"])]
