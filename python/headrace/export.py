@@ -2,6 +2,7 @@
 
 >>> from headrace.export import to_vtk
 >>> to_vtk("volume.hrc", "volume_vtk")                   # volume_0000.vti, ..., volume.pvd
+>>> to_vtk("amr.hrc", "amr_vtk")                         # amr_0000.vthb + amr_0000/, ..., amr.pvd
 >>> to_vtk("run.hrc", "run_vtk", frames=slice(0, 8))     # particles: run_0000.vtp, ..., run.pvd
 >>> to_vtk("flow.hrc", "flow_vtk", frames=-1, compression="zlib")
 
@@ -9,13 +10,22 @@
   frame: ``grid_dims`` points from ``grid_origin`` ``grid_spacing`` apart, every field exported as point
   data, read with :meth:`headrace.Dataset.read` in its grid shape whatever its layout on disk. The first
   one-component field is the active scalars, the first three-component field the active vectors.
+- **AMR** (``layout = "amr"``, :mod:`headrace.amr`: ``headrace generate amr``, converted AMReX plotfiles)
+  becomes one ``.vthb`` per frame, VTK's overlapping AMR (``vtkOverlappingAMR``, written by
+  ``vtkXMLUniformGridAMRWriter``): the domain's lower corner as its origin, each level's cell size as its
+  spacing and the ratio between levels as its refinement ratio; each brick one block of its level, its
+  cell box in that level's cell indices, every chosen field (one value per cell) as cell data, the first
+  the active scalars. Bricks hold leaf cells only, so no block lies under a finer one (nothing is
+  blanked) and a level whose cells are all refined has no block. The blocks are ``.vti`` files in the
+  folder ``NAME_0007/`` beside ``NAME_0007.vthb``.
 - **Particles** become one ``.vtp`` per frame: the positions as points, each with a vertex cell (so
   ParaView draws them), the other fields as point data. The positions are field ``position`` (x3, as
   ``headrace convert`` makes of a ``.vtp``) or else the first three values of field ``particles`` (x8,
   ``x y z radius r g b a``), whose radius and colour become point data ``radius`` and ``colour``.
 - ``NAME.pvd`` names the frames' files with each frame's time: ParaView opens it as a time series.
 
-Files are named after the container (``NAME_0007.vti``: the frame's index in the container). They are
+Files are named after the container (``NAME_0007.vti``: the frame's index in the container); with
+``force``, a frame's block folder replaces the one of the same name. They are
 written with vtk's XML writers (appended raw binary data, UInt64 headers; ``compression`` zlib, lz4 or
 lzma compresses it) into a hidden folder beside ``out_dir`` and moved into ``out_dir`` once all are
 written, the ``.pvd`` last: a failure or an interrupt leaves nothing. vtk writes a file whole, so one
@@ -25,6 +35,7 @@ frame of the exported fields is in memory at a time.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import sys
@@ -64,7 +75,7 @@ class VtkExport:
     files: list[Path]
     frames: list[int]
     fields: list[str]
-    kind: str  # "vti" or "vtp"
+    kind: str  # "vti", "vtp" or "vthb"
 
 
 def select_frames(count: int, frames: FrameSelection, path: os.PathLike | str) -> list[int]:
@@ -103,8 +114,9 @@ def to_vtk(
     ``fields``: the fields to export (default all; a particle container's positions always). ``out_dir``
     must not exist or be empty; ``force`` writes into a folder holding files, replacing those of the same
     names and leaving the others. ``progress(done, total)`` is called after each frame. Raises
-    ``UsageError`` for a container that is neither a grid nor particles, a field not on the grid or not
-    one per particle, unknown fields or frames, frames that share a time, or an output folder in the way.
+    ``UsageError`` for a container that is neither a grid, AMR nor particles, a field not on the grid, not
+    one per particle or not one value per AMR cell, unknown fields or frames, frames that share a time, or
+    an output folder in the way.
     """
     import headrace
     from headrace import errors
@@ -117,8 +129,13 @@ def to_vtk(
     ds = headrace.open(path)
     indices = select_frames(len(ds.frames), frames, ds.path)
     _check_times(ds, indices)
-    plan: _GridPlan | _ParticlePlan = (_GridPlan(ds, fields, indices) if "grid_dims" in ds.attributes
-                                       else _ParticlePlan(ds, fields, indices))
+    plan: _GridPlan | _AmrPlan | _ParticlePlan
+    if ds.attributes.get("layout") == "amr":
+        plan = _AmrPlan(ds, fields, indices)
+    elif "grid_dims" in ds.attributes:
+        plan = _GridPlan(ds, fields, indices)
+    else:
+        plan = _ParticlePlan(ds, fields, indices)
     out = Path(out_dir)
     _check_output_folder(out, force)
     stem = Path(ds.path).stem
@@ -128,6 +145,8 @@ def to_vtk(
     with _staged(out) as staging:
         for done, (index, name) in enumerate(zip(indices, names), start=1):
             _write_dataset(plan.dataset(index), plan.suffix, staging / name, kind)
+            if isinstance(plan, _AmrPlan):
+                plan.exact_metadata(staging / name)
             if progress is not None:
                 progress(done, len(indices))
         _write_pvd(staging / series, [(ds.frames[index].time, name) for index, name in zip(indices, names)])
@@ -201,6 +220,79 @@ class _GridPlan:
         return image
 
 
+class _AmrPlan:
+    """An AMR container's frames as ``vtkOverlappingAMR``: each brick a block of its level (a grid of its
+    cells, its box in the level's cell indices), every chosen field as cell data."""
+
+    suffix = "vthb"
+
+    def __init__(self, ds: Any, fields: Sequence[str] | None, indices: list[int]) -> None:
+        from headrace import errors
+        from headrace.amr import topology_of
+
+        self.ds = ds
+        topology = topology_of(ds.attributes, ds.path)
+        assert topology is not None  # layout "amr" always describes one (or topology_of raised)
+        self.topology = topology
+        self.fields = _chosen_fields(ds, fields)
+        components = {field.name: field.components for field in ds.fields}
+        for name in self.fields:
+            if components[name] != 1:
+                raise errors.UsageError(f"{ds.path}: field '{name}' has {components[name]} components per "
+                                        "element, not one value per AMR cell; leave it out with --fields")
+            for index in indices:
+                elements = ds.element_count(index, name)
+                if elements != topology.cell_count:
+                    raise errors.UsageError(
+                        f"{ds.path}: field '{name}' holds {elements} elements in frame {index}, not one per AMR "
+                        f"cell ({topology.cell_count}); leave it out with --fields")
+        self.blocks_per_level = np.bincount(topology.bricks[:, 0], minlength=topology.levels).tolist()
+
+    def dataset(self, index: int) -> Any:
+        from vtkmodules.vtkCommonDataModel import vtkAMRBox, vtkOverlappingAMR, vtkUniformGrid
+
+        topology = self.topology
+        amr = vtkOverlappingAMR()
+        try:
+            amr.Initialize(self.blocks_per_level)  # vtk 9.6 and later
+        except TypeError:
+            amr.Initialize(topology.levels, self.blocks_per_level)  # vtk 9.2 to 9.5
+        amr.SetOrigin(topology.origin)
+        for level in range(topology.levels):
+            amr.SetSpacing(level, topology.cell_size(level))
+            # Between this level and the next; 2 on the finest, as vtk sets it for a level with none below.
+            amr.SetRefinementRatio(level, topology.refinement[level] if level < len(topology.refinement) else 2)
+        values = {name: self.ds.read(index, name).reshape(-1) for name in self.fields}
+        offsets = topology.offsets.tolist()
+        placed = [0] * topology.levels
+        for brick, (level, x, y, z, nx, ny, nz) in enumerate(topology.bricks.tolist()):
+            grid = vtkUniformGrid()
+            grid.SetOrigin(*topology.brick_world_bounds(brick)[0])
+            grid.SetSpacing(*topology.cell_size(level))
+            grid.SetDimensions(nx + 1, ny + 1, nz + 1)  # points: one more than cells along each axis
+            cell_data = grid.GetCellData()
+            for name in self.fields:  # brick order: x fastest, then y, then z, as VTK's cells
+                cell_data.AddArray(_vtk_array(name, values[name][offsets[brick]:offsets[brick + 1]]))
+            if self.fields:
+                cell_data.SetActiveScalars(self.fields[0])
+            block = placed[level]
+            placed[level] += 1
+            amr.SetAMRBox(level, block, vtkAMRBox((x, y, z), (x + nx - 1, y + ny - 1, z + nz - 1)))
+            amr.SetDataSet(level, block, grid)
+        return amr
+
+    def exact_metadata(self, path: Path) -> None:
+        """vtk writes the ``.vthb``'s origin and spacings with 6 digits; write them as exactly as the blocks'."""
+        tree = ElementTree.parse(path)
+        root = tree.getroot().find("vtkOverlappingAMR")
+        assert root is not None  # vtkXMLUniformGridAMRWriter's own layout
+        root.set("origin", " ".join(repr(float(v)) for v in self.topology.origin))
+        for block in root.iter("Block"):
+            spacing = self.topology.cell_size(int(block.get("level", "0")))
+            block.set("spacing", " ".join(repr(float(v)) for v in spacing))
+        tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
 class _ParticlePlan:
     """A particle container's frames as ``vtkPolyData``: positions as points with vertex cells, the
     other chosen fields (and the x8 record's radius and colour) as point data."""
@@ -221,8 +313,8 @@ class _ParticlePlan:
             self.positions, self.record = "particles", True
         else:
             raise errors.UsageError(
-                f"{ds.path}: neither a grid (no attribute grid_dims) nor particles (no field '{POSITION_FIELD}' "
-                "of 3 components or 'particles' of 8): nothing says where its elements are")
+                f"{ds.path}: neither a grid (no attribute grid_dims), AMR (no layout 'amr') nor particles (no "
+                f"field '{POSITION_FIELD}' of 3 components or 'particles' of 8): nothing says where its elements are")
         if np.dtype(by_name[self.positions].dtype) not in _POINT_DTYPES:
             raise errors.UsageError(f"{ds.path}: field '{self.positions}' holds {by_name[self.positions].dtype}; "
                                     "VTK points are float32 or float64")
@@ -277,11 +369,10 @@ def _vtk_array(name: str, values: np.ndarray) -> Any:
 
 
 def _write_dataset(dataset: Any, suffix: str, path: Path, compression: Compression) -> None:
-    from vtkmodules.vtkIOXML import vtkXMLImageDataWriter, vtkXMLPolyDataWriter
+    from vtkmodules.vtkIOXML import vtkXMLImageDataWriter, vtkXMLPolyDataWriter, vtkXMLUniformGridAMRWriter
 
-    from headrace.convert.vtk import VtkErrors
-
-    writer = vtkXMLImageDataWriter() if suffix == "vti" else vtkXMLPolyDataWriter()
+    writers = {"vti": vtkXMLImageDataWriter, "vtp": vtkXMLPolyDataWriter, "vthb": vtkXMLUniformGridAMRWriter}
+    writer = writers[suffix]()
     writer.SetFileName(os.fspath(path))
     writer.SetInputData(dataset)
     writer.SetDataModeToAppended()
@@ -293,10 +384,42 @@ def _write_dataset(dataset: Any, suffix: str, path: Path, compression: Compressi
         Compression.LZ4: writer.SetCompressorTypeToLZ4,
         Compression.LZMA: writer.SetCompressorTypeToLZMA,
     }[compression]()
-    with VtkErrors(writer) as caught:
+    with _vtk_errors() as caught:
         written = writer.Write()
-    if not written or caught.first() is not None:
-        raise OSError(f"{path}: vtk could not write the file: {caught.first() or 'no reason given'}")
+    if not written or caught:
+        raise OSError(f"{path}: vtk could not write the file: {caught[0] if caught else 'no reason given'}")
+
+
+@contextmanager
+def _vtk_errors() -> Iterator[list[str]]:
+    """The errors every vtk object reports while the block runs, one line each, instead of vtk printing
+    them: a writer's own and those of the writers it makes inside (an AMR dataset's block files), which
+    an observer on the writer does not see. vtk's output window passes them all to its observer; neither
+    it nor vtk's logger prints any meanwhile."""
+    from vtkmodules.util.misc import calldata_type
+    from vtkmodules.vtkCommonCore import VTK_STRING, vtkCommand, vtkLogger, vtkObject, vtkOutputWindow
+
+    messages: list[str] = []
+
+    @calldata_type(VTK_STRING)
+    def collect(caller: Any, event: str, text: str) -> None:
+        lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+        said = [line for line in lines if not line.startswith("ERROR: In ")]  # "ERROR: In file.cxx, line N"
+        messages.append(re.sub(r"^\w+ \(0x[0-9a-fA-F]+\): ", "", said[0] if said else text.strip()))
+
+    window = vtkOutputWindow.GetInstance()
+    display, mode, verbosity = vtkObject.GetGlobalWarningDisplay(), window.GetDisplayMode(), vtkLogger.GetCurrentVerbosityCutoff()
+    vtkObject.GlobalWarningDisplayOn()
+    window.SetDisplayModeToNever()
+    vtkLogger.SetStderrVerbosity(vtkLogger.VERBOSITY_OFF)
+    tag = window.AddObserver(vtkCommand.ErrorEvent, collect)
+    try:
+        yield messages
+    finally:
+        window.RemoveObserver(tag)
+        vtkLogger.SetStderrVerbosity(verbosity)
+        window.SetDisplayMode(mode)
+        vtkObject.SetGlobalWarningDisplay(display)
 
 
 def _write_pvd(path: Path, entries: list[tuple[float, str]]) -> None:
@@ -324,15 +447,19 @@ def _check_output_folder(out: Path, force: bool) -> None:
 
 @contextmanager
 def _staged(out: Path) -> Iterator[Path]:
-    """A hidden folder beside ``out`` to write into; when the block ends, it becomes ``out`` (or its files
-    move into an existing ``out``, the ``.pvd`` last); otherwise it is removed with all it holds."""
+    """A hidden folder beside ``out`` to write into; when the block ends, it becomes ``out`` (or its entries
+    move into an existing ``out``: folders first, replacing those of the same name, then files, the ``.pvd``
+    last); otherwise it is removed with all it holds."""
     staging = out.parent / f".{out.name}.{secrets.token_hex(4)}.partial"
     staging.mkdir()
     try:
         yield staging
         if out.is_dir():
-            for file in sorted(staging.iterdir(), key=lambda entry: entry.suffix == ".pvd"):
-                os.replace(file, out / file.name)
+            for entry in sorted(staging.iterdir(), key=lambda entry: (entry.suffix == ".pvd", not entry.is_dir())):
+                target = out / entry.name
+                if entry.is_dir() and target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)  # a frame's block folder: none of its old blocks may stay
+                os.replace(entry, target)
         else:
             os.rename(staging, out)
     finally:

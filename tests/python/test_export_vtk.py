@@ -22,7 +22,7 @@ from headrace.cli.export import FrameRange  # noqa: E402
 from headrace.cli.main import main  # noqa: E402
 from headrace.convert import convert  # noqa: E402
 from headrace.export import to_vtk  # noqa: E402
-from headrace.generate import generate_flow, generate_particles, generate_volume  # noqa: E402
+from headrace.generate import generate_amr, generate_flow, generate_particles, generate_volume  # noqa: E402
 from headrace.generate.flow import from_blocks  # noqa: E402
 
 
@@ -260,8 +260,11 @@ def leftovers(folder: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("existing", [False, True])
-def test_a_failure_midway_leaves_nothing(tmp_path, monkeypatch, existing):
-    source = generate_volume(tmp_path / "v.hrc", dims=(4, 4, 4), frames=3)
+@pytest.mark.parametrize("make", [lambda path: generate_volume(path, dims=(4, 4, 4), frames=3),
+                                  lambda path: generate_amr(path, cells=3000, levels=2, frames=3, brick=4)],
+                         ids=["volume", "amr"])  # AMR: a .vthb and its folder of blocks per frame
+def test_a_failure_midway_leaves_nothing(tmp_path, monkeypatch, existing, make):
+    source = make(tmp_path / "v.hrc")
     out = tmp_path / "out"
     if existing:
         out.mkdir()
@@ -303,8 +306,9 @@ def test_a_container_that_is_neither_grid_nor_particles_is_refused(tmp_path, cap
     assert main(["export", str(source), "--to", "vtk", str(tmp_path / "out")]) == 2
 
     error = capfd.readouterr().err.strip()
-    assert error == (f"headrace export: {source}: neither a grid (no attribute grid_dims) nor particles (no field "
-                     "'position' of 3 components or 'particles' of 8): nothing says where its elements are")
+    assert error == (f"headrace export: {source}: neither a grid (no attribute grid_dims), AMR (no layout 'amr') nor "
+                     "particles (no field 'position' of 3 components or 'particles' of 8): nothing says where its "
+                     "elements are")
     assert not (tmp_path / "out").exists() and leftovers(tmp_path) == []
 
 

@@ -1,15 +1,18 @@
 """``headrace export FILE --to vtk OUT/``: a container's frames as files ParaView opens.
 
 Grids (volumes, flow fields in any layout) become one .vti per frame (every field as point data on the
-grid's points, with the container's origin and spacing); particles one .vtp per frame (positions as
-points with vertex cells, the other fields as point data; the x8 particles record's radius and colour as
-arrays 'radius' and 'colour'). OUT/NAME.pvd names the files with each frame's time: ParaView opens it as
-a time series.
+grid's points, with the container's origin and spacing); AMR (headrace generate amr, converted AMReX
+plotfiles) one .vthb per frame, VTK's overlapping AMR (each brick a block of its level, with the level's
+spacing and refinement ratio, every field as cell data; the blocks' .vti files in the folder NAME_0007/
+beside NAME_0007.vthb); particles one .vtp per frame (positions as points with vertex cells, the other
+fields as point data; the x8 particles record's radius and colour as arrays 'radius' and 'colour').
+OUT/NAME.pvd names the files with each frame's time: ParaView opens it as a time series.
 
 The files are written with vtk's XML writers (raw binary appended data; --compression compresses it)
 into a hidden folder beside OUT and moved into OUT once all are written: a failed or interrupted export
 leaves nothing. OUT must not exist or be empty; --force writes into a folder holding files, replacing
-those of the same names. vtk writes a file whole: one frame of the exported fields is in memory at a time.
+those of the same names (a frame's block folder whole). vtk writes a file whole: one frame of the
+exported fields is in memory at a time.
 """
 
 from __future__ import annotations
@@ -60,7 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path(), help="the container to export")
     parser.add_argument("--to", required=True, choices=("vtk",),
-                        help="the files to write: vtk (.vti for grids, .vtp for particles, and a .pvd series)")
+                        help="the files to write: vtk (.vti for grids, .vthb for AMR, .vtp for particles, and a .pvd "
+                             "series)")
     parser.add_argument("output", metavar="OUT", type=Path(),
                         help="folder to write into (made if missing; one holding files needs --force)")
     parser.add_argument("--frames", type=FrameRange(), metavar="A:B",
@@ -71,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--compression", choices=tuple(c.value for c in Compression), default="none",
                         help="how vtk stores the data: none (raw binary, the default), zlib, lz4 or lzma")
     parser.add_argument("--force", action="store_true", help="write into an OUT that holds files, replacing "
-                                                             "files of the same names")
+                                                             "files (and frames' block folders) of the same names")
     parser.add_argument("--json", action="store_true", help="print a JSON summary")
     parser.set_defaults(func=run)
 
