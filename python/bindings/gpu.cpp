@@ -1,9 +1,11 @@
 // gpu layer: whether a GPU is usable, device memory that Python frameworks take without a copy.
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 #include "headrace/gpu/copy_rate.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/gpu/device.hpp"
+#include "headrace/gpu/grid_order.hpp"
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
 
@@ -22,6 +25,13 @@ using namespace nb::literals;
 
 namespace headrace::python {
 namespace {
+
+gpu::GridUnits grid_units(const std::array<std::uint64_t, 3>& dims, const std::array<std::uint64_t, 3>& unit) {
+  gpu::GridUnits g;
+  for (int axis = 0; axis < 3; ++axis) g.dims[axis] = dims[axis], g.unit[axis] = unit[axis];
+  for (int axis = 0; axis < 2; ++axis) g.units_across[axis] = unit[axis] ? (dims[axis] + unit[axis] - 1) / unit[axis] : 0;
+  return g;
+}
 
 // The GPU's primary context stays retained while the stream lives (no other owner may hold it).
 struct OwnStream {
@@ -53,7 +63,45 @@ void bind_gpu(nb::module_& m) {
              self->record(reinterpret_cast<gpu::CUstream>(stream));
            }, "device"_a, "stream"_a, "Records a new event on stream now.")
       .def("query", &gpu::Event::query, "True once the work before it has completed.")
+      .def("wait_on_stream", [](const gpu::Event& e, std::uintptr_t stream) {
+             gpu::check(gpu::require_driver().cuStreamWaitEvent(reinterpret_cast<gpu::CUstream>(stream), e.handle(), 0),
+                        "cuStreamWaitEvent");
+           }, "stream"_a, "Makes `stream` wait for the event without blocking the host.")
       .def("synchronize", &gpu::Event::synchronize, nb::call_guard<nb::gil_scoped_release>());
+
+  nb::class_<gpu::GridOrderKernel>(m, "GridOrderKernel",
+                                   "Puts a grid field stored in units (blocks, Hilbert partitions) into grid order on a GPU.")
+      .def(nb::init<int>(), "device"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("gather",
+           [](const gpu::GridOrderKernel& self, std::uintptr_t stored, std::uintptr_t natural, std::array<std::uint64_t, 3> dims,
+              std::array<std::uint64_t, 3> unit, std::uintptr_t local_order, std::uint32_t element_bytes, std::uintptr_t stream) {
+             self.gather(stored, natural, grid_units(dims, unit), local_order, element_bytes, reinterpret_cast<gpu::CUstream>(stream));
+           },
+           "stored"_a, "natural"_a, "dims"_a, "unit"_a, "local_order"_a, "element_bytes"_a, "stream"_a,
+           nb::call_guard<nb::gil_scoped_release>(),
+           "natural[p] = stored[its stored position] for each point p of a grid of dims (X, Y, Z) stored in units of unit "
+           "points (x fastest), each unit's points in the order local_order gives (a device address of unit_points uint32, "
+           "or 0: x fastest); element_bytes each; asynchronous on stream.");
+  m.def("gather_grid_order_host",
+        [](nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> stored,
+           nb::ndarray<std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> natural, std::array<std::uint64_t, 3> dims,
+           std::array<std::uint64_t, 3> unit, std::optional<nb::ndarray<const std::uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>> local_order,
+           std::uint32_t element_bytes) {
+          const gpu::GridUnits g = grid_units(dims, unit);
+          HEADRACE_EXPECT(natural.shape(0) == g.points() * element_bytes, UsageError,
+                          "gather_grid_order_host: natural holds " + std::to_string(natural.shape(0)) + " bytes, the grid " +
+                              std::to_string(g.points() * element_bytes));
+          HEADRACE_EXPECT(stored.shape(0) >= g.units_across[0] * g.units_across[1] * ((dims[2] + unit[2] - 1) / unit[2]) *
+                                                 g.unit_points() * element_bytes,
+                          UsageError, "gather_grid_order_host: stored holds fewer bytes than its units");
+          HEADRACE_EXPECT(!local_order || local_order->shape(0) == g.unit_points(), UsageError,
+                          "gather_grid_order_host: local_order needs one entry per point of a unit");
+          nb::gil_scoped_release release;
+          gpu::gather_grid_order_host(reinterpret_cast<const std::byte*>(stored.data()), reinterpret_cast<std::byte*>(natural.data()), g,
+                                      local_order ? local_order->data() : nullptr, element_bytes);
+        },
+        "stored"_a, "natural"_a, "dims"_a, "unit"_a, "local_order"_a.none(), "element_bytes"_a,
+        "The CPU twin of GridOrderKernel.gather over host bytes (the reference its GPU results are checked against).");
 
   nb::class_<gpu::DeviceBuffer>(m, "DeviceBuffer", "GPU memory owned by headrace (freed with the object).")
       .def("__init__", [](gpu::DeviceBuffer* self, int device, std::size_t size_bytes) {
@@ -71,6 +119,14 @@ void bind_gpu(nb::module_& m) {
              return nb::bytes(bytes.data(), bytes.size());
            }, "size"_a = nb::none(), "offset"_a = 0,
            "Copies `size` bytes from `offset` back to the host (default: to the end; synchronously; for checks).")
+      .def("copy_from_host", [](const gpu::DeviceBuffer& b, nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> bytes,
+                                std::size_t offset) {
+             HEADRACE_EXPECT(offset <= b.size_bytes() && bytes.shape(0) <= b.size_bytes() - offset, UsageError,
+                             "copy_from_host: " + std::to_string(bytes.shape(0)) + " bytes at " + std::to_string(offset) +
+                                 " outside a buffer of " + std::to_string(b.size_bytes()));
+             nb::gil_scoped_release release;
+             gpu::copy_to_device(b.pointer() + offset, bytes.data(), bytes.shape(0));
+           }, "bytes"_a, "offset"_a = 0, "Copies host bytes (uint8, 1-D) into the buffer at `offset`, synchronously (small tables).")
       .def("view", [](nb::handle self, const std::string& dtype, std::vector<std::size_t> shape, int device,
                       std::size_t offset, nb::handle owner) {
              const auto& b = nb::cast<const gpu::DeviceBuffer&>(self);

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any, Union
 import numpy as np
 
 from headrace import _ext
-from headrace.errors import CorruptIndexError, UsageError
+from headrace.errors import CorruptIndexError, OutOfRangeError, UsageError
 from headrace.grid_layouts import GridLayout, LinearLayout
 
 if TYPE_CHECKING:
     from headrace.dataset import Dataset
 
-__all__ = ["ChunkReader", "Region", "field_shape", "frame_index", "read", "read_chunks", "region_axes"]
+__all__ = ["ChunkReader", "Region", "field_shape", "frame_index", "grid_layout", "read", "read_chunks", "region_axes"]
 
 # A region: one index or slice (the first axis), or a tuple of them, one per axis from the first.
 Region = Union[int, slice, Sequence[Union[int, slice]]]
@@ -42,7 +42,7 @@ def frame_index(dataset: Dataset, frame: int) -> int:
         raise UsageError(f"frame {frame!r}: expected an integer frame index")
     if not -count <= frame < count:
         span = f"0 to {count - 1}, or -{count} to -1 from the end" if count else "none to read"
-        raise UsageError(f"frame {frame} out of range: {dataset.path} has {count} frames ({span})")
+        raise OutOfRangeError(f"frame {frame} out of range: {dataset.path} has {count} frames ({span})")
     return int(frame) % count
 
 
@@ -142,7 +142,7 @@ def _box(region: Region | None, target: _Target) -> _Box:
             bounds, drop = (start, max(start, stop)), False
         elif isinstance(item, (int, np.integer)) and not isinstance(item, bool):
             if not -size <= item < size:
-                raise UsageError(f"region {name} index {item} out of range for {size} {name} points"
+                raise OutOfRangeError(f"region {name} index {item} out of range for {size} {name} points"
                                  if target.layout is not None else f"region element {item} out of range for {size} "
                                  f"elements in frame {target.frame}")
             start = int(item) % size
@@ -172,6 +172,12 @@ def field_shape(dataset: Dataset, frame: int, field: str | None = None, *, regio
     """The shape :func:`read` returns, from the index alone."""
     target = _target(dataset, frame, field, stored_order)
     return _box(region, target).shape() + target.value_shape
+
+
+def grid_layout(dataset: Dataset, frame: int, field: str | None = None) -> GridLayout | None:
+    """The layout that gives this frame's field its grid shape (the layout its elements are stored in),
+    or None when the field reads as elements (no grid, another element count, an empty frame)."""
+    return _target(dataset, frame, field, False).layout
 
 
 def region_axes(dataset: Dataset, frame: int, field: str | None = None, *, stored_order: bool = False) -> tuple[int, ...]:

@@ -9,8 +9,9 @@ count from the end when negative. :meth:`Dataset.array`, :meth:`Dataset.to_dask`
 
 from __future__ import annotations
 
+import builtins
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,8 @@ from headrace.settings import io_settings
 
 if TYPE_CHECKING:
     from headrace.lazy import FieldArray
+    from headrace.stream import FrameStream
+    from headrace.volume import VolumeRenderer
 
 __all__ = ["Dataset", "Field", "Frame", "open"]
 
@@ -51,12 +54,22 @@ def _point(xyz: Sequence[float]) -> tuple[float, float, float]:
     return x, y, z
 
 
-class Dataset:
-    """An open container: the index was read once at open; data is read through a host I/O backend."""
+class Dataset(Mapping[str, "FieldArray"]):
+    """An open container: the index was read once at open; data is read through a host I/O backend.
+
+    A read-only mapping of field names to lazy arrays over every frame, as h5py, zarr and xarray users
+    expect: ``ds["density"]`` is ``ds.array("density")`` (shape ``(frames, *natural shape)``, nothing
+    read until indexed), ``"density" in ds``, ``len(ds)`` fields, ``list(ds)`` their names.
+    ``ds.fields`` describes them (dtype, components), ``ds.frames`` the time steps (index, time, box),
+    ``ds.attributes`` the file's metadata (``grid_dims``, ``layout``, units, ...).
+
+    Reading: :meth:`read` (one frame of a field, NumPy, natural shape), :meth:`array` (lazy, over frames),
+    :meth:`to_xarray` / :meth:`to_dask`, :meth:`stream` (frames into GPU or host memory, prefetched).
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
-        self._container = _ext.Container.open(self.path)
+        self._container = _open_container(self.path)
         self.fields = [Field(f.name, f.dtype, int(f.components)) for f in self._container.fields]
         self.frames = [
             Frame(i, f.time, (_point(f.bbox[0]), _point(f.bbox[1]))) for i, f in enumerate(self._container.frames)
@@ -64,6 +77,28 @@ class Dataset:
         self.attributes: dict[str, Any] = dict(self._container.attributes)
         self._backends: dict[tuple, Any] = {}
         self._chunk_readers: dict[tuple, ChunkReader] = {}
+
+    # ---- a read-only mapping of fields ----
+    def __getitem__(self, name: str) -> FieldArray:
+        """Field ``name`` over every frame, lazily (:meth:`array`); a KeyError naming the fields there are."""
+        if not isinstance(name, str):
+            raise KeyError(f"{self.path}: fields are named by strings ({', '.join(self)}), got {name!r}; "
+                           "frames are read with ds.read(frame, field) or ds[field][frame]")
+        self.field(name)
+        return self.array(name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([f.name for f in self.fields])
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __contains__(self, name: object) -> bool:
+        return any(f.name == name for f in self.fields)
+
+    # A mapping compares by its items; a Dataset is an open file, equal only to itself (and hashable).
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     @property
     def container(self) -> _ext.Container:
@@ -88,9 +123,11 @@ class Dataset:
         return self._container.raw_bytes
 
     def field(self, name: str) -> Field:
+        """The description of field ``name`` (an UnknownNameError, a KeyError, names the fields there are)."""
         return self.fields[self._container.field_index(name)]
 
     def element_count(self, frame: int, field: str) -> int:
+        """Elements of ``field`` in ``frame`` (grid points and padding, or particles), from the index."""
         return self._container.frame_field(frame_index(self, frame), self._container.field_index(field))[0]
 
     @cached_property
@@ -155,13 +192,20 @@ class Dataset:
         return to_xarray(self, fields, **read_options)
 
     def stream(self, fields: list[str] | None = None, *, device: int | str | None = None, prefetch: int = 3,
-               **options: Any) -> Any:
-        """A :class:`headrace.FrameStream` playing this dataset's frames into GPU ``device`` (or ``"cpu"``)."""
+               stored_order: bool = False, **options: Any) -> FrameStream:
+        """The frames played into GPU ``device`` (an ordinal) or host memory (``"cpu"``), ``prefetch`` in flight.
+
+        ``for frame in ds.stream(device=0): x = cupy.from_dlpack(frame["density"])``: each field of a
+        frame is a :class:`headrace.stream.FieldArray` (DLPack, CUDA array interface, NumPy) in
+        :meth:`read`'s natural shape: a grid ``(z, y, x)`` or ``(z, y, x, c)`` whatever its layout on disk
+        (a blocked or Hilbert layout is put in grid order as the frame is handed out), other fields ``(n, c)``.
+        ``stored_order=True``: every field as ``(n, c)`` elements exactly as stored (padding included).
+        ``options``: ``loop``, ``start``, ``frames``, ``engine`` and the I/O knobs of docs/settings.md."""
         from headrace.stream import FrameStream
 
-        return FrameStream(self, fields=fields, device=device, prefetch=prefetch, **options)
+        return FrameStream(self, fields=fields, device=device, prefetch=prefetch, stored_order=stored_order, **options)
 
-    def volume(self, field: str | None = None, **options: Any) -> Any:
+    def volume(self, field: str | None = None, **options: Any) -> VolumeRenderer:
         """A :class:`headrace.volume.VolumeRenderer` of a grid or AMR field of this file (options as there)."""
         from headrace.volume import VolumeRenderer
 
@@ -185,6 +229,39 @@ class Dataset:
         return f"Dataset({self.path!r}, frames={len(self.frames)}, fields=[{fields}])"
 
 
+_MAGIC = b"HEADRACE"  # a container's first bytes (docs/format.md, the superblock)
+
+
+def _open_container(path: str) -> _ext.Container:
+    """The native container; a file or folder of another format is an error saying how to convert it."""
+    convert = (f"if it holds data of another format (HDF5, NetCDF, zarr, VTK, .npy, raw, MMPLD, AMReX), convert it "
+               f"first: headrace convert {path} {os.path.splitext(os.path.basename(path.rstrip('/')))[0]}.hrc")
+    if os.path.isdir(path):
+        raise _ext.NotAFileError(f"{path}: a folder, not a headrace container (one .hrc file); {convert}")
+    try:
+        with builtins.open(path, "rb") as handle:
+            start = handle.read(len(_MAGIC))
+    except OSError:
+        start = _MAGIC  # the native open says what is wrong with it
+    if start != _MAGIC:
+        raise _ext.BadMagicError(f"{path}: offset 0: expected magic {_MAGIC.decode()!r}, found {start!r}: not a headrace "
+                                 f"container; {convert}")
+    return _ext.Container.open(path)
+
+
 def open(path: str | os.PathLike[str]) -> Dataset:  # noqa: A001  (headrace.open, like zarr.open)
-    """Opens a container, reading and validating its superblock and index."""
+    """Opens a headrace container (``.hrc``), reading and validating its superblock and index once.
+
+    ::
+
+        ds = headrace.open("v.hrc")
+        ds.fields, ds.frames, ds.attributes       # what it holds, from the index (nothing else is read)
+        last = ds.read(-1, "density")             # a frame as NumPy, natural shape (z, y, x) for a grid
+        series = ds["density"]                    # every frame, lazily: series[3, 10:20] reads planes 10..19
+        for frame in ds.stream(device=0): ...     # frames into GPU memory (or device="cpu"), prefetched
+
+    Other formats (HDF5, NetCDF, zarr, VTK, .npy, raw, MMPLD, AMReX) are converted once with
+    ``headrace convert SOURCE OUT.hrc``; opening one here is a BadMagicError that says so. Errors:
+    a missing file is a FileNotFoundError; a damaged one a BadDataError naming the file, the offset
+    and what was expected."""
     return Dataset(path)

@@ -6,6 +6,7 @@ nothing of headrace catches them as it would any other:
 | headrace | also a |
 |---|---|
 | ``UsageError`` (a bad argument) | ``ValueError`` |
+| ``OutOfRangeError`` (an index past the end: a frame, a grid point, an element) | ``IndexError`` (and ``ValueError``) |
 | ``UnknownNameError`` (a field that is not there) | ``KeyError`` |
 | ``SystemCallError`` (``errno``, ``strerror`` set) | ``OSError`` |
 | ``MissingFileError``, ``FileAccessError``, ``NotAFileError`` (kinds of ``FileOpenError``) | ``FileNotFoundError``, ``PermissionError``, ``IsADirectoryError`` |
@@ -43,9 +44,17 @@ from headrace._ext import (  # noqa: F401  (re-exported)
 
 SystemError = SystemCallError  # the CLI's name for failed system calls
 
+
+class OutOfRangeError(UsageError, IndexError):
+    """An index past the end of what it indexes (a frame, a grid point, an element, a field's frames).
+
+    An ``IndexError``, so ``for a in ds.array("x")`` and NumPy's sequence protocol stop where they
+    should, and still a ``UsageError`` (exit status 2 on the command line), as it was before."""
+
 __all__ = [
     "Error",
     "UsageError",
+    "OutOfRangeError",
     "UnknownNameError",
     "SystemCallError",
     "FileOpenError",

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from headrace.arrays import field_shape, frame_index, region_axes
-from headrace.errors import UsageError
+from headrace.errors import OutOfRangeError, UsageError
 
 if TYPE_CHECKING:
     from headrace.dataset import Dataset
@@ -43,7 +43,7 @@ def _cover(index: Any, size: int, axis: str) -> tuple[slice, Any]:
         return slice(low, high + 1), slice(steps[0] - low, None if end < 0 else end, steps.step)
     if isinstance(index, (int, np.integer)) and not isinstance(index, bool):
         if not -size <= index < size:
-            raise UsageError(f"index {index} out of range for {axis} of {size}")
+            raise OutOfRangeError(f"index {index} out of range for {axis} of {size}")
         return slice(int(index) % size, int(index) % size + 1), 0
     chosen = np.asarray(index)
     if chosen.size == 0:  # [] is float64 to NumPy, an empty selection to an index
@@ -106,6 +106,17 @@ class FieldArray:
 
     def __len__(self) -> int:
         return len(self.dataset.frames)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        """Each frame's array in turn (``array[0]``, ``array[1]``, ...), read as it is reached."""
+        for frame in range(len(self)):
+            yield self[frame]
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """Every frame read into one NumPy array (``numpy.asarray(ds.array("x"))``): ``shape`` must be one
+        shape (a UsageError says so for frames of different sizes)."""
+        values = self[...]
+        return values if dtype is None else values.astype(dtype, copy=False)
 
     def __repr__(self) -> str:
         return f"FieldArray({self.dataset.path!r}, {self.field!r}, frames={len(self)}, dtype={self.dtype})"

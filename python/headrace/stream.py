@@ -14,16 +14,27 @@ cost is one frame's read plus the prefetch, whatever the frame::
 
 The previous frame is released when the loop asks for the next one, unless released before.
 
+Each field of a frame has :meth:`headrace.Dataset.read`'s natural shape: a grid ``(z, y, x)`` or
+``(z, y, x, c)`` whatever its layout on disk, other fields ``(n, c)``. A grid stored in grid order (the
+``linear`` layout) is a view of the slot; one stored in blocks or Hilbert partitions is put into grid
+order when the field is first taken from the frame (on the GPU by a kernel on a stream of the
+stream's own, which the field's DLPack and CUDA-array-interface hand-offs wait for; on the host by the
+same map in C++). ``stored_order=True`` hands every field out as ``(n, c)`` elements exactly as stored
+(padding included), a view of the slot in every layout.
+
 Arrays taken from a frame (``numpy.asarray(frame[f])``, ``cupy.from_dlpack(frame[f])``, the CUDA array
-interface) are views of its slot, no copy. They can never show another frame's values:
+interface) are views of its slot (or of its grid-order buffer), no copy. NumPy arrays can never show
+another frame's values; GPU arrays can only after the caller said they may:
 
 - released by the loop (the next frame asked for, the stream closed) while an array taken from it is
   still alive, the frame keeps its buffers for as long as one such array lives, and the stream goes on
   with fresh ones (on the host, buffers whose arrays are gone are reused), so
   ``frames = [numpy.asarray(f["x"]) for f in ds.stream(device="cpu")]`` holds every frame's own values;
-- released by the caller (``frame.release()``, ``with frame:``), the caller says nothing reads its arrays
-  any more (past ``stream``, for GPU work): the slot is refilled at once, the zero-copy loop above, and
-  the frame's :class:`FieldArray` objects raise when touched after that.
+- released by the caller (``frame.release()``, ``with frame:``) on the host, the same: a NumPy array
+  taken before keeps the frame's buffers (and its values) for as long as it lives;
+- released by the caller on a GPU, the caller says nothing reads its arrays any more (past ``stream``,
+  for GPU work): the slot is refilled at once, the zero-copy loop above, and the frame's
+  :class:`FieldArray` objects raise when touched after that. (A NumPy array of GPU data is a copy.)
 
 The schedule (slots filled through the queue, a fence each, released, refilled, looked ahead) is the
 engine's slot stream (``engine/slot_stream.hpp``), the same one the renderer and the tracer use; this
@@ -38,13 +49,16 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from headrace import _ext
+from headrace.arrays import grid_layout
 from headrace.engine import Engine, shared_engine
+from headrace.errors import OutOfRangeError
+from headrace.grid_layouts import GridLayout, LinearLayout
 from headrace.queue import Fence, destination_of
 
 __all__ = ["FieldArray", "Frame", "FrameStats", "FrameStream"]
@@ -54,12 +68,13 @@ _DLPACK_CUDA = 2
 
 class _Lease:
     """Held by every array taken from a frame (and by its FieldArrays): while one lives, the frame's
-    buffers are not refilled by a release of the loop's. Holds the buffers, so they live as long."""
+    buffers are not refilled by a release of the loop's. Holds the buffers (the slot's, and its GPU
+    grid-order buffers), so they live as long."""
 
-    __slots__ = ("buffers", "__weakref__")
+    __slots__ = ("buffers", "natural", "__weakref__")
 
-    def __init__(self, buffers: dict[str, Any]) -> None:
-        self.buffers = buffers
+    def __init__(self, buffers: dict[str, Any], natural: dict[str, Any]) -> None:
+        self.buffers, self.natural = buffers, natural
 
 
 class _HostView:
@@ -71,12 +86,24 @@ class _HostView:
 
 
 class FieldArray:
-    """One field of a delivered frame, shape (elements, components): device memory that CuPy, PyTorch
+    """One field of a delivered frame, in its natural shape (or ``(n, c)``): device memory that CuPy, PyTorch
     and Numba take without a copy (``__dlpack__``, ``__cuda_array_interface__``), or a NumPy array."""
 
-    def __init__(self, frame: Frame, storage: Any, dtype: np.dtype, shape: tuple[int, ...], lease: _Lease) -> None:
-        # storage: a NumPy view (host) or the slot's DeviceBuffer (GPU), whose first bytes hold the field.
+    def __init__(self, frame: Frame, storage: Any, dtype: np.dtype, shape: tuple[int, ...], lease: _Lease,
+                 ready: Any = None) -> None:
+        # storage: a NumPy array (host) or a DeviceBuffer (GPU), whose first bytes hold the field.
+        # ready: the event after which GPU storage holds it (a grid put into grid order); None: the frame's fence.
         self._frame, self._storage, self.dtype, self.shape, self._lease = frame, storage, dtype, shape, lease
+        self._ready = ready
+
+    def _wait(self) -> None:
+        self._frame.wait() if self._ready is None else self._ready.synchronize()
+
+    def _wait_on_stream(self, stream: int) -> None:
+        self._frame.wait_on_stream(stream) if self._ready is None else self._ready.wait_on_stream(stream)
+
+    def _producer_stream(self) -> int:
+        return self._frame._stream._queue.copy_stream if self._ready is None else self._frame._stream._grid_stream().handle
 
     @property
     def on_gpu(self) -> bool:
@@ -92,7 +119,7 @@ class FieldArray:
         self._frame._check_readable()
         if not self.on_gpu:
             return np.asarray(_HostView(self._storage, self._lease))
-        self._frame.wait()
+        self._wait()
         raw = self._storage.to_host(self.nbytes)
         return np.frombuffer(raw, dtype=self.dtype).reshape(self.shape)
 
@@ -101,7 +128,7 @@ class FieldArray:
         if not self.on_gpu:
             raise AttributeError("host data: use __array__ or __dlpack__")
         self._frame._check_readable()  # a consumer keeps this object, and with it the lease
-        stream = self._frame._stream._queue.copy_stream
+        stream = self._producer_stream()
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self._storage.pointer, False),
                 "version": 3, "strides": None, "stream": stream or None}
 
@@ -113,9 +140,9 @@ class FieldArray:
         # DLPack's contract: the data must be ready on the consumer's stream (None: the legacy default
         # stream, CU_STREAM_LEGACY = 1; -1: the consumer will not sync, so the host waits).
         if stream == -1:
-            self._frame.wait()
+            self._wait()
         else:
-            self._frame.wait_on_stream(1 if stream is None else stream)
+            self._wait_on_stream(1 if stream is None else stream)
         # A fresh capsule each time (a DLPack capsule is consumed once), owning the frame's lease.
         return self._storage.view(self.dtype.name, list(self.shape), self._frame._stream._gpu(), owner=self._lease)
 
@@ -161,6 +188,38 @@ class _Slot:
     buffers: dict[str, Any]  # field -> DeviceBuffer or NumPy array, sized for the largest frame
     frame: int = -1
     fence: Fence | None = None
+    natural: dict[str, Any] = field(default_factory=dict)  # grid field -> its grid-order DeviceBuffer (GPU)
+
+
+class _GridOrder:
+    """How one grid field stored in units (blocks, Hilbert partitions) is put into grid order: the
+    layout's dims and unit, and the stored place of each point of a unit (None: x fastest), which the
+    GPU kernel reads from device memory (uploaded once)."""
+
+    def __init__(self, layout: GridLayout) -> None:
+        self.dims, self.unit = layout.dims, layout.unit
+        ux, uy, uz = layout.unit
+        z, y, x = np.meshgrid(np.arange(uz), np.arange(uy), np.arange(ux), indexing="ij")
+        local = layout.positions(z, y, x).ravel()  # the first unit's points, x fastest
+        self.local_order = None if np.array_equal(local, np.arange(local.size)) else local.astype(np.uint32)
+        self._device_order: Any = None
+
+    @property
+    def points(self) -> int:
+        return self.dims[0] * self.dims[1] * self.dims[2]
+
+    def gather_host(self, stored: np.ndarray, natural: np.ndarray) -> None:
+        """``natural`` (the grid's points, C order) from ``stored`` (the frame's elements)."""
+        element_bytes = natural.itemsize * (natural.size // self.points)
+        _ext.gather_grid_order_host(stored.reshape(-1).view(np.uint8), natural.reshape(-1).view(np.uint8), self.dims,
+                                    self.unit, self.local_order, element_bytes)
+
+    def gather_device(self, device: int, kernel: Any, stored: Any, natural: Any, element_bytes: int, stream: int) -> None:
+        if self.local_order is not None and self._device_order is None:
+            self._device_order = _ext.DeviceBuffer(device, self.local_order.nbytes)
+            self._device_order.copy_from_host(self.local_order.view(np.uint8))
+        order = 0 if self._device_order is None else self._device_order.pointer
+        kernel.gather(stored.pointer, natural.pointer, self.dims, self.unit, order, element_bytes, stream)
 
 
 class Frame:
@@ -171,7 +230,8 @@ class Frame:
         self.index = slot.frame
         self.time = stream._dataset.frames[slot.frame].time
         self._arrays: dict[str, FieldArray] = {}
-        self._lease: _Lease | None = _Lease(slot.buffers)
+        self._lease: _Lease | None = _Lease(slot.buffers, slot.natural)
+        self._gathers: list[Any] = []  # events of grid-order gathers still reading the slot
         self._kept: weakref.ref[_Lease] | None = None  # released by the loop while its arrays lived
         self.released = False
 
@@ -191,17 +251,14 @@ class Frame:
                                   "arrays you keep before releasing it, or copy them)")
 
     def __getitem__(self, name: str) -> FieldArray:
+        """Field ``name`` of the frame in its natural shape (or stored order: see the module docstring)."""
         self._check_readable()
         lease = self._held_lease()
         assert lease is not None
         if name not in self._arrays:
             if name not in lease.buffers:
                 raise _ext.UnknownNameError(f"field {name!r} is not streamed (fields: {', '.join(lease.buffers)})")
-            info = self._stream._dataset.field(name)
-            shape = (self._stream._dataset.element_count(self.index, name), info.components)
-            buffer = lease.buffers[name]
-            storage = buffer[: shape[0] * shape[1]].reshape(shape) if isinstance(buffer, np.ndarray) else buffer
-            self._arrays[name] = FieldArray(self, storage, np.dtype(info.dtype), shape, lease)
+            self._arrays[name] = self._stream._field_array(self, name, lease)
         return self._arrays[name]
 
     @property
@@ -247,6 +304,8 @@ class FrameStream:
     """Plays frames of a dataset through an engine's queue; see the module docstring.
 
     ``frames``: the frames to play, in order (default: every frame from ``start``), ``loop`` times.
+    ``stored_order``: hand every field out as ``(n, c)`` elements as stored (default: grids in their
+    natural ``(z, y, x[, c])`` shape, put into grid order when stored in blocks or Hilbert partitions).
     ``engine``: the :class:`headrace.Engine` to use; by default the process's engine for ``device`` and
     ``options`` (a :class:`headrace.QueueOptions`) and/or options and I/O knobs by name (``backend``,
     ``cache_policy``, ``pin_files``, ``staging_bytes``, ``decode_on``, ``queue_depth``, ...:
@@ -254,12 +313,16 @@ class FrameStream:
 
     def __init__(self, dataset: Any, *, fields: Sequence[str] | None = None, device: int | str | None = None,
                  prefetch: int = 3, loop: int = 1, start: int = 0, frames: Sequence[int] | None = None,
-                 engine: Engine | None = None, options: Any = None, **named: Any) -> None:
+                 engine: Engine | None = None, options: Any = None, stored_order: bool = False, **named: Any) -> None:
         if prefetch < 1:
             raise _ext.UsageError(f"prefetch must be at least 1, got {prefetch}")
         if loop < 1:
             raise _ext.UsageError(f"loop must be at least 1, got {loop}")
         self._dataset = dataset
+        self.stored_order = bool(stored_order)
+        self._grid_orders: dict[str, _GridOrder] = {}
+        self._grid_kernel: Any = None
+        self._grid_cuda_stream: Any = None
         self.fields = list(fields) if fields else [f.name for f in dataset.fields]
         for name in self.fields:
             dataset.field(name)  # UsageError naming the fields there are
@@ -296,6 +359,48 @@ class FrameStream:
             buffer = self._engine.slot_buffer(size)
             buffers[name] = buffer[:size].view(info.dtype) if self.device is None else buffer
         return buffers
+
+    def _field_array(self, frame: Frame, name: str, lease: _Lease) -> FieldArray:
+        """Field ``name`` of ``frame``: (n, c) elements, or a grid's natural shape (a view of the slot for
+        grid order, else put into grid order here)."""
+        dataset = self._dataset
+        info = dataset.field(name)
+        dtype, components = np.dtype(info.dtype), info.components
+        elements = dataset.element_count(frame.index, name)
+        buffer = lease.buffers[name]
+        on_host = isinstance(buffer, np.ndarray)
+        layout = None if self.stored_order else grid_layout(dataset, frame.index, name)
+        if layout is None or isinstance(layout, LinearLayout):
+            nx, ny, nz = layout.dims if layout is not None else (0, 0, 0)
+            shape = (elements, components) if layout is None else (nz, ny, nx) + (() if components == 1 else (components,))
+            storage = buffer[: elements * components].reshape(shape) if on_host else buffer
+            return FieldArray(frame, storage, dtype, shape, lease)
+        nx, ny, nz = layout.dims
+        shape = (nz, ny, nx) + (() if components == 1 else (components,))
+        order = self._grid_orders.get(name)
+        if order is None:
+            order = self._grid_orders[name] = _GridOrder(layout)
+        if on_host:
+            natural = np.empty(shape, dtype)
+            order.gather_host(buffer[: elements * components], natural)
+            return FieldArray(frame, natural, dtype, shape, lease)
+        element_bytes = components * dtype.itemsize
+        if name not in lease.natural:
+            lease.natural[name] = self._engine.slot_buffer(order.points * element_bytes)
+        stream = self._grid_stream()
+        if self._grid_kernel is None:
+            self._grid_kernel = _ext.GridOrderKernel(self._gpu())
+        frame.wait_on_stream(stream.handle)  # the stored elements are in place
+        order.gather_device(self._gpu(), self._grid_kernel, buffer, lease.natural[name], element_bytes, stream.handle)
+        ready = _ext.Event(self._gpu(), stream.handle)
+        frame._gathers.append(ready)
+        return FieldArray(frame, lease.natural[name], dtype, shape, lease, ready=ready)
+
+    def _grid_stream(self) -> Any:
+        """The CUDA stream grid-order gathers run on (made on first use)."""
+        if self._grid_cuda_stream is None:
+            self._grid_cuda_stream = _ext.CudaStream(self._gpu())
+        return self._grid_cuda_stream
 
     def _gpu(self) -> int:
         """The GPU ordinal of a stream into GPU memory (its FieldArrays' device)."""
@@ -335,20 +440,26 @@ class FrameStream:
         frames = len(self._dataset.frames)
         for frame in order:
             if not 0 <= frame < frames:
-                raise _ext.UsageError(f"frame {frame} out of range ({frames} frames)")
+                raise OutOfRangeError(f"frame {frame} out of range: {self._dataset.path} has {frames} frames")
 
     def _release(self, frame: Frame, stream: int | None, by_caller: bool) -> None:
         frame.released = True
         frame._arrays.clear()  # its own FieldArrays hold the lease too
+        for gather in frame._gathers:  # grid-order gathers read the slot: done before it is refilled
+            gather.synchronize()
+        frame._gathers.clear()
         lease, frame._lease = frame._lease, None
         alive = weakref.ref(lease) if lease is not None else None
         del lease
         slot = frame._slot
-        if not by_caller and alive is not None and (held := alive()) is not None:
-            # Arrays taken from the frame outlive it: they keep its buffers, the slot goes on with others.
+        # A GPU frame released by the caller is refilled at once (the zero-copy loop); otherwise arrays
+        # taken from the frame that outlive it keep its buffers, and the slot goes on with others.
+        keeps = not by_caller or self.device is None
+        if keeps and alive is not None and (held := alive()) is not None:
             frame._kept = alive
             if self.device is None:
                 weakref.finalize(held, self._spares.append, slot.buffers)
+            slot.natural = {}
             slot.buffers = self._spares.pop() if self._spares else self._allocate()
             self._native.rebind(slot.index, [destination_of(slot.buffers[name])[0] for name in self.fields])
             self.kept_frames += 1
@@ -395,7 +506,7 @@ class FrameStream:
             self._current = None  # the frame and its stream refer to each other
         self._native.stop()
         slots, self._slots = self._slots, []
-        buffers = [slot.buffers for slot in slots] + self._spares
+        buffers = [slot.buffers for slot in slots] + [slot.natural for slot in slots] + self._spares
         self._spares = []
         self._engine.keep_slot_buffers([_root(b) for held in buffers for b in held.values()])
 
