@@ -44,7 +44,7 @@ def assert_frames(path: Path, expected, field: str | None = None) -> None:
 # ---- 1. time series stored as one array -----------------------------------------------------------
 
 
-def test_a_t_z_y_x_npy_is_frames_of_a_grid_and_exports_those_grids_to_vtk(tmp_path):
+def test_a_t_z_y_x_npy_is_frames_of_a_grid_and_exports_those_grids_to_vtk(tmp_path, capsys):
     vtk = pytest.importorskip("vtkmodules.vtkIOXML", reason="the export check reads .vti files with vtk")
     from vtkmodules.util.numpy_support import vtk_to_numpy
 
@@ -54,6 +54,8 @@ def test_a_t_z_y_x_npy_is_frames_of_a_grid_and_exports_those_grids_to_vtk(tmp_pa
 
     assert main(["convert", str(tmp_path / "run.npy"), str(output)]) == 0
 
+    said = capsys.readouterr().err  # the rule's choice, and the option that reads it otherwise, once
+    assert said.count("shape (100, 6, 7, 8) read as 100 frames of a 8 x 7 x 6 grid") == 1 and "--components 8" in said
     ds = headrace.open(output)
     assert len(ds.frames) == 100 and [(f.name, f.components) for f in ds.fields] == [("run", 1)]
     assert list(ds.attributes["grid_dims"]) == [8, 7, 6]

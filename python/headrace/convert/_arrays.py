@@ -190,12 +190,16 @@ def ambiguous_text(shape: tuple[int, ...], path: os.PathLike | str, label: str) 
 
 
 def resolve_layouts(shapes: Mapping[str, Sequence[int]], path: os.PathLike | str, *, time_axis: int | None = None,
-                    components: int | None = None,
-                    names: Mapping[str, Sequence[str | None] | None] | None = None) -> dict[str, ArrayLayout]:
+                    components: int | None = None, names: Mapping[str, Sequence[str | None] | None] | None = None,
+                    say: bool = True) -> dict[str, ArrayLayout]:
     """:func:`array_layout` of arrays converted together (keyed by label): an ambiguous 4-D array is
     settled by another one's grid (``(Z, Y, X)`` equal to its first three axes: components; to its last
-    three: time), else the ambiguity is the error."""
+    three: time), else the ambiguity is the error. With ``say``, a 4-D array the shape rule alone made a
+    time series is said once (a :class:`ConversionNote` naming ``--components``)."""
+    import warnings
+
     from headrace import errors
+    from headrace.convert.source import ConversionNote
 
     layouts: dict[str, ArrayLayout] = {}
     pending: list[str] = []
@@ -217,6 +221,14 @@ def resolve_layouts(shapes: Mapping[str, Sequence[int]], path: os.PathLike | str
             layouts[label] = array_layout(shape, path, label, time_axis=0)
         else:
             raise errors.UsageError(ambiguous_text(shape, path, label))
+    by_rule = [label for label in shapes if label not in pending and len(shapes[label]) == 4
+               and layouts[label].time_axis == 0 and time_axis is None and components is None
+               and not any(is_time_name(name) for name in (names or {}).get(label) or ())]
+    if say and by_rule:
+        z, y, x, c = (int(n) for n in shapes[by_rule[0]])
+        warnings.warn(ConversionNote(f"{_where(path, by_rule[0])}: shape {(z, y, x, c)} read as {z} frames of a "
+                                     f"{c} x {x} x {y} grid (t, Z, Y, X); --components {c} reads it as one grid of "
+                                     f"{c} components"), stacklevel=5)
     return {label: layouts[label] for label in shapes}
 
 

@@ -39,7 +39,7 @@ class DateClock:
 
     units: str | None  # None: datetime64 values
     calendar: str
-    first: float  # the first frame's value in ``units`` (datetime64: nanoseconds since 1970)
+    first: float | int  # the first frame's value in ``units`` (datetime64: nanoseconds since 1970, an integer)
     unit_seconds: float
     origin: str
 
@@ -51,9 +51,9 @@ class DateClock:
     def seconds(self, values: np.ndarray, units: str | None = None) -> list[float]:
         """``values`` (in ``units``, else this clock's; or ``datetime64``) as seconds since the origin."""
         values = np.asarray(values)
-        if values.dtype.kind == "M":
-            nanoseconds = values.astype("datetime64[ns]").astype(np.int64).astype(np.float64)
-            return [float(v) for v in (nanoseconds - self.first) * 1e-9]
+        if values.dtype.kind == "M":  # exact nanosecond differences first, then seconds
+            nanoseconds = values.astype("datetime64[ns]").astype(np.int64).reshape(-1) - int(self.first)
+            return [float(v) * 1e-9 for v in nanoseconds]
         numbers = values.astype(np.float64).reshape(-1)
         if units is not None and units != self.units:
             numbers = _convert(numbers, units, self.units or "", self.calendar)
@@ -68,7 +68,7 @@ def date_clock(values: np.ndarray, units: object = None, calendar: object = None
         return None
     if values.dtype.kind == "M":
         first = values.reshape(-1)[0].astype("datetime64[ns]")
-        return DateClock(None, "proleptic_gregorian", float(first.astype(np.int64)), 1e-9,
+        return DateClock(None, "proleptic_gregorian", int(first.astype(np.int64)), 1e-9,
                          str(first.astype("datetime64[s]")) if first.astype(np.int64) % 10**9 == 0 else str(first))
     if values.dtype.kind not in "iuf" or not isinstance(units, str):
         return None

@@ -414,7 +414,8 @@ def open_hdf5(paths: Sequence[os.PathLike | str], *, dataset: str | Sequence[str
             times = _root_time(file)
             layouts = _arrays.resolve_layouts({f"dataset {hit}": file[hit].shape for hit in every}, path,
                                               time_axis=time_axis, components=components,
-                                              names={f"dataset {hit}": _axis_names(file[hit], times) for hit in every})
+                                              names={f"dataset {hit}": _axis_names(file[hit], times) for hit in every},
+                                              say=path == files[0])
             counts = []
             for (_, pattern), refs, hits in zip(parsed, matched, hits_of):
                 found = [ref for hit in hits for ref in _dataset_refs(path, file[hit], layouts[f"dataset {hit}"])]

@@ -127,7 +127,8 @@ class NpySource:
         if grid is not None:
             grid_attributes, self._bbox = _arrays.grid_attributes(grid)
             self.attributes.update(grid_attributes)
-        # The array last loaded (an .npz member is decompressed once for all its steps).
+        # The .npz member last decompressed (once for all its steps); a .npy is mapped afresh for each frame,
+        # so the pages a frame touched leave the process with it.
         self._loaded: tuple[_ArrayRef, np.ndarray] | None = None
 
     def frames(self) -> Iterator[SourceFrame]:
@@ -139,8 +140,13 @@ class NpySource:
 
     def _pieces(self, frame: dict[str, _FramePart]) -> Iterator[Piece]:
         for name, part in frame.items():
+            if part.ref.member is None:
+                array = part.ref.load()
+                yield from part.pieces(name, array)
+                del array
+                continue
             if self._loaded is None or self._loaded[0] != part.ref:
-                self._loaded = None  # the earlier array goes before the next one is read
+                self._loaded = None  # the earlier member goes before the next one is read
                 self._loaded = (part.ref, part.ref.load())
             yield from part.pieces(name, self._loaded[1])
 
@@ -175,19 +181,21 @@ def open_npy(paths: Sequence[os.PathLike | str], *, field: str | None = None, ti
             raise errors.UsageError("--field does not apply to several .npz files (member names are the fields)")
         groups = [_read_npz(path) for path in files]
         groups = [{key: group[key] for key in sorted(group, key=natural_key)} for group in groups]
-    frames = [frame for group in groups for frame in _group_frames(group, time_axis, components)]
+    frames = [frame for index, group in enumerate(groups)
+              for frame in _group_frames(group, time_axis, components, say=index == 0)]
     fields = _check_frames(frames)
     return NpySource(files[0], fields, frames)
 
 
-def _group_frames(group: dict[str, _ArrayRef], time_axis: int | None,
-                  components: int | None) -> list[dict[str, _FramePart]]:
-    """The frames one file (or archive, or member) gives: one, or one per step along its time axis."""
+def _group_frames(group: dict[str, _ArrayRef], time_axis: int | None, components: int | None,
+                  say: bool) -> list[dict[str, _FramePart]]:
+    """The frames one file (or archive, or member) gives: one, or one per step along its time axis;
+    ``say``: a time axis taken by the shape rule is said (for the first file only)."""
     from headrace import errors
 
     first = next(iter(group.values()))
     layouts = _arrays.resolve_layouts({ref.label: ref.shape for ref in group.values()}, first.path,
-                                      time_axis=time_axis, components=components)
+                                      time_axis=time_axis, components=components, say=say)
     steps = {ref.label: layouts[ref.label].steps for ref in group.values()}
     if len(set(steps.values())) > 1:
         listed = ", ".join(f"{label} ({count})" for label, count in steps.items())
