@@ -10,6 +10,12 @@ drawn once it has arrived (seed 000's algorithms 1 and 2); the image does not de
 ``device=0`` draws with the CUDA kernels, ``device="cpu"`` with the CPU reference renderer they are
 checked against. ``method`` is one of seed 000's streaming methods on Linux (:data:`METHODS`).
 
+Any other point set (positions in a field of 3 components or in fields x, y, z, of any type; radius and
+colour from fields or defaults; colour by any field: :mod:`headrace.points`) is read frame by frame,
+packed into those records on the host and drawn by :class:`PointSetRenderer`; :func:`render_frame` and
+:func:`render_streamed` pick it for a file without the ``particles`` record. Frames may be negative,
+counting from the end (``-1`` is the last).
+
 Cameras: ``orbit:AZ,EL[,DIST]`` (degrees around the y axis and above the xz plane, around the frame's
 bounding-box centre; the distance defaults to 1.3 bounding-box diagonals) or
 ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]`` (up defaults to +y).
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,10 +34,10 @@ import numpy as np
 
 from headrace import _ext
 from headrace._files import replacing
-from headrace.errors import UnavailableError, UsageError
+from headrace.errors import OutOfRangeError, UnavailableError, UsageError
 
-__all__ = ["METHODS", "GPU_METHODS", "method_codec", "StreamingRenderer", "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image",
-           "write_animation"]
+__all__ = ["METHODS", "GPU_METHODS", "method_codec", "StreamingRenderer", "PointSetRenderer", "draws_point_set", "frame_of",
+           "render_frame", "render_streamed", "render_particles", "parse_camera", "write_image", "write_animation"]
 
 
 def parse_camera(spec: str, bbox: Sequence[Sequence[float]]) -> dict[str, Any]:
@@ -130,7 +137,18 @@ def view_box(ds: Any, frame: int, field: str) -> tuple[tuple[float, ...], tuple[
     return (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)
 
 
+def frame_of(ds: Any, frame: int) -> int:
+    """``frame`` as an index from 0, negative ones counting from the end (-1: the last) as
+    :meth:`headrace.Dataset.read` does; OutOfRangeError (a UsageError) naming the frames there are."""
+    count = len(ds.frames)
+    if not -count <= frame < count:
+        span = f"0 to {count - 1}, or -{count} to -1 from the end" if count else "none"
+        raise OutOfRangeError(f"{ds.path}: no frame {frame} ({count} frames: {span})")
+    return int(frame) % count
+
+
 def _expect_frame(ds: Any, frame: int) -> None:
+    """A frame index from 0 (the many-rank renderers take no negative ones)."""
     if not 0 <= frame < len(ds.frames):
         raise UsageError(f"{ds.path}: no frame {frame} ({len(ds.frames)} frames)")
 
@@ -172,7 +190,7 @@ class StreamingRenderer:
                                              decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
         self.queue = self.engine.queue
         self.file = self.engine.add_file(ds.path)
-        _expect_frame(ds, camera_frame)
+        camera_frame = frame_of(ds, camera_frame)
         # One camera for the series, framed on one frame's box.
         view = _camera(width, height, fov, **parse_camera(camera, view_box(ds, camera_frame, field)))
         self._renderer = _ext.FrameRenderer(view, _packed(background), self.ordinal, int(threads))
@@ -182,9 +200,9 @@ class StreamingRenderer:
         ``next_frame``: the frame the next call renders (a series): its first batches are loaded while this
         frame is drawn, within this frame's time (``loaded_ahead`` of the next call's stats)."""
         ds = self.dataset
-        _expect_frame(ds, frame)
+        frame = frame_of(ds, frame)
         if next_frame is not None:
-            _expect_frame(ds, next_frame)
+            next_frame = frame_of(ds, next_frame)
         native_queue = self.queue._native
         if native_queue is None:  # the engine was closed (release_engines)
             raise UsageError(f"{ds.path}: the renderer's engine was released; make a new renderer")
@@ -200,13 +218,89 @@ class StreamingRenderer:
         return self.queue.describe()
 
 
+class PointSetRenderer:
+    """Any point set of a file (:mod:`headrace.points`: positions of any type, radius and colour from
+    fields or defaults, colour by any field) drawn as sphere glyphs: each frame's fields are read on the
+    host, packed into the renderer's records and drawn by the CPU reference (``device="cpu"``) or, copied
+    into GPU memory (:func:`headrace.points.upload`), by the CUDA kernels (``device=0``), which draw the
+    same records into the same image. Camera and image options as for :class:`StreamingRenderer`;
+    ``positions``, ``radius``, ``colour``, ``colour_by``, ``colour_map``, ``colour_range`` as for
+    :class:`headrace.points.PointSet` (:attr:`points`, whose ``describe()`` says what was chosen)."""
+
+    def __init__(self, source: Any, *, device: int | str | None = "cpu", camera: str = "orbit:30,20",
+                 width: int = 1024, height: int = 768, fov: float = 45.0, background: Sequence[int] = (0, 0, 0),
+                 threads: int = 0, camera_frame: int = 0, **point_options: Any) -> None:
+        import headrace
+        from headrace.points import PointSet
+
+        self.dataset = ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
+        self.ordinal = -1 if device in (None, "cpu") else int(device)
+        self.points = PointSet(ds, camera_frame=frame_of(ds, camera_frame), **point_options)
+        view = _camera(width, height, fov, **parse_camera(camera, self.points.home_box))
+        self._renderer = _ext.FrameRenderer(view, _packed(background), self.ordinal, int(threads))
+        look = self.points.look()
+        if look:
+            self._renderer.set_look(**look)
+        self._renderer.clear()
+        self._image = self._renderer.image()
+
+    def render(self, frame: int) -> dict[str, Any]:
+        """Reads frame ``frame`` (negative: from the end) and draws it: its statistics (seconds, read
+        seconds, draw seconds, points, device)."""
+        from headrace.points import upload
+
+        frame = frame_of(self.dataset, frame)
+        start = time.perf_counter()
+        records, scalars = self.points.pack(self.points.read(frame))
+        read = time.perf_counter()
+        renderer = self._renderer
+        renderer.clear()
+        if self.ordinal < 0:
+            renderer.draw_host(records, 0, scalars)
+        elif len(records):
+            buffer, addresses = upload([records] if scalars is None else [records, scalars], self.ordinal)
+            renderer.draw_device(addresses[0], len(records), 0, 0, addresses[1] if scalars is not None else 0)
+        self._image = renderer.image()  # once the draw is done (a GPU's buffer is freed after it)
+        done = time.perf_counter()
+        return {"seconds": done - start, "read_seconds": read - start, "draw_seconds": done - read,
+                "points": len(records), "device": "cpu" if self.ordinal < 0 else self.ordinal}
+
+    def image(self) -> np.ndarray:
+        """The last frame's image (the background before the first)."""
+        return self._image
+
+
+POINT_OPTIONS = ("positions", "radius", "colour", "colour_by", "colour_map", "colour_range")
+
+
+def draws_point_set(ds: Any, field: str | None = None, **point_options: Any) -> bool:
+    """Whether a particle file is drawn as a point set (:class:`PointSetRenderer`): a point option is given,
+    or the field to draw (default ``particles``) is not the renderer's record; else it streams
+    (:class:`StreamingRenderer`)."""
+    from headrace.points import RECORD_FIELD, is_particle_record
+
+    return any(point_options.get(name) is not None for name in POINT_OPTIONS) or not is_particle_record(
+        ds, field or RECORD_FIELD)
+
+
 def render_streamed(source: Any, frame: int = 0, **options: Any) -> tuple[np.ndarray, dict[str, Any]]:
     """One frame streamed from the file and drawn batch by batch (seed 000's algorithms 1 and 2): the image
     and the frame's statistics (seconds, draw seconds, per-batch draw seconds, batches, particles, stored
-    bytes, segment waits). Options as for :class:`StreamingRenderer`; the camera is framed on this frame."""
+    bytes, segment waits). Options as for :class:`StreamingRenderer`; the camera is framed on this frame.
+    A point set (:func:`draws_point_set`: no ``particles`` record, or a point option given) is drawn by
+    :class:`PointSetRenderer` instead, with its options."""
     import headrace
 
     ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
+    if draws_point_set(ds, options.get("field"), **{k: v for k, v in options.items() if k in POINT_OPTIONS}):
+        streaming = [name for name in ("method", "batch", "segments", "field") if name in options]
+        if streaming:
+            raise UsageError(f"{', '.join(streaming)}: options of the streamed particles record; {ds.path} is drawn "
+                             "as a point set from its fields")
+        points = PointSetRenderer(ds, camera_frame=frame, **options)
+        stats = points.render(frame)
+        stats["describe"] = points.points.describe()
+        return points.image(), stats
     renderer = StreamingRenderer(ds, camera_frame=frame, **options)  # which says if there is no such frame
     stats = renderer.render(frame)
     stats["describe"] = renderer.describe()

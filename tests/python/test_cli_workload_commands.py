@@ -219,7 +219,7 @@ def test_render_values_out_of_range_are_usage_errors(particle_file, tmp_path, ca
 def test_render_checks_its_outputs_before_drawing(particle_file, tmp_path, capsys):
     (tmp_path / "folder").mkdir()
     for arguments, said in ((["--frame", "0", "--out", str(tmp_path / "folder")], "--out"),
-                            (["--frame", "0", "--out", str(tmp_path / "missing" / "f.png")], "--out"),
+                            (["--frame", "0", "--out", str(particle_file / "f.png")], "--out"),  # a file in the way
                             (["--frame", "0", "--out", str(tmp_path / "f.png"), "--video", str(tmp_path / "v.gif")], "--video"),
                             (["--frames", "0:2", "--out", str(particle_file)], "--out"),
                             (["--frames", "0:2", "--out", str(tmp_path / "frames"), "--fps", "5"], "--fps"),

@@ -1,36 +1,54 @@
 """``headrace render FILE --frame I --out IMG.png`` or ``--frames A:B --out DIR/ [--video OUT.gif]``:
-particle frames drawn as sphere glyphs (seed 000, section 3), or a volume or AMR field ray-marched
-(seed 003; ``--mode dvr|iso``, ``--tf``, ``--opacity``, ``--range``, ``--iso``: docs/volume.md).
+images of a file's frames: its points drawn as shaded spheres, or a volume or AMR field ray-marched
+(``--mode dvr|iso``, ``--tf``, ``--opacity``, ``--range``, ``--iso``: docs/volume.md).
 
-Every particle (x, y, z, radius, r, g, b, a) is a ray-cast sphere with a correct depth and headlight
-shading. The frame streams through the engine's queue batch by batch (``--batch`` particles, whole
-chunks) into ``--segments`` segments, each batch drawn as soon as it has arrived (seed 000's algorithms
-1 and 2), by a ``--method`` of seed 000 on Linux: vram, ram, ram-pinned, mmap-all, mmap-segment, mmap-batch,
-pread, direct, uring-naive, uring-batched, cufile, compressed-lz4|zstd|gdeflate|chain (the last for a file of
-codec chains, ``headrace compress``). ``--device 0`` draws
-with the CUDA kernels; ``--device cpu`` with the CPU reference renderer they are checked against (the
-default where there is no GPU, said once). Cameras: ``orbit:AZ,EL[,DIST]`` around the frame's bounding
-box, or ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``. Images are written through a temporary file and
-renamed; ``--video`` writes an animated GIF or WebP, or an MP4 where imageio and ffmpeg are installed.
+Points: any point set a file holds (docs/particles.md). Positions are a field of 3 components named
+position, positions, points, xyz or coordinates, or fields x, y and z (any number type; ``--positions``
+names another); the radius is ``--radius VALUE|FIELD`` (default: a field named radius, else a size from
+the first frame's box and point count, said); the colour ``--colour R,G,B|FIELD`` (default: a field named
+colour or rgb, else light grey), or ``--colour-by FIELD`` (``FIELD:K``, ``FIELD:magnitude``) through
+``--colour-map`` over ``--colour-range``. Each frame's fields are read and packed into spheres, then drawn.
+
+A file with the renderer's own record (``particles``: x, y, z, radius, r, g, b, a in float32, as
+``headrace generate particles`` and MMPLD conversions write it) streams instead: each frame through the
+engine's queue batch by batch (``--batch`` particles, whole chunks) into ``--segments`` segments, each
+batch drawn as soon as it has arrived, by a ``--method``: vram, ram, ram-pinned, mmap-all, mmap-segment,
+mmap-batch, pread, direct, uring-naive, uring-batched, cufile, compressed-lz4|zstd|gdeflate|chain (the last
+for a file of codec chains, ``headrace compress``).
+
+``--device 0`` draws with the CUDA kernels; ``--device cpu`` with the CPU reference renderer they are
+checked against (the default where there is no GPU, said once). Cameras: ``orbit:AZ,EL[,DIST]`` around the
+frame's bounding box, or ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``. ``--frame -1`` is the last frame. Images
+are written through a temporary file and renamed, into their folder, which is made if missing (for
+``--frame``, ``--frames`` and ``--video`` alike); ``--video`` writes an animated GIF or WebP, or an MP4 where
+imageio and ffmpeg are installed. Where this comes from: the streaming renderer is seed 000's (section 3,
+algorithms 1 and 2), the volume renderer seed 003's.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
+import re
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from headrace.cli._arguments import Bounded, Device, Integer, Name, OutputFile, Real
+from headrace.cli._arguments import Bounded, Device, Integer, Name, Real
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._budget import Budget, add_budget_argument
-from headrace.cli._volume_options import add_volume_arguments, volume_only_options, volume_options
+from headrace.cli._volume_options import ValueRange, add_volume_arguments, volume_only_options, volume_options
 from headrace.errors import UsageError
 
-__all__ = ["register", "run", "parse_frames", "Camera", "Colour", "FrameRange"]
+__all__ = ["register", "run", "parse_frames", "Camera", "Colour", "FrameRange", "RadiusOption", "ColourOption",
+           "ColourSource", "ImageOutput"]
 
 MOST_FRAME = (1 << 32) - 1  # a container numbers its frames with 32 bits
 MOST_PIXELS_A_SIDE = 16384
+FIELD_NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"  # a field named on the command line (a number is a value)
+IMAGE_SUFFIXES = (".png", ".webp", ".gif", ".tif", ".tiff")
 
 
 def _finite(words: list[str]) -> list[float]:
@@ -121,18 +139,139 @@ class FrameRange(Bounded[tuple]):
         return ["0:8", "2:", ":3"]
 
 
+class RadiusOption(Bounded[object]):
+    """--radius: a number above 0 (every point's radius) or the name of a field of one number a point."""
+
+    least = most = None
+
+    def describe(self) -> str:
+        return "a number above 0, in the positions' units, or a field of one number a point"
+
+    def parse(self, text: str) -> float | str:
+        try:
+            value = float(text)
+        except ValueError:
+            if re.fullmatch(FIELD_NAME, text) is None:
+                raise self.fail(text) from None
+            return text
+        if not (math.isfinite(value) and value > 0):
+            raise self.fail(text)
+        return value
+
+    def bad_examples(self) -> list[str]:
+        return ["", "0", "-1", "nan", "inf", "bad name!"]
+
+    def good_examples(self) -> list[str]:
+        return ["0.01", "radius", "r_1"]
+
+
+class ColourOption(Bounded[object]):
+    """--colour: ``R,G,B`` or ``R,G,B,A`` (each 0 to 1; every point's colour) or an RGB or RGBA field's name."""
+
+    least, most = 0, 1
+
+    def describe(self) -> str:
+        return "R,G,B or R,G,B,A, each from 0 to 1, or a field of 3 or 4 numbers a point (RGB, RGBA)"
+
+    def parse(self, text: str) -> tuple[float, ...] | str:
+        if re.fullmatch(FIELD_NAME, text):
+            return text
+        try:
+            values = _finite(text.split(","))
+        except ValueError:
+            raise self.fail(text) from None
+        if len(values) not in (3, 4) or not all(0 <= v <= 1 for v in values):
+            raise self.fail(text)
+        return tuple(values)
+
+    def bad_examples(self) -> list[str]:
+        return ["", "1,0", "2,0,0", "-1", "0,0,nan", "1,1,1,1,1", "bad name!"]
+
+    def good_examples(self) -> list[str]:
+        return ["1,0.5,0", "0,0,1,0.5", "rgba"]
+
+
+class ColourSource(Bounded[str]):
+    """--colour-by: ``FIELD`` (one number a point), ``FIELD:K`` (component K) or ``FIELD:magnitude``."""
+
+    least = most = None
+
+    def describe(self) -> str:
+        return "FIELD, FIELD:K (its component K, from 0) or FIELD:magnitude (its vectors' length)"
+
+    def parse(self, text: str) -> str:
+        if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}(:(\d{1,3}|magnitude))?", text) is None:
+            raise self.fail(text)
+        return text
+
+    def bad_examples(self) -> list[str]:
+        return ["", "v:", "v:x", "v:-1", "a b", ":1"]
+
+    def good_examples(self) -> list[str]:
+        return ["temperature", "velocity:1", "velocity:magnitude"]
+
+
+class ImageOutput(Bounded[str]):
+    """--out of --frame and --video: a file ending in one of ``suffixes``; its folder is made if missing
+    (as --frames makes its folder), so the nearest folder that exists must take new ones."""
+
+    least = most = None
+
+    def __init__(self, suffixes: tuple[str, ...]) -> None:
+        self.suffixes = suffixes
+
+    def describe(self) -> str:
+        return f"a file ending in {' or '.join(self.suffixes)} (its folder is made if missing)"
+
+    def parse(self, text: str) -> str:
+        path = Path(text)
+        if not text or path.suffix.lower() not in self.suffixes:
+            raise self.fail(text)
+        if text.endswith(os.sep) or path.is_dir():
+            raise argparse.ArgumentTypeError(f"{text} is a folder: expected {self.describe()}")
+        problem = place_problem(path.parent)
+        if problem:
+            raise argparse.ArgumentTypeError(f"{text}: {problem}")
+        return text
+
+    def bad_examples(self) -> list[str]:
+        return ["", tempfile.gettempdir(), "out.bogus", f"/proc/no-such-folder/out{self.suffixes[0]}"]
+
+    def good_examples(self) -> list[str]:
+        return [os.path.join(tempfile.gettempdir(), "out" + self.suffixes[0]),
+                os.path.join(tempfile.gettempdir(), "headrace-new-folder", "out" + self.suffixes[0])]
+
+
+def place_problem(folder: Path) -> str:
+    """Why ``folder`` (made if missing, with its parents) cannot take new files, or "" when it can: a file
+    in its place or on its way, or a nearest existing folder that refuses new entries."""
+    existing = folder
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{existing} is a file, not a folder"
+    try:  # the one sure test that the folder takes new entries (root passes access(), a read-only mount does not)
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        return f"cannot write in {existing} ({error.strerror})"
+    return ""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     from headrace.render import METHODS
 
-    parser = subparsers.add_parser("render", help="particle frames as sphere glyphs, volumes ray-marched (PNG, animation)",
+    parser = subparsers.add_parser("render", help="images of frames: points (any point set) as shaded spheres, volumes ray-marched (PNG, animation)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle, volume or AMR container")
+    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a container of points, a volume or an AMR field")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--frame", type=Integer(0, MOST_FRAME), help="one frame, into --out IMG.png")
+    which.add_argument("--frame", type=Integer(-MOST_FRAME - 1, MOST_FRAME),
+                       help="one frame (negative: from the end, -1 the last), into --out IMG.png")
     which.add_argument("--frames", type=FrameRange(), help="frames A:B (B excluded), into the folder --out DIR/")
     parser.add_argument("--out", required=True, type=PathArgument(), metavar="IMG.png|DIR/",
-                        help="--frame: the image (.png, .webp, .gif, .tif); --frames: the folder of images")
-    parser.add_argument("--video", type=OutputFile((".gif", ".webp", ".mp4")), metavar="OUT.gif|OUT.webp|OUT.mp4",
+                        help="--frame: the image (.png, .webp, .gif, .tif); --frames: the folder of images (a "
+                             "missing folder is made, for both)")
+    parser.add_argument("--video", type=ImageOutput((".gif", ".webp", ".mp4")), metavar="OUT.gif|OUT.webp|OUT.mp4",
                         help="--frames: also an animation")
     parser.add_argument("--fps", type=Real(0, 100, "frames per second", above=True), default=None,
                         help="--video: animation frames per second (default 10)")
@@ -157,6 +296,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--threads", type=Integer(0, 1024), default=0,
                         help="CPU threads of the reference renderer (default 0: one per core)")
     parser.add_argument("--stats", action="store_true", help="print each frame's statistics")
+    points = parser.add_argument_group(
+        "point sets (particles held as fields: H5Part, .vtp, .npy or HDF5 points converted by headrace convert)")
+    points.add_argument("--positions", type=Name(), default=None,
+                        help="the field of 3 components holding the positions (default: the one named position, "
+                             "positions, points, xyz or coordinates, or fields x, y and z)")
+    points.add_argument("--radius", type=RadiusOption(), default=None,
+                        help="every point's radius, or the field holding it (default: a field named radius, else a "
+                             "size from the first frame's box and point count, said)")
+    points.add_argument("--colour", type=ColourOption(), default=None,
+                        help="every point's colour, or the RGB or RGBA field holding it (default: a field named "
+                             "colour, color or rgb(a), else light grey)")
+    points.add_argument("--colour-by", type=ColourSource(), default=None,
+                        help="colour by a field through --colour-map: a field of one number a point, FIELD:K for "
+                             "component K of a vector, FIELD:magnitude for its length (also on a particles record)")
+    points.add_argument("--colour-map", type=Name(), default=None, help="--colour-by: a matplotlib colour map "
+                                                                          "(default viridis)")
+    points.add_argument("--colour-range", type=ValueRange(), default=None,
+                        help="--colour-by: the values the colour map spans (default: the field's range over every "
+                             "frame, from the file's index)")
     add_volume_arguments(parser)
     add_budget_argument(parser, "a series: seconds after which no new frame starts (the frames drawn are kept, "
                                 "the animation holds them; default none)")
@@ -177,9 +335,10 @@ def parse_frames(text: str | tuple[int, int | None], frame_count: int) -> range:
 
 
 def _check_image_output(path: str) -> None:
-    """--out of --frame: an image Pillow writes by its suffix, in a folder that takes it (before the work)."""
+    """--out of --frame: an image Pillow writes by its suffix, its folder made if missing (checked before the
+    work, made when the image is written)."""
     try:
-        OutputFile((".png", ".webp", ".gif", ".tif", ".tiff")).parse(path)
+        ImageOutput(IMAGE_SUFFIXES).parse(path)
     except argparse.ArgumentTypeError as why:
         raise UsageError(f"--out: {why}") from None
 
@@ -189,6 +348,24 @@ def _check_folder_output(path: str) -> None:
     folder = Path(path)
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"--out {path}: a file, not a folder: --frames writes one image per frame into a folder")
+    problem = place_problem(folder)
+    if problem:
+        raise UsageError(f"--out {path}: {problem}")
+
+
+def _write_image(path: str | Path, image: Any) -> None:
+    """An image, its folder made first if missing (--out of --frame, as --frames makes its folder)."""
+    from headrace import render
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    render.write_image(path, image)
+
+
+def _point_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The point-set options given, as :class:`headrace.render.PointSetRenderer` takes them."""
+    given = {"positions": args.positions, "radius": args.radius, "colour": args.colour, "colour_by": args.colour_by,
+             "colour_map": args.colour_map, "colour_range": args.colour_range}
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -208,9 +385,15 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--fps needs --video")
         _check_folder_output(args.out)
     ds = headrace.open(args.file)
+    if args.frame is not None:
+        args.frame = render.frame_of(ds, args.frame)
     device = particle_device(args.device, "drawing with")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
+    point_options = _point_options(args)
     if is_volume(ds):
+        if point_options:
+            named = ", ".join("--" + name.replace("_", "-") for name in point_options)
+            raise UsageError(f"{named}: point-set options; {ds.path} is a volume (--tf and --range colour it)")
         from headrace import distributed
 
         particle_only = [name for name, value in (("--batch", args.batch), ("--segments", args.segments),
@@ -221,9 +404,12 @@ def run(args: argparse.Namespace) -> int:
             return _render_volume_sort_last(args, ds, device)
         return _render_volume(args, ds, device, where)
     if volume_only_options(args):
-        raise UsageError(f"{', '.join(volume_only_options(args))}: volume options; {ds.path} holds particles")
+        hint = " (points take --colour-map and --colour-range with --colour-by)" if args.tf or args.range else ""
+        raise UsageError(f"{', '.join(volume_only_options(args))}: volume options; {ds.path} holds particles{hint}")
     from headrace import distributed
 
+    if render.draws_point_set(ds, args.field, **point_options):
+        return _render_points(args, ds, device, where, point_options)
     if distributed.ranks().size > 1:
         return _render_particles_sort_last(args, ds, device)
     codecs = ds.codecs
@@ -257,7 +443,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.frame is not None:
         start = time.perf_counter()
-        render.write_image(args.out, draw(args.frame))
+        _write_image(args.out, draw(args.frame))
         console.print(f"{args.out}: frame {args.frame}, {args.width} x {args.height}, {method} on {where}, "
                       f"{time.perf_counter() - start:.2f} s")
         return 0
@@ -278,10 +464,74 @@ def run(args: argparse.Namespace) -> int:
             drawn += 1
             advance()
     if args.video:
-        render.write_animation(args.video, images, args.fps or 10.0)
+        _write_animation(args.video, images, args.fps or 10.0)
     console.print(f"{folder}: frames {frames.start} to {frames.start + drawn - 1} ({drawn} images), {method} on {where}, "
                   f"{time.perf_counter() - start:.2f} s" + (f"; {args.video}" if args.video else ""))
     return 0
+
+
+def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, options: dict[str, Any]) -> int:
+    """A point set (headrace.points): each frame's fields read, packed into sphere records and drawn; the
+    mapping from fields to points said once, each frame's statistics with --stats."""
+    from headrace import distributed, render
+    from headrace.cli._output import console, count_progress
+
+    streaming = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
+                                          ("--field", args.field)) if value is not None]
+    if streaming:
+        hint = " (--positions names the positions)" if args.field is not None else ""
+        raise UsageError(f"{', '.join(streaming)}: options of a streamed particles record; {ds.path} is drawn as a "
+                         f"point set from its fields{hint}")
+    if distributed.ranks().size > 1:
+        raise UsageError(f"{ds.path}: a point set is drawn by one process (under MPI only a particles record is "
+                         "shared among ranks)")
+    frames = range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
+    renderer = render.PointSetRenderer(ds, device=device, camera=args.camera, width=args.width, height=args.height,
+                                       fov=args.fov, background=args.background, threads=args.threads,
+                                       camera_frame=frames.start, **options)
+    console.print(f"{ds.path}: {renderer.points.describe()}")
+
+    def draw(frame: int):
+        stats = renderer.render(frame)
+        if args.stats:
+            console.print(f"  frame {frame}: {stats['seconds'] * 1e3:.1f} ms ({stats['read_seconds'] * 1e3:.1f} ms reading "
+                          f"and packing, {stats['draw_seconds'] * 1e3:.1f} ms drawing), {stats['points']} points")
+        return renderer.image()
+
+    start = time.perf_counter()
+    if args.frame is not None:
+        _write_image(args.out, draw(args.frame))
+        console.print(f"{args.out}: frame {args.frame}, {args.width} x {args.height}, points on {where}, "
+                      f"{time.perf_counter() - start:.2f} s")
+        return 0
+    folder = Path(args.out)
+    folder.mkdir(parents=True, exist_ok=True)
+    images = []
+    budget, drawn = Budget(args.budget), 0
+    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
+        for frame in frames:
+            if budget.spent(drawn):
+                console.print(budget.said(drawn, len(frames), "frames rendered"))
+                break
+            image = draw(frame)
+            render.write_image(folder / f"frame_{frame:05d}.png", image)
+            if args.video:
+                images.append(image)
+            drawn += 1
+            advance()
+    if args.video:
+        _write_animation(args.video, images, args.fps or 10.0)
+    console.print(f"{folder}: frames {frames.start} to {frames.start + drawn - 1} ({drawn} images), points on {where}, "
+                  f"{time.perf_counter() - start:.2f} s" + (f"; {args.video}" if args.video else ""))
+    return 0
+
+
+def _write_animation(path: str, images: list, fps: float) -> None:
+    """--video, its folder made first if missing."""
+    from headrace import render
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    render.write_animation(path, images, fps)
 
 
 def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
@@ -334,7 +584,7 @@ def _render_sort_last(args: argparse.Namespace, ds, draw, share, how: str) -> in
         if job.root:
             assert image is not None and everyone is not None
             out = args.out if args.frame is not None else str(Path(args.out) / f"frame_{frame:05d}.png")
-            render.write_image(out, image)
+            _write_image(out, image)
             if args.stats:
                 for s in everyone:
                     console.print(f"  frame {frame}, rank {s['rank']} ({s['device']}): {share(s)}; load {s['load_s'] * 1e3:.1f} "
@@ -359,7 +609,7 @@ def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) 
     renderer = VolumeRenderer(ds, device=device, **volume_options(args))
     start = time.perf_counter()
     if args.frame is not None:
-        render.write_image(args.out, renderer.render(args.frame))
+        _write_image(args.out, renderer.render(args.frame))
         console.print(f"{args.out}: frame {args.frame} of {renderer.field}, {args.width} x {args.height}, "
                       f"{renderer.mode} on {where}, {time.perf_counter() - start:.2f} s")
         return 0
@@ -380,7 +630,7 @@ def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) 
     if drawn < len(frames):
         console.print(budget.said(drawn, len(frames), "frames rendered"))
     if args.video:
-        render.write_animation(args.video, images, args.fps or 10.0)
+        _write_animation(args.video, images, args.fps or 10.0)
     if args.stats:
         for f in run["frames"]:
             spans = ", ".join(f"{kind} {sum(e - s for s, e in spans) * 1e3:.1f} ms" for kind, spans in f["spans"].items())

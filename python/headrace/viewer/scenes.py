@@ -4,8 +4,9 @@ camera, in the look the page sets.
 
 A scene belongs to one session: its renderer, look and per-frame state (a volume's value ranges and
 classification) are that browser's alone. Kinds: :class:`ParticleScene` for a file with a ``particles``
-field of 8 float32 (x, y, z, radius, r, g, b, a), :class:`VolumeScene` for a grid or AMR field
-(:func:`headrace.volume.is_volume`).
+field of 8 float32 (x, y, z, radius, r, g, b, a), :class:`PointSetScene` for any other point set
+(:mod:`headrace.points`: positions, radius and colour from the file's fields, packed per frame on the host),
+:class:`VolumeScene` for a grid or AMR field (:func:`headrace.volume.is_volume`).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ import numpy as np
 
 from headrace import _ext
 from headrace.errors import UsageError
+from headrace.points import (ColourBy, PointSet, colour_choices, component_range, find_positions,
+                             is_particle_record, position_names, unique)
 from headrace.viewer.camera import OrbitCamera
 
-__all__ = ["COLOUR_MAPS", "Scene", "ParticleScene", "VolumeScene", "scene_kind", "make_scene", "describe_file",
-           "component_range"]
+__all__ = ["COLOUR_MAPS", "Scene", "ParticleScene", "PointSetScene", "VolumeScene", "scene_kind", "make_scene",
+           "describe_file", "component_range"]
 
 COLOUR_MAPS = ("viridis", "magma", "inferno", "plasma", "cividis", "turbo", "coolwarm", "gray")
 # The record columns a particle can be coloured by, and the renderer's code for each.
@@ -30,35 +33,23 @@ BACKGROUND = 0xFF000000  # opaque black, RGBA8 with r in the low byte
 
 
 def scene_kind(ds: Any) -> str:
-    """``"volume"`` or ``"particles"``; UsageError naming the file for anything else."""
+    """``"volume"`` or ``"particles"`` (the particles record or any point set); UsageError naming the file
+    and its fields for anything else, or for a point set whose positions are ambiguous."""
     from headrace.volume import is_volume
 
     if is_volume(ds):
         return "volume"
-    fields = {f.name: f for f in ds.fields}
-    record = fields.get("particles")
-    if record is not None and record.dtype == "float32" and record.components == 8:
+    if is_particle_record(ds):
         return "particles"
-    raise UsageError(f"{ds.path}: neither a volume (grid or AMR attributes) nor particles (a field 'particles' of 8 "
-                     f"float32); its fields: {', '.join(f'{f.name} ({f.dtype} x{f.components})' for f in ds.fields)}")
-
-
-def component_range(ds: Any, field: str, component: int = 0) -> tuple[float, float]:
-    """(min, max) of one component of a field over every frame, from the index's chunk ranges (no data read)."""
-    container = ds.container
-    table = container.chunk_table()
-    picked = np.flatnonzero(table["field"] == container.field_index(field))
-    lows: list[float] = []
-    highs: list[float] = []
-    for k in picked:
-        lo, hi = container.chunk_range(int(k))
-        if np.isfinite(lo[component]) and np.isfinite(hi[component]):
-            lows.append(float(lo[component]))
-            highs.append(float(hi[component]))
-    if not lows:
-        return 0.0, 1.0
-    lo, hi = min(lows), max(highs)
-    return (lo, hi) if hi > lo else (lo, lo + 1.0)
+    try:
+        find_positions(ds)
+    except UsageError as why:
+        if "could be" in str(why):  # several candidates: the viewer cannot choose for the user
+            raise
+        raise UsageError(f"{ds.path}: neither a volume (grid or AMR attributes) nor points (a field 'particles' of 8 "
+                         f"float32, a field of 3 components named {position_names()}, or fields x, y and z); "
+                         f"its fields: {', '.join(f'{f.name} ({f.dtype} x{f.components})' for f in ds.fields)}") from None
+    return "particles"
 
 
 def particle_scalar_fields(ds: Any) -> list[str]:
@@ -75,9 +66,11 @@ def describe_file(ds: Any) -> dict[str, Any]:
     kind = scene_kind(ds)
     described = {"name": os.path.basename(ds.path), "kind": kind, "frames": len(ds.frames),
                  "times": [float(f.time) for f in ds.frames]}
-    if kind == "particles":
+    if kind == "particles" and is_particle_record(ds):
         return {**described, "fields": ["particles"], "value_range": None,
                 "colour_by": ["stored", *PARTICLE_COLUMNS, *particle_scalar_fields(ds)]}
+    if kind == "particles":
+        return {**described, "fields": PointSet(ds).fields, "value_range": None, "colour_by": ["stored", *colour_choices(ds)]}
     field = _default_field(ds)
     lo, hi = field_value_range(ds, field)
     return {**described, "fields": [field], "value_range": [lo, hi], "iso": (lo + hi) / 2, "colour_by": []}
@@ -94,9 +87,11 @@ def colour_table(name: str) -> np.ndarray:
 
 class Scene:
     """One file as one session draws it. Subclasses set :attr:`kind`, :attr:`fields` (streamed),
-    :attr:`style` and implement :meth:`prepare`, :meth:`render` and :meth:`set_style`."""
+    :attr:`style` and implement :meth:`prepare`, :meth:`render` and :meth:`set_style`. :attr:`host_frames`:
+    the fields are streamed into host memory whatever the device (the scene copies what it draws)."""
 
     kind = ""
+    host_frames = False
 
     def __init__(self, ds: Any, device: int | None, width: int, height: int) -> None:
         self.dataset, self.device, self.width, self.height = ds, device, width, height
@@ -173,6 +168,82 @@ class ParticleScene(Scene):
         renderer.clear(stream)
         renderer.draw_device(_address(particles), particles.shape[0], 0, stream,
                              0 if scalars is None else _address(scalars))
+        return renderer.image(stream)
+
+
+class PointSetScene(Scene):
+    """Sphere glyphs of any point set (:class:`headrace.points.PointSet`: positions, radius and colour from
+    the file's fields or defaults); colour by the stored colour or any field, a component or a length of
+    one (streamed only while it is chosen). Each delivered frame is streamed into host memory, packed into
+    the renderer's records there and, on a GPU, copied into its memory (:func:`headrace.points.upload`);
+    a camera or look change draws those records again."""
+
+    kind = "particles"
+    host_frames = True
+
+    def __init__(self, ds: Any, device: int | None, width: int, height: int) -> None:
+        super().__init__(ds, device, width, height)
+        self.points = PointSet(ds)
+        self.fields = list(self.points.fields)
+        self.home = OrbitCamera.framing(self.points.home_box)
+        self._renderer = _ext.FrameRenderer(self.home.spec(width, height), BACKGROUND, -1 if device is None else device)
+        self.style = {"radius_scale": 1.0, "colour_by": "stored", "colour_map": "viridis"}
+        self._colour_by: ColourBy | None = None
+        self._arrays: dict[str, np.ndarray] | None = None  # the prepared frame's fields (copies)
+        self._drawn: tuple[Any, ...] = ()  # what render draws: host records and scalars, or GPU buffer and addresses
+
+    def set_style(self, changes: dict[str, Any], stream: int) -> bool:
+        style: dict[str, Any] = {**self.style, **{k: changes[k] for k in ("radius_scale", "colour_by", "colour_map") if k in changes}}
+        source = str(style["colour_by"])
+        ds = self.dataset
+        try:
+            colour_by = None if source == "stored" else ColourBy.parse(ds, source)
+        except (UsageError, KeyError):
+            raise UsageError(f"{ds.path}: cannot colour by {source!r} (choices: stored, {', '.join(colour_choices(ds))})") from None
+        scale = float(style["radius_scale"])
+        if colour_by is None:
+            self._renderer.set_look(radius_scale=scale)
+        else:
+            lo, hi = colour_by.value_range(ds)
+            self._renderer.set_look(radius_scale=scale, colour_by=COLOUR_FROM_SCALARS,
+                                    table=colour_table(str(style["colour_map"])).reshape(-1).tolist(), lo=lo, hi=hi)
+        style["radius_scale"] = scale
+        self.style, self._colour_by = style, colour_by
+        fields = unique([*self.points.fields, *([colour_by.field] if colour_by else [])])
+        changed, self.fields = fields != self.fields, fields
+        if not changed and self._arrays is not None:
+            self._pack()  # the frame on screen, coloured by another component of a field it holds
+        return changed
+
+    def prepare(self, frame: Any, stream: int) -> None:
+        self._arrays = {name: np.array(frame[name].numpy()) for name in self.fields}
+        self._pack()
+
+    def _pack(self) -> None:
+        from headrace.points import upload
+
+        assert self._arrays is not None
+        records, _ = self.points.pack(self._arrays)
+        colour_by = self._colour_by
+        scalars = colour_by.values(self._arrays[colour_by.field]) if colour_by is not None else None
+        if self.device is None:
+            self._drawn = (records, scalars)
+        else:
+            buffer, addresses = upload([records] if scalars is None else [records, scalars], self.device)
+            self._drawn = (buffer, len(records), addresses[0], addresses[1] if scalars is not None else 0)
+
+    def render(self, frame: Any, camera: OrbitCamera, stream: int) -> np.ndarray:
+        renderer = self._renderer
+        renderer.set_camera(camera.spec(self.width, self.height))
+        if self.device is None:
+            records, scalars = self._drawn
+            renderer.clear()
+            renderer.draw_host(records, 0, scalars)
+            return renderer.image()
+        _, count, address, scalars_address = self._drawn
+        renderer.clear(stream)
+        if count:
+            renderer.draw_device(address, count, 0, stream, scalars_address)
         return renderer.image(stream)
 
 
@@ -262,7 +333,10 @@ def _address(array: Any) -> int:
 
 
 def make_scene(ds: Any, device: int | None, width: int, height: int, footprint: float = 0.0) -> Scene:
-    """The scene of a file's kind (:func:`scene_kind`): a volume's with its pixel footprint, or particles'."""
+    """The scene of a file's kind (:func:`scene_kind`): a volume's with its pixel footprint, the particles
+    record's, or a point set's."""
     if scene_kind(ds) == "volume":
         return VolumeScene(ds, device, width, height, footprint)
-    return ParticleScene(ds, device, width, height)
+    if is_particle_record(ds):
+        return ParticleScene(ds, device, width, height)
+    return PointSetScene(ds, device, width, height)

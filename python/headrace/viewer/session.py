@@ -315,7 +315,7 @@ class Session:
         self._close_stream()
         scene = self._scene
         assert scene is not None
-        self._stream = scene.dataset.stream(fields=scene.fields, device=self.settings.device,
+        self._stream = scene.dataset.stream(fields=scene.fields, device=None if scene.host_frames else self.settings.device,
                                             prefetch=self.settings.prefetch)
         self._order.clear()
         self._show(shown)
@@ -323,7 +323,9 @@ class Session:
     def _release_current(self) -> None:
         """The frame on screen back to the stream, once the render stream is past it."""
         if self._current is not None:
-            self._current.release(stream=self._stream_handle() or None)
+            # A scene of host frames copied what it draws when it prepared the frame: nothing reads it on the GPU.
+            host = self._scene is not None and self._scene.host_frames
+            self._current.release(stream=None if host else self._stream_handle() or None)
             self._current = None
 
     def _close_stream(self) -> None:
