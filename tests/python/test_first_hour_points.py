@@ -380,7 +380,11 @@ def test_the_viewer_draws_a_point_set_and_colours_it_by_any_field(vtp):
 
 def test_the_viewer_serves_a_point_set_file(vtp):
     pytest.importorskip("aiohttp", reason="the viewer's server needs aiohttp (scripts/setup.sh installs it)")
+    from headrace.viewer import ViewerServer
     from headrace.viewer.session import Session, SessionSettings
+
+    served = ViewerServer([str(vtp[0])], device="cpu", disk_rate=1e9).files[0]
+    assert (served["kind"], served["fields"], served["frames"]) == ("particles", ["position"], 1)
 
     events: list[tuple[str, dict]] = []
     session = Session(0, [headrace.open(vtp[0])], SessionSettings(device=None, width=48, height=32),
@@ -428,3 +432,51 @@ def test_the_gpu_draws_the_cpus_image_of_a_point_set(vtp, colour_by):
             scene.prepare(frame, handle)
             drawn.append(scene.render(frame, scene.home, handle))
     np.testing.assert_array_equal(drawn[1], drawn[0])
+
+
+# ---- empty frames, the particles record coloured by a field, a .vtp through the command line ----
+
+def test_an_empty_frame_of_a_point_set_is_the_background(tmp_path):
+    steps = _corner_steps()
+    with h5py.File(tmp_path / "gap.h5part", "w") as file:
+        for number, step in enumerate([steps[0], None, steps[1]]):
+            group = file.create_group(f"Step#{number}")
+            for name, array in (step or {}).items():
+                group[name] = array
+    path = convert(tmp_path / "gap.h5part")
+    assert headrace.open(path).element_count(1, "position") == 0
+    renderer = render.PointSetRenderer(path, camera=CAMERA, width=SIZE, height=SIZE, colour_by="temperature", radius=0.08)
+    assert renderer.render(1)["points"] == 0 and not len(_lit(renderer.image()))
+    assert renderer.render(2)["points"] == 1
+    _assert_only_near(renderer.image(), 0.1, 0.15, 0.08)
+
+
+def test_the_particles_record_coloured_by_a_field_of_the_file(tmp_path, capsys):
+    records = np.zeros((2, 8), dtype=np.float32)
+    records[:, :3] = [[0.2, 0.5, 0.5], [0.8, 0.5, 0.5]]
+    records[:, 3], records[:, 4:8] = 0.1, 1.0
+    path = tmp_path / "p.hrc"
+    with headrace.Writer(path, [headrace.FieldSpec("particles", "float32", 8),
+                                headrace.FieldSpec("intensity", "float32", 1)]) as writer:
+        frame = writer.add_frame(time=0.0, bbox=((0, 0, 0), (1, 1, 1)))
+        writer.write(frame, "particles", records)
+        writer.write(frame, "intensity", np.array([[10.0], [20.0]], dtype=np.float32))
+    assert _render_cli(path, tmp_path / "i.png", "--frame", "0", "--colour-by", "intensity") == 0
+    assert "positions particles (float32); radius the record's; colour by intensity over 10 to 20" in capsys.readouterr().out
+    with Image.open(tmp_path / "i.png") as picture:
+        np.testing.assert_array_equal(np.asarray(picture), _reference(records[:, :3], 0.1, np.array([10.0, 20.0]), 10, 20))
+    assert _render_cli(path, tmp_path / "s.png", "--frame", "0") == 0  # no point option: the streamed record
+    with Image.open(tmp_path / "s.png") as picture:
+        np.testing.assert_array_equal(np.asarray(picture), render.render_particles(
+            records, width=SIZE, height=SIZE, **render.parse_camera(CAMERA, ((0, 0, 0), (1, 1, 1)))))
+
+
+def test_a_vtp_through_the_command_line_coloured_by_a_vectors_length(vtp, tmp_path, capsys):
+    path, points, _, velocity = vtp
+    out = tmp_path / "v" / "frames"
+    assert _render_cli(path, out, "--frames", "0:", "--radius", "0.03", "--colour-by", "velocity:magnitude",
+                       "--colour-range", "0:3", "--stats") == 0
+    said = capsys.readouterr().out
+    assert "colour by velocity:magnitude over 0 to 3 (viridis)" in said and "400 points" in said
+    with Image.open(out / "frame_00000.png") as picture:
+        np.testing.assert_array_equal(np.asarray(picture), _reference(points, 0.03, np.linalg.norm(velocity, axis=1), 0, 3))
