@@ -239,6 +239,18 @@ def test_a_raw_file_nothing_describes_is_refused_never_particles(tmp_path, capsy
     assert headrace.open(output).read(0).shape == (16, 16, 16)
 
 
+def test_format_raw_without_dims_or_dtype_names_what_it_needs(tmp_path, capsys):
+    source = tmp_path / "scan.bin"
+    np.zeros(64, np.uint8).tofile(source)
+
+    assert main(["convert", str(source), str(tmp_path / "out.hrc"), "--format", "raw", "--dtype", "uint8"]) == 2
+    assert one_line_error(capsys).endswith("scan.bin: a raw grid needs --dims X Y Z, or a name NAME_XxYxZ_TYPE.raw "
+                                           "that gives them")
+    assert main(["convert", str(source), str(tmp_path / "out.hrc"), "--format", "raw"]) == 2
+    assert "needs --dims X Y Z and --dtype T" in one_line_error(capsys)
+    assert_no_output(tmp_path / "out.hrc")
+
+
 def test_raw_particles_when_asked_or_named_so(tmp_path):
     particles = values((10, 8))
     named = tmp_path / "particles.raw"

@@ -139,10 +139,13 @@ def open_raw_grid(paths: Sequence[os.PathLike | str], *, dims: Sequence[int] | N
     named = parse_raw_name(files[0])
     if dims is None and named is not None:
         dims = named.dims
+    missing = [flag for flag, value in (("--dims X Y Z", dims), ("--dtype T (uint8, uint16, int16, float32, ...)",
+                                                                 dtype or named)) if value is None]
+    if missing:
+        raise errors.UsageError(f"{files[0]}: a raw grid needs {' and '.join(missing)}, or a name NAME_XxYxZ_TYPE.raw "
+                                "that gives them")
     element = _element_type(files[0], dtype, named)
-    if dims is None:
-        raise errors.UsageError(f"{files[0]}: a raw grid needs --dims X Y Z (or a name NAME_XxYxZ_TYPE.raw)")
-    dims = tuple(int(d) for d in dims)
+    dims = tuple(int(d) for d in dims)  # type: ignore[union-attr]
     if len(dims) != 3 or min(dims) < 1:
         raise errors.UsageError(f"--dims {' '.join(map(str, dims))}: expected three sizes of at least 1 (X Y Z)")
     per_point = 1 if components is None else int(components)
@@ -172,9 +175,7 @@ def _element_type(path: Path, dtype: str | None, named: RawName | None) -> np.dt
     from headrace import errors
 
     if dtype is None:
-        if named is None:
-            raise errors.UsageError(f"{path}: a raw grid needs --dtype T (uint8, uint16, int16, float32, ...; or a "
-                                    "name NAME_XxYxZ_TYPE.raw)")
+        assert named is not None  # open_raw_grid asked for --dtype otherwise
         return named.dtype
     try:
         element = np.dtype(dtype)
