@@ -401,3 +401,16 @@ def test_a_grid_that_disagrees_with_grid_dims_is_an_error_and_leaves_no_file(tmp
             writer.set_attribute("grid_dims", [4, 5, 6])
             writer.write(writer.add_frame(time=0.0), "rho", values((4, 5, 6)))
     assert_no_output(path)
+
+
+def test_fields_written_as_different_grids_are_an_error(tmp_path):
+    path = tmp_path / "w.hrc"
+    specs = [headrace.FieldSpec("rho", "float32"), headrace.FieldSpec("u", "float32", 3)]
+    with pytest.raises(errors.UsageError, match=r"field 'u' of frame 1 written as a 6 x 5 x 3 grid, another as "
+                                                 r"6 x 5 x 4: a container holds one grid"):
+        with headrace.Writer(path, specs) as writer:
+            for step, depth in enumerate((4, 3)):
+                frame = writer.add_frame(time=float(step))
+                writer.write(frame, "rho", values((4, 5, 6)))
+                writer.write(frame, "u", values((depth, 5, 6, 3)))
+    assert_no_output(path)
