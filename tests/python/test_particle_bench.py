@@ -243,15 +243,16 @@ def test_the_report_lists_a_samples_best_and_sets_it_against_the_grids():
             "batch, 64 in flight; 2 configurations) = **1.10**") in sample
 
 
-def test_the_plot_draws_figure_5_by_every_factor_that_varies_and_figure_9_by_the_batches_in_flight():
+def test_the_plot_draws_frame_time_by_every_factor_that_varies_and_the_waits_by_the_batches_in_flight():
     from headrace.cli.plot import _particle_panels
 
     rows = [{"method": m, "batch": str(b), "segments": str(s), "staging_bytes": "1024", "frame_seconds": str(b * s / 10**9),
              "segment_waits_per_frame": str(64 / s)} for m in ("pread", "ram") for b in (1000, 4000) for s in (2, 16)]
     panels = list(_particle_panels(rows + [{"method": "cufile", "error": "no /run/udev"}]))
     assert [(title.split(" (")[0], x) for title, x, *_ in panels] == [
-        ("frame time by particles per batch", "particles per batch"), ("frame time by batches in flight", "batches in flight"),
-        ("waits for a free segment", "batches in flight")]
+        ("frame time per method by particles per batch", "particles per batch"),
+        ("frame time per method by batches in flight", "batches in flight"),
+        ("waits for a free segment per frame, by batches in flight", "batches in flight")]
     assert not any(panel[6] for panel in panels)  # a grid's levels are joined by lines, a sample's are not
     assert all(panel[6] for panel in _particle_panels([{**r, "design": "sample of 8, seed 0"} for r in rows]))
     xs, ys = zip(*panels[1][3]["pread"])

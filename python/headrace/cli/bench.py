@@ -1,27 +1,21 @@
-"""``headrace bench streamlines NATIVE.hrc HILBERT.hrc --study S --out RESULTS.csv``: seed 002's studies;
-``headrace bench particles FILE [--grid | --sample N] --out RESULTS.csv``: seed 000's;
-``headrace bench scaling FILE... [--ranks 1,2,4,8] --out DIR``: headrace over MPI (issue 21).
+"""Measures how fast headrace streams on this machine, one configuration at a time, into a results
+file of one row per configuration (``headrace plot RESULTS.csv`` draws it).
 
-Studies: io (standard vs direct I/O over chunk sizes), banks, madvise, concurrency (chunk size and
-threads against hilbert-mmap), scaling (the four implementations, strong and weak, 1 to 64 threads),
-gpu (the GPU tracer against the CPU implementations on the same seeds);
-``docs/streamlines.md`` says what each varies. Every point is measured ``--cache cold`` by default
-(the two files' pages evicted before each repeat; ``drop-all`` drops the whole machine's page cache
-instead, as root). Finished rows are kept after each point, so an interrupted run (or one stopped by
-``--budget``) resumes where it stopped when run again with the same --out. ``headrace plot
-RESULTS.csv`` draws them.
+    headrace bench particles FILE [--grid | --sample N] --out RESULTS.csv
+        the particle renderer's streaming methods on a particle file
+    headrace bench streamlines NATIVE.hrc HILBERT.hrc --study S --out RESULTS.csv
+        the streamline tracer's data managers on a flow field
+    headrace bench scaling FILE... [--ranks 1,2,4,8] --out DIR
+        streaming and rendering over several MPI ranks
 
-particles: every configuration of the factor space (``--grid``) or ``--sample N`` of it drawn from
-per-factor distributions, each rendered frame after frame (round robin) through headrace's streaming
-renderer and measured by seed 000's algorithm 3 (docs/particles.md): pre-warm frames, the frame count
-that fills ``--wall-seconds``, draw times per frame (min, median, max), wall time per frame, segment
-waits. One row per configuration with the machine it ran on, in CSV and JSON; ``--budget`` seconds
-stops starting new ones. A configuration that cannot run (cuFile where it is not installed, a staging
-too small for a batch) is a row saying why, and the command then exits 1 naming how many and the
-first reason. Each configuration takes at least twice ``--wall-seconds`` (four times with
-``--overlap``) and at least ``--prewarm`` + ``--gpu-iterations`` + 1 frames: on the CPU reference
-renderer, at 1024 x 768, minutes (``--sample 40`` ran about 100 minutes on a 2-core machine). The
-run says its estimate at the start and after the first configuration.
+``headrace bench KIND --help`` says what each measures. Finished rows are kept after each one, so an
+interrupted run (or one stopped by ``--budget``) resumes where it stopped when run again with the same
+``--out``.
+
+Where this comes from: the particle study repeats on Linux the measurements of Müller and Ertl,
+"Quantifying Performance Gains of DirectStorage for the Visualisation of Time-Dependent Particle Data
+Sets"; the streamline studies those of Jiang, Van Essen, Harrison and Gokhale, "Multi-Threaded
+Streamline Tracing for Data-Intensive Architectures" (docs/particles.md, docs/streamlines.md).
 """
 
 from __future__ import annotations
@@ -41,7 +35,46 @@ from headrace.errors import UsageError
 
 __all__ = ["register", "run", "run_particles", "particle_methods", "particle_device", "particle_space",
            "expect_particle_container", "add_particle_space_arguments", "cache_help", "cache_said",
-           "STREAMING_METHODS"]
+           "STREAMING_METHODS", "PARTICLES_DOC", "STREAMLINES_DOC"]
+
+
+PARTICLES_DOC = """Measures each way the particle renderer can stream a particle file: every configuration of method,
+particles per batch, batches in flight and staging (``--grid``, the default), or ``--sample N`` of them
+drawn from per-factor distributions.
+
+Each configuration renders the file's frames one after the other (round robin) through headrace's
+streaming renderer and is timed in three phases (docs/particles.md): ``--prewarm`` frames before the
+timing, which also find the frame count that fills ``--wall-seconds``; ``--gpu-iterations`` frames whose
+draw time is measured (min, median, max); then that many frames, whose wall time per frame is the
+result, with the waits for a free segment. Without ``--methods`` every method this device can run here
+on this kind of file is measured, ``auto`` (the engine's read path) among them; a method this machine
+cannot run (cuFile or io_uring missing, a GPU method on the CPU) is left out, the reason said. One row
+per configuration with the machine it ran on, in CSV and JSON; ``--budget`` seconds stops starting new
+ones. A configuration that cannot run (a staging too small for a batch) is a row saying why, and the
+command then exits 1 naming how many and the first reason. Each configuration takes at least twice
+``--wall-seconds`` (four times with ``--overlap``) and at least ``--prewarm`` + ``--gpu-iterations`` + 1
+frames: on the CPU reference renderer, at 1024 x 768, minutes (``--sample 40`` ran about 100 minutes on
+a 2-core machine). The run says its estimate at the start and after the first configuration.
+
+Where this comes from: the methods, the factors and the three-phase timing are those of Müller and
+Ertl, "Quantifying Performance Gains of DirectStorage for the Visualisation of Time-Dependent Particle
+Data Sets", on Linux (docs/particles.md).
+"""
+
+STREAMLINES_DOC = """Measures the streamline tracer's data managers on one flow field stored twice (in native blocks and in
+the Hilbert layout, ``headrace convert --layout``), one ``--study`` at a time.
+
+Studies: io (standard vs direct I/O over chunk sizes), banks, madvise, concurrency (chunk size and
+threads against hilbert-mmap), scaling (the four implementations, strong and weak, 1 to 64 threads),
+gpu (the GPU tracer against the CPU implementations on the same seeds); docs/streamlines.md says what
+each varies. Every point is measured ``--cache cold`` by default (the two files' pages evicted before
+each repeat; ``drop-all`` drops the whole machine's page cache instead, as root). Finished rows are kept
+after each point, so an interrupted run (or one stopped by ``--budget``) resumes where it stopped when
+run again with the same --out. ``headrace plot RESULTS.csv`` draws them.
+
+Where this comes from: the studies of Jiang, Van Essen, Harrison and Gokhale, "Multi-Threaded
+Streamline Tracing for Data-Intensive Architectures", run on headrace's tracer (docs/streamlines.md).
+"""
 
 # What makes two rows the same point of a study (a resumed run skips points already measured).
 KEY = ("study", "cache", "implementation", "scaling", "threads", "direct", "unit_pages", "banks", "madvise_interval_s",
@@ -72,13 +105,14 @@ def cache_said(cache: str) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="benchmark studies (streamlines: seed 002's experiments)",
+    parser = subparsers.add_parser("bench", help="measure streaming on this machine (particle methods, streamline data managers, MPI scaling)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
-    sl = kinds.add_parser("streamlines", help="seed 002's data-management studies")
+    sl = kinds.add_parser("streamlines", help="the streamline tracer's data managers, one study at a time",
+                          description=STREAMLINES_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     sl.add_argument("native", metavar="NATIVE.hrc", type=PathArgument(), help="the flow field in native blocks")
     sl.add_argument("hilbert", metavar="HILBERT.hrc", type=PathArgument(), help="the same field in the Hilbert layout")
-    sl.add_argument("--study", choices=STUDIES, required=True, help="which of seed 002's studies")
+    sl.add_argument("--study", choices=STUDIES, required=True, help="which study (docs/streamlines.md)")
     sl.add_argument("--seeds", type=Seeds(), default="uniform:512", help="as for headrace trace (default uniform:512)")
     sl.add_argument("--steps", type=Integer(1, MOST_STEPS, "steps"), default=1000, help="steps per line (default 1000)")
     sl.add_argument("--step-size", type=Real(0, 1e6, above=True), default=0.01,
@@ -99,8 +133,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     help="the rows; an existing file is resumed")
     sl.set_defaults(func=run)
 
-    pa = kinds.add_parser("particles", help="seed 000's streaming-method study (algorithm 3)",
-                          description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pa = kinds.add_parser("particles", help="each way the particle renderer streams a file, timed frame by frame",
+                          description=PARTICLES_DOC, formatter_class=argparse.RawDescriptionHelpFormatter)
     pa.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle container (headrace generate particles)")
     space = pa.add_mutually_exclusive_group()
     space.add_argument("--grid", action="store_true", help="every combination of the levels (the default)")
@@ -108,13 +142,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="N configurations drawn from per-factor distributions (each takes at least 2 x "
                             "--wall-seconds; on the CPU renderer minutes: --sample 40 ran about 100 minutes on 2 cores)")
     add_particle_space_arguments(pa, staging="256M")
-    pa.add_argument("--cache", choices=CACHE_STATES, default="hot", help=cache_help("hot", "algorithm 3's timed frames"))
+    pa.add_argument("--cache", choices=CACHE_STATES, default="hot", help=cache_help("hot", "the timed frames"))
     pa.add_argument("--wall-seconds", type=Real(0, 3600, "seconds", above=True), default=2.0,
-                    help="frames are timed until they fill this many seconds (algorithm 3's T_w; default 2)")
+                    help="frames are timed until they fill this many seconds (default 2)")
     pa.add_argument("--prewarm", type=Integer(1, 1000, "frames"), default=4,
-                    help="frames rendered before the timing (algorithm 3's R_p; default 4)")
+                    help="frames rendered before the timing (default 4)")
     pa.add_argument("--gpu-iterations", type=Integer(1, 1000, "frames"), default=8,
-                    help="frames whose draw time is measured (algorithm 3's R_g; default 8)")
+                    help="frames whose draw time is measured (default 8)")
     pa.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
     pa.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
     add_budget_argument(pa, "seconds after which no new configuration starts (the rest is left for a resumed run)")
@@ -124,7 +158,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                          "the KvikIO peer renders frame by frame, so it has no series rows)")
     pa.add_argument("--overlap", action="store_true",
                     help="also stream each configuration's frames without drawing: frame time over max(streaming "
-                         "alone, drawing alone) (seed 000's overlap)")
+                         "alone, drawing alone)")
     pa.add_argument("--out", required=True, type=OutputFile((".csv",)), metavar="RESULTS.csv",
                     help="rows (and RESULTS.json beside them); an existing file is resumed")
     pa.set_defaults(func=run_particles)

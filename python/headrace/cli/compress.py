@@ -1,4 +1,7 @@
-"""``headrace compress IN.hrc OUT.hrc``: re-writes a container through codec chains (docs/codecs/), per field.
+"""Re-writes a container with its chunks stored through other codec chains (compressed, filtered or
+plain), one chain for every field or one per field, named or chosen by measuring (docs/codecs/).
+
+    headrace compress IN.hrc OUT.hrc
 
 ``--codec CHAIN`` stores every field with one chain (``shuffle|zstd``, ``split|bitshuffle|lz4``,
 ``delta|shuffle|deflate``, ``snappy``, ``none``); ``--codec FIELD=CHAIN`` (repeated) names a field's own,

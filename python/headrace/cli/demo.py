@@ -1,10 +1,14 @@
-"""``headrace demo``: the synthetic particles of seed 000 (section 4.2) streamed through every host
-backend this machine has, each result verified byte for byte, compared in a table and a bar chart, and
-one frame drawn as sphere glyphs (on the GPU when there is one, else by the CPU reference renderer).
+"""Shows what headrace does on this machine: writes synthetic particles, streams them
+through every host backend this machine has, verifies each result byte for byte, compares the backends
+in a table and a bar chart, and draws one frame as spheres (on the GPU when there is one, else by the
+CPU reference renderer).
 
 Cold here means this file's pages evicted from the page cache before each repeat (``--cache cold``,
 no privileges needed); ``--cache drop-all`` drops the whole machine's page cache instead (root only).
-``--budget`` stops starting new measurements once spent: the file is always written and verified."""
+``--budget`` stops starting new measurements once spent: the file is always written and verified.
+
+Where this comes from: the particles are those of Müller and Ertl, "Quantifying Performance Gains of
+DirectStorage for the Visualisation of Time-Dependent Particle Data Sets"."""
 
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ PARTICLE_BYTES = 32
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo", help="generate particles, stream them through every backend, compare",
-                                   description=__doc__)
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=PathArgument(), default="out/demo",
                         help="output folder, made if missing (default: out/demo)")
     parser.add_argument("--particles", type=Integer(1, 100_000_000), default=2_000_000,

@@ -1,13 +1,22 @@
-"""``headrace generate particles|volume|flow|amr OUT.hrc``: seeded synthetic data sets.
+"""Writes a synthetic data set of any size to try headrace on: particles, a time-varying volume, a flow
+field or an AMR field; the same --seed always gives the same values.
 
-particles: seed 000's series (uniform random spheres filling a third of the unit box, 8 float32 each,
-frames repeating the same particles); volume: moving Gaussian blobs on a nodal grid; flow: an ABC
-velocity field stored in native blocks (seed 002); amr: the moving blobs on levels of bricks refined where
-they vary most, the topology fixed over time (seed 003). The same seed always gives the same values.
+    headrace generate particles|volume|flow|amr OUT.hrc
+
+particles: uniform random spheres filling a third of the unit box, 8 float32 each (x, y, z, radius,
+r, g, b, a), frames repeating the same particles; volume: moving Gaussian blobs on a nodal grid; flow:
+an ABC velocity field stored in native blocks; amr: the moving blobs on levels of bricks refined where
+they vary most, the topology fixed over time.
 
 A data set holds at most 1 TiB of values, and an uncompressed one must fit the free space of OUT's
 file system: both are checked before anything is written. An existing OUT.hrc is replaced only with
 --force; a failed or interrupted run leaves no partial file.
+
+Where this comes from: the particles are those of Müller and Ertl, "Quantifying Performance Gains of
+DirectStorage for the Visualisation of Time-Dependent Particle Data Sets"; the flow field is the kind
+traced by Jiang et al., "Multi-Threaded Streamline Tracing for Data-Intensive Architectures"; the AMR
+field stands in for the NASA Exajet of the time-varying AMR study behind ``headrace play``
+(docs/converters.md).
 """
 
 from __future__ import annotations
@@ -49,7 +58,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = parser.add_subparsers(dest="generator", required=True, metavar="KIND")  # flow's --kind is args.kind
 
-    particles = kinds.add_parser("particles", help="uniform random particles (seed 000, section 4.2)")
+    particles = kinds.add_parser("particles", help="uniform random particles",
+                                 description="Writes uniform random particles (x, y, z, radius, r, g, b, a as 8 float32), "
+                                             "the same particles in every frame.")
     add_output_argument(particles)
     most_particles = MAX_DATA_BYTES // ELEMENT_BYTES["particles"]
     particles.add_argument("--particles", type=Integer(1, most_particles, "particles"), required=True, metavar="N",
@@ -57,7 +68,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     particles.add_argument("--frames", type=FRAMES, required=True, metavar="F",
                            help="frames (each repeats the particles)")
 
-    volume = kinds.add_parser("volume", help="time-varying scalar field (moving Gaussian blobs)")
+    volume = kinds.add_parser("volume", help="time-varying scalar field (moving Gaussian blobs)",
+                              description="Writes a time-varying scalar field on a grid: Gaussian blobs that move from "
+                                          "frame to frame.")
     add_output_argument(volume)
     volume.add_argument("--dims", type=AXIS, nargs=3, required=True, metavar=("X", "Y", "Z"),
                         help="grid points along x, y and z (4 bytes each)")
@@ -66,7 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write values below C as 0: empty space, which compresses (default: 0, off; "
                              "the field peaks near 1)")
 
-    flow = kinds.add_parser("flow", help="ABC velocity field stored in blocks (seed 002)")
+    flow = kinds.add_parser("flow", help="ABC velocity field stored in blocks",
+                            description="Writes a velocity field (3 float32 a grid point) stored in blocks, for "
+                                        "headrace trace: the analytic ABC flow or synthetic turbulence.")
     add_output_argument(flow)
     flow.add_argument("--dims", type=AXIS, nargs=3, required=True, metavar=("X", "Y", "Z"),
                       help="grid points along x, y and z (12 bytes each)")
@@ -78,7 +93,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="the analytic ABC flow, or synthetic turbulence at several scales (default: abc)")
 
     amr = kinds.add_parser("amr", help="time-varying AMR: moving blobs on levels refined where they vary most "
-                                       "(topology fixed over time, seed 003)")
+                                       "(topology fixed over time)",
+                           description="Writes a time-varying AMR field: moving blobs on levels of bricks refined "
+                                       "where they vary most, the refinement the same in every frame.")
     add_output_argument(amr)
     amr.add_argument("--cells", type=Integer(1, MOST_AMR_CELLS, "cells"), required=True, metavar="N",
                      help="leaf cells per frame (4 bytes each per field); the count made is within 10 %% of N")
@@ -91,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                      help="brick edge: level 0 is cut into bricks of B^3 cells, a refined brick into 8 such bricks "
                           "of the next level (default: 8)")
     amr.add_argument("--single-cell-bricks", action="store_true",
-                     help="ragged level boundaries (seed 003's figure 8): refine single cells next to refined bricks, "
+                     help="ragged level boundaries, as around an aircraft's hull: refine single cells next to refined bricks, "
                           "which cuts bricks into many small and single-cell ones")
 
     for sub in (particles, volume, flow, amr):

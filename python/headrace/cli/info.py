@@ -1,5 +1,6 @@
-"""``headrace info``: version, backends and why not, GPUs, CUDA/driver, cuFile mode, liburing, nvCOMP, and
-the streaming engine's defaults and memory limits."""
+"""Says what headrace can use on this machine: its version, the read backends (and why one cannot run),
+GPUs, CUDA and driver, cuFile mode, liburing, nvCOMP, and the streaming engine's defaults and memory
+limits."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``headrace inspect FILE``: the container's index: fields, frames, chunks, ranges, attributes, the
+"""Prints what a container holds, from its index: fields, frames, chunks, ranges, attributes, the
 codec chains its chunks are stored with (how many chunks each, the fraction of their raw bytes stored,
 the error bound of a lossy one) and, for a file written by ``headrace compress --auto`` or
 ``codec="auto"``, the chain chosen per field and the measurements it was chosen by."""

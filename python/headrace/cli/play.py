@@ -1,18 +1,26 @@
-"""``headrace play FILE --stages baseline,double,...|every --frames A:B --timeline OUT.png``: seed 003's
-animation loop over a volume or AMR field, with its streaming steps switched on one by one.
+"""Plays the frames of a volume or AMR file as an animation, rendering each one, and shows where each
+frame's time goes and how much each of headrace's streaming steps gains, by switching them on one at a
+time (the stages).
 
-Stages are cumulative, as in the paper (section 5, figure 3): baseline (buffered read, CPU flatten,
+    headrace play FILE --stages baseline,double,...|every --frames A:B --timeline OUT.png
+
+Stages are cumulative, each adding one step to the one before: baseline (buffered read, CPU flatten,
 pageable copy, region lists rebuilt, all synchronous), double (the next frame read meanwhile), pinned
 (page-locked upload), direct (O_DIRECT), flat (pre-flattened scalars: no CPU pass), refit (region lists
 kept, classification redone), overlap (the next copy beside this render), all (the engine streams frames
 ahead into GPU slots through its read path, with GPU decompression; value ranges overlapped too).
 ``every`` runs them all in turn. For each run: frames per second over the frames after the first, the
 ratio to the render-only rate of the same renderer (the frame resident, measured in the same call), and
-the mean time per frame of each kind of work; ``--timeline`` draws them like the paper's figure 3 and
-``--record`` keeps them as JSON (``headrace plot RECORD.json`` draws it again). Under MPI (``mpirun -n N
-headrace play``) each rank plays its block of the frames on its own GPU; rank 0 reports its runs (the
-timeline is its own) and the job's frames per second over the slowest rank's time. ``--cache cold`` evicts
-the file from the page cache before each run; ``drop-all`` drops the whole cache (root).
+the mean time per frame of each kind of work; ``--timeline`` draws them as a timeline, a lane per kind
+of work, and ``--record`` keeps them as JSON (``headrace plot RECORD.json`` draws it again). Under MPI
+(``mpirun -n N headrace play``) each rank plays its block of the frames on its own GPU; rank 0 reports
+its runs (the timeline is its own) and the job's frames per second over the slowest rank's time.
+``--cache cold`` evicts the file from the page cache before each run; ``drop-all`` drops the whole
+cache (root).
+
+Where this comes from: the stages are the steps by which the study of the NASA Exajet's time-varying
+AMR data on GPU workstations (rendered with ExaBricks) hid its I/O, and the timeline is drawn as that
+study draws its own; ``all`` goes past it (docs/volume.md).
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from headrace.bench.harness import CACHE_STATES
     from headrace.volume import STAGES
 
-    parser = subparsers.add_parser("play", help="seed 003's animation loop over a volume, stage by stage (figure 3)",
+    parser = subparsers.add_parser("play", help="play a volume's frames, showing what each streaming step gains",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a volume or AMR container")
     parser.add_argument("--stages", type=Items(Word(STAGES + ("every",))), default=["all"],
@@ -44,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="show every Nth frame of --frames (default 1)")
     parser.add_argument("--loops", type=Integer(1, 1000), default=1, help="play the frames this many times (default 1)")
     parser.add_argument("--timeline", type=OutputFile((".png", ".svg", ".pdf")), metavar="OUT.png",
-                        help="the timeline figure (like seed 003's figure 3)")
+                        help="the timeline figure: a lane per kind of work, per run")
     parser.add_argument("--record", type=OutputFile((".json",)), metavar="OUT.json",
                         help="the per-frame spans of every run, as JSON")
     parser.add_argument("--cache", choices=CACHE_STATES, default="hot",

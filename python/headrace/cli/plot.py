@@ -1,18 +1,27 @@
-"""``headrace plot RESULTS.csv --out FIG.png``: the figures of a ``headrace bench`` results file.
+"""Draws the results of ``headrace bench`` or the timeline of ``headrace play`` as a figure (PNG, SVG,
+PDF: the ending of --out says which).
 
-Streamline studies (seed 002): scaling draws time against threads per implementation (strong and weak
-side by side, like the paper's figure 8); io and concurrency draw time against the Hilbert unit size per
-thread count (figures 4 and 7; hilbert-mmap as a dashed line); banks against the bank count (figure 5);
-madvise against threads per interval (figure 6). Particle studies (seed 000, ``headrace bench
-particles``): wall-clock frame time per method against each factor that varies (batch size, batches in
-flight, staging), the best over the others (figure 5 grouped by factor), and the waits for a free segment
-per frame against the batches in flight (figure 9). One panel per study found in the file.
+    headrace plot RESULTS.csv --out FIG.png
+    headrace plot TIMELINE.json --out FIG.png
 
-``headrace plot TIMELINE.json --out FIG.png``: the timeline record of ``headrace play`` (JSON, "format":
-"headrace-play-timeline/1"), drawn like seed 003's figure 3: one panel per run of stages, a lane per
-kind of work (file I/O, flatten, H2D copy, decompress, value ranges, structure update, render), two
-consecutive frames from the middle of each run (--all-frames: every frame); the table of fps, the ratio
-to the render-only fps and the mean milliseconds per frame of each kind is printed in Markdown.
+A results file draws one panel per study found in it. Particle studies (``headrace bench particles``):
+wall-clock frame time per method against each factor that varies (particles per batch, batches in
+flight, staging), the best over the other factors, and the waits for a free segment per frame against
+the batches in flight. Streamline studies (``headrace bench streamlines``): scaling draws time against
+threads per implementation (strong and weak side by side); io and concurrency draw time against the
+Hilbert unit size per thread count (hilbert-mmap as a dashed line); banks against the bank count;
+madvise against threads per interval.
+
+A timeline record of ``headrace play`` (JSON, "format": "headrace-play-timeline/1") draws one panel per
+run of stages, a lane per kind of work (file I/O, flatten, H2D copy, decompress, value ranges, structure
+update, render), two consecutive frames from the middle of each run (--all-frames: every frame); the
+table of fps, the ratio to the render-only fps and the mean milliseconds per frame of each kind is
+printed in Markdown.
+
+Where this comes from: the panels are drawn as the papers behind the studies draw theirs: Müller and
+Ertl, "Quantifying Performance Gains of DirectStorage for the Visualisation of Time-Dependent Particle
+Data Sets" (particles); Jiang et al., "Multi-Threaded Streamline Tracing for Data-Intensive
+Architectures" (streamlines); the time-varying AMR study behind ``headrace play`` (docs/volume.md).
 """
 
 from __future__ import annotations
@@ -66,14 +75,14 @@ def _series(rows, x: str, label) -> dict[str, list[tuple[float, float]]]:
 SECONDS = "time to completion (s)"
 
 
-# Seed 000's factors besides the method, as the panels name them.
+# The particle study's factors besides the method, as the panels name them.
 PARTICLE_FACTORS = (("batch", "particles per batch"), ("segments", "batches in flight"), ("staging_bytes", "staging (bytes)"))
 
 
 def _particle_panels(rows):
-    """Seed 000's figure 5 grouped by factor (frame time per method against each factor that varies, the
-    best over the others) and figure 9 (the waits for a free segment per frame, against the batches in
-    flight when they vary), from the rows that measured something."""
+    """Frame time per method against each factor that varies, the best over the others, and the waits
+    for a free segment per frame against the batches in flight when they vary (the DirectStorage
+    particle-streaming paper's figures 5 and 9), from the rows that measured something."""
     measured = [r for r in rows if r.get("frame_seconds") not in (None, "")]
     if not measured:
         return
@@ -85,13 +94,13 @@ def _particle_panels(rows):
         for r in measured:
             x = float(r[key])
             best[r["method"]][x] = min(best[r["method"]].get(x, float("inf")), float(r["frame_seconds"]))
-        yield (f"frame time by {label} (seed 000, figure 5)", label, "wall-clock frame time (s)",
+        yield (f"frame time per method by {label} (best over the other factors)", label, "wall-clock frame time (s)",
                {m: sorted(points.items()) for m, points in sorted(best.items())}, True, True, points_only)
     key, label = next((f for f in varying if f[0] == "segments"), varying[0])
     waits: dict[str, dict[float, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in measured:
         waits[r["method"]][float(r[key])].append(float(r["segment_waits_per_frame"]))
-    yield ("waits for a free segment (figure 9)", label, "waits per frame (mean)",
+    yield (f"waits for a free segment per frame, by {label}", label, "waits per frame (mean)",
            {m: sorted((x, sum(v) / len(v)) for x, v in points.items()) for m, points in sorted(waits.items())}, True, False,
            points_only)
 

@@ -1,4 +1,7 @@
-"""``headrace probe PATH``: raw read bandwidth over block size x queue depth x threads, and the device ceiling.
+"""Measures how fast a drive can be read: the raw read bandwidth over block size x queue depth x
+threads, and the device ceiling (the most any reader gets from it).
+
+    headrace probe PATH
 
 PATH is an existing file or block device (read as it is, never written), an existing folder
 (headrace-probe.bin is written there once and reused), or a new file to write, named with an ending

@@ -1,4 +1,6 @@
-"""``headrace read FILE --backend B``: reads every chunk through B, checks it, reports GB/s.
+"""Reads every chunk of a container through one read backend, checks it and reports GB/s.
+
+    headrace read FILE --backend B
 
 --cache says what the page cache holds before each repeat: cold (the default) evicts this file's pages
 only (posix_fadvise, no privileges needed, nothing else on the machine touched); hot reads the file once

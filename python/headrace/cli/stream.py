@@ -1,5 +1,5 @@
-"""``headrace stream FILE``: plays every frame through the request queue into GPU (or host) memory and
-reports throughput (disk rate, delivered rate, compression ratio) and where the time went.
+"""Plays every frame of a container through the request queue into GPU (or host) memory and reports
+throughput (disk rate, delivered rate, compression ratio) and where the time went.
 
 Under MPI (``mpirun -n N headrace stream FILE``) each rank streams its own block of frames on its own GPU
 (its local rank's; headrace.distributed), all starting together; rank 0 reports every rank and the job:

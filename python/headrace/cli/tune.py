@@ -1,11 +1,24 @@
-"""``headrace tune FILE [--budget SECONDS]``: the best streaming configuration for this machine and data
-set (method, particles per batch, batches in flight, staging), found within a time budget by random
-sampling followed by refinement of the best (``headrace.tune``), each configuration measured by seed
-000's algorithm 3 over ``--wall-seconds``. The winner becomes this machine's profile: ``headrace
-render`` and ``headrace stream`` use it when their options are not given. ``--compare-grid`` then
-measures every configuration of the (small) space and says how far the tuned one is from the best.
-A configuration that cannot run is skipped and counted (``--out`` keeps a row saying why); when none
-can, nothing is stored and the command exits 1 with the first reason.
+"""Finds this machine's fastest way to stream a particle file and stores it as the default of ``headrace
+render`` and ``headrace stream``: the streaming method, particles per batch, batches in flight and
+staging, searched within a time budget.
+
+    headrace tune FILE [--budget SECONDS]
+
+The search (``headrace.tune``): random sampling of the configurations for the first half of the
+budget, then refinement of the best (the next level up and down of each factor, and the other methods
+at its factors) while that improves on it. Each configuration is timed as ``headrace bench particles``
+times it, over ``--wall-seconds``; the defaults (``auto``, the engine's read path) are measured first, so
+the result is never slower than they measured. Without ``--methods`` every method this device can run
+here on this kind of file is searched; a method this machine cannot run is left out, the reason said.
+The winner becomes this machine's profile: ``headrace render`` and ``headrace stream`` use it when their
+options are not given. ``--compare-grid`` then measures every configuration of the (small) space and
+says how far the tuned one is from the best. A configuration that cannot run is skipped and counted
+(``--out`` keeps a row saying why); when none can, nothing is stored and the command exits 1 with the
+first reason.
+
+Where this comes from: Müller and Ertl, "Quantifying Performance Gains of DirectStorage for the
+Visualisation of Time-Dependent Particle Data Sets", leave open which configuration is best on a given
+machine; this finds it automatically (docs/particles.md).
 """
 
 from __future__ import annotations
@@ -35,8 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--cache", choices=CACHE_STATES, default="hot",
                         help=cache_help("hot", "each configuration's timed frames"))
     parser.add_argument("--wall-seconds", type=Real(0, 3600, "seconds", above=True), default=0.5,
-                        help="each configuration's frames are timed until they fill this many seconds (algorithm 3's "
-                             "T_w; default 0.5)")
+                        help="each configuration's frames are timed until they fill this many seconds (default 0.5)")
     parser.add_argument("--width", type=Integer(1, 16384, "pixels"), default=1024, help="image width (default 1024)")
     parser.add_argument("--height", type=Integer(1, 16384, "pixels"), default=768, help="image height (default 768)")
     parser.add_argument("--seed", type=Integer(0, (1 << 32) - 1), default=0, help="the random sampling's seed (default 0)")

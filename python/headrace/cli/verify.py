@@ -1,4 +1,4 @@
-"""``headrace verify FILE``: reads every chunk and checks its checksum; exit 0 only if all match."""
+"""Reads every chunk of a container and checks its checksum; exits 0 only if all match."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""``headrace view FILE... [--port P] [--host H]``: an interactive viewer in the browser.
+"""Opens an interactive viewer in the browser that plays, pauses, scrubs and orbits through the time
+series of the files named.
+
+    headrace view FILE... [--port P] [--host H]
 
 Serves one page at http://HOST:PORT/ where each browser plays, pauses, steps, scrubs and orbits through the
 files' time series, streamed by the engine and rendered on the server (the GPU, or the CPU reference at

@@ -1,4 +1,5 @@
-"""headrace over 1, 2, 4, 8 ranks (issue 21): aggregate GB/s, frames per second and the compositing cost.
+"""Measures how headrace scales over 1, 2, 4, 8 MPI ranks: aggregate GB/s, frames per second and the
+compositing cost.
 
     headrace bench scaling PARTICLES.hrc VOLUME.hrc [--ranks 1,2,4,8] [--device 0] [--cache hot,cold] --out DIR
 
