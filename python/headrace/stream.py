@@ -267,7 +267,8 @@ class Frame:
 
     @property
     def event(self) -> int:
-        """The CUevent that fires when every field of the frame is in place (GPU streams)."""
+        """The CUevent that fires when every field of the frame is in place as stored (GPU streams); a grid
+        taken in grid order from a blocked or Hilbert layout is ready after :meth:`wait_on_stream`."""
         return self._fence().event
 
     @property
@@ -276,12 +277,17 @@ class Frame:
         return self._stream._queue.copy_stream
 
     def wait(self) -> None:
-        """Blocks the host until the frame's bytes are in place."""
+        """Blocks the host until the frame's bytes are in place (and the fields taken so far in grid order)."""
         self._fence().wait()
+        for gather in self._gathers:
+            gather.synchronize()
 
     def wait_on_stream(self, stream: int) -> None:
-        """Makes a CUDA stream wait for the frame without blocking the host."""
+        """Makes a CUDA stream wait for the frame (and the fields taken so far in grid order) without
+        blocking the host."""
         self._fence().wait_on_stream(stream)
+        for gather in self._gathers:
+            gather.wait_on_stream(stream)
 
     def release(self, stream: int | None = None) -> None:
         """Gives the frame's buffers back for the next frame. ``stream``: the CUDA stream whose queued
@@ -390,7 +396,7 @@ class FrameStream:
         stream = self._grid_stream()
         if self._grid_kernel is None:
             self._grid_kernel = _ext.GridOrderKernel(self._gpu())
-        frame.wait_on_stream(stream.handle)  # the stored elements are in place
+        frame._fence().wait_on_stream(stream.handle)  # the stored elements are in place
         order.gather_device(self._gpu(), self._grid_kernel, buffer, lease.natural[name], element_bytes, stream.handle)
         ready = _ext.Event(self._gpu(), stream.handle)
         frame._gathers.append(ready)

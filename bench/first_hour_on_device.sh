@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Issue 35's run on the GPU machine (device tool), from the repo root, results under $OUT:
+#   bash bench/first_hour_on_device.sh setup build gputests gridorder lab userdata
+# carry [".carry", ".whl"]: the -dev packages for the build and the nvCOMP wheel (docs/results.md says how
+# they are fetched).
+source "$(dirname "$0")/device_session.sh"
+work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
+
+gputests() {
+  # Every GPU test (the grid-order gather, points, traces and the lab's files among them) against its CPU reference.
+  within 240 python3 -m pytest -q -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=60 tests/python 2>&1 | tail -15
+}
+
+gridorder() {
+  # 1.6 GB of flow in native blocks (a 512 x 512 x 256 grid of float32 x 3, 2 frames) and a linear volume of the
+  # same bytes: what the natural shape costs a GPU stream, against stored order and a view.
+  mkdir -p "$work"
+  [[ -f $work/flow-blocks.hrc ]] || within 200 python3 -m headrace generate flow "$work/flow-blocks.hrc" --dims 512 512 256 \
+    --frames 2 | tail -1
+  [[ -f $work/volume-linear.hrc ]] || within 120 python3 -m headrace generate volume "$work/volume-linear.hrc" \
+    --dims 1024 512 384 --frames 2 | tail -1
+  within 150 python3 bench/grid_order_probe.py "$work/flow-blocks.hrc" "$work/volume-linear.hrc" --repeats 5 \
+    --csv "$OUT/grid_order.csv"
+}
+
+lab() {
+  # The lab on the files the product writes: uncompressed (generate's default), lz4, and a series with empty frames.
+  mkdir -p "$work/lab" && cd "$work/lab" || return 1
+  python3 -m headrace generate particles p.hrc --particles 20000 --frames 2 --force > /dev/null
+  python3 -m headrace generate particles pz.hrc --particles 20000 --frames 2 --codec lz4 --force > /dev/null
+  for file in p.hrc pz.hrc; do
+    within 60 python3 -m headrace bench particles $file --sample 3 --budget 30 --device 0 --out "$OUT/lab-$file.csv" 2>&1 | tail -4
+    echo "bench particles $file: exit ${PIPESTATUS[0]}"
+    within 60 python3 -m headrace tune $file --budget 20 --device 0 2>&1 | tail -3
+    echo "tune $file: exit ${PIPESTATUS[0]}"
+  done
+  cd - > /dev/null
+}
+
+run_phases "$@"

@@ -1,0 +1,62 @@
+"""What handing a streamed grid out in its natural shape costs (issue 35): a flow field in native blocks,
+streamed hot into GPU memory with every default (``ds.stream(device=0)``, each field taken with
+``cupy.from_dlpack`` and its frame released on the consumer's stream), against the same stream with
+``stored_order=True`` (the elements as stored, no gather) and a grid-order volume (a view, no gather),
+each as GB/s of the frames' bytes, in one process, alternating, through the harness's clock.
+
+    python3 bench/grid_order_probe.py BLOCKED.hrc LINEAR.hrc [--repeats 5] [--csv out.csv]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import cupy
+
+import headrace
+from headrace.bench.harness import measure, warm_page_cache, write_csv
+
+
+def stream_all(path: str, **options: object) -> int:
+    """One pass over the file's frames; the bytes handed to the consumer."""
+    ds = headrace.open(path)
+    moved = 0
+    with ds.stream(device=0, **options) as frames:
+        for frame in frames:
+            for name in frame.fields:
+                array = cupy.from_dlpack(frame[name])
+                moved += array.nbytes
+            frame.release(stream=cupy.cuda.get_current_stream().ptr)
+    cupy.cuda.get_current_stream().synchronize()
+    return moved
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("blocked")
+    parser.add_argument("linear")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--csv", default=None)
+    args = parser.parse_args()
+    cases = {"blocks, natural (gathered)": (args.blocked, {}),
+             "blocks, stored_order=True": (args.blocked, {"stored_order": True}),
+             "linear volume, natural (a view)": (args.linear, {})}
+    for path, options in cases.values():
+        warm_page_cache([path])
+        stream_all(path, **options)  # the engine made, the file page-locked, the kernels loaded: once
+    results = []
+    for _ in range(args.repeats):  # alternating, so drift touches every case alike
+        for case, (path, options) in cases.items():
+            results.append(measure(case, lambda p=path, o=options: stream_all(p, **o), files=[path], cache="hot", repeats=1))
+    for case in cases:
+        runs = [m for m in results if m.case == case]
+        seconds = [s for m in runs for s in m.seconds]
+        gbps = sorted(runs[0].bytes / s / 1e9 for s in seconds)
+        print(f"{case:<34} median {gbps[len(gbps) // 2]:6.2f} GB/s  [{gbps[0]:.2f} .. {gbps[-1]:.2f}]  "
+              f"{runs[0].bytes / 1e9:.2f} GB a pass", flush=True)
+    if args.csv:
+        write_csv(args.csv, results)
+
+
+if __name__ == "__main__":
+    main()
