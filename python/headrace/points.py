@@ -171,18 +171,18 @@ class ColourBy:
         return np.ascontiguousarray(values[:, self.component or 0], dtype=np.float32)
 
     def value_range(self, ds: Any) -> tuple[float, float]:
-        """The values' range over every frame from the index: a component's, or for a length the bound its
-        components' ranges give (the largest length they allow; 0 when every range holds 0)."""
+        """The values' range over every frame from the index: a component's, or for a length the bounds each
+        chunk's component ranges give (the shortest and longest vectors they allow)."""
         if not self.magnitude:
             return component_range(ds, self.field, self.component or 0)
         components = list(range(ds.field(self.field).components))
         lows, highs = _component_bounds(ds, self.field, components)
         if not lows:
             return 0.0, 1.0
-        lo, hi = np.min(np.asarray(lows), axis=0), np.max(np.asarray(highs), axis=0)
+        lo, hi = np.asarray(lows), np.asarray(highs)  # a chunk a row: each chunk's box of vectors bounds its lengths
         far = np.maximum(np.abs(lo), np.abs(hi))
         near = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
-        least, most = float(np.sqrt(np.sum(near ** 2))), float(np.sqrt(np.sum(far ** 2)))
+        least, most = float(np.sqrt(np.sum(near ** 2, axis=1)).min()), float(np.sqrt(np.sum(far ** 2, axis=1)).max())
         return (least, most) if most > least else (least, least + 1.0)
 
 
@@ -274,7 +274,7 @@ class PointSet:
         named = [f.name for f in ds.fields if f.name.lower() in RADIUS_NAMES and f.components == 1 and _numeric(f)]
         if len(named) == 1:
             return named[0], None, f"field {named[0]!r}"
-        return None, None, "derived from the box and the count (--radius to set)"
+        return None, None, "from the first frame's box and point count; --radius sets it"
 
     def _colour(self, ds: Any, fields: dict[str, Any], colour: str | Sequence[float] | None
                 ) -> tuple[str | None, tuple[float, ...] | None]:

@@ -121,7 +121,7 @@ def test_the_default_radius_comes_from_the_box_and_the_count_and_is_said(tmp_pat
     expected = default_radius(box, 1000)
     spacing = float(np.prod(np.subtract(box[1], box[0])) / 1000) ** (1 / 3)
     assert expected == pytest.approx(0.3 * spacing)
-    assert f"radius {expected:.6g} (derived from the box and the count (--radius to set))" in out
+    assert f"radius {expected:.6g} (from the first frame's box and point count; --radius sets it)" in out
     assert "frame 0:" in out and "1000 points" in out  # --stats
     with Image.open(tmp_path / "c.png") as picture:
         assert len(_lit(np.asarray(picture))) > 500
