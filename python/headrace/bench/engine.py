@@ -1,4 +1,4 @@
-"""The engine's measurement (issue 4), on the GPU machine, every ratio against a ceiling or a peer of
+"""Measures the streaming engine on the GPU machine, every ratio against a ceiling or a peer of
 the same call:
 
 - cold read of a multi-GB container into GPU memory: headrace's configurations over the probe
@@ -272,7 +272,7 @@ def h2d_ceiling(repeats: int) -> Measurement:
 def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[str, Any]:
     """Frame time with a consumer kernel about as long as the frame's I/O, against each alone (hot cache).
 
-    The frames play ``loop`` times so that the times are the steady state (seed 003's question), not
+    The frames play ``loop`` times so that the times are the steady state (the question of the time-varying AMR study behind headrace play), not
     the first frame's read and the last frame's kernel, which no pipeline can overlap."""
     import cupy  # type: ignore[import]  # GPU machines only
 

@@ -4,7 +4,7 @@ ratios to the device ceiling that ``headrace probe`` measured in the same call.
     headrace probe DIR --json > probe.json
     python3 -m headrace.bench.foundation FILE.hrc --probe probe.json --out DIR
 
-Targets (issue 3): the best backend cold >= 0.95 x the probe ceiling; hot (page cache) with enough
+Targets: the best backend cold >= 0.95 x the probe ceiling; hot (page cache) with enough
 threads >= 3 x the single-thread buffered read. Cold evicts the file's pages before each repeat;
 ``--cache drop-all`` drops the whole machine's page cache instead (root only). Writes reads.csv, summary.json and results.md (a
 Markdown table for docs/results.md) under --out.

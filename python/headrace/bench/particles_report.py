@@ -2,10 +2,10 @@
 
     python3 -m headrace.bench.particles_report RESULTS.csv [MORE.csv ...]
 
-Per file, device and cache state: seed 000's figure 5 as a table (wall-clock frame time in ms per method
-and batch size, the best over the other factors), the waits for a free segment per frame (figure 9),
-the overlap as issue 7 defines it (the best streaming configuration's frame time over max(the vram frame
-time, the same configuration streaming without drawing), the two measured in turns; a series is also set
+Per file, device and cache state: the wall-clock frame time in ms per method and batch size (the best
+over the other factors), the waits for a free segment per frame, the overlap (the best streaming
+configuration's frame time over max(the vram frame time, the same configuration streaming without
+drawing), the two measured in turns; a series is also set
 against single frames streamed alone, when the results hold both), and headrace's best
 against the KvikIO peer's: like for like, the best method that reads the file during the frame, as the
 peer does (the in-memory methods are reported beside it, not compared). A sample of the space (``headrace
@@ -15,6 +15,9 @@ With ``--ceiling probe.json`` (``headrace probe --json`` of the same call) and `
 (``bench/h2d_ceilings.py``), each table also gives its throughput over the yardstick of its cache state:
 cold, the best file reader's stored bytes per second over the disk's O_DIRECT ceiling; hot, ram-pinned's
 over the H2D rate from a page-locked file.
+
+Where this comes from: the tables are those of Müller and Ertl, "Quantifying Performance Gains of
+DirectStorage for the Visualisation of Time-Dependent Particle Data Sets" (docs/particles.md).
 """
 
 from __future__ import annotations

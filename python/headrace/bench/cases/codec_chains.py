@@ -1,4 +1,4 @@
-"""Codec chains against the plain nvCOMP codecs (issue 19), per field of a container, on one GPU.
+"""Measures codec chains against the plain nvCOMP codecs, per field of a container, on one GPU.
 
     python3 -m headrace.bench.cases.codec_chains FILE.hrc [FILE.hrc ...] --device 0 [--sample-chunks 8] --out DIR
 
@@ -9,7 +9,7 @@ kernels on one stream, timed by CUDA events, the fastest of five), every chunk c
 bytes. The chains: each plain nvCOMP codec (lz4, snappy, zstd, deflate, gdeflate, ans,
 bitcomp, cascaded; in 64 KiB blocks, and zstd in one stream a chunk) and every candidate of the
 automatic choice including the GPU-only codecs, ans's float mode among them. Per field the best plain codec (smallest stored fraction) is set against the best
-chain that decodes at 20 GB/s or more: the issue's target is a stored fraction of at most 0.8 x the
+chain that decodes at 20 GB/s or more: the target is a stored fraction of at most 0.8 x the
 plain codec's. Writes codec_chains.csv and codec_chains.json under --out.
 """
 

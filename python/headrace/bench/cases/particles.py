@@ -1,5 +1,7 @@
-"""Seed 000's particle-streaming study on Linux: each configuration renders the file's frames round
-robin through :class:`headrace.render.StreamingRenderer` and is measured by the paper's algorithm 3.
+"""The particle-streaming study of Müller and Ertl, "Quantifying Performance Gains of DirectStorage for
+the Visualisation of Time-Dependent Particle Data Sets", on Linux: each configuration renders the file's
+frames round robin through :class:`headrace.render.StreamingRenderer` and is timed in the paper's three
+phases (its algorithm 3, :func:`algorithm3`).
 
 1. Pre-warm: render ``prewarm`` frames, time them, and grow the frame count until it fills the target
    wall time ``wall_seconds`` (``p = max(1, ceil(T_w * p / elapsed))`` until it no longer grows); cold,
@@ -11,7 +13,7 @@ robin through :class:`headrace.render.StreamingRenderer` and is measured by the 
    dropped before every frame of phase 3, outside the clock (cold: this file's pages evicted; drop-all: the
    whole machine's page cache dropped, as root); hot: the frames follow one another.
 
-The factors (seed 000's): ``method``, ``batch`` (particles per batch), ``segments`` (batches in flight)
+The factors (the paper's): ``method``, ``batch`` (particles per batch), ``segments`` (batches in flight)
 and ``staging_bytes``. :func:`grid` enumerates a space; :func:`sample` draws ``n`` configurations from
 per-factor distributions (the paper's proposed fix: sample the space instead of gridding it).
 """
@@ -49,7 +51,7 @@ KEY = ("file", "device", "cache", "series", "method", "batch", "segments", "stag
 
 @dataclass(frozen=True)
 class Space:
-    """The factor levels of a study (seed 000: batches of 128k, 500k and 1M particles; 2 to 256 in flight)."""
+    """The factor levels of a study (the paper's: batches of 128k, 500k and 1M particles; 2 to 256 in flight)."""
 
     methods: tuple[str, ...] = ("ram", "mmap-all", "mmap-segment", "mmap-batch", "pread", "direct", "uring-naive",
                                 "uring-batched")
@@ -163,7 +165,7 @@ def renderer_for(dataset: Any, config: dict[str, Any], *, device: int | str, wid
 
 def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str, least: int = 7,
                     series: bool = False) -> tuple[float, float]:
-    """Median seconds per frame streamed and drawn, and streamed alone (seed 000's overlap), over ``count``
+    """Median seconds per frame streamed and drawn, and streamed alone (the paper's overlap), over ``count``
     (at least ``least``) pairs of the same frame measured one after the other: both halves see the same
     moment of the disk and of the page cache, so their ratio does not carry the noise of two separate
     runs; medians, so that one frame held up by something else (a page fault, another process) does not
@@ -181,7 +183,7 @@ def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str
 
 def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int = 4, wall_seconds: float = 2.0,
                gpu_iterations: int = 8, max_frames: int = 1000, series: bool = False) -> Algorithm3:
-    """Seed 000's algorithm 3 over ``renderer`` (a StreamingRenderer), frames round robin. ``series``
+    """The paper's three-phase timing (its algorithm 3) over ``renderer`` (a StreamingRenderer), frames round robin. ``series``
     (hot only): each frame loads the next one's first batches while it is drawn."""
     if series and cache != "hot":
         raise UsageError("a series loads the next frame ahead, before the cold run would drop its pages: hot only")
@@ -242,7 +244,7 @@ def _mean(counts: Iterable[int]) -> float:
 
 
 def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height: int, camera: str = "orbit:30,20") -> Any:
-    """The peer to beat (issue 7): frames read with KvikIO into CuPy arrays, batch by batch into two
+    """The peer to beat: frames read with KvikIO into CuPy arrays, batch by batch into two
     buffers (one read while the other is drawn), and drawn by headrace's own GPU renderer. Has the
     ``render(frame)`` and ``dataset`` of :class:`headrace.render.StreamingRenderer`, so algorithm 3
     measures it alike."""

@@ -1,5 +1,7 @@
-"""Seed 002's experiments on our tracer: each study declares its axes; the harness owns the clock and
-the cache state (by default cold: the file's pages evicted before every repeat).
+"""The experiments of Jiang, Van Essen, Harrison and Gokhale, "Multi-Threaded Streamline Tracing for
+Data-Intensive Architectures", on our tracer (the figures named are the paper's): each study declares
+its axes; the harness owns the clock and the cache state (by default cold: the file's pages evicted
+before every repeat).
 
 - ``io``: standard against direct I/O in hilbert-user over chunk sizes and thread counts (figure 4);
 - ``banks``: hilbert-user at two chunk sizes over bank counts (figure 5);
@@ -44,7 +46,7 @@ class Setup:
     cache_bytes: int
     threads: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
     chunk_pages: tuple[int, ...] = (3, 12, 48, 96, 384, 1536)
-    unit_pages: int = 96  # the tuned Hilbert unit of the scaling study (seed 002: 96 pages)
+    unit_pages: int = 96  # the tuned Hilbert unit of the scaling study (the paper's: 96 pages)
     scalings: tuple[str, ...] = ("strong", "weak")  # the scaling study's halves
 
 
@@ -96,13 +98,13 @@ def configurations(study: str, setup: Setup) -> Iterator[dict[str, Any]]:
 
 
 def _four(setup: Setup) -> tuple[tuple[str, str, str], ...]:
-    """Seed 002's four implementations: (name, file, data manager)."""
+    """The paper's four implementations: (name, file, data manager)."""
     return (("native-user", setup.native, "user"), ("native-mmap", setup.native, "mmap"),
             ("hilbert-user", setup.hilbert, "user"), ("hilbert-mmap", setup.hilbert, "mmap"))
 
 
 def _tuned(setup: Setup, manager: str, threads: int) -> dict[str, Any]:
-    """Seed 002's tuned settings: direct I/O, 96-page Hilbert units, banks = threads; madvise every 4 s
+    """The paper's tuned settings: direct I/O, 96-page Hilbert units, banks = threads; madvise every 4 s
     (and a page-cache budget of the cache's size)."""
     if manager == "user":
         return dict(manager=manager, direct=True, unit_pages=setup.unit_pages, banks=threads)

@@ -1,4 +1,4 @@
-"""The engine as users call it (issue 15): ``for f in ds.stream(device=0)`` with every default, set against
+"""Measures the engine as users call it: ``for f in ds.stream(device=0)`` with every default, set against
 KvikIO on the same file in the same process, round by round, and against the call's yardsticks.
 
     python3 -m headrace.bench.cases.user_stream FILE [--rounds 5] [--probe ceiling.json] [--small SMALL.hrc] --out DIR

@@ -1,4 +1,4 @@
-"""headrace view as a browser sees it (issue 20): frames per second delivered to one browser, hot and cold,
+"""Measures headrace view as a browser sees it: frames per second delivered to one browser, hot and cold,
 against the render-only rate of the same call, and the time from a slider jump to the new image.
 
     python3 -m headrace.bench.cases.viewer FILE... [--device 0] [--seconds 6] [--jumps 5] [--cache hot,drop-all] --out DIR
