@@ -382,7 +382,7 @@ def upload(parts: Sequence[np.ndarray], device: int | None) -> tuple[Any, list[i
 
     headrace moves bytes into GPU memory with its engine's queue, which reads files: the arrays are written
     to a temporary file (in /dev/shm, memory, where it has room), read by the process's ``posix`` engine
-    of that device, and the file removed."""
+    of that device (files not page-locked), and the file removed."""
     import headrace
     from headrace import _ext
 
@@ -404,7 +404,8 @@ def upload(parts: Sequence[np.ndarray], device: int | None) -> tuple[Any, list[i
                     out.seek(offset)
                     out.write(np.ascontiguousarray(part).data)
                 out.truncate(size)
-            engine = headrace.shared_engine(device, backend="posix")
+            # Read with pread, and not page-locked: the file is read once (pinning it would cost more than the copy).
+            engine = headrace.shared_engine(device, backend="posix", pin_files="off")
             file = engine.add_file(path)
             try:
                 queue = engine.queue

@@ -480,3 +480,19 @@ def test_a_vtp_through_the_command_line_coloured_by_a_vectors_length(vtp, tmp_pa
     assert "colour by velocity:magnitude over 0 to 3 (viridis)" in said and "400 points" in said
     with Image.open(out / "frame_00000.png") as picture:
         np.testing.assert_array_equal(np.asarray(picture), _reference(points, 0.03, np.linalg.norm(velocity, axis=1), 0, 3))
+
+
+def test_separate_x_y_z_fields_of_npz_archives_are_positions_and_one_of_them_a_colour(tmp_path):
+    folder = tmp_path / "steps"
+    folder.mkdir()
+    rng = np.random.default_rng(8)
+    clouds = [rng.uniform(0, 1, (200, 3)).astype(np.float32) for _ in range(2)]
+    for number, cloud in enumerate(clouds):  # an archive a step, a member a field
+        np.savez(folder / f"step{number}.npz", x=cloud[:, 0], y=cloud[:, 1], z=cloud[:, 2])
+    out = tmp_path / "steps.hrc"
+    assert main(["convert", str(folder), str(out)]) == 0
+    assert [f.name for f in headrace.open(out).fields] == ["x", "y", "z"]
+    points = PointSet(headrace.open(out), colour_by="x")
+    assert points.positions == ["x", "y", "z"] and points.fields == ["x", "y", "z"]
+    image = render.render_frame(out, -1, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03, colour_by="x")
+    np.testing.assert_array_equal(image, _reference(clouds[1], 0.03, clouds[1][:, 0], *points.colour_range))
