@@ -1,10 +1,12 @@
-"""``headrace tune``: the best streaming configuration for this machine and data set, found within a
-time budget (seed 000's open question: which configuration is best here, found automatically).
+"""The fastest streaming configuration for this machine and data set, found within a time budget
+(``headrace tune``): Müller and Ertl, "Quantifying Performance Gains of DirectStorage for the
+Visualisation of Time-Dependent Particle Data Sets", leave open which configuration is best on a given
+machine; this finds it automatically.
 
 The search: random sampling of the factor space for the first half of the budget, then refinement of the
 best: its neighbours (the next level up and down of each factor, and each other method at its factors)
-measured while they improve on it, until the budget is spent. Each configuration is measured with seed
-000's algorithm 3 (:mod:`headrace.bench.cases.particles`) over a short wall time. The winner is stored as
+measured while they improve on it, until the budget is spent. Each configuration is timed as ``headrace bench
+particles`` times it (:mod:`headrace.bench.cases.particles`) over a short wall time. The winner is stored as
 this machine's profile (``$HEADRACE_PROFILES`` or ``~/.config/headrace/profiles.json``, one entry per
 machine, device and codec) and becomes the default of ``headrace render`` and of the streamer's backend.
 """
@@ -113,8 +115,9 @@ def tune(evaluate: Callable[[dict[str, Any]], float], space: study.Space, budget
 def default_configuration(device: int | str, codec: str) -> dict[str, Any]:
     """What the renderer uses without a profile: the engine's read path (``auto``: what the page cache
     holds is read buffered or DMA'd from its page-locked pages, the rest O_DIRECT; compressed chunks
-    decoded on the GPU), batches of 1 Mi particles, 16 in flight (seed 001's queue depth), 256 MiB of
-    staging (docs/results.md, issue 15: hot frames at the pinned H2D rate, cold ones at the disk's)."""
+    decoded on the GPU), batches of 1 Mi particles, 16 in flight (requests batched, as AMD's talk
+    "DirectStorage: Optimizing Load-Time and Streaming" advises), 256 MiB of staging (docs/results.md: hot frames at the pinned H2D rate, cold ones at
+    the disk's)."""
     method = "auto"
     return {"method": method, "batch": 1 << 20, "segments": 16, "staging_bytes": 256 << 20}
 
