@@ -116,8 +116,8 @@ def default_configuration(device: int | str, codec: str) -> dict[str, Any]:
     """What the renderer uses without a profile: the engine's read path (``auto``: what the page cache
     holds is read buffered or DMA'd from its page-locked pages, the rest O_DIRECT; compressed chunks
     decoded on the GPU), batches of 1 Mi particles, 16 in flight (requests batched, as AMD's talk
-    "DirectStorage: Optimizing Load-Time and Streaming" advises), 256 MiB of staging (docs/results.md: hot frames at the pinned H2D rate, cold ones at
-    the disk's)."""
+    "DirectStorage: Optimizing Load-Time and Streaming" advises), 256 MiB of staging (docs/results.md:
+    hot frames at the pinned H2D rate, cold ones at the disk's)."""
     method = "auto"
     return {"method": method, "batch": 1 << 20, "segments": 16, "staging_bytes": 256 << 20}
 
