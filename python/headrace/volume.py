@@ -16,6 +16,11 @@ frame (from the index's chunk ranges, no data read) unless ``value_range`` is gi
 (``opacity="ramp:A,B,MAX"``: 0 below fraction A of the range, rising to MAX at fraction B and above),
 stated per half level-0 cell of ray and corrected for each region's step.
 
+``mode="iso"`` with an iso value outside the field's values over every frame (the index's chunk ranges)
+draws no surface: the renderer says so with an :class:`IsoOutsideRangeWarning` (``warnings.warn``, once
+when it is made; ``warnings.catch_warnings`` or ``-W error::headrace.volume.IsoOutsideRangeWarning``
+catch it) and keeps the sentence in :attr:`VolumeRenderer.iso_warning`.
+
 :meth:`VolumeRenderer.play` runs seed 003's animation loop with its streaming steps switched on one by one
 (:data:`STAGES`); its result is a run of the timeline record that :mod:`headrace.timeline` draws.
 """
@@ -23,6 +28,7 @@ stated per half level-0 cell of ray and corrected for each region's step.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -31,7 +37,8 @@ import numpy as np
 from headrace import _ext
 from headrace.errors import UsageError
 
-__all__ = ["STAGES", "STAGE_STEPS", "MODES", "VolumeRenderer", "transfer_function", "is_volume", "field_value_range"]
+__all__ = ["STAGES", "STAGE_STEPS", "MODES", "IsoOutsideRangeWarning", "VolumeRenderer", "transfer_function",
+           "is_volume", "field_value_range", "recorded_value_range"]
 
 # Seed 003's steps, cumulative (docs/volume.md): each stage adds its step to those before it.
 STAGES = ("baseline", "double", "pinned", "direct", "flat", "refit", "overlap", "all")
@@ -56,8 +63,13 @@ def is_volume(ds: Any) -> bool:
     return attributes.get("layout") == "amr" or ("grid_dims" in attributes and attributes.get("layout", "linear") == "linear")
 
 
-def field_value_range(ds: Any, field: str, frames: Iterable[int] | None = None) -> tuple[float, float]:
-    """The field's (min, max) over the frames (every frame by default), from the index's chunk ranges."""
+class IsoOutsideRangeWarning(UserWarning):
+    """An iso value outside every value the field holds (``mode="iso"``): the images show no surface."""
+
+
+def recorded_value_range(ds: Any, field: str, frames: Iterable[int] | None = None) -> tuple[float, float] | None:
+    """The field's (min, max) over the frames (every frame by default) as the index's chunk ranges record
+    them, nothing read; ``None`` when no chunk records a finite range."""
     container = ds.container
     table = container.chunk_table()
     index = container.field_index(field)
@@ -68,8 +80,17 @@ def field_value_range(ds: Any, field: str, frames: Iterable[int] | None = None) 
     lows = [r[0][0] for r in ranges if np.isfinite(r[0][0])]
     highs = [r[1][0] for r in ranges if np.isfinite(r[1][0])]
     if not lows:
+        return None
+    return float(min(lows)), float(max(highs))
+
+
+def field_value_range(ds: Any, field: str, frames: Iterable[int] | None = None) -> tuple[float, float]:
+    """The field's (min, max) over the frames (every frame by default), from the index's chunk ranges; a
+    range one wide from the minimum where every value is the same, (0, 1) where no chunk records one."""
+    recorded = recorded_value_range(ds, field, frames)
+    if recorded is None:
         return 0.0, 1.0
-    lo, hi = float(min(lows)), float(max(highs))
+    lo, hi = recorded
     return (lo, hi) if hi > lo else (lo, lo + 1.0)
 
 
@@ -120,7 +141,10 @@ class VolumeRenderer:
     (samples per finest cell of a region: 2 doubles them), ``footprint`` (> 0: steps no shorter than that
     many pixel footprints at the sample's distance; 0, the default: the regions' steps alone), ``width``, ``height``, ``fov``, ``camera``
     (``orbit:AZ,EL[,DIST]`` around the domain or ``lookat:...``), ``background`` (R, G, B), ``threads`` (CPU), ``skip_empty`` (False draws every region that has cells: what
-    empty-space skipping saves)."""
+    empty-space skipping saves).
+
+    ``mode="iso"`` with ``iso`` outside the field's values over every frame (the index's chunk ranges) warns
+    with :class:`IsoOutsideRangeWarning`; :attr:`iso_warning` keeps its sentence (``None`` otherwise)."""
 
     def __init__(self, source: Any, *, field: str | None = None, device: int | str | None = "cpu", mode: str = "dvr",
                  tf: str = "viridis", opacity: str = "ramp:0.1,1,0.2", value_range: tuple[float, float] | None = None,
@@ -142,6 +166,9 @@ class VolumeRenderer:
         self.value_range = (float(lo), float(hi))
         self.mode = mode
         self.iso = float(iso) if iso is not None else (lo + hi) / 2
+        self.iso_warning = _iso_outside(ds, self.field, self.iso) if mode == "iso" else None
+        if self.iso_warning is not None:
+            warnings.warn(IsoOutsideRangeWarning(self.iso_warning), stacklevel=2)
         self.table = transfer_function(tf, opacity)
         self.background = _packed(background)
         self._native.set_view(self.table.reshape(-1).tolist(), float(lo), float(hi), mode == "iso", self.iso,
@@ -237,6 +264,17 @@ class VolumeRenderer:
         chosen = [frames] if isinstance(frames, int) else list(dict.fromkeys(int(f) for f in frames))
         seconds = [self._native.render_only_seconds(self.camera, f, int(repeats)) for f in chosen]
         return len(seconds) / sum(seconds)
+
+
+def _iso_outside(ds: Any, field: str, iso: float) -> str | None:
+    """What is wrong with an iso value outside the field's recorded values, or ``None``."""
+    recorded = recorded_value_range(ds, field)
+    if recorded is None or recorded[0] <= iso <= recorded[1]:
+        return None
+    frames = len(ds.frames)
+    return (f"{ds.path}: iso value {iso:g} lies outside the values of field '{field}', {recorded[0]:g} to "
+            f"{recorded[1]:g} over its {frames} frame{'s' if frames != 1 else ''} (from the index's chunk ranges): the "
+            "images show no surface; choose an iso value in that range")
 
 
 def _default_field(ds: Any) -> str:

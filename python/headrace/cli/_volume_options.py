@@ -65,9 +65,9 @@ class ValueRange(Bounded[tuple]):
 def add_volume_arguments(parser: argparse.ArgumentParser) -> None:
     """The volume options; --field, --camera, --width, --height, --fov, --background, --device, --threads are
     the caller's."""
-    volume = parser.add_argument_group("volumes (a grid or AMR field, seed 003)")
+    volume = parser.add_argument_group("volumes (a grid or AMR field)")
     volume.add_argument("--mode", choices=("dvr", "iso"), default=None,
-                        help="direct volume rendering or the first iso-surface (default dvr)")
+                        help="direct volume rendering or the first iso-surface (default dvr; iso when --iso is given)")
     volume.add_argument("--tf", type=Name(), default=None, help="a matplotlib colour map (default viridis)")
     volume.add_argument("--opacity", type=Opacity(), default=None,
                         help="opacity over the value range, per half level-0 cell of ray (default ramp:0.1,1,0.2)")
@@ -75,7 +75,8 @@ def add_volume_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the values the colour map spans (default: the field's range over every frame, "
                              "from the index: fixed across frames)")
     volume.add_argument("--iso", type=Real(-3.0e38, 3.0e38, "a value"), default=None,
-                        help="--mode iso: the iso value (default: the middle of the range)")
+                        help="the iso value to draw (--mode iso; default: the middle of the range); a value outside "
+                             "the field's values draws no surface and is said on stderr")
     volume.add_argument("--sampling", type=Real(0, 64, "samples per cell", above=True), default=None,
                         help="samples per finest cell of each region along a ray (default 1)")
     volume.add_argument("--footprint", type=Real(0, 64, "pixel footprints"), default=None,
@@ -86,8 +87,15 @@ def add_volume_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def volume_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of :class:`headrace.volume.VolumeRenderer` from the options given."""
-    options: dict[str, Any] = dict(mode=args.mode or "dvr", tf=args.tf or "viridis",
+    """Keyword arguments of :class:`headrace.volume.VolumeRenderer` from the options given: ``--iso`` alone
+    draws the iso-surface, ``--iso`` with ``--mode dvr`` is a usage error (it would draw nothing of it)."""
+    from headrace.errors import UsageError
+
+    mode = args.mode or ("iso" if args.iso is not None else "dvr")
+    if mode != "iso" and args.iso is not None:
+        raise UsageError(f"--iso {args.iso:g}: an iso value is drawn by --mode iso, not --mode {mode} (leave --mode "
+                         "out or give --mode iso)")
+    options: dict[str, Any] = dict(mode=mode, tf=args.tf or "viridis",
                                    opacity=args.opacity or "ramp:0.1,1,0.2", value_range=args.range, iso=args.iso,
                                    sampling=args.sampling or 1.0, skip_empty=not args.no_skip, field=args.field,
                                    footprint=args.footprint or 0.0,

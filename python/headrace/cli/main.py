@@ -2,8 +2,9 @@
 
 Exit status: 0 success, 1 bad or corrupt data, a failed check or an error of the system (a missing
 file, a full disk), 2 usage error (a bad option value, a missing argument), 130 interrupted. Every
-error is one line on stderr naming the command; ``--debug`` adds the traceback and the source location
-of errors raised in C++.
+error is one line on stderr naming the command, and so is every warning (an iso value outside the data,
+say); ``--debug`` adds the traceback and the source location of errors raised in C++, and where a
+warning was raised.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import importlib
 import os
 import sys
 import traceback
+import warnings
+from collections.abc import Callable
+from typing import TextIO
 
 from headrace import errors
 from headrace.cli._arguments import Parser
@@ -44,6 +48,15 @@ def _report(command: str, error: BaseException, debug: bool, note: str = "") -> 
     print(f"headrace {command}: {text}{note}", file=sys.stderr)
 
 
+def _warning_line(command: str) -> Callable[..., None]:
+    """What the command shows of a warning (:func:`warnings.showwarning`): one line naming the command, as
+    an error is, not Python's two naming a source line."""
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: TextIO | None = None,
+             line: str | None = None) -> None:
+        print(f"headrace {command}: {' '.join(str(message).split())}", file=sys.stderr)
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     """Runs one command; returns its exit status (a usage error, --help and --version included). Under
     MPI (``mpirun -n N headrace ...``), a rank that fails ends every rank: none waits for it forever."""
@@ -63,7 +76,10 @@ def _run(argv: list[str] | None) -> int:
         return stop.code if isinstance(stop.code, int) else 2
     debug = args.debug or os.environ.get("HEADRACE_DEBUG", "") not in ("", "0", "off")
     try:
-        return int(args.func(args) or 0)
+        with warnings.catch_warnings():
+            if not debug:  # a warning is one line naming the command, as an error is; --debug also says where
+                warnings.showwarning = _warning_line(args.command)
+            return int(args.func(args) or 0)
     except errors.UsageError as error:
         _report(args.command, error, debug)
         return 2
