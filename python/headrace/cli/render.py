@@ -298,21 +298,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--stats", action="store_true", help="print each frame's statistics")
     points = parser.add_argument_group(
         "point sets (particles held as fields: H5Part, .vtp, .npy or HDF5 points converted by headrace convert)")
-    points.add_argument("--positions", type=Name(), default=None,
+    points.add_argument("--positions", type=Name(), default=None, metavar="FIELD",
                         help="the field of 3 components holding the positions (default: the one named position, "
                              "positions, points, xyz or coordinates, or fields x, y and z)")
-    points.add_argument("--radius", type=RadiusOption(), default=None,
+    points.add_argument("--radius", type=RadiusOption(), default=None, metavar="VALUE|FIELD",
                         help="every point's radius, or the field holding it (default: a field named radius, else a "
                              "size from the first frame's box and point count, said)")
-    points.add_argument("--colour", type=ColourOption(), default=None,
+    points.add_argument("--colour", type=ColourOption(), default=None, metavar="R,G,B[,A]|FIELD",
                         help="every point's colour, or the RGB or RGBA field holding it (default: a field named "
                              "colour, color or rgb(a), else light grey)")
-    points.add_argument("--colour-by", type=ColourSource(), default=None,
-                        help="colour by a field through --colour-map: a field of one number a point, FIELD:K for "
-                             "component K of a vector, FIELD:magnitude for its length (also on a particles record)")
-    points.add_argument("--colour-map", type=Name(), default=None, help="--colour-by: a matplotlib colour map "
-                                                                          "(default viridis)")
-    points.add_argument("--colour-range", type=ValueRange(), default=None,
+    points.add_argument("--colour-by", type=ColourSource(), default=None, metavar="FIELD",
+                        help="colour each point by a field of the file through --colour-map (a particles record's file "
+                             "too)")
+    points.add_argument("--colour-map", type=Name(), default=None, metavar="NAME",
+                        help="--colour-by: a matplotlib colour map (default viridis)")
+    points.add_argument("--colour-range", type=ValueRange(), default=None, metavar="LO:HI",
                         help="--colour-by: the values the colour map spans (default: the field's range over every "
                              "frame, from the file's index)")
     add_volume_arguments(parser)
