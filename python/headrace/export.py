@@ -408,7 +408,8 @@ def _vtk_errors() -> Iterator[list[str]]:
         messages.append(re.sub(r"^\w+ \(0x[0-9a-fA-F]+\): ", "", said[0] if said else text.strip()))
 
     window = vtkOutputWindow.GetInstance()
-    display, mode, verbosity = vtkObject.GetGlobalWarningDisplay(), window.GetDisplayMode(), vtkLogger.GetCurrentVerbosityCutoff()
+    display, mode = vtkObject.GetGlobalWarningDisplay(), window.GetDisplayMode()
+    verbosity = vtkLogger.GetCurrentVerbosityCutoff()
     vtkObject.GlobalWarningDisplayOn()
     window.SetDisplayModeToNever()
     vtkLogger.SetStderrVerbosity(vtkLogger.VERBOSITY_OFF)
