@@ -32,12 +32,12 @@ from headrace.convert.netcdf import open_netcdf
 from headrace.convert.npy import open_npy
 from headrace.convert.raw_grid import open_raw_grid, raw_kind
 from headrace.convert.raw_particles import open_raw_particles
-from headrace.convert.source import Source
+from headrace.convert.source import ConversionNote, Source
 from headrace.convert.vtk import VtkKind, open_pvd, open_vtk
 from headrace.convert.zarr import open_zarr
 from headrace.writer import Codec
 
-__all__ = ["convert", "open_source", "write_source", "check_output", "InputFormat", "ProgressCallback"]
+__all__ = ["convert", "open_source", "write_source", "check_output", "InputFormat", "ProgressCallback", "ConversionNote"]
 
 # Called with the input bytes done so far (the total is the source's ``total_bytes``), as
 # ``headrace.cli._output.byte_progress``'s update function takes it.
@@ -179,7 +179,7 @@ def convert(
     is that many is a grid of as many components, not a time series). An array's time axis otherwise
     follows docs/converters.md ("Time in arrays"); a shape that may be either is a ``UsageError`` naming
     both options. Choices made without an option (a step pattern of HDF5 datasets) are said once as a
-    :class:`~headrace.convert.source.ConversionNote` warning. ``chunk_size_bytes``, ``codec`` and
+    :class:`ConversionNote` warning. ``chunk_size_bytes``, ``codec`` and
     ``codec_level`` go to the writer (its default chunk size when ``None``).
     """
     paths = resolve_inputs(input)
