@@ -380,6 +380,9 @@ def run_particles(args: argparse.Namespace) -> int:
                   + (f", --budget {args.budget:g} s" if args.budget else ""))
     machine = study.machine()
     frames = list(range(len(ds.frames)))
+    counts = [ds.element_count(f, "particles") for f in frames]
+    # The overlap of streaming and drawing, over the frames that hold particles: an empty frame has neither.
+    busy = [f for f, n in zip(frames, counts) if n] or frames
     budget = Budget(args.budget)
     failed: list[str] = []
     measured = 0  # configurations run now, those that could not included
@@ -400,15 +403,14 @@ def run_particles(args: argparse.Namespace) -> int:
                     renderer = study.renderer_for(ds, config, device=device, width=args.width, height=args.height)
                 result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=args.prewarm,
                                           wall_seconds=args.wall_seconds, gpu_iterations=args.gpu_iterations,
-                                          series=args.series)
+                                          series=args.series, whole_series=len(set(counts)) > 1)
                 timed = result.row()
                 row.update(timed)
                 row["describe"] = renderer.describe()
                 if args.overlap and config["method"] not in study.BASELINES:
-                    drawn, alone = study.overlap_seconds(renderer, frames, result.wall_frames, args.cache,
-                                                         series=args.series)
-                    row.update(overlap_frame_s=drawn, stream_only_s=alone)
-                    row["overlap_ratio"] = drawn / max(alone, timed["draw_median_s"])
+                    paired = study.overlap(renderer, busy, result.wall_frames, args.cache, series=args.series)
+                    row.update(overlap_frame_s=paired.drawn_seconds, stream_only_s=paired.alone_seconds,
+                               overlap_ratio=paired.ratio)
             except (headrace.errors.Error, ImportError) as why:  # said in the row, never dropped
                 row["error"] = f"{type(why).__name__}: {why}" if isinstance(why, ImportError) else str(why)
                 failed.append(f"{config['method']}: {row['error']}")

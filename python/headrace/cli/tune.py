@@ -83,11 +83,13 @@ def run(args: argparse.Namespace) -> int:
     space = dataclasses.replace(space, methods=tuple(m for m in space.methods if m not in study.BASELINES))
     expect_cache_state(args.cache, [ds.path])
     frames = list(range(len(ds.frames)))
+    # Frames of different sizes (empty ones, say): each configuration is timed over the whole series.
+    whole_series = len({ds.element_count(f, "particles") for f in frames}) > 1
 
     def evaluate(config: dict) -> float:
         renderer = study.renderer_for(ds, config, device=device, width=args.width, height=args.height)
         result = study.algorithm3(renderer, frames, cache=args.cache, prewarm=2, wall_seconds=args.wall_seconds,
-                                  gpu_iterations=2)
+                                  gpu_iterations=2, whole_series=whole_series)
         return result.wall_seconds / result.wall_frames
 
     grid_size = len(list(study.grid(space)))

@@ -33,7 +33,8 @@ from typing import Any
 from headrace.bench.harness import uncache
 from headrace.errors import UsageError
 
-__all__ = ["Space", "grid", "sample", "method_unavailable_reason", "renderer_for", "algorithm3", "overlap_seconds",
+__all__ = ["Space", "grid", "sample", "method_unavailable_reason", "renderer_for", "algorithm3", "Overlap", "overlap",
+           "overlap_seconds",
            "machine", "kvikio_renderer", "BASELINES", "IN_MEMORY", "KEY"]
 
 # The rows to measure the others against, not ways to stream through headrace: the frame already in GPU
@@ -163,28 +164,59 @@ def renderer_for(dataset: Any, config: dict[str, Any], *, device: int | str, wid
                              segments=config["segments"], staging_bytes=config["staging_bytes"], width=width, height=height)
 
 
-def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str, least: int = 7,
-                    series: bool = False) -> tuple[float, float]:
-    """Median seconds per frame streamed and drawn, and streamed alone (the paper's overlap), over ``count``
-    (at least ``least``) pairs of the same frame measured one after the other: both halves see the same
-    moment of the disk and of the page cache, so their ratio does not carry the noise of two separate
-    runs; medians, so that one frame held up by something else (a page fault, another process) does not
-    move a millisecond-long frame's ratio. ``series``: each call loads the next call's frame ahead (the
-    same frame, for the other half), as :func:`algorithm3` does."""
+@dataclass(frozen=True)
+class Overlap:
+    """Median seconds per frame streamed and drawn, streamed alone, and drawing alone (the drawn frames'
+    draw seconds), over the same pairs of frames."""
+
+    drawn_seconds: float
+    alone_seconds: float
+    draw_seconds: float
+
+    @property
+    def ratio(self) -> float:
+        """The frame time over max(streaming alone, drawing alone): 1 where the two overlap perfectly."""
+        return self.drawn_seconds / max(self.alone_seconds, self.draw_seconds)
+
+
+def overlap(renderer: Any, frames: Sequence[int], count: int, cache: str, least: int = 7,
+            series: bool = False) -> Overlap:
+    """The paper's overlap over ``count`` (at least ``least``) pairs of the same frame measured one after
+    the other, drawn and streamed alone: both halves see the same moment of the disk and of the page
+    cache, so their ratio does not carry the noise of two separate runs; medians, so that one frame held
+    up by something else (a page fault, another process) does not move a millisecond-long frame's ratio.
+    The drawing alone is the drawn frames' own draw time, so a series of frames of different sizes
+    compares like with like. ``series``: each call loads the next call's frame ahead (the same frame,
+    for the other half), as :func:`algorithm3` does."""
     seconds: dict[bool, list[float]] = {True: [], False: []}
+    draws: list[float] = []
     pairs = max(count, least)
     for n in range(pairs):
         for draw in (True, False):
             uncache([renderer.dataset.path], cache)
             ahead = {"next_frame": frames[(n + 1) % len(frames) if not draw else n % len(frames)]} if series else {}
-            seconds[draw].append(renderer.render(frames[n % len(frames)], draw=draw, **ahead)["seconds"])
-    return statistics.median(seconds[True]), statistics.median(seconds[False])
+            stats = renderer.render(frames[n % len(frames)], draw=draw, **ahead)
+            seconds[draw].append(stats["seconds"])
+            if draw:
+                draws.append(stats.get("draw_seconds", 0.0))
+    return Overlap(statistics.median(seconds[True]), statistics.median(seconds[False]), statistics.median(draws))
+
+
+def overlap_seconds(renderer: Any, frames: Sequence[int], count: int, cache: str, least: int = 7,
+                    series: bool = False) -> tuple[float, float]:
+    """Median seconds per frame streamed and drawn, and streamed alone: :func:`overlap`'s first two."""
+    measured = overlap(renderer, frames, count, cache, least, series)
+    return measured.drawn_seconds, measured.alone_seconds
 
 
 def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int = 4, wall_seconds: float = 2.0,
-               gpu_iterations: int = 8, max_frames: int = 1000, series: bool = False) -> Algorithm3:
-    """The paper's three-phase timing (its algorithm 3) over ``renderer`` (a StreamingRenderer), frames round robin. ``series``
-    (hot only): each frame loads the next one's first batches while it is drawn."""
+               gpu_iterations: int = 8, max_frames: int = 1000, series: bool = False,
+               whole_series: bool = False) -> Algorithm3:
+    """The paper's three-phase timing (its algorithm 3) over ``renderer`` (a StreamingRenderer), frames
+    round robin. ``series`` (hot only): each frame loads the next one's first batches while it is drawn.
+    ``whole_series``: the frames differ in size (empty ones, say), so the timed frames start at the first
+    and take in every frame at least once (up to ``max_frames``), as a frame time over a part of such a
+    series would say nothing of the rest."""
     if series and cache != "hot":
         raise UsageError("a series loads the next frame ahead, before the cold run would drop its pages: hot only")
     turn = 0
@@ -222,6 +254,8 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
     # Phase 2: per-frame draw times.
     draws = sorted(render()["draw_seconds"] for _ in range(gpu_iterations))
     # Phase 3: wall time over p frames.
+    if whole_series:
+        p, turn = min(max_frames, max(p, len(frames))), 0
     total, waits, stored = 0.0, 0, 0
     h2d: float | None = 0.0  # None once a frame did not time its copies
     for _ in range(p):
