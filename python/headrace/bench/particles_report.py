@@ -138,7 +138,7 @@ def report(rows: list[dict[str, str]], ceiling: dict | None = None, h2d: dict | 
                            f"{_ms(float(vram['frame_seconds']))} ms, a single frame streamed alone {_ms(alone)} ms) = "
                            f"**{drawn / max(float(vram['frame_seconds']), alone):.2f}**; single frames streamed and drawn: "
                            f"best {_ms(float(single_top['frame_seconds']))} ms ({single_top['method']})\n")
-            if top.get("h2d_s_per_frame"):
+            if float(top.get("h2d_s_per_frame") or 0) > 0:  # the CPU renderer copies nothing
                 h2d_s = float(top["h2d_s_per_frame"])
                 out.append(f"its copies: the copy stream busy {_ms(h2d_s)} ms of the {_ms(float(top['frame_seconds']))} ms "
                            f"frame ({float(top['stored_bytes_per_frame']) / h2d_s / 1e9:.1f} GB/s while copying)\n")
