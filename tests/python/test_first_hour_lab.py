@@ -134,6 +134,11 @@ def test_a_series_of_frames_of_different_sizes_is_timed_whole(files, tmp_path):
         finite(row, "overlap_frame_s", "stream_only_s", "overlap_ratio")
         # Frame time over max(streaming alone, drawing alone) of the same frames: about 1 or more, never 0.
         assert 0.3 < float(row["overlap_ratio"]) < 50, row["overlap_ratio"]
+    from headrace.bench.harness import read_rows
+    from headrace.bench.particles_report import report
+
+    text = report(read_rows(out))  # the CPU's rows copy nothing: no copy rate divided by zero
+    assert "### empty-frames.hrc: 783.33 (mean) particles per frame, device cpu, hot" in text
 
 
 def test_algorithm3_times_a_whole_series_from_its_first_frame():
