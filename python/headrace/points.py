@@ -25,9 +25,6 @@ colour), which is how ``colour_by`` reaches it; drawn as it is, it streams throu
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -378,12 +375,7 @@ def _box_of(points: np.ndarray | None, ds: Any, frame: int) -> tuple[tuple[float
 
 def upload(parts: Sequence[np.ndarray], device: int | None) -> tuple[Any, list[int]]:
     """Host arrays copied one after the other (256-byte aligned) into one new buffer in GPU ``device``'s
-    memory (a host array for None): the buffer and each array's address in it.
-
-    headrace moves bytes into GPU memory with its engine's queue, which reads files: the arrays are written
-    to a temporary file (in /dev/shm, memory, where it has room), read by the process's ``posix`` engine
-    of that device (files not page-locked), and the file removed."""
-    import headrace
+    memory (a host array for None): the buffer and each array's address in it."""
     from headrace import _ext
 
     offsets, total = [], 0
@@ -394,28 +386,10 @@ def upload(parts: Sequence[np.ndarray], device: int | None) -> tuple[Any, list[i
     size = max(total, 1)
     buffer: Any = np.empty(size, dtype=np.uint8) if device is None else _ext.DeviceBuffer(device, size)
     base = buffer.ctypes.data if device is None else buffer.pointer
-    if total:
-        shared_memory = "/dev/shm"
-        folder = shared_memory if os.path.isdir(shared_memory) and shutil.disk_usage(shared_memory).free > 2 * total else None
-        handle, path = tempfile.mkstemp(prefix="headrace-points-", suffix=".bin", dir=folder)
-        try:
-            with os.fdopen(handle, "wb") as out:
-                for part, offset in zip(parts, offsets):
-                    out.seek(offset)
-                    out.write(np.ascontiguousarray(part).data)
-                out.truncate(size)
-            # Read with pread, and not page-locked: the file is read once (pinning it would cost more than the copy).
-            engine = headrace.shared_engine(device, backend="posix", pin_files="off")
-            file = engine.add_file(path)
-            try:
-                queue = engine.queue
-                request = queue.enqueue(file, 0, size, buffer)
-                fence = queue.enqueue_signal()
-                queue.submit()
-                fence.wait()
-                queue.summarize([request]).raise_first_failure()
-            finally:
-                engine.close_file(path)
-        finally:
-            os.unlink(path)
+    for part, offset in zip(parts, offsets):
+        raw = np.ascontiguousarray(part).reshape(-1).view(np.uint8)
+        if device is None:
+            buffer[offset : offset + raw.size] = raw
+        else:
+            buffer.copy_from_host(raw, offset)
     return buffer, [base + offset for offset in offsets]
