@@ -203,9 +203,24 @@ def _dims(dataset: Dataset, fields: Sequence[str], stored_order: bool) -> dict[s
     return {name: ("time", *axes[name]) for name in fields}
 
 
+def _frame_times(dataset: Dataset) -> np.ndarray:
+    """The frames' times: datetime64 when the file says they are ``seconds since <date>`` (the
+    ``time_units`` a NetCDF or zarr conversion of dates writes), else the stored numbers."""
+    seconds = np.array([f.time for f in dataset.frames])
+    units = str(dataset.attributes.get("time_units", ""))
+    prefix = "seconds since "
+    if units.startswith(prefix):
+        try:
+            epoch = np.datetime64(units[len(prefix):].strip().replace(" ", "T"), "ns")
+        except ValueError:
+            return seconds
+        return epoch + np.round(seconds * 1e9).astype("timedelta64[ns]")
+    return seconds
+
+
 def to_xarray(dataset: Dataset, fields: Sequence[str] | None = None, **read_options: Any) -> Any:
     """An xarray Dataset with one variable per field (each a :func:`to_dask` array), coordinates ``time``
-    (the frames' times), ``frame`` (their indices) and, for a grid, ``x``, ``y``, ``z`` from
+    (the frames' times; datetime64 when the file's ``time_units`` is ``seconds since <date>``), ``frame`` (their indices) and, for a grid, ``x``, ``y``, ``z`` from
     ``grid_origin`` and ``grid_spacing``; the container's attributes as its attrs."""
     xarray = _optional("xarray", "Dataset.to_xarray")
     names = list(fields) if fields is not None else [f.name for f in dataset.fields]
@@ -213,7 +228,7 @@ def to_xarray(dataset: Dataset, fields: Sequence[str] | None = None, **read_opti
         raise UsageError(f"{dataset.path}: no frames to make an xarray Dataset of")
     dims = _dims(dataset, names, bool(read_options.get("stored_order", False)))
     variables = {name: (dims[name], to_dask(dataset, name, **read_options)) for name in names}
-    coords: dict[str, Any] = {"time": ("time", np.array([f.time for f in dataset.frames])),
+    coords: dict[str, Any] = {"time": ("time", _frame_times(dataset)),
                               "frame": ("time", np.arange(len(dataset.frames)))}
     layout = dataset._grid_layout
     used = {dim for field_dims in dims.values() for dim in field_dims}

@@ -204,3 +204,18 @@ def test_gpu_streamed_grids_have_reads_natural_shape(layouts, name):
         frame = next(stream)
         np.testing.assert_array_equal(cupy.asnumpy(cupy.from_dlpack(frame[field])),
                                       ds.read(frame.index, field, stored_order=True))
+
+
+def test_netcdf_dates_come_back_as_dates_in_xarray(tmp_path):
+    import pandas
+    import xarray
+
+    times = pandas.date_range("2020-01-01", periods=3, freq="6h")
+    values = np.random.default_rng(5).random((3, 4, 5), dtype=np.float32)
+    xarray.Dataset({"t2m": (("time", "y", "x"), values)}, coords={"time": times}).to_netcdf(tmp_path / "era.nc")
+    assert main(["convert", str(tmp_path / "era.nc"), str(tmp_path / "era.hrc")]) == 0
+    ds = headrace.open(tmp_path / "era.hrc")
+    assert [f.time for f in ds.frames] == [0.0, 21600.0, 43200.0]  # seconds since the first date, as stored
+    view = ds.to_xarray()
+    np.testing.assert_array_equal(view.time.values, times.values)
+    np.testing.assert_array_equal(view["t2m"].sel(time="2020-01-01T06:00").values, values[1])
