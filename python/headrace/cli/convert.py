@@ -165,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_layout(args: argparse.Namespace) -> int:
+    import sys
+
     from headrace import streamlines
     from headrace.cli._output import console
     from headrace.errors import UsageError
@@ -173,20 +175,26 @@ def run_layout(args: argparse.Namespace) -> int:
 
     if len(args.inputs) != 1:
         raise UsageError("--layout rewrites one flow container")
-    bits = HILBERT_BITS if args.hilbert_bits is None else args.hilbert_bits
+    bits = args.hilbert_bits  # None: the default, or the largest partition a small grid takes (said)
     chunk_pages = CHUNK_PAGES if args.chunk_pages is None else args.chunk_pages
     source_layout = headrace.open(args.inputs[0]).attributes.get("layout")
+
+    def say(text: str) -> None:
+        print(f"headrace convert: {text}", file=sys.stderr)
+
     with terminate_as_exit():
         if source_layout == "blocks" and args.layout == "hilbert":
-            seconds = streamlines.convert_to_hilbert(args.inputs[0], args.output, bits=bits, chunk_pages=chunk_pages)
+            seconds = streamlines.convert_to_hilbert(args.inputs[0], args.output, bits=bits, chunk_pages=chunk_pages,
+                                                     say=say)
         elif source_layout == "linear":
             seconds = streamlines.convert_linear_flow(args.inputs[0], args.output, layout=args.layout, block=args.block,
-                                                      bits=bits, chunk_pages=chunk_pages)
+                                                      bits=bits, chunk_pages=chunk_pages, say=say)
         else:
             raise UsageError(f"{args.inputs[0]}: layout {source_layout!r} cannot become {args.layout} "
                              "(native blocks become hilbert; a grid in grid order becomes either)")
-    details = dict(hilbert_bits=bits, chunk_pages=chunk_pages) if args.layout == "hilbert" else dict(
-        block=list(headrace.open(args.output).attributes["block_dims"]))
+    written = headrace.open(args.output).attributes
+    details = dict(hilbert_bits=int(written["hilbert_bits"][0]), chunk_pages=chunk_pages) if args.layout == "hilbert" \
+        else dict(block=list(written["block_dims"]))
     summary = container_summary(Path(args.output), seconds, input=args.inputs, layout=args.layout, **details)
     print_summary(summary, args.json)
     if not args.json:

@@ -1,8 +1,17 @@
-"""``headrace trace FILE --seeds ... --out LINES.vtp|LINES.npz``: streamlines of a flow container.
+"""``headrace trace FILE --seeds ... --out LINES.vtp|LINES.npz``: streamlines of a flow field.
+
+FILE is a flow container (``headrace generate flow``, or ``headrace convert --layout blocks|hilbert``) or
+any grid ``headrace convert`` reads (a container in grid order, ``.vti``, ``.npy``, HDF5, zarr, BOV, ...):
+that one is made into native blocks in a temporary folder for the run, said once, with blocks small
+enough that ``--cache-bytes`` holds plenty of them. The velocity is ``--field NAME`` (3 components) or
+``--field U,V,W`` (three scalar fields); by default the file's one field of 3 components, else the one
+named like a velocity (velocity, vel, u, v, ...), else u,v,w or vx,vy,vz. float64 and float16 velocities
+are traced in float32, said once.
 
 Seeds: ``uniform:N`` (about N on a lattice over the grid), ``feature:LOW[:HIGH]`` (grid points whose
 vorticity magnitude is at least LOW, and below HIGH; every ``--seed-stride``-th point along each axis),
-``rake:X0,Y0,Z0:X1,Y1,Z1:N`` (N on a segment), or an ``.npy`` file of (N, 3) world coordinates. The data manager is seed 002's: ``user`` (a
+``rake:X0,Y0,Z0:X1,Y1,Z1:N`` (N on a segment), or an ``.npy`` file of (N, 3) world coordinates; a
+lattice holds the count asked for or the nearest one of equal spacing, which is said. The data manager is seed 002's: ``user`` (a
 block cache of ``--cache-bytes`` in ``--banks`` banks, read with standard or ``--direct`` I/O) or
 ``mmap`` (the mapped file, ``madvise`` every ``--madvise-interval`` seconds, an optional
 ``--memory-budget``), or ``resident``, the GPU tracer: ``--device 0`` streams the units its lines ask
@@ -19,15 +28,18 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
 from typing import Any
 
-from headrace.cli._arguments import Bounded, Device, Integer, OutputFile, Real, Size, choose_device
+import numpy as np
+
+from headrace.cli._arguments import Bounded, Device, Integer, Items, Name, OutputFile, Real, Size, choose_device
 from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._budget import Budget, add_budget_argument
 from headrace.errors import UsageError
 from headrace.streamlines import DISTRIBUTIONS, MOST_MADVISE_INTERVAL_S
 
-__all__ = ["register", "run", "parse_seeds", "device_name", "Seeds", "UNIT_PAGES", "MOST_SEEDS"]
+__all__ = ["register", "run", "parse_seeds", "placed", "device_name", "say", "Seeds", "UNIT_PAGES", "MOST_SEEDS"]
 
 MOST_SEEDS = 1 << 24  # a count of uniform or rake seeds (16 Mi lines: 192 MiB of seeds alone)
 MOST_STEPS = 1_000_000
@@ -113,7 +125,11 @@ UNIT_PAGES = Integer(3, 3 << 16, "pages of 4 KiB", multiple_of=3)
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("trace", help="streamlines of a flow container (CPU, out of core)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a flow container (headrace generate flow)")
+    parser.add_argument("file", metavar="FILE", type=PathArgument(),
+                        help="a flow container, or a grid headrace convert reads (.vti, .npy, HDF5, zarr, BOV, ...)")
+    parser.add_argument("--field", type=Items(Name(255), 3), metavar="NAME|U,V,W",
+                        help="the velocity: one field of 3 components, or three scalar fields (default: the one field of "
+                             "3 components, else one named velocity, vel, u, v, ..., else u,v,w or vx,vy,vz)")
     parser.add_argument("--seeds", required=True, type=Seeds(), help="where the lines start")
     parser.add_argument("--seed-stride", type=Integer(1, 1024), default=1,
                         help="feature seeds: every S-th grid point along each axis (default 1)")
@@ -176,6 +192,16 @@ def parse_seeds(text: str, file: str, stride: int = 1):
     return streamlines.load_seeds(values[0])
 
 
+def placed(text: str, seeds: np.ndarray) -> str | None:
+    """What to say when a ``uniform:N`` lattice holds other than the N seeds asked for (None otherwise)."""
+    kind, values = seed_spec(text)
+    if kind != "uniform" or len(seeds) == values[0]:
+        return None
+    lattice = " x ".join(str(len(np.unique(seeds[:, axis]))) for axis in range(3))
+    return (f"--seeds {text}: placed {len(seeds):,} seeds, a {lattice} lattice of one spacing along every axis (the "
+            f"nearest such lattice to {values[0]:,}); rake:...:N or an .npy file of seeds places an exact count")
+
+
 def expect_memory_for_lines(seeds: int, steps: int, direction: str) -> None:
     """A usage error when the lines could outgrow this machine's memory (every seed running all its steps):
     the tracer holds every point until the end."""
@@ -188,15 +214,18 @@ def expect_memory_for_lines(seeds: int, steps: int, direction: str) -> None:
                          "fewer seeds or steps")
 
 
-def run(args: argparse.Namespace) -> int:
-    import sys
+def say(text: str) -> None:
+    """A choice made for the user, said once on stderr (stdout keeps the results and --json)."""
+    print(f"headrace trace: {text}", file=sys.stderr)
 
+
+def run(args: argparse.Namespace) -> int:
     from headrace import streamlines
-    from headrace.cli._output import console
 
     device = choose_device(args.device, "tracing on the CPU instead")
-    say = console.print if not args.json else (lambda text: print(text, file=sys.stderr))  # JSON keeps stdout
-    with streamlines.traceable(args.file, say=say) as flow:  # a grid-order field: blocks made on the fly
+    manager = args.manager or ("resident" if device != "cpu" else "user")
+    fit = None if manager == "mmap" else args.cache_bytes  # blocks made on the fly fit the cache
+    with streamlines.traceable(args.file, say=say, field=args.field, cache_bytes=fit, banks=args.banks) as flow:
         return _trace(args, flow, device)
 
 
@@ -207,6 +236,9 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     job = distributed.ranks()
     seeds = parse_seeds(args.seeds, flow, args.seed_stride)
     expect_memory_for_lines(len(seeds), args.steps, args.direction)
+    note = placed(args.seeds, seeds)
+    if note and job.root:
+        say(note)
     every_seed = len(seeds)
     if job.size > 1 and streamlines.distribution(flow, args.distribute, args.cache_bytes, args.frame) == "hand-off":
         if args.manager not in (None, "resident"):
@@ -261,9 +293,9 @@ def _report(args: argparse.Namespace, result, ranks: int, seeds: int, budget: Bu
         console.print(budget.said(seeds - stopped, seeds, "lines ended") +
                       f"; the other {stopped:,} end where they were (their ends read 'stopped' in an .npz)")
     streamlines.write_traced(args.out, result, threads=args.threads)
-    stats = {"file": args.file, "direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
+    stats = {"direct": args.direct, "banks": args.banks, "cache_bytes": args.cache_bytes,
              "integrator": args.integrator, "steps": args.steps, "step_size": args.step_size,
-             "lines_stopped": stopped, **result.stats}
+             "lines_stopped": stopped, **result.stats, "file": args.file}  # the user's file, not blocks made for it
     if args.stats:
         write_rows(args.stats, [stats])
     if args.json:
