@@ -280,5 +280,7 @@ def _iso_outside(ds: Any, field: str, iso: float) -> str | None:
 def _default_field(ds: Any) -> str:
     scalars = [f.name for f in ds.fields if f.dtype == "float32" and f.components == 1]
     if not scalars:
-        raise UsageError(f"{ds.path}: no float32 field of one component to draw as a volume")
+        others = ", ".join(f"'{f.name}' is {f.dtype} x {f.components}" for f in ds.fields)
+        raise UsageError(f"{ds.path}: no float32 field of one component to draw as a volume ({others}); the volume "
+                         "renderer draws float32 scalars only (docs/volume.md, 'What it draws')")
     return scalars[0]

@@ -219,3 +219,13 @@ def test_netcdf_dates_come_back_as_dates_in_xarray(tmp_path):
     view = ds.to_xarray()
     np.testing.assert_array_equal(view.time.values, times.values)
     np.testing.assert_array_equal(view["t2m"].sel(time="2020-01-01T06:00").isel(z=0).values, values[1])  # (y, x): one z plane
+
+
+def test_a_volume_of_another_type_is_refused_naming_each_fields_type(tmp_path):
+    raw = tmp_path / "bonsai_16x16x16_uint8.raw"
+    np.arange(16 ** 3, dtype=np.uint32).astype(np.uint8).tofile(raw)
+    assert main(["convert", str(raw), str(tmp_path / "b.hrc")]) == 0
+    from headrace.volume import VolumeRenderer
+
+    with pytest.raises(errors.UsageError, match=r"no float32 field .*'bonsai' is uint8 x 1.*float32 scalars only"):
+        VolumeRenderer(tmp_path / "b.hrc")
