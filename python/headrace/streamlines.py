@@ -251,9 +251,10 @@ def _traced_as_is(path: str, field: str | Sequence[str] | None) -> bool:
     layout = ds.attributes.get("layout")
     if layout not in TRACED_LAYOUTS:
         return False
-    if _asked_fields(field) not in (None, ("velocity",)):
+    asked = _asked_fields(field)
+    if asked not in (None, ("velocity",)):
         raise UsageError(f"{path}: a flow in the {layout} layout is traced through its field 'velocity'; --field "
-                         f"{field} needs the field in grid order (`headrace convert` the original file)")
+                         f"{','.join(asked or ())} needs the field in grid order (`headrace convert` the original file)")
     return True
 
 

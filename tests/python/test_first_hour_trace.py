@@ -331,3 +331,27 @@ def test_json_keeps_stdout_for_the_statistics(tmp_path, capsys):
     captured = capsys.readouterr()
     assert json.loads(captured.out)["file"] == str(tmp_path / "velocity.npy")
     assert "traced in float32" in captured.err
+
+
+def test_converting_to_blocks_once_picks_and_casts_the_velocity_as_trace_does(tmp_path, capsys, reference):
+    """`headrace convert GRID.hrc FLOW.hrc --layout blocks` on a converted .vti (density + float64 velocity):
+    the velocity found, stored float32 (said), the same lines; a blocks container takes no other --field."""
+    vti = write_vti(tmp_path / "flow.vti", {"density": density(), "velocity": rotation()})
+    grid, blocks = tmp_path / "grid.hrc", tmp_path / "blocks.hrc"
+    assert main(["convert", str(vti), str(grid), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["convert", str(grid), str(blocks), "--layout", "blocks", "--block", "8", "8", "8"]) == 0
+    assert capsys.readouterr().err == f"headrace convert: {grid}: velocity is float64: stored as float32\n"
+    ds = headrace.open(blocks)
+    assert [(f.name, f.dtype, f.components) for f in ds.fields] == [("velocity", "float32", 3)]
+    result = streamlines.trace_run(blocks, SEEDS, steps=60, step_size=0.05)
+    np.testing.assert_array_equal(result.points, reference.points)
+    assert refused(capsys, str(blocks), "--field", "u,v,w", "--seeds", "uniform:8", "--out", str(tmp_path / "x.npz")) == (
+        f"headrace trace: {blocks}: a flow in the blocks layout is traced through its field 'velocity'; --field u,v,w "
+        "needs the field in grid order (`headrace convert` the original file)")
+    with streamlines.traceable(vti, field="velocity", say=lambda text: None) as flow:  # blocks kept for several runs
+        assert "headrace-trace-" in flow
+        again = streamlines.trace_run(flow, SEEDS, steps=60, step_size=0.05)
+        assert len(streamlines.uniform_seeds(flow, 24)) == 24  # a 4 x 3 x 2 lattice on the 23 x 19 x 15 box
+    np.testing.assert_array_equal(again.points, reference.points)
+    assert not Path(flow).exists()
