@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 35's run on the GPU machine (device tool), from the repo root, results under $OUT:
-#   bash bench/first_hour_on_device.sh setup build gputests gridorder lab userdata
+#   bash bench/first_hour_on_device.sh wheels build gputests readme lab gridorder
 # carry [".carry", ".whl"]: the -dev packages for the build and the nvCOMP wheel (docs/results.md says how
 # they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -8,7 +8,13 @@ work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 
 gputests() {
   # Every GPU test (the grid-order gather, points, traces and the lab's files among them) against its CPU reference.
-  within 240 python3 -m pytest -q -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=60 tests/python 2>&1 | tail -15
+  within 240 python3 -m pytest -q -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=60 tests/python \
+    --deselect tests/python/test_readme.py::test_the_gpu_block_runs_as_written 2>&1 | tail -15
+}
+
+readme() {
+  # The README's command-line block (as CI runs it), then its GPU block, as written.
+  within 240 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_readme.py 2>&1 | tail -8
 }
 
 gridorder() {
@@ -28,7 +34,14 @@ lab() {
   mkdir -p "$work/lab" && cd "$work/lab" || return 1
   python3 -m headrace generate particles p.hrc --particles 20000 --frames 2 --force > /dev/null
   python3 -m headrace generate particles pz.hrc --particles 20000 --frames 2 --codec lz4 --force > /dev/null
-  for file in p.hrc pz.hrc; do
+  python3 -c "
+import numpy, headrace
+with headrace.Writer('pe.hrc', [headrace.FieldSpec('particles', 'float32', 8)]) as w:
+    for t, n in enumerate((20000, 0, 20000)):
+        p = numpy.random.default_rng(t).random((n, 8), numpy.float32)
+        p[:, 3] *= 0.005  # radii of a fine cloud, as generate's
+        w.write(w.add_frame(time=float(t)), 'particles', p)"
+  for file in p.hrc pz.hrc pe.hrc; do
     within 60 python3 -m headrace bench particles $file --sample 3 --budget 30 --device 0 --out "$OUT/lab-$file.csv" 2>&1 | tail -4
     echo "bench particles $file: exit ${PIPESTATUS[0]}"
     within 60 python3 -m headrace tune $file --budget 20 --device 0 2>&1 | tail -3
