@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 35's run on the GPU machine (device tool), from the repo root, results under $OUT:
-#   bash bench/first_hour_on_device.sh wheels build gputests readme lab gridorder
+#   bash bench/first_hour_on_device.sh wheels build udev gputests readmegpu lab gridorder
 # carry [".carry", ".whl"]: the -dev packages for the build and the nvCOMP wheel (docs/results.md says how
 # they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -8,13 +8,17 @@ work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 
 gputests() {
   # Every GPU test (the grid-order gather, points, traces and the lab's files among them) against its CPU reference.
-  within 240 python3 -m pytest -q -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=60 tests/python \
-    --deselect tests/python/test_readme.py::test_the_gpu_block_runs_as_written 2>&1 | tail -15
+  within 240 python3 -m pytest -q -p no:cacheprovider -rfs -m gpu -o faulthandler_timeout=60 tests/python \
+    --deselect tests/python/test_readme.py::test_the_gpu_block_runs_as_written > "$OUT/gputests.log" 2>&1
+  echo "pytest -m gpu: exit $?"
+  grep -E "^(FAILED|ERROR|E  )|passed|failed" "$OUT/gputests.log" | head -60
 }
 
 readme() {
   # The README's command-line block (as CI runs it), then its GPU block, as written.
-  within 240 python3 -m pytest -q -p no:cacheprovider -rs tests/python/test_readme.py 2>&1 | tail -8
+  within 240 python3 -m pytest -q -p no:cacheprovider -rfs tests/python/test_readme.py > "$OUT/readme.log" 2>&1
+  echo "pytest test_readme.py: exit $?"
+  grep -E "^(FAILED|ERROR|E  )|passed|failed" "$OUT/readme.log" | head -40
 }
 
 gridorder() {
@@ -27,6 +31,33 @@ gridorder() {
     --dims 1024 512 384 --frames 2 | tail -1
   within 150 python3 bench/grid_order_probe.py "$work/flow-blocks.hrc" "$work/volume-linear.hrc" --repeats 5 \
     --csv "$OUT/grid_order.csv"
+}
+
+readmegpu() {
+  # The README's GPU block as written, in a folder holding what its lines read (made by the CPU block's own
+  # lines; the image lacks vtk and xarray, which the CPU block's other inputs are written with).
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # the machine's user is root
+  within 240 python3 - <<'PY'
+import sys, tempfile
+from pathlib import Path
+import h5py, numpy
+sys.path.insert(0, "tests/python")
+from test_readme import blocks, command_lines, run_line
+import os
+folder = Path(tempfile.mkdtemp())
+with h5py.File(folder / "run.h5part", "w") as f:
+    for step in range(3):
+        group = f.create_group(f"Step#{step}")
+        group.attrs["TimeValue"] = 0.5 * step
+        for axis in ("x", "y", "z", "vx", "vy", "vz"):
+            group[axis] = numpy.random.default_rng(step).random(500)
+env = {**os.environ, "HEADRACE_PROFILES": str(folder / "profiles.json")}
+(cpu,), (gpu,) = blocks("cpu"), blocks("gpu")
+needed = ("headrace generate particles", "headrace generate flow", "headrace convert run.h5part", "headrace convert f.hrc")
+for line in [l for l in command_lines(cpu) if l.startswith(needed)] + command_lines(gpu):
+    run_line(line, folder, env)
+    print("ok:", line, flush=True)
+PY
 }
 
 lab() {
