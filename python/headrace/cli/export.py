@@ -1,4 +1,6 @@
-"""``headrace export FILE --to vtk OUT/``: a container's frames as files ParaView opens.
+"""Writes a container's frames as VTK files ParaView opens, with a .pvd that names them as a time series.
+
+    headrace export FILE --to vtk OUT/
 
 Grids (volumes, flow fields in any layout) become one .vti per frame (every field as point data on the
 grid's points, with the container's origin and spacing); AMR (headrace generate amr, converted AMReX

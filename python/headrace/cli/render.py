@@ -1,6 +1,9 @@
-"""``headrace render FILE --frame I --out IMG.png`` or ``--frames A:B --out DIR/ [--video OUT.gif]``:
-images of a file's frames: its points drawn as shaded spheres, or a volume or AMR field ray-marched
-(``--mode dvr|iso``, ``--tf``, ``--opacity``, ``--range``, ``--iso``: docs/volume.md).
+"""Draws images of a file's frames: its points as shaded spheres, or a volume or AMR field ray-marched
+(``--mode dvr|iso``, ``--tf``, ``--opacity``, ``--range``, ``--iso``: docs/volume.md); one image, a folder
+of images or a video.
+
+    headrace render FILE --frame I --out IMG.png
+    headrace render FILE --frames A:B --out DIR/ [--video OUT.gif]
 
 Points: any point set a file holds (docs/particles.md). Positions are a field of 3 components named
 position, positions, points, xyz or coordinates, or fields x, y and z (any number type; ``--positions``
@@ -21,8 +24,11 @@ checked against (the default where there is no GPU, said once). Cameras: ``orbit
 frame's bounding box, or ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``. ``--frame -1`` is the last frame. Images
 are written through a temporary file and renamed, into their folder, which is made if missing (for
 ``--frame``, ``--frames`` and ``--video`` alike); ``--video`` writes an animated GIF or WebP, or an MP4 where
-imageio and ffmpeg are installed. Where this comes from: the streaming renderer is seed 000's (section 3,
-algorithms 1 and 2), the volume renderer seed 003's.
+imageio and ffmpeg are installed.
+
+Where this comes from: the streaming renderer and its methods follow Müller and Ertl, "Quantifying
+Performance Gains of DirectStorage for the Visualisation of Time-Dependent Particle Data Sets"; the
+volume renderer the time-varying AMR study behind ``headrace play`` (docs/particles.md, docs/volume.md).
 """
 
 from __future__ import annotations

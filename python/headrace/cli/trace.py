@@ -1,4 +1,7 @@
-"""``headrace trace FILE --seeds ... --out LINES.vtp|LINES.npz``: streamlines of a flow field.
+"""Traces streamlines through a flow field (a velocity on a grid) from seed points and writes them for
+ParaView (.vtp) or NumPy (.npz).
+
+    headrace trace FILE --seeds ... --out LINES.vtp|LINES.npz
 
 FILE is a flow container (``headrace generate flow``, or ``headrace convert --layout blocks|hilbert``) or
 any grid ``headrace convert`` reads (a container in grid order, ``.vti``, ``.npy``, HDF5, zarr, BOV, ...):
@@ -11,7 +14,7 @@ are traced in float32, said once.
 Seeds: ``uniform:N`` (about N on a lattice over the grid), ``feature:LOW[:HIGH]`` (grid points whose
 vorticity magnitude is at least LOW, and below HIGH; every ``--seed-stride``-th point along each axis),
 ``rake:X0,Y0,Z0:X1,Y1,Z1:N`` (N on a segment), or an ``.npy`` file of (N, 3) world coordinates; a
-lattice holds the count asked for or the nearest one of equal spacing, which is said. The data manager is seed 002's: ``user`` (a
+lattice holds the count asked for or the nearest one of equal spacing, which is said. The data manager (``--manager``) is ``user`` (a
 block cache of ``--cache-bytes`` in ``--banks`` banks, read with standard or ``--direct`` I/O) or
 ``mmap`` (the mapped file, ``madvise`` every ``--madvise-interval`` seconds, an optional
 ``--memory-budget``), or ``resident``, the GPU tracer: ``--device 0`` streams the units its lines ask
@@ -21,6 +24,10 @@ reference it is tested against; a GPU asked for on a machine without one traces 
 The output is written through a temporary file and renamed; ``--stats`` writes one CSV row with the
 run's time and counters. Both outputs are checked before the tracing starts. CPU threads may exceed the
 cores.
+
+Where this comes from: the user and mmap data managers, the Hilbert layout and the seeding are those of
+Jiang, Van Essen, Harrison and Gokhale, "Multi-Threaded Streamline Tracing for Data-Intensive
+Architectures" (docs/streamlines.md).
 """
 
 from __future__ import annotations
