@@ -7,8 +7,8 @@ Serves one page at http://HOST:PORT/ where each browser plays, pauses, steps, sc
 files' time series, streamed by the engine and rendered on the server (the GPU, or the CPU reference at
 a lower resolution when there is none, said on the page), with the engine's numbers beside the image:
 GB/s against the disk and host-to-device ceilings, the frame time by kind of work, bytes from the page
-cache and from the disk, the path taken. Particle files (a field ``particles`` of 8 float32) draw as
-sphere glyphs, grids and AMR as volumes. Only the files named here are served; it binds to 127.0.0.1
+cache and from the disk, the path taken. Points (the ``particles`` record of 8 float32, or any point set:
+a position field or x, y, z fields; docs/particles.md) draw as sphere glyphs, grids and AMR as volumes. Only the files named here are served; it binds to 127.0.0.1
 unless ``--host`` says otherwise. docs/viewer.md has the page's controls and the protocol.
 """
 
