@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
-from headrace.arrays import grid_layout
+from headrace.arrays import field_shape, grid_layout
 from headrace.engine import Engine, shared_engine
 from headrace.errors import OutOfRangeError
 from headrace.grid_layouts import GridLayout, LinearLayout
@@ -373,16 +373,13 @@ class FrameStream:
         info = dataset.field(name)
         dtype, components = np.dtype(info.dtype), info.components
         elements = dataset.element_count(frame.index, name)
+        shape = field_shape(dataset, frame.index, name, stored_order=self.stored_order)  # read()'s
         buffer = lease.buffers[name]
         on_host = isinstance(buffer, np.ndarray)
         layout = None if self.stored_order else grid_layout(dataset, frame.index, name)
-        if layout is None or isinstance(layout, LinearLayout):
-            nx, ny, nz = layout.dims if layout is not None else (0, 0, 0)
-            shape = (elements, components) if layout is None else (nz, ny, nx) + (() if components == 1 else (components,))
+        if layout is None or isinstance(layout, LinearLayout):  # the stored elements in read()'s order
             storage = buffer[: elements * components].reshape(shape) if on_host else buffer
             return FieldArray(frame, storage, dtype, shape, lease)
-        nx, ny, nz = layout.dims
-        shape = (nz, ny, nx) + (() if components == 1 else (components,))
         order = self._grid_orders.get(name)
         if order is None:
             order = self._grid_orders[name] = _GridOrder(layout)

@@ -87,7 +87,12 @@ def recorded_value_range(ds: Any, field: str, frames: Iterable[int] | None = Non
 def field_value_range(ds: Any, field: str, frames: Iterable[int] | None = None) -> tuple[float, float]:
     """The field's (min, max) over the frames (every frame by default), from the index's chunk ranges; a
     range one wide from the minimum where every value is the same, (0, 1) where no chunk records one."""
-    recorded = recorded_value_range(ds, field, frames)
+    return _widened(recorded_value_range(ds, field, frames))
+
+
+def _widened(recorded: tuple[float, float] | None) -> tuple[float, float]:
+    """A recorded range as a range to map colours over: one wide from the minimum where every value is the
+    same, (0, 1) where nothing is recorded."""
     if recorded is None:
         return 0.0, 1.0
     lo, hi = recorded
@@ -160,13 +165,14 @@ class VolumeRenderer:
         self.field = field if field is not None else _default_field(ds)
         self.ordinal = -1 if device in (None, "cpu") else int(device)
         self._native = _ext.VolumeRenderer(ds.container, ds.container.field_index(self.field), self.ordinal, int(threads))
-        lo, hi = value_range if value_range is not None else field_value_range(ds, self.field)
+        recorded = recorded_value_range(ds, self.field)  # the index's chunk ranges, scanned once
+        lo, hi = value_range if value_range is not None else _widened(recorded)
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise UsageError(f"value range {lo}..{hi}: expected two finite numbers, the first below the second")
         self.value_range = (float(lo), float(hi))
         self.mode = mode
         self.iso = float(iso) if iso is not None else (lo + hi) / 2
-        self.iso_warning = _iso_outside(ds, self.field, self.iso) if mode == "iso" else None
+        self.iso_warning = _iso_outside(ds, self.field, self.iso, recorded) if mode == "iso" else None
         if self.iso_warning is not None:
             warnings.warn(IsoOutsideRangeWarning(self.iso_warning), stacklevel=2)
         self.table = transfer_function(tf, opacity)
@@ -266,9 +272,8 @@ class VolumeRenderer:
         return len(seconds) / sum(seconds)
 
 
-def _iso_outside(ds: Any, field: str, iso: float) -> str | None:
-    """What is wrong with an iso value outside the field's recorded values, or ``None``."""
-    recorded = recorded_value_range(ds, field)
+def _iso_outside(ds: Any, field: str, iso: float, recorded: tuple[float, float] | None) -> str | None:
+    """What is wrong with an iso value outside the field's recorded values (``recorded``), or ``None``."""
     if recorded is None or recorded[0] <= iso <= recorded[1]:
         return None
     frames = len(ds.frames)
