@@ -34,7 +34,7 @@ import numpy as np
 from headrace.errors import UnknownNameError, UsageError
 
 __all__ = ["POSITION_NAMES", "position_names", "RECORD_FIELD", "COLOUR_FROM_SCALARS", "ColourBy", "PointSet", "is_particle_record",
-           "find_positions", "default_radius", "component_range", "colour_choices", "unique", "upload"]
+           "find_positions", "default_radius", "component_range", "colour_choices", "unique", "upload", "StagedPoints"]
 
 RECORD_FIELD = "particles"  # the renderer's own record: 8 float32 (x, y, z, radius, r, g, b, a)
 POSITION_NAMES = ("position", "positions", "points", "xyz", "coordinates")
@@ -393,3 +393,28 @@ def upload(parts: Sequence[np.ndarray], device: int | None) -> tuple[Any, list[i
         else:
             buffer.copy_from_host(raw, offset)
     return buffer, [base + offset for offset in offsets]
+
+
+class StagedPoints:
+    """A frame's packed records (and its colour-by values) where the renderer draws them: the host arrays
+    for the CPU reference, one GPU buffer for a GPU renderer (copied once by :func:`upload`, so a camera
+    or look change draws them again without another copy)."""
+
+    def __init__(self, records: np.ndarray, scalars: np.ndarray | None, device: int | None) -> None:
+        self.count = len(records)
+        self._host = (records, scalars)
+        self._buffer: Any = None
+        self._addresses = (0, 0)
+        if device is not None:
+            self._buffer, addresses = upload([records] if scalars is None else [records, scalars], device)
+            self._addresses = (addresses[0], addresses[1] if scalars is not None else 0)
+
+    def draw(self, renderer: Any, stream: int = 0) -> np.ndarray:
+        """The image of these points alone (``renderer``: an ``_ext.FrameRenderer``; its CUDA ``stream``)."""
+        renderer.clear(stream)
+        if self._buffer is None:
+            records, scalars = self._host
+            renderer.draw_host(records, 0, scalars)
+        elif self.count:
+            renderer.draw_device(self._addresses[0], self.count, 0, stream, self._addresses[1])
+        return renderer.image(stream)  # once the draw is done: the buffer lives as long as this object

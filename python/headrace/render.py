@@ -247,20 +247,13 @@ class PointSetRenderer:
     def render(self, frame: int) -> dict[str, Any]:
         """Reads frame ``frame`` (negative: from the end) and draws it: its statistics (seconds, read
         seconds, draw seconds, points, device)."""
-        from headrace.points import upload
+        from headrace.points import StagedPoints
 
         frame = frame_of(self.dataset, frame)
         start = time.perf_counter()
         records, scalars = self.points.pack(self.points.read(frame))
         read = time.perf_counter()
-        renderer = self._renderer
-        renderer.clear()
-        if self.ordinal < 0:
-            renderer.draw_host(records, 0, scalars)
-        elif len(records):
-            buffer, addresses = upload([records] if scalars is None else [records, scalars], self.ordinal)
-            renderer.draw_device(addresses[0], len(records), 0, 0, addresses[1] if scalars is not None else 0)
-        self._image = renderer.image()  # once the draw is done (a GPU's buffer is freed after it)
+        self._image = StagedPoints(records, scalars, None if self.ordinal < 0 else self.ordinal).draw(self._renderer)
         done = time.perf_counter()
         return {"seconds": done - start, "read_seconds": read - start, "draw_seconds": done - read,
                 "points": len(records), "device": "cpu" if self.ordinal < 0 else self.ordinal}

@@ -18,7 +18,7 @@ import numpy as np
 
 from headrace import _ext
 from headrace.errors import UsageError
-from headrace.points import (ColourBy, PointSet, colour_choices, component_range, find_positions,
+from headrace.points import (ColourBy, PointSet, StagedPoints, colour_choices, component_range, find_positions,
                              is_particle_record, position_names, unique)
 from headrace.viewer.camera import OrbitCamera
 
@@ -190,7 +190,7 @@ class PointSetScene(Scene):
         self.style = {"radius_scale": 1.0, "colour_by": "stored", "colour_map": "viridis"}
         self._colour_by: ColourBy | None = None
         self._arrays: dict[str, np.ndarray] | None = None  # the prepared frame's fields (copies)
-        self._drawn: tuple[Any, ...] = ()  # what render draws: host records and scalars, or GPU buffer and addresses
+        self._drawn: StagedPoints | None = None  # the prepared frame where the renderer draws it
 
     def set_style(self, changes: dict[str, Any], stream: int) -> bool:
         style: dict[str, Any] = {**self.style, **{k: changes[k] for k in ("radius_scale", "colour_by", "colour_map") if k in changes}}
@@ -220,31 +220,16 @@ class PointSetScene(Scene):
         self._pack()
 
     def _pack(self) -> None:
-        from headrace.points import upload
-
         assert self._arrays is not None
         records, _ = self.points.pack(self._arrays)
         colour_by = self._colour_by
         scalars = colour_by.values(self._arrays[colour_by.field]) if colour_by is not None else None
-        if self.device is None:
-            self._drawn = (records, scalars)
-        else:
-            buffer, addresses = upload([records] if scalars is None else [records, scalars], self.device)
-            self._drawn = (buffer, len(records), addresses[0], addresses[1] if scalars is not None else 0)
+        self._drawn = StagedPoints(records, scalars, self.device)
 
     def render(self, frame: Any, camera: OrbitCamera, stream: int) -> np.ndarray:
-        renderer = self._renderer
-        renderer.set_camera(camera.spec(self.width, self.height))
-        if self.device is None:
-            records, scalars = self._drawn
-            renderer.clear()
-            renderer.draw_host(records, 0, scalars)
-            return renderer.image()
-        _, count, address, scalars_address = self._drawn
-        renderer.clear(stream)
-        if count:
-            renderer.draw_device(address, count, 0, stream, scalars_address)
-        return renderer.image(stream)
+        self._renderer.set_camera(camera.spec(self.width, self.height))
+        assert self._drawn is not None
+        return self._drawn.draw(self._renderer, stream)
 
 
 class VolumeScene(Scene):
