@@ -9,13 +9,6 @@ source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 
 
-tests() {
-  # The C++ tests load nvCOMP from the carried wheel and libcufile from the image's CUDA.
-  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/local/cuda/targets/x86_64-linux/lib within 240 ctest --test-dir build/device -j 16 --timeout 120 \
-    --output-on-failure > build/device-ctest.log 2>&1; echo "ctest exit $?"
-  grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Failure|Which is" build/device-ctest.log | head -30
-  gputests
-}
 
 gputests() {
   within 150 python3 -m pytest -q -p no:cacheprovider -rs -m gpu -o faulthandler_timeout=25 tests/python 2>&1 | tail -15
@@ -32,12 +25,6 @@ data() {
   ls -la "$work"
 }
 
-probe() {
-  mkdir -p "$work"
-  python3 -m headrace probe "$work" --size 8G --patterns sequential --block-sizes 4M --queue-depths 32,64 \
-    --threads 1,4 --seconds 2 --json > "$OUT/ceiling.json" 2> build/device-probe.log || { tail build/device-probe.log; return 1; }
-  python3 -c "import json; print(json.load(open('$OUT/ceiling.json'))['ceiling_line'])"
-}
 
 user() {
   probe
