@@ -20,6 +20,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Union
 
+from headrace.convert.amrex import is_amrex_plotfile, is_plotfile_folder
 from headrace.convert.source import natural_key
 
 __all__ = ["InputFormat", "InputSpec", "resolve_inputs", "guess_format", "is_zarr_store", "is_amrex_plotfile",
@@ -78,25 +79,6 @@ def is_zarr_store(path: Path) -> bool:
     return path.is_dir() and any((path / marker).is_file() for marker in ZARR_STORE_MARKERS)
 
 
-def is_amrex_plotfile(path: Path) -> bool:
-    """Whether ``path`` is an AMReX plotfile folder: it holds ``Header`` whose first line starts with
-    ``HyperCLaw``, or ``Header`` and a ``Level_0`` folder."""
-    if not (path / "Header").is_file():
-        return False
-    if (path / "Level_0").is_dir():
-        return True
-    try:
-        with open(path / "Header", "rb") as handle:
-            return handle.read(16).startswith(b"HyperCLaw")
-    except OSError:
-        return False
-
-
-def _is_plotfile_folder(path: Path) -> bool:
-    """A folder holding ``Header``, taken as a plotfile (its reader says what it lacks)."""
-    return path.is_dir() and (path / "Header").is_file()
-
-
 def _is_store_folder(path: Path) -> bool:
     """A zarr store, or a ``.zarr`` folder meant as one (its reader says what it lacks)."""
     return is_zarr_store(path) or (path.is_dir() and path.suffix.lower() == ".zarr")
@@ -114,7 +96,7 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
 
     if isinstance(spec, (str, os.PathLike)):
         path = Path(spec)
-        if _is_store_folder(path) or _is_plotfile_folder(path):
+        if _is_store_folder(path) or is_plotfile_folder(path):
             return [path]  # a zarr store or a plotfile is one input, not a folder of inputs
         if path.is_dir():
             plotfiles = [entry for entry in path.iterdir() if is_amrex_plotfile(entry)]
@@ -144,7 +126,7 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
         if not paths:
             raise errors.UsageError("no input files given")
     for path in paths:
-        if not path.is_file() and not _is_store_folder(path) and not _is_plotfile_folder(path):
+        if not path.is_file() and not _is_store_folder(path) and not is_plotfile_folder(path):
             reason = "is not a regular file" if path.exists() else "No such file or directory"
             raise errors.FileOpenError(f"{path}: cannot open for reading: {reason}")
     return paths

@@ -1,4 +1,4 @@
-"""HDF5 files through h5py: datasets picked by a pattern (one per frame), and H5Part particle series.
+"""HDF5 datasets through h5py, picked by a pattern (one per frame).
 
 **Datasets** (format ``hdf5``): each pattern (``density_*``, ``/step_*/density``; ``NAME=PATTERN`` names
 the field) matches dataset paths segment by segment (``*``, ``?`` and ``[...]`` as in a shell, never
@@ -17,12 +17,7 @@ aside) converts it, and a file whose datasets fall into one step pattern (``/ste
 ``/step*/rho``) converts that pattern, said once (a ``ConversionNote``); several such patterns are a
 ``UsageError`` naming them.
 
-**H5Part** (format ``h5part``): root groups ``Step#N`` in order of N are the frames. Datasets ``x``,
-``y`` and ``z`` of a step become field ``position`` (3 components, their common type); every other
-dataset of the step (``(n,)`` or ``(n, c)``) a field of its own name, in natural order. A step's
-datasets hold one value per particle, the same count each (0: an empty frame); a step without datasets
-is empty too. Subgroups of a step (H5Block's fields) are not read. Frame time: the step's numeric
-``TimeValue`` attribute (H5Part's), else ``time``, else N; bounding box: that of the positions (one more read of x, y, z).
+H5Part files (format ``h5part``) are read by :mod:`headrace.convert.h5part`.
 
 Element types are kept in native byte order; float16 becomes float32 and bool uint8; others are refused.
 """
@@ -32,95 +27,28 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import _arrays
-from headrace.convert._arrays import FrameShape, Selection, array_pieces, bad_dataset, stored_dtype
-from headrace.convert.formats import HDF5_SIGNATURE
-from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, natural_key, open_error
+from headrace.convert._arrays import FrameShape, array_pieces, bad_dataset, stored_dtype
+from headrace.convert.h5part import H5PartSource, is_h5part_file, open_h5part
+from headrace.convert.hdf5_file import OpenFiles, dataset_reader, open_hdf5_file, show_names, time_attribute, time_values
+from headrace.convert.source import AttributeValue, BBox, ConversionNote, FieldInfo, Piece, SourceFrame, natural_key
 
-__all__ = ["Hdf5Source", "H5PartSource", "open_hdf5", "open_h5part", "open_hdf5_file"]
-
-_STEP_GROUP = re.compile(r"Step#(\d+)")
-_POSITION = ("x", "y", "z")
-
-
-def open_hdf5_file(path: Path) -> Any:
-    """``path`` as an ``h5py.File``, with a chunk cache that holds a slab's chunks; an HDF5 file cut
-    short or not HDF5 at all is a one-line error."""
-    import h5py  # type: ignore[import-untyped]
-
-    from headrace import errors
-
-    try:
-        return h5py.File(path, "r", rdcc_nbytes=2 * _arrays.SLICE_BYTES)
-    except OSError as error:
-        text = str(error)
-        if "truncated file" in text:
-            ends = re.search(r"eof = (\d+).*stored_eof = (\d+)", text)
-            if ends is None:
-                raise bad_data(errors.TruncatedFileError, path, 0, "a whole HDF5 file", text) from None
-            size, end = ends.groups()
-            raise bad_data(errors.TruncatedFileError, path, int(size),
-                           f"{end} bytes (the end its superblock records)", f"{size} bytes") from None
-        if "signature not found" in text:
-            with open(path, "rb") as handle:
-                head = handle.read(len(HDF5_SIGNATURE))
-            raise bad_data(errors.BadMagicError, path, 0, "the HDF5 signature '\\x89HDF\\r\\n\\x1a\\n'",
-                           repr(head)) from None
-        if error.errno is not None:
-            raise open_error(path, error) from None
-        raise bad_data(errors.BadDataError, path, 0, "a readable HDF5 file", text) from None
-
-
-def _reader(path: Path, dataset: Any, layout: _arrays.ArrayLayout | None = None,
-            step: int | None = None) -> Callable[[Selection], np.ndarray]:
-    """Reads a selection of ``dataset`` (of the frame at ``step`` along the ``layout``'s time axis); a
-    failed read (a broken chunk, a missing block) names it."""
-    from headrace import errors
-
-    def read(selection: Selection) -> np.ndarray:
-        try:
-            if layout is not None:
-                selection = layout.select(step, selection, dataset.ndim)
-            return dataset[selection]
-        except OSError as error:
-            raise bad_dataset(errors.BadDataError, path, f"dataset {dataset.name}", "values HDF5 can read",
-                              f"an error ({error})") from None
-
-    return read
-
-
-# Attributes that hold a frame's time, in order of precedence (any case): H5Part's, then the plain name.
-_TIME_ATTRIBUTES = ("timevalue", "time")
-
-
-def _time_values(node: Any, names: Sequence[str] = _TIME_ATTRIBUTES) -> np.ndarray | None:
-    """The numeric attribute of ``node`` named first in ``names`` (any case), as float64 values."""
-    found = {key.lower(): key for key in node.attrs}
-    for name in names:
-        if name in found:
-            value = np.asarray(node.attrs[found[name]])
-            if value.dtype.kind in "iuf" and value.ndim <= 1 and value.size:
-                return value.astype(np.float64).reshape(-1)
-    return None
-
-
-def _time_attribute(node: Any) -> float | None:
-    """A numeric scalar attribute ``TimeValue`` (H5Part's) or ``time`` (any case) of ``node``, else ``None``."""
-    values = _time_values(node)
-    return float(values[0]) if values is not None and values.size == 1 else None
+__all__ = ["Hdf5Source", "open_hdf5"]
 
 
 def _root_time(file: Any) -> np.ndarray | None:
     """The file's own times: a numeric root attribute ``time`` (any case), else a numeric root dataset
     ``time`` (a scalar, or one value per frame of the file)."""
-    values = _time_values(file, ("time",))
+    values = time_values(file, ("time",))
     if values is not None:
         return values
     dataset = _root_time_dataset(file)
@@ -131,7 +59,7 @@ def _root_time(file: Any) -> np.ndarray | None:
 
 def _root_time_dataset(file: Any) -> Any:
     """The root dataset ``time`` (any case) when it is numeric and a scalar or one axis, else ``None``."""
-    import h5py
+    import h5py  # type: ignore[import-untyped]  # optional (the hdf5 extra): loaded when an HDF5 file is read
 
     for key in file:
         node = file.get(key)
@@ -152,7 +80,7 @@ def _axis_names(dataset: Any, root_times: np.ndarray | None) -> list[str | None]
             name = dim[0].name.rsplit("/", 1)[-1]
         names.append(name)
     if dataset.ndim == 4 and names[0] is None and dataset.shape[0] > 1:
-        own = _time_values(dataset)
+        own = time_values(dataset)
         if any(times is not None and times.size == dataset.shape[0] for times in (own, root_times)):
             names[0] = "time"
     return names
@@ -167,30 +95,8 @@ def _axis_times(dataset: Any, layout: _arrays.ArrayLayout) -> np.ndarray | None:
         scale = dim[0]
         if scale.ndim == 1 and scale.shape[0] == layout.steps and scale.dtype.kind in "iuf":
             return np.asarray(scale[()], dtype=np.float64)
-    values = _time_values(dataset)
+    values = time_values(dataset)
     return values if values is not None and values.size == layout.steps else None
-
-
-class _OpenFiles:
-    """One HDF5 file open at a time while frames are read: the one the next dataset is in."""
-
-    def __init__(self) -> None:
-        self._path: Path | None = None
-        self._file: Any = None
-
-    def get(self, path: Path) -> Any:
-        if path != self._path:
-            self.close()
-            self._file, self._path = open_hdf5_file(path), path
-        return self._file
-
-    def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-        self._file = self._path = None
-
-
-# ---- datasets by pattern -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -235,7 +141,7 @@ class Hdf5Source:
             self.attributes.update(grid_attributes)
 
     def frames(self) -> Iterator[SourceFrame]:
-        files = _OpenFiles()
+        files = OpenFiles()
         try:
             for index in range(self.frame_count):
                 time = self._fields[0].frames[index].time
@@ -244,18 +150,16 @@ class Hdf5Source:
         finally:
             files.close()
 
-    def _pieces(self, files: _OpenFiles, index: int) -> Iterator[Piece]:
+    def _pieces(self, files: OpenFiles, index: int) -> Iterator[Piece]:
         for field in self._fields:
             ref = field.frames[index]
             dataset = files.get(ref.path)[ref.name]
             yield from array_pieces(field.info.name, ref.shape, field.info.dtype,
-                                    _reader(ref.path, dataset, ref.layout, ref.step), ref.layout.frame_chunks(ref.chunks))
+                                    dataset_reader(ref.path, dataset, ref.layout, ref.step), ref.layout.frame_chunks(ref.chunks))
 
 
 def _shared_grid(fields: list[_PatternField]) -> tuple[int, int, int] | None:
     """The ``(Z, Y, X)`` grid the grid fields share (a container has one), ``None`` without grids."""
-    from headrace import errors
-
     grids = [(field.frames[0], field.frames[0].shape.grid) for field in fields if field.frames[0].shape.grid]
     for ref, grid in grids[1:]:
         if grid != grids[0][1]:
@@ -283,16 +187,11 @@ def _matches(pattern: str, names: Sequence[str]) -> list[str]:
 
 
 def _dataset_names(file: Any) -> list[str]:
-    import h5py
+    import h5py  # type: ignore[import-untyped]  # optional (the hdf5 extra): loaded when an HDF5 file is read
 
     names: list[str] = []
     file.visititems(lambda name, node: names.append("/" + name) if isinstance(node, h5py.Dataset) else None)
     return names
-
-
-def _show_names(names: Sequence[str], most: int = 6) -> str:
-    shown = ", ".join(names[:most])
-    return shown + (f" and {len(names) - most} more" if len(names) > most else "") if names else "none"
 
 
 def _dataset_refs(path: Path, dataset: Any, layout: _arrays.ArrayLayout) -> list[_DatasetRef]:
@@ -307,9 +206,9 @@ def _dataset_refs(path: Path, dataset: Any, layout: _arrays.ArrayLayout) -> list
         return [_DatasetRef(path, dataset.name, layout.frame, dtype, dataset.chunks,
                             None if times is None else float(times[step]), layout, step)
                 for step in range(layout.steps)]
-    time = _time_attribute(dataset)
+    time = time_attribute(dataset)
     if time is None and dataset.parent.name != "/":
-        time = _time_attribute(dataset.parent)
+        time = time_attribute(dataset.parent)
     return [_DatasetRef(path, dataset.name, layout.frame, dtype, dataset.chunks, time, layout, None)]
 
 
@@ -325,11 +224,6 @@ def _default_patterns(path: Path, file: Any, names: list[str]) -> list[tuple[str
     """What to convert without ``--dataset``: the file's one dataset (its root ``time`` and dimension
     scales aside), or the
     one step pattern its datasets fall into (``/step0/rho``, ``/step1/rho``: ``/step*/rho``), said once."""
-    import warnings
-
-    from headrace import errors
-    from headrace.convert.source import ConversionNote
-
     time = _root_time_dataset(file)
     data = [name for name in names if (time is None or name != time.name) and not file[name].is_scale]
     if len(data) == 1:
@@ -341,7 +235,7 @@ def _default_patterns(path: Path, file: Any, names: list[str]) -> list[tuple[str
     if len(steps) == 1:
         pattern, members = next(iter(steps.items()))
         others = [name for name in data if name not in members]
-        left = f"; left out: {_show_names(others)}" if others else ""
+        left = f"; left out: {show_names(others)}" if others else ""
         warnings.warn(ConversionNote(f"{path}: converting the {len(members)} datasets {pattern} as frames "
                                      f"(--dataset names others{left})"), stacklevel=4)
         return [(None, pattern)]
@@ -350,13 +244,11 @@ def _default_patterns(path: Path, file: Any, names: list[str]) -> list[tuple[str
         raise errors.UsageError(f"{path}: the datasets fall into {len(steps)} step patterns; name the fields to "
                                 f"convert: {choices} (one field each), or some of them")
     raise errors.UsageError(f"{path}: name the datasets to convert with --dataset PATTERN "
-                            f"(datasets: {_show_names(names)})")
+                            f"(datasets: {show_names(names)})")
 
 
 def _check_frames(field: _PatternField) -> None:
     """A field's frames agree on element type and components; a grid keeps its shape."""
-    from headrace import errors
-
     first = field.frames[0]
     for ref in field.frames[1:]:
         label = f"dataset {ref.name}"
@@ -387,8 +279,6 @@ def open_hdf5(paths: Sequence[os.PathLike | str], *, dataset: str | Sequence[str
     or shape, patterns that match different counts), ``BadDataError`` (a pattern that matches nothing, a
     type or shape a container cannot hold) and ``UsageError`` (no pattern where one is needed).
     """
-    from headrace import errors
-
     files = [Path(path) for path in paths]
     if not files:
         raise errors.UsageError("no HDF5 files given")
@@ -399,7 +289,7 @@ def open_hdf5(paths: Sequence[os.PathLike | str], *, dataset: str | Sequence[str
         with open_hdf5_file(path) as file:
             names = _dataset_names(file)
             if not parsed:  # the first file tells what to convert
-                if any(_STEP_GROUP.fullmatch(key) for key in file):
+                if is_h5part_file(file):
                     return open_h5part(files)
                 parsed = _default_patterns(path, file, names)
                 matched = [[] for _ in parsed]
@@ -408,7 +298,7 @@ def open_hdf5(paths: Sequence[os.PathLike | str], *, dataset: str | Sequence[str
                 hits = _matches(pattern, names)
                 if not hits:
                     raise bad_dataset(errors.BadDataError, path, f"dataset {pattern}", "datasets matching it",
-                                      f"none (datasets: {_show_names(names)})")
+                                      f"none (datasets: {show_names(names)})")
                 hits_of.append(hits)
             every = sorted({hit for hits in hits_of for hit in hits})
             times = _root_time(file)
@@ -437,166 +327,3 @@ def open_hdf5(paths: Sequence[os.PathLike | str], *, dataset: str | Sequence[str
         _check_frames(field)
         fields.append(field)
     return Hdf5Source(files[0], fields)
-
-
-# ---- H5Part ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Step:
-    """One ``Step#N`` group: its datasets (name -> shape, dtype) and particle count."""
-
-    path: Path
-    group: str
-    number: int
-    time: float
-    datasets: dict[str, tuple[tuple[int, ...], np.dtype]]
-    particles: int
-
-
-class H5PartSource:
-    """H5Part particle steps, one per frame; see :func:`open_h5part`."""
-
-    def __init__(self, path: Path, fields: list[FieldInfo], steps: list[_Step], has_position: bool) -> None:
-        self.path = path
-        self.fields = fields
-        self._steps = steps
-        self._has_position = has_position
-        self.frame_count = len(steps)
-        bytes_per_particle = sum(info.dtype.itemsize * info.components for info in fields)
-        self.total_bytes = sum(step.particles for step in steps) * bytes_per_particle
-        self.attributes: dict[str, AttributeValue] = {"source_format": "h5part", "source_path": os.fspath(path)}
-
-    def frames(self) -> Iterator[SourceFrame]:
-        files = _OpenFiles()
-        try:
-            for step in self._steps:
-                group = files.get(step.path)[step.group] if step.datasets else None
-                bbox = _position_bbox(step, group) if self._has_position and group is not None else None
-                yield SourceFrame(time=step.time, bbox=bbox, pieces=self._pieces(step, group))
-        finally:
-            files.close()
-
-    def _pieces(self, step: _Step, group: Any) -> Iterator[Piece]:
-        for info in self.fields:
-            if group is None:  # a step without datasets: an empty frame
-                yield Piece(info.name, np.empty((0, info.components), info.dtype), 0)
-                continue
-            if info.name == "position" and self._has_position:
-                read = _position_reader(step.path, [group[axis] for axis in _POSITION])
-            else:
-                read = _reader(step.path, group[info.name])
-            yield from array_pieces(info.name, FrameShape((step.particles,), info.components, None), info.dtype, read)
-
-
-def _position_reader(path: Path, axes: list[Any]) -> Callable[[Selection], np.ndarray]:
-    readers = [_reader(path, dataset) for dataset in axes]
-    return lambda selection: np.stack([read(selection) for read in readers], axis=1)
-
-
-def _position_bbox(step: _Step, group: Any) -> BBox | None:
-    """Bounding box of the step's positions, read a slab at a time; ``None`` unless finite."""
-    low = np.full(3, np.nan)
-    high = np.full(3, np.nan)
-    read = _position_reader(step.path, [group[axis] for axis in _POSITION])
-    for selection in _arrays.slabs((step.particles,), 3 * 8):
-        positions = read(selection)
-        # fmin/fmax skip NaNs: a coordinate is NaN only where every value seen so far is NaN.
-        low = np.fmin(low, np.fmin.reduce(positions, axis=0))
-        high = np.fmax(high, np.fmax.reduce(positions, axis=0))
-    if not (np.isfinite(low).all() and np.isfinite(high).all()):
-        return None
-    return (tuple(float(v) for v in low), tuple(float(v) for v in high))  # type: ignore[return-value]
-
-
-def _per_particle(shape: tuple[int, ...]) -> str:
-    return "(n,)" if len(shape) == 1 else f"(n, {shape[1]})"
-
-
-def _read_steps(path: Path) -> list[_Step]:
-    """The file's ``Step#N`` groups in order of N, with their datasets checked for one count each."""
-    import h5py
-
-    from headrace import errors
-
-    steps = []
-    with open_hdf5_file(path) as file:
-        numbered = sorted((int(match.group(1)), key) for key in file if (match := _STEP_GROUP.fullmatch(key)))
-        if not numbered:
-            raise bad_data(errors.CorruptIndexError, path, 0, "H5Part step groups Step#0, Step#1, ...",
-                           f"root members {_show_names(sorted(file, key=natural_key))}")
-        for number, key in numbered:
-            group = file[key]
-            datasets = {name: (tuple(node.shape), np.dtype(node.dtype)) for name, node in group.items()
-                        if isinstance(node, h5py.Dataset)}
-            names = sorted(datasets, key=natural_key)
-            for name in names:
-                shape = datasets[name][0]
-                if len(shape) not in (1, 2):
-                    raise bad_dataset(errors.BadDataError, path, f"dataset {group.name}/{name}",
-                                      "one value (n,) or n components (n, c) per particle", f"shape {shape}")
-                if shape[0] != datasets[names[0]][0][0]:
-                    raise bad_dataset(errors.CorruptIndexError, path, f"dataset {group.name}/{name}",
-                                      f"{datasets[names[0]][0][0]} particles as {group.name}/{names[0]} has",
-                                      f"{shape[0]}")
-            time = _time_attribute(group)
-            particles = datasets[names[0]][0][0] if names else 0
-            steps.append(_Step(path, group.name, number, float(number) if time is None else time, datasets, particles))
-    return steps
-
-
-def open_h5part(paths: Sequence[os.PathLike | str]) -> H5PartSource:
-    """Open H5Part files (steps of all of them, file after file) and check every step's datasets.
-
-    Raises ``TruncatedFileError``, ``BadMagicError`` (not HDF5), ``CorruptIndexError`` (no step groups,
-    steps whose datasets differ in names, types or components, datasets of one step with different
-    counts), ``BadDataError`` (a type or shape a container cannot hold) and ``EmptyFieldError`` (no step
-    holds a dataset).
-    """
-    from headrace import errors
-
-    files = [Path(path) for path in paths]
-    if not files:
-        raise errors.UsageError("no H5Part files given")
-    steps = [step for path in files for step in _read_steps(path)]
-    model = next((step for step in steps if step.datasets), None)
-    if model is None:
-        raise bad_data(errors.EmptyFieldError, files[0], 0, "a step holding datasets", "none")
-    stored = {name: stored_dtype(dtype, model.path, f"dataset {model.group}/{name}")
-              for name, (_, dtype) in model.datasets.items()}
-    names = sorted(model.datasets, key=natural_key)
-    has_position = all(axis in model.datasets for axis in _POSITION)
-    fields = []
-    if has_position:
-        if "position" in model.datasets:
-            raise bad_dataset(errors.CorruptIndexError, model.path, f"dataset {model.group}/position",
-                              "x, y and z or a dataset 'position', not both", "both")
-        dtype = np.result_type(*(stored[axis] for axis in _POSITION))
-        fields.append(FieldInfo("position", stored_dtype(dtype, model.path, f"datasets {model.group}/x, y, z"), 3))
-        if any(model.datasets[axis][0][1:] for axis in _POSITION):
-            raise bad_dataset(errors.BadDataError, model.path, f"dataset {model.group}/x",
-                              "one coordinate per particle (n,)", "several")
-        names = [name for name in names if name not in _POSITION]
-    for name in names:
-        shape = model.datasets[name][0]
-        fields.append(FieldInfo(name, stored[name], shape[1] if len(shape) == 2 else 1))
-    for step in steps:
-        if not step.datasets:
-            continue
-        if set(step.datasets) != set(model.datasets):
-            missing = sorted(set(model.datasets) - set(step.datasets), key=natural_key)
-            extra = sorted(set(step.datasets) - set(model.datasets), key=natural_key)
-            raise bad_dataset(errors.CorruptIndexError, step.path, f"group {step.group}",
-                              f"the datasets of {model.group} ({', '.join(sorted(model.datasets, key=natural_key))})",
-                              "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",
-                                                          f"extra {', '.join(extra)}" if extra else "") if part))
-        for name, (shape, dtype) in step.datasets.items():
-            label = f"dataset {step.group}/{name}"
-            if stored_dtype(dtype, step.path, label) != stored[name]:
-                raise bad_dataset(errors.CorruptIndexError, step.path, label,
-                                  f"dtype {stored[name]} as {model.group}/{name} has", f"dtype {dtype}")
-            if shape[1:] != model.datasets[name][0][1:]:
-                raise bad_dataset(errors.CorruptIndexError, step.path, label,
-                                  f"shape {_per_particle(model.datasets[name][0])} as {model.group}/{name} has",
-                                  f"shape {shape}")
-    return H5PartSource(files[0], fields, steps, has_position)
