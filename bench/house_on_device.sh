@@ -19,11 +19,13 @@ install_version() {  # install_version NAME SOURCE: a Release wheel of SOURCE, i
 installs() {
   # No editable install on this machine while comparing: PYTHONPATH alone picks the version.
   mkdir -p build/before-src && tar -xf build/before-src.tar -C build/before-src
-  install_version before build/before-src && install_version after .
+  install_version before build/before-src && install_version after "${HOUSE_AFTER_SOURCE:-.}"  # the noise floor: before again
 }
 
 as_version() {  # as_version NAME COMMAND...: COMMAND with NAME's headrace first on the path
-  PYTHONPATH=/tmp/$1:/tmp/site "$@"
+  local version=$1
+  shift
+  PYTHONPATH=/tmp/$version:/tmp/site "$@"
 }
 
 gputests() {
@@ -40,6 +42,7 @@ compare() {
     for version in before after; do
       as_version "$version" python3 -c "import headrace, sys; assert headrace.__file__.startswith('/tmp/$version'), headrace.__file__"
       echo "-- $version round $round"
+      mkdir -p "$OUT/$version-$round"
       as_version "$version" within 150 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds 3 \
         --states hot,cold --kvikio-modes posix --probe "$OUT/ceiling.json" --out "$OUT/$version-$round" > "build/user-$version-$round.log" 2>&1
       echo "user_stream exit $?"
@@ -52,6 +55,8 @@ compare() {
     done
   done
   python3 bench/house_compare.py "$OUT" | tee "$OUT/compare.md"
+  # The device tool brings back 8 files: the runs' folders travel as one tar.
+  (cd "$OUT" && tar -cf runs.tar before-* after-* && rm -rf before-* after-*)
 }
 
 data() {
