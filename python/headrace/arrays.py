@@ -9,21 +9,19 @@ a range of elements) reads only the chunks holding some of it; ``out`` is filled
 
 from __future__ import annotations
 
-import threading
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 import numpy as np
 
-from headrace import _ext
+from headrace import _ext, container
+from headrace.container import OpenContainer
 from headrace.errors import CorruptIndexError, OutOfRangeError, UsageError
 from headrace.grid_layouts import GridLayout, LinearLayout
 
-if TYPE_CHECKING:
-    from headrace.dataset import Dataset
-
-__all__ = ["ChunkReader", "Region", "field_shape", "frame_index", "grid_layout", "read", "read_chunks", "region_axes"]
+__all__ = ["Region", "field_shape", "frame_index", "grid_layout", "read", "read_chunks", "region_axes"]
 
 # A region: one index or slice (the first axis), or a tuple of them, one per axis from the first.
 Region = Union[int, slice, Sequence[Union[int, slice]]]
@@ -35,7 +33,7 @@ SLAB_POINTS = 1 << 22
 _AXES = ("z", "y", "x")
 
 
-def frame_index(dataset: Dataset, frame: int) -> int:
+def frame_index(dataset: OpenContainer, frame: int) -> int:
     """``frame`` as an index from 0; negative indices count from the end (-1 is the last frame)."""
     count = len(dataset.frames)
     if isinstance(frame, bool) or not isinstance(frame, (int, np.integer)):
@@ -50,7 +48,7 @@ def frame_index(dataset: Dataset, frame: int) -> int:
 class _Target:
     """One field of one frame as a read sees it: its chunks, and its grid layout (None: elements)."""
 
-    dataset: Dataset
+    dataset: OpenContainer
     frame: int
     field: int
     name: str
@@ -75,11 +73,11 @@ class _Target:
         return () if self.layout is not None and self.components == 1 else (self.components,)
 
     def chunk_firsts(self) -> np.ndarray:
-        table = self.dataset._chunk_columns
+        table = self.dataset.chunk_columns
         return table["first_element"][self.first_chunk : self.first_chunk + self.chunk_count].astype(np.int64)
 
 
-def _target(dataset: Dataset, frame: int, field: str | None, stored_order: bool) -> _Target:
+def _target(dataset: OpenContainer, frame: int, field: str | None, stored_order: bool) -> _Target:
     t = frame_index(dataset, frame)
     name = field if field is not None else dataset.fields[0].name
     index = dataset.container.field_index(name)
@@ -90,9 +88,9 @@ def _target(dataset: Dataset, frame: int, field: str | None, stored_order: bool)
                    chunk_count, layout)
 
 
-def _grid_of(dataset: Dataset, frame: int, name: str, elements: int) -> GridLayout | None:
+def _grid_of(dataset: OpenContainer, frame: int, name: str, elements: int) -> GridLayout | None:
     """The layout that gives this frame's field its grid shape; None when it is to be read as elements."""
-    layout = dataset._grid_layout
+    layout = dataset.grid_layout
     if layout is None:
         return None
     if elements == layout.element_count:
@@ -167,26 +165,26 @@ def _output(out: np.ndarray | None, shape: tuple[int, ...], target: _Target) -> 
                      f"of shape {shape} and dtype {target.dtype}, got {given}")
 
 
-def field_shape(dataset: Dataset, frame: int, field: str | None = None, *, region: Region | None = None,
+def field_shape(dataset: OpenContainer, frame: int, field: str | None = None, *, region: Region | None = None,
                 stored_order: bool = False) -> tuple[int, ...]:
     """The shape :func:`read` returns, from the index alone."""
     target = _target(dataset, frame, field, stored_order)
     return _box(region, target).shape() + target.value_shape
 
 
-def grid_layout(dataset: Dataset, frame: int, field: str | None = None) -> GridLayout | None:
+def grid_layout(dataset: OpenContainer, frame: int, field: str | None = None) -> GridLayout | None:
     """The layout that gives this frame's field its grid shape (the layout its elements are stored in),
     or None when the field reads as elements (no grid, another element count, an empty frame)."""
     return _target(dataset, frame, field, False).layout
 
 
-def region_axes(dataset: Dataset, frame: int, field: str | None = None, *, stored_order: bool = False) -> tuple[int, ...]:
+def region_axes(dataset: OpenContainer, frame: int, field: str | None = None, *, stored_order: bool = False) -> tuple[int, ...]:
     """The sizes of the axes a region selects on: (Z, Y, X) of a grid, (n,) of elements; the shape
     :func:`read` returns has these, then the components unless a grid has one."""
     return _target(dataset, frame, field, stored_order).axes
 
 
-def read(dataset: Dataset, frame: int, field: str | None = None, *, region: Region | None = None,
+def read(dataset: OpenContainer, frame: int, field: str | None = None, *, region: Region | None = None,
          out: np.ndarray | None = None, stored_order: bool = False, backend: str = "posix", verify: bool = True,
          backend_options: dict[str, Any] | None = None) -> np.ndarray:
     """Field ``field`` of ``frame`` in its natural shape; see the module docstring and docs/arrays.md."""
@@ -304,37 +302,18 @@ def _batches(chunks: list[int], firsts: np.ndarray, element_bytes: int) -> Itera
         yield batch
 
 
-class ChunkReader:
-    """A host queue on one container's file: reads chunks, checksums verified, decoded, into NumPy arrays.
-    One read at a time (a lock), so threads (dask's) may share it."""
-
-    def __init__(self, path: str, backend: str, options: dict[str, Any]) -> None:
-        from headrace.queue import Queue
-
-        self._queue = Queue(backend=backend, pin_files="off", **options)  # host destinations: nothing to pin
-        self._file = self._queue.add_file(path)
-        self._lock = threading.Lock()
-
-    def read(self, table: dict[str, Any], chunks: Sequence[int], destinations: Sequence[np.ndarray], verify: bool) -> None:
-        with self._lock:
-            requests = [
-                self._queue.enqueue(self._file, int(table["offset"][chunk]), int(table["stored_size"][chunk]), destination,
-                                    codec=table["codec"][chunk],
-                                    checksum=int(table["checksum"][chunk]) if verify else None)
-                for chunk, destination in zip(chunks, destinations)
-            ]
-            self._queue.submit()
-            self._queue.drain()  # also lets go of the destinations it kept alive
-            self._queue.summarize(requests).raise_first_failure()
-
-    def close(self) -> None:
-        self._queue.close()
-
-
-def read_chunks(dataset: Dataset, chunks: Sequence[int], destinations: Sequence[np.ndarray], *, backend: str = "posix",
+def read_chunks(dataset: OpenContainer, chunks: Sequence[int], destinations: Sequence[np.ndarray], *, backend: str = "posix",
                 verify: bool = True, **options: Any) -> None:
     """Reads chunks ``chunks`` (indices into the container's chunk table) of ``dataset``, each into its
     destination (a C-contiguous array of the chunk's raw size), through the dataset's chunk reader for
     ``backend`` and ``options``. Every partial read goes through here (tests count its chunks)."""
     if chunks:
-        dataset._chunk_reader(backend, options).read(dataset._chunk_columns, chunks, destinations, verify)
+        dataset.chunk_reader(backend, options).read(dataset.chunk_columns, chunks, destinations, verify)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ChunkReader":  # moved in issue 36
+        warnings.warn("headrace.arrays.ChunkReader moved to headrace.container.ChunkReader", DeprecationWarning,
+                      stacklevel=2)
+        return container.ChunkReader
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,7 @@ import numpy as np
 
 from headrace import _ext
 from headrace.queue import Queue
-from headrace.settings import queue_options
+from headrace.settings import device_ordinal, queue_options
 
 __all__ = ["MAX_SHARED_ENGINES", "SPARE_SLOT_BYTES", "Engine", "release_engines", "shared_engine", "shared_engines"]
 
@@ -149,17 +149,6 @@ def release_engines() -> None:
 
 def _size_of(buffer: Any) -> int:
     return int(buffer.nbytes) if isinstance(buffer, np.ndarray) else int(buffer.size_bytes)
-
-
-def device_ordinal(device: int | str | None) -> int | None:
-    """A ``device=`` argument: a GPU number (``0``, ``"0"``, ``"cuda:0"``), or None / ``"cpu"`` / -1 for host
-    memory; anything else is a UsageError saying so."""
-    if device is None or device == "cpu" or device == -1:
-        return None
-    text = str(device).removeprefix("cuda:")
-    if isinstance(device, bool) or not text.isdigit():
-        raise _ext.UsageError(f"device={device!r}: expected a GPU number (0, 1, ...) or 'cpu' for host memory")
-    return int(text)
 
 
 def _validate_device(device: int | None) -> None:

@@ -8,15 +8,13 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from headrace.arrays import field_shape, frame_index, region_axes
+from headrace.arrays import field_shape, frame_index, read, region_axes
+from headrace.container import OpenContainer
 from headrace.errors import OutOfRangeError, UsageError
-
-if TYPE_CHECKING:
-    from headrace.dataset import Dataset
 
 __all__ = ["FieldArray", "to_dask", "to_xarray"]
 
@@ -70,12 +68,13 @@ class FieldArray:
     indexed; ``shape`` comes from the index.
     """
 
-    def __init__(self, dataset: Dataset, field: str | None = None, **read_options: Any) -> None:
+    def __init__(self, dataset: OpenContainer, field: str | None = None, **read_options: Any) -> None:
         self.dataset = dataset
         self.field = field if field is not None else dataset.fields[0].name
         info = dataset.field(self.field)
         self.dtype = np.dtype(info.dtype)
         self._read_options = read_options
+        self._read_arguments = _read_arguments(read_options)
         self._stored_order = bool(read_options.get("stored_order", False))
 
     def frame_shape(self, frame: int) -> tuple[int, ...]:
@@ -139,10 +138,10 @@ class FieldArray:
             covering, within = _cover(item, size, name)
             region.append(covering)
             relative.append(within)
-        box = self.dataset.shape(reference, self.field, region=tuple(region), stored_order=self._stored_order)
+        box = field_shape(self.dataset, reference, self.field, region=tuple(region), stored_order=self._stored_order)
         stacked = np.empty((len(frames), *box), self.dtype)
         for at, frame in enumerate(frames):
-            self.dataset.read(frame, self.field, region=tuple(region), out=stacked[at], **self._read_options)
+            read(self.dataset, frame, self.field, region=tuple(region), out=stacked[at], **self._read_arguments)
         return stacked[tuple([frame_index_relative, *relative, *items[1 + len(axes):]])]
 
     def _frames_of(self, index: Any) -> tuple[list[int], Any]:
@@ -161,17 +160,22 @@ class FieldArray:
         return frames, relative
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled by path (dask's process schedulers): the copy reopens the file."""
-        return _reopened, (self.dataset.path, self.field, self._read_options)
+        """Pickled with its dataset (dask's process schedulers), which pickles by path: the copy reopens the file."""
+        return _made_again, (self.dataset, self.field, self._read_options)
 
 
-def _reopened(path: str, field: str, read_options: dict[str, Any]) -> FieldArray:
-    from headrace.dataset import open as open_dataset
-
-    return FieldArray(open_dataset(path), field, **read_options)
+def _made_again(dataset: OpenContainer, field: str, read_options: dict[str, Any]) -> FieldArray:
+    return FieldArray(dataset, field, **read_options)
 
 
-def to_dask(dataset: Dataset, field: str | None = None, **read_options: Any) -> Any:
+def _read_arguments(read_options: dict[str, Any]) -> dict[str, Any]:
+    """Read options as :meth:`headrace.Dataset.read` takes them, as :func:`headrace.arrays.read` takes them:
+    its own keywords by name, the rest as the backend's options."""
+    named = {name: value for name, value in read_options.items() if name in ("stored_order", "backend", "verify")}
+    return {**named, "backend_options": {name: value for name, value in read_options.items() if name not in named}}
+
+
+def to_dask(dataset: OpenContainer, field: str | None = None, **read_options: Any) -> Any:
     """A dask array over :class:`FieldArray`: one chunk per frame; each frame read when computed."""
     dask_array = _optional("dask.array", "Dataset.to_dask")
     tokenize = _optional("dask.base", "Dataset.to_dask").tokenize
@@ -183,7 +187,7 @@ def to_dask(dataset: Dataset, field: str | None = None, **read_options: Any) -> 
                                  meta=np.empty((0,) * len(shape), array.dtype))
 
 
-def _dims(dataset: Dataset, fields: Sequence[str], stored_order: bool) -> dict[str, tuple[str, ...]]:
+def _dims(dataset: OpenContainer, fields: Sequence[str], stored_order: bool) -> dict[str, tuple[str, ...]]:
     """Each field's dimension names: time, then z, y, x (and component) of a grid or element, component.
     ``component`` and ``element`` are shared when every field that has the axis agrees on its size, and
     prefixed with the field's name otherwise."""
@@ -203,7 +207,7 @@ def _dims(dataset: Dataset, fields: Sequence[str], stored_order: bool) -> dict[s
     return {name: ("time", *axes[name]) for name in fields}
 
 
-def _frame_times(dataset: Dataset) -> np.ndarray:
+def _frame_times(dataset: OpenContainer) -> np.ndarray:
     """The frames' times: datetime64 when the file says they are ``seconds since <date>`` (the
     ``time_units`` a NetCDF or zarr conversion of dates writes), else the stored numbers."""
     seconds = np.array([f.time for f in dataset.frames])
@@ -218,7 +222,7 @@ def _frame_times(dataset: Dataset) -> np.ndarray:
     return seconds
 
 
-def to_xarray(dataset: Dataset, fields: Sequence[str] | None = None, **read_options: Any) -> Any:
+def to_xarray(dataset: OpenContainer, fields: Sequence[str] | None = None, **read_options: Any) -> Any:
     """An xarray Dataset with one variable per field (each a :func:`to_dask` array), coordinates ``time``
     (the frames' times; datetime64 when the file's ``time_units`` is ``seconds since <date>``), ``frame`` (their indices) and, for a grid, ``x``, ``y``, ``z`` from
     ``grid_origin`` and ``grid_spacing``; the container's attributes as its attrs."""
@@ -230,7 +234,7 @@ def to_xarray(dataset: Dataset, fields: Sequence[str] | None = None, **read_opti
     variables = {name: (dims[name], to_dask(dataset, name, **read_options)) for name in names}
     coords: dict[str, Any] = {"time": ("time", _frame_times(dataset)),
                               "frame": ("time", np.arange(len(dataset.frames)))}
-    layout = dataset._grid_layout
+    layout = dataset.grid_layout
     used = {dim for field_dims in dims.values() for dim in field_dims}
     if layout is not None and {"z", "y", "x"} <= used:
         origin = dataset.attributes.get("grid_origin", [0.0, 0.0, 0.0])

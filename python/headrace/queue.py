@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from headrace import _ext
-from headrace.settings import queue_options
+from headrace.settings import device_ordinal, queue_options
 
 __all__ = ["Fence", "Queue", "RequestStatus", "destination_of"]
 
@@ -122,8 +122,6 @@ class Queue:
 
     def __init__(self, options: Any = None, *, device: int | str | None = None, **named: Any) -> None:
         if device is not None:
-            from headrace.engine import device_ordinal  # engine imports this module
-
             ordinal = device_ordinal(device)
             named["device"] = -1 if ordinal is None else ordinal
         self.options = queue_options(options, **named)

@@ -15,7 +15,7 @@ from typing import Any
 
 from headrace import _ext
 
-__all__ = ["KNOBS", "QUEUE_OPTIONS", "io_settings", "queue_options"]
+__all__ = ["KNOBS", "QUEUE_OPTIONS", "device_ordinal", "io_settings", "queue_options"]
 
 
 def _fields(cls: type) -> tuple[str, ...]:
@@ -64,3 +64,14 @@ def queue_options(base: Any = None, **named: Any) -> Any:
         options.io = io_settings(options.io, **knobs)
     options.validate()
     return options
+
+
+def device_ordinal(device: int | str | None) -> int | None:
+    """A ``device=`` argument: a GPU number (``0``, ``"0"``, ``"cuda:0"``), or None / ``"cpu"`` / -1 for host
+    memory; anything else is a UsageError saying so."""
+    if device is None or device == "cpu" or device == -1:
+        return None
+    text = str(device).removeprefix("cuda:")
+    if isinstance(device, bool) or not text.isdigit():
+        raise _ext.UsageError(f"device={device!r}: expected a GPU number (0, 1, ...) or 'cpu' for host memory")
+    return int(text)

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headrace.cli._arguments import Chain, Device, Integer, Size
-from headrace.cli._arguments import Path as PathArgument
+from headrace.cli._shared import Chain, Device, Integer, Size
+from headrace.cli._shared import Path as PathArgument
 from headrace.cli._writer_options import (
     CHUNK_BYTES,
     add_output_argument,
@@ -197,7 +197,7 @@ def _pieces(ds: Any, frame: int, field: int, element_bytes: int) -> Iterator[tup
     elements, first, count = ds.container.frame_field(frame, field)
     if elements == 0:
         return
-    firsts = [int(v) for v in ds._chunk_columns["first_element"][first:first + count]] + [int(elements)]
+    firsts = [int(v) for v in ds.chunk_columns["first_element"][first:first + count]] + [int(elements)]
     start = 0
     for k in range(1, len(firsts)):
         if firsts[k] > start and (firsts[k] - start) * element_bytes > PIECE_BYTES and firsts[k - 1] > start:
@@ -235,7 +235,7 @@ def sample_chunks(ds: Any, field: str, chunk_bytes: int, count: int) -> list[Any
 def _choose(args: argparse.Namespace, ds: Any, plans: list[_FieldPlan], chunk_bytes: int) -> None:
     """--auto: each field's chain chosen from sample chunks spread over the file."""
     from headrace import codecs
-    from headrace.cli._arguments import choose_device
+    from headrace.cli._shared import choose_device
 
     waiting = [p for p in plans if p.chain == "auto"]
     if not waiting:
