@@ -13,7 +13,7 @@ from headrace.errors import BadDataError, Error, UsageError
 from headrace.queue import Fence, Queue
 from headrace.settings import io_settings, queue_options
 from headrace.stream import FrameStream
-from headrace.streamlines import trace
+from headrace.workloads.streamlines import trace
 from headrace.writer import FieldSpec, Writer
 
 __version__: str = _ext.__version__

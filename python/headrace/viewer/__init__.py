@@ -10,7 +10,7 @@ and sent as JPEG images, the latest only, so that a slow browser misses frames i
 stream back. docs/viewer.md describes the page and the protocol.
 """
 
-from headrace.viewer.camera import OrbitCamera
+from headrace.imaging import OrbitCamera
 from headrace.viewer.server import ViewerServer
 
 __all__ = ["OrbitCamera", "ViewerServer"]

@@ -26,7 +26,8 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 import headrace
 from headrace import _ext, errors
-from headrace.viewer.scenes import COLOUR_MAPS, describe_file
+from headrace.imaging import COLOUR_MAPS
+from headrace.viewer.scenes import describe_file
 from headrace.viewer.session import STATS_WINDOW_S, Session, SessionSettings
 
 __all__ = ["ViewerServer", "Ceilings", "STATIC_FILES"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from headrace import _ext
 from headrace.errors import Error, UsageError
-from headrace.viewer.camera import OrbitCamera
+from headrace.imaging import OrbitCamera
 from headrace.viewer.scenes import Scene, make_scene
 
 __all__ = ["Session", "SessionSettings", "FrameRecord", "encode_jpeg"]

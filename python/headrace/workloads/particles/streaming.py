@@ -1,0 +1,120 @@
+"""Seed 000's particle renderer: a frame of the ``particles`` record (x, y, z, radius, r, g, b, a) streamed
+through the engine's queue batch by batch (``batch`` particles, whole chunks) into ``segments`` segments,
+each batch drawn as ray-cast sphere glyphs once it has arrived (seed 000's algorithms 1 and 2); the image
+does not depend on the batching. ``device=0`` draws with the CUDA kernels, ``device="cpu"`` with the CPU
+reference renderer they are checked against. ``method`` is one of seed 000's streaming methods on Linux
+(:data:`METHODS`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+import headrace
+from headrace import _ext
+from headrace.errors import UsageError
+from headrace.imaging import camera_spec, frame_of, packed_background, parse_camera, view_box
+
+__all__ = ["METHODS", "GPU_METHODS", "PLAIN_METHOD_CODECS", "method_codec", "StreamingRenderer"]
+
+
+# Seed 000's methods on Linux: (queue backend, queue knobs, frame resident before the clock starts).
+METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
+    "auto": ("auto", {}, False),                      # the engine's read path: page cache, O_DIRECT or DMA, per read
+    "vram": ("posix", {}, True),                      # the static baseline: the frame already in GPU memory
+    "ram": ("ram", {}, False),                        # the file in RAM, copied batch by batch
+    "ram-pinned": ("mmap", {"pin_files": True}, False),  # the file page-locked in RAM, DMA'd batch by batch
+    "mmap-all": ("mmap", {"mmap_mode": "whole"}, False),
+    "mmap-segment": ("mmap", {"mmap_mode": "segment"}, False),
+    "mmap-batch": ("mmap", {"mmap_mode": "window"}, False),
+    "pread": ("posix", {}, False),                    # ReadFile's counterpart: threads of pread
+    "direct": ("direct", {}, False),                  # O_DIRECT
+    "uring-naive": ("uring", {"max_batch": 1}, False),  # every request submitted on its own
+    "uring-batched": ("uring", {}, False),
+    "cufile": ("cufile", {}, False),
+    "compressed-lz4": ("uring", {}, False),           # the file's chunks decoded on the GPU (CPU for --device cpu)
+    "compressed-zstd": ("uring", {}, False),
+    "compressed-gdeflate": ("uring", {}, False),
+    "compressed-chain": ("uring", {}, False),          # chunks of codec chains (shuffle|zstd, ...), decoded the same way
+}
+# The plain codecs a compressed-* method is named after; chunks of any codec chain are "chain".
+PLAIN_METHOD_CODECS = ("lz4", "zstd", "gdeflate")
+
+
+def method_codec(codec: str) -> str:
+    """What a compressed-* method calls a chunk's codec (as the index names it): a plain codec's name, or
+    ``"chain"`` for a chain of stages (docs/codecs/), which the engine decodes stage by stage."""
+    return codec if codec in ("none", *PLAIN_METHOD_CODECS) else "chain"
+
+
+# The methods that only a GPU can run, and why.
+GPU_METHODS = {"vram": "keeps the frame in GPU memory", "ram-pinned": "copies page-locked pages to the GPU by DMA",
+               "cufile": "reads into GPU memory"}
+
+
+
+class StreamingRenderer:
+    """Seed 000's renderer with its pipeline set up once: the shared engine of ``method`` (``auto``, the
+    default: the engine's read path) on one file and a renderer (GPU ``device``, or the CPU reference) of
+    one camera; :meth:`render` streams a frame through
+    it and returns the frame's statistics, :meth:`image` the last image. Options as for
+    :func:`render_streamed`."""
+
+    def __init__(self, source: Any, *, method: str = "auto", device: int | str | None = "cpu",
+                 camera: str = "orbit:30,20", field: str = "particles", width: int = 1024, height: int = 768,
+                 fov: float = 45.0, background: Sequence[int] = (0, 0, 0), batch: int = 1 << 20, segments: int = 4,
+                 threads: int = 0, camera_frame: int = 0, **queue_knobs: Any) -> None:
+        self.dataset = ds = source if hasattr(source, "read") else headrace.open(os.fspath(source))
+        if method not in METHODS:
+            raise UsageError(f"method {method!r}: expected one of {', '.join(METHODS)}")
+        backend, knobs, self.preload = METHODS[method]
+        self.method, self.ordinal = method, -1 if device in (None, "cpu") else int(device)
+        if method.startswith("compressed-"):
+            wanted = method.removeprefix("compressed-")
+            held = [c for c in ds.codecs if c != "none"] or ["none"]
+            if {method_codec(c) for c in held} != {wanted}:
+                reads = "chunks of codec chains" if wanted == "chain" else f"{wanted} chunks"
+                families = {method_codec(c) for c in held}
+                hint = f" (method compressed-{families.pop()} reads it)" if len(families) == 1 and "none" not in families else ""
+                raise UsageError(f"{ds.path}: method {method} reads {reads}, the file holds {', '.join(held)}{hint}")
+        if method in GPU_METHODS and self.ordinal < 0:
+            raise UsageError(f"method {method} {GPU_METHODS[method]}: it needs a GPU (--device 0)")
+        fields = [f.name for f in ds.fields]
+        if field not in fields:
+            raise _ext.UnknownNameError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
+        self.field, self.batch, self.segments = fields.index(field), int(batch), int(segments)
+        # The process's engine for this method: its queue, staging and page-locked files outlive the renderer.
+        self.engine = headrace.shared_engine(None if self.ordinal < 0 else self.ordinal, backend=backend,
+                                             decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
+        self.queue = self.engine.queue
+        self.file = self.engine.add_file(ds.path)
+        camera_frame = frame_of(ds, camera_frame)
+        # One camera for the series, framed on one frame's box.
+        view = camera_spec(width, height, fov, **parse_camera(camera, view_box(ds, camera_frame, field)))
+        self._renderer = _ext.FrameRenderer(view, packed_background(background), self.ordinal, int(threads))
+
+    def render(self, frame: int, *, draw: bool = True, next_frame: int | None = None) -> dict[str, Any]:
+        """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap).
+        ``next_frame``: the frame the next call renders (a series): its first batches are loaded while this
+        frame is drawn, within this frame's time (``loaded_ahead`` of the next call's stats)."""
+        ds = self.dataset
+        frame = frame_of(ds, frame)
+        if next_frame is not None:
+            next_frame = frame_of(ds, next_frame)
+        native_queue = self.queue._native
+        if native_queue is None:  # the engine was closed (release_engines)
+            raise UsageError(f"{ds.path}: the renderer's engine was released; make a new renderer")
+        stats = self._renderer.render(native_queue, self.file, ds.container, int(frame), self.field, self.batch,
+                                      self.segments, self.preload, draw, None if next_frame is None else int(next_frame))
+        stats.update(method=self.method, device="cpu" if self.ordinal < 0 else self.ordinal)
+        return stats
+
+    def image(self) -> np.ndarray:
+        return self._renderer.image()
+
+    def describe(self) -> str:
+        return self.queue.describe()

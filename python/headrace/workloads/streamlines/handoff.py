@@ -1,0 +1,91 @@
+"""Streamlines traced by the ranks of an MPI job: how they share the field (:func:`distribution`), and
+lines handed between the ranks that hold the blocks they need (:func:`trace_handed`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+import headrace
+from headrace import _ext
+from headrace.distributed import ranks
+from headrace.errors import UsageError
+from headrace.workloads.streamlines.flow import _path
+from headrace.workloads.streamlines.seeds import _as_seeds
+from headrace.workloads.streamlines.tracer import TraceResult, _device_ordinal
+
+__all__ = ["DISTRIBUTIONS", "distribution", "trace_handed"]
+
+
+DISTRIBUTIONS = ("auto", "replicate", "hand-off")
+
+
+def distribution(source: Any, asked: str, cache_bytes: int, frame: int = 0) -> str:
+    """How a job of several ranks shares the field: ``asked`` (:data:`DISTRIBUTIONS`); ``auto`` hands lines
+    off when the frame's velocity does not fit one rank's cache and the file holds native blocks (a Hilbert
+    unit has no neighbours to hold), and replicates otherwise."""
+    if asked not in DISTRIBUTIONS:
+        raise UsageError(f"distribution {asked!r}: expected one of {', '.join(DISTRIBUTIONS)}")
+    ds = headrace.open(_path(source))
+    layout = ds.attributes.get("layout")
+    if asked == "hand-off" and layout != "blocks":
+        raise UsageError(f"{ds.path}: handing lines off needs native blocks (layout {layout!r} here): convert it with "
+                         "--layout blocks, or replicate")
+    if asked != "auto":
+        return asked
+    table = ds.container.chunk_table()
+    velocity = ds.container.field_index("velocity")
+    raw = int(table["raw_size"][(table["frame"] == frame) & (table["field"] == velocity)].sum())
+    return "hand-off" if layout == "blocks" and raw > cache_bytes else "replicate"
+
+
+def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 0.01, integrator: str = "rk4",
+                 direction: str = "forward", device: int | str | None = "cpu", threads: int = 0, frame: int = 0,
+                 cache_bytes: int = 1 << 30, backend: str = "uring", **tuning: float) -> TraceResult | None:
+    """Every seed traced by the ranks of the job (under MPI; one process is a job of one rank), lines handed
+    between them: each rank starts its block of the seeds and holds its planes of blocks along z and their
+    neighbours (at most ``cache_bytes``) in ``device``'s memory; rounds of stepping alternate with an
+    all-to-all of the lines that wait for a block held elsewhere, until no rank holds one. The lines on
+    rank 0 (None elsewhere): one tracer's, bit for bit. Stats: the slowest rank's seconds, lines handed."""
+    job = ranks()
+    seeds = _as_seeds(seeds)
+    ordinal = _device_ordinal(device)
+    tracer = _ext.HandOffTrace(_path(source), job.rank, job.size, frame=int(frame), integrator=integrator,
+                               direction=direction, step_size=float(step_size), max_steps=int(steps), threads=int(threads),
+                               cache_bytes=int(cache_bytes), device=ordinal, backend=backend, **tuning)
+    share = job.frames_of(len(seeds))
+    if share:
+        tracer.start(np.ascontiguousarray(seeds[share]), share[0])
+    job.barrier()
+    started = time.perf_counter()
+    handed = exchanges = 0
+    while True:
+        leaving, to = tracer.run()
+        handed += len(to)
+        if job.comm is None:  # one rank holds every block: no line leaves
+            break
+        for part in job.comm.alltoall([leaving[to == r] for r in range(job.size)]):
+            if len(part):
+                tracer.add(part)
+        exchanges += 1
+        if job.comm.allreduce(tracer.held) == 0:
+            break
+    seconds = time.perf_counter() - started
+    mine = tracer.result()
+    everyone = job.gather({**mine, "handed": handed, "seconds": seconds})
+    if not job.root:
+        return None
+    assert everyone is not None
+    run = _ext.assemble_handed(seeds, direction, int(steps), *(np.concatenate([r[k] for r in everyone])
+                                                                for k in ("ended", "segments", "points")))
+    stats = {"seconds": max(r["seconds"] for r in everyone), "layout": "blocks", "manager": "hand-off",
+             "device": "cpu" if ordinal < 0 else ordinal, "threads": threads, "seeds": len(seeds),
+             "points": len(run["points"]), "file": _path(source), "frame": int(frame), "direction": direction,
+             "ranks": job.size, "lines_handed": sum(r["handed"] for r in everyone), "exchanges": exchanges,
+             "resident_rounds": max(r["rounds"] for r in everyone), "bytes_read": sum(r["bytes_read"] for r in everyone),
+             "resident_blocks": [r["resident_blocks"] for r in everyone],
+             "resident_load_seconds": max(r["load_seconds"] for r in everyone),
+             "resident_advance_seconds": max(r["advance_seconds"] for r in everyone)}
+    return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats, run["times"])

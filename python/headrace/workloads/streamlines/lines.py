@@ -1,0 +1,111 @@
+"""Writing streamlines: ``.npz`` or ``.vtp`` (ParaView opens it), with what ParaView's stream tracer
+gives its lines (:func:`write_traced`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from headrace._files import replacing
+from headrace.errors import UsageError
+from headrace.workloads.streamlines.tracer import TraceResult
+
+__all__ = ["TERMINATION_CODES", "write_lines", "write_traced"]
+
+
+# ParaView's codes for why a line ended (vtkStreamTracer's ReasonForTermination); "stopped" (a time
+# budget) has none there and is 0.
+TERMINATION_CODES = {"left_domain": 1, "max_steps": 5, "stagnant": 6, "stopped": 0}
+
+_VTK_TYPES = {np.dtype("float32"): "Float32", np.dtype("int64"): "Int64", np.dtype("int32"): "Int32"}
+
+
+def _vtp(points: np.ndarray, offsets: np.ndarray, point_data: dict[str, np.ndarray],
+         line_data: dict[str, np.ndarray]) -> bytes:
+    """VTK XML PolyData with the lines and their point and cell (line) data, appended raw (UInt64
+    headers): ParaView opens it."""
+    connectivity = np.arange(len(points), dtype=np.int64)
+    ends = offsets[1:].astype(np.int64)
+    arrays: list[np.ndarray] = [np.ascontiguousarray(points, dtype=np.float32), connectivity, ends,
+                                *point_data.values(), *line_data.values()]
+    head: list[int] = []
+    body, at = b"", 0
+    for array in arrays:
+        raw = np.ascontiguousarray(array).tobytes()
+        head.append(at)
+        body += np.uint64(len(raw)).tobytes() + raw
+        at += 8 + len(raw)
+
+    def described(data: dict[str, np.ndarray], first: int) -> str:
+        return "".join(
+            f'<DataArray type="{_VTK_TYPES[array.dtype]}" Name="{name}" '
+            f'NumberOfComponents="{array.shape[1] if array.ndim == 2 else 1}" format="appended" offset="{head[first + n]}"/>\n'
+            for n, (name, array) in enumerate(data.items()))
+
+    vectors = next((f' Vectors="{name}"' for name, array in point_data.items() if array.ndim == 2), "")
+    xml = (
+        '<?xml version="1.0"?>\n'
+        '<VTKFile type="PolyData" version="1.0" byte_order="LittleEndian" header_type="UInt64">\n'
+        "<PolyData>\n"
+        f'<Piece NumberOfPoints="{len(points)}" NumberOfLines="{len(ends)}">\n'
+        + (f"<PointData{vectors}>\n{described(point_data, 3)}</PointData>\n" if point_data else "")
+        + (f"<CellData>\n{described(line_data, 3 + len(point_data))}</CellData>\n" if line_data else "")
+        + f'<Points><DataArray type="Float32" NumberOfComponents="3" format="appended" offset="{head[0]}"/></Points>\n'
+        "<Lines>\n"
+        f'<DataArray type="Int64" Name="connectivity" format="appended" offset="{head[1]}"/>\n'
+        f'<DataArray type="Int64" Name="offsets" format="appended" offset="{head[2]}"/>\n'
+        "</Lines>\n</Piece>\n</PolyData>\n"
+        '<AppendedData encoding="raw">\n_'
+    )
+    return xml.encode() + body + b"\n</AppendedData>\n</VTKFile>\n"
+
+
+def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray, *,
+                point_data: dict[str, np.ndarray] | None = None, line_data: dict[str, np.ndarray] | None = None,
+                **extra: Any) -> Path:
+    """Writes ``.npz`` (``points``, ``offsets``, the ``point_data`` and ``line_data`` arrays by name, and
+    ``extra`` arrays) or ``.vtp`` (point data and cell data, one cell a line) through a temporary file and
+    rename, so a failure leaves nothing."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".npz", ".vtp"):
+        raise UsageError(f"{path}: streamlines are written as .npz or .vtp, not {suffix or 'no extension'}")
+    point_data, line_data = dict(point_data or {}), dict(line_data or {})
+    with replacing(path) as partial:
+        with open(partial, "wb") as out:
+            if suffix == ".npz":
+                arrays: dict[str, Any] = {"points": np.asarray(points, dtype=np.float32),
+                                          "offsets": np.asarray(offsets, dtype=np.int64), **point_data, **line_data, **extra}
+                np.savez(out, **arrays)
+            else:
+                out.write(_vtp(np.asarray(points), np.asarray(offsets), point_data, line_data))
+            out.flush()
+            os.fsync(out.fileno())
+    return path
+
+
+def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0) -> Path:
+    """Writes a trace's lines with what ParaView's stream tracer gives them: per point
+    ``IntegrationTime``, the sampled ``Velocity`` vectors and their magnitude ``Speed``; per line
+    ``SeedIds`` and ``ReasonForTermination`` (ParaView's codes, :data:`TERMINATION_CODES`; the forward
+    end, or the backward end of a backward trace; ``BackwardReasonForTermination`` too when both
+    directions were traced). An ``.npz`` also keeps ``ends``, the reasons as text."""
+    velocities = result.velocities(threads)
+    direction = result.stats.get("direction", "forward")
+    backward_ends = [end.split("/")[0] for end in result.ends]
+    forward_ends = [end.split("/")[-1] for end in result.ends]
+
+    def codes(ends: list[str]) -> np.ndarray:
+        return np.array([TERMINATION_CODES[end] for end in ends], dtype=np.int32)
+
+    line_data = {"SeedIds": np.arange(len(result.ends), dtype=np.int64),
+                 "ReasonForTermination": codes(backward_ends if direction == "backward" else forward_ends)}
+    if direction == "both":
+        line_data["BackwardReasonForTermination"] = codes(backward_ends)
+    point_data = {"IntegrationTime": np.asarray(result.times, dtype=np.float32),
+                  "Velocity": velocities, "Speed": np.linalg.norm(velocities, axis=1).astype(np.float32)}
+    extra = {"ends": np.array(result.ends)} if Path(path).suffix.lower() == ".npz" else {}
+    return write_lines(path, result.points, result.offsets, point_data=point_data, line_data=line_data, **extra)
