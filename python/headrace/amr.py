@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from headrace import _ext
 from headrace.errors import CorruptIndexError, UsageError
 
 __all__ = ["AmrTopology", "Block", "BRICK_INTEGERS", "bricks_array", "describe", "grid_topology", "leaf_bricks", "topology_of"]
@@ -142,8 +143,6 @@ class AmrTopology:
 
     def check_overlaps(self, where: str) -> None:
         """Raise ``UsageError`` naming the first two bricks that share a cell (bricks hold leaf cells only)."""
-        from headrace import _ext
-
         pair = _ext.overlapping_bricks(self.bricks, list(self.refinement))
         if pair is not None:
             a, b = pair

@@ -26,6 +26,7 @@ from typing import Literal
 import numpy as np
 
 from headrace import _ext
+from headrace.probe import probe
 
 __all__ = ["Stage", "ChainInfo", "Trial", "Choice", "Objective", "stages", "parse", "try_chain", "candidates", "choose",
            "disk_rate_of", "fastest_axis_points", "gdeflate_in_one_stream"]
@@ -231,9 +232,7 @@ def choose(field_name: str, sample: Sequence[np.ndarray], *, dtype: str, compone
 def disk_rate_of(directory: str | os.PathLike[str]) -> tuple[float, str]:
     """The disk's sequential read rate under ``directory``: a short cold probe (``headrace probe``'s
     O_DIRECT reads of a 256 MiB file, 4 MiB blocks at queue depth 32), and how it was measured."""
-    from headrace import probe as probing
-
-    result = probing.probe(directory, True, file_size_bytes=256 << 20, patterns=["sequential"],
+    result = probe(directory, True, file_size_bytes=256 << 20, patterns=["sequential"],
                            block_sizes_bytes=[4 << 20], queue_depths=[32], thread_counts=[1], seconds_per_point=0.5)
     try:
         ceiling = result.ceiling

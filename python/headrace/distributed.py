@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from headrace import _ext
 from headrace.errors import UnavailableError
 
 __all__ = ["Ranks", "ranks", "launched_by_mpi", "fail_together"]
@@ -60,8 +61,6 @@ class Ranks:
         None stay as they are."""
         if device is None or device == "cpu" or self.size == 1:
             return device
-        from headrace import _ext
-
         gpus = _ext.gpu_count()
         return (int(device) + self.local_rank) % gpus if gpus else device
 

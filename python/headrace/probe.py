@@ -111,6 +111,7 @@ class ProbeResult:
         Every panel shares one colour scale, values are written in the cells, the ceiling's cell is
         outlined, and the title names the file, the cache state and the ceiling.
         """
+        # Deferred: matplotlib is optional and slow to import; only a figure needs it.
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
         from matplotlib.patches import Rectangle

@@ -217,6 +217,7 @@ def timeline_figure(record: dict[str, Any], all_frames: bool = False):
     ``broken_barh`` collection per kind whose ``gid`` is the kind, a bar for each span that overlaps
     the panel's time (not just touches it); a thin line at each frame boundary, each frame's number
     above its interval."""
+    # Deferred: matplotlib is optional and slow to import; only a figure needs it.
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch

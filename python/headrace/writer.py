@@ -10,7 +10,7 @@ from typing import Union
 
 import numpy as np
 
-from headrace import _ext
+from headrace import _ext, codecs
 
 __all__ = ["FieldSpec", "Writer", "Codec", "AutoOptions", "default_chunk_size"]
 
@@ -28,10 +28,8 @@ AUTO_SAMPLE_CHUNKS = 4
 def default_chunk_size(codec: str | Mapping[str, str]) -> int:
     """The chunk size a writer takes when given none: 4 MiB, or 64 KiB (the most it takes) for gdeflate in
     one stream a chunk; gdeflate in blocks (in a chain, or block= other than 0) takes 4 MiB chunks."""
-    codecs = list(codec.values()) if isinstance(codec, Mapping) else [codec]
-    from headrace.codecs import gdeflate_in_one_stream
-
-    return GDEFLATE_MAX_CHUNK_BYTES if any(gdeflate_in_one_stream(c) for c in codecs) else DEFAULT_CHUNK_BYTES
+    chains = list(codec.values()) if isinstance(codec, Mapping) else [codec]
+    return GDEFLATE_MAX_CHUNK_BYTES if any(codecs.gdeflate_in_one_stream(c) for c in chains) else DEFAULT_CHUNK_BYTES
 
 
 @dataclass(frozen=True)
@@ -133,27 +131,23 @@ class Writer:
             if unknown:
                 raise _ext.UnknownNameError(f"{self.path}: codec for {', '.join(unknown)}: no such field "
                                             f"(fields: {', '.join(self._index)})")
-            codecs = {name: str(codec.get(name, "none")) for name in self._index}
+            chains = {name: str(codec.get(name, "none")) for name in self._index}
         else:
-            codecs = {name: str(codec) for name in self._index}
+            chains = {name: str(codec) for name in self._index}
         if level is not None:
-            for name, text in codecs.items():
+            for name, text in chains.items():
                 if text not in PLAIN_CODECS[1:]:
                     raise _ext.UsageError(f"codec_level {level} goes with lz4, zstd or gdeflate, not {text!r}: "
                                           f"write the level into the chain, e.g. zstd(level={level})")
-                codecs[name] = f"{text}(level={int(level)})"
-        return codecs
+                chains[name] = f"{text}(level={int(level)})"
+        return chains
 
     def _fastest_axis_points(self) -> int:
         """delta's rows from the attributes set so far (headrace.codecs.fastest_axis_points)."""
-        from headrace.codecs import fastest_axis_points
-
-        return fastest_axis_points(self._attributes)
+        return codecs.fastest_axis_points(self._attributes)
 
     def _choose(self, field: str, values: np.ndarray) -> str:
         """codec="auto": tries the candidates on chunks of the field's first data."""
-        from headrace import codecs
-
         spec = self.fields[self._index[field]]
         per_chunk = max(1, self.chunk_size_bytes // (values.itemsize * spec.components)) * spec.components
         starts = list(range(0, values.size, per_chunk))

@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 import headrace
-from headrace.bench.harness import CacheState, Measurement, measure, write_csv
+from headrace import codecs
+from headrace.bench.harness import CacheState, Measurement, measure, warm_page_cache, write_csv
 from headrace.errors import UnavailableError
 
 __all__ = ["main"]
@@ -208,8 +209,6 @@ COMPRESSED_CONFIGS: list[tuple[str, Knobs]] = [("uring", {"queue_depth": 64, "st
 def cpu_decodes(path: str) -> bool:
     """Whether the CPU decodes every chunk of a container: not so for a chain ending in ans or cascaded
     (nvCOMP has no CPU library for them; headrace compress writes them only with --allow-gpu-only)."""
-    from headrace import codecs
-
     ds = headrace.open(path)
     table = ds.container.chunk_table()
     for text, _ in ds.container.chains:
@@ -312,8 +311,6 @@ def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[s
             kernel(resident, iterations, out)
         cupy.cuda.runtime.deviceSynchronize()
         return (time.perf_counter() - start) / frames
-
-    from headrace.bench.harness import warm_page_cache
 
     warm_page_cache([path])
     io_alone = min(stream_frames(0) for _ in range(repeats))

@@ -37,9 +37,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import headrace
+from headrace import _ext
 from headrace._files import replacing
 from headrace.bench.harness import uncache, warm_page_cache, write_rows
+from headrace.distributed import fail_together, ranks
 from headrace.errors import UsageError
+from headrace.workloads.particles.sort_last import render_particles
+from headrace.workloads.volume import VolumeSlabs, is_volume
 
 __all__ = ["main", "run_study", "worker_render"]
 
@@ -52,20 +57,15 @@ MPI_ENVIRONMENT = {"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_
 
 def worker_render(path: str, device: str, frames: int, width: int, height: int) -> dict[str, Any] | None:
     """Under mpiexec: ``frames`` frames drawn by every rank and composited; the job's numbers on rank 0."""
-    import headrace
-    from headrace import sort_last
-    from headrace.distributed import ranks
-    from headrace.volume import is_volume
-
     job = ranks()
     ds = headrace.open(path)
     given: int | str = "cpu" if device == "cpu" else int(device)
     if is_volume(ds):
-        slabs = sort_last.VolumeSlabs(ds, device=given, width=width, height=height)  # set up once, as the CLI does
+        slabs = VolumeSlabs(ds, device=given, width=width, height=height)  # set up once, as the CLI does
         draw = slabs.render
     else:
         def draw(frame: int) -> tuple[Any, dict[str, Any]]:
-            return sort_last.render_particles(ds, frame, device=given, width=width, height=height)
+            return render_particles(ds, frame, device=given, width=width, height=height)
     chosen = [f % len(ds.frames) for f in range(frames)]
     draw(chosen[0])  # first touch, not timed
     per_frame = []
@@ -85,8 +85,6 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int) 
 
 
 def _gpus() -> int:
-    from headrace import _ext
-
     return int(_ext.gpu_count())
 
 
@@ -135,9 +133,6 @@ def _play(path: str, ranks: int, device: str, width: int, height: int, timeout: 
 def run_study(files: list[str], ranks: list[int], device: str, caches: list[str], frames: int, repeats: int,
               width: int, height: int, hot_bytes: int = 8 << 30, timeout: float = 600.0, say=print) -> dict[str, Any]:
     """Every point, ``repeats`` times each; the median repeat is the point's value."""
-    from headrace.volume import is_volume
-    import headrace
-
     gpus = _gpus()
     points: list[dict[str, Any]] = []
 
@@ -173,6 +168,7 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
 
 
 def plot(result: dict[str, Any], path: str) -> None:
+    # Deferred: matplotlib is optional and slow to import; only the plot needs it.
     import matplotlib
 
     matplotlib.use("Agg")
@@ -221,8 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.worker:
         parser.error("run the study as headrace bench scaling")
-    from headrace.distributed import fail_together
-
     with fail_together("bench scaling"):
         result = worker_render(args.worker, args.device, args.frames, args.width, args.height)
     if result is not None:

@@ -30,9 +30,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
+import shutil
+import signal
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -41,7 +46,10 @@ import aiohttp
 import numpy as np
 
 import headrace
-from headrace.bench.harness import Measurement, measure, write_csv
+from headrace import _ext
+from headrace.bench.harness import Measurement, measure, uncache, warm_page_cache, write_csv
+from headrace.codecs import disk_rate_of
+from headrace.engine import release_engines
 from headrace.viewer.client import ProtocolClient
 from headrace.viewer.scenes import describe_file, make_scene
 from headrace.viewer.session import encode_jpeg
@@ -51,10 +59,6 @@ __all__ = ["main"]
 
 def render_only(path: str, device: int | None, width: int, height: int, repeats: int) -> dict[str, float]:
     """Frames per second of the session's scene on one resident frame: render alone, and render + JPEG."""
-    import gc
-
-    from headrace.engine import release_engines
-
     rates = _render_rates(path, device, width, height, repeats)
     # This process's engine page-locked the file if it found it cached: such pages outlive a drop of the
     # page cache, so the engine goes before a cold run.
@@ -64,8 +68,6 @@ def render_only(path: str, device: int | None, width: int, height: int, repeats:
 
 
 def _render_rates(path: str, device: int | None, width: int, height: int, repeats: int) -> dict[str, float]:
-    from headrace import _ext
-
     ds = headrace.open(path)
     scene = make_scene(ds, device, width, height)
     cuda_stream = _ext.CudaStream(device) if device is not None else None  # held while the scene renders
@@ -92,8 +94,6 @@ def _render_rates(path: str, device: int | None, width: int, height: int, repeat
 async def _play(url: str, cache: str, seconds: float, frames: int, paths: list[str]) -> dict[str, Any]:
     """One playback as a browser sees it; hot: ``seconds`` around the series, cold: one lap from frame 0,
     no loop, the cache dropped just before."""
-    from headrace.bench.harness import uncache
-
     async with aiohttp.ClientSession() as http:
         client = await ProtocolClient.connect(http, url)
         await client.pump(until=lambda c: bool(c.shown and c.states))
@@ -131,9 +131,8 @@ async def _play(url: str, cache: str, seconds: float, frames: int, paths: list[s
 def _play_in_chromium(url: str, seconds: float) -> dict[str, Any]:
     """The page itself in headless Chromium (Debian's chromium and chromium-driver, through Selenium),
     playing as fast as it goes for ``seconds``: the images it showed, by its own count."""
-    import shutil
-
-    from selenium import webdriver  # type: ignore[import-not-found]  # the CPU machine's tests install it
+    # Deferred: Selenium is optional (the CPU machine's tests install it) and only this run needs it.
+    from selenium import webdriver  # type: ignore[import-not-found]
     from selenium.webdriver.chrome.options import Options  # type: ignore[import-not-found]
     from selenium.webdriver.chrome.service import Service  # type: ignore[import-not-found]
 
@@ -164,8 +163,6 @@ def _play_in_chromium(url: str, seconds: float) -> dict[str, Any]:
 
 async def _jumps(url: str, cache: str, frames: int, jumps: int, paths: list[str]) -> list[float]:
     """Seconds from a seek half the series away to its image decoded, per jump."""
-    from headrace.bench.harness import uncache
-
     latencies = []
     async with aiohttp.ClientSession() as http:
         client = await ProtocolClient.connect(http, url)
@@ -197,9 +194,6 @@ class ViewProcess:
     measurement."""
 
     def __init__(self, path: str, device: int | None, disk_rate: float) -> None:
-        import subprocess
-        import sys
-
         command = [sys.executable, "-m", "headrace", "view", path, "--port", "0", "--fps", "0", "--disk-rate",
                    str(int(disk_rate)), "--device", "cpu" if device is None else str(device)]
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -212,16 +206,12 @@ class ViewProcess:
         self.announced = line + self.process.stdout.readline()
 
     def stop(self) -> None:
-        import signal
-
         self.process.send_signal(signal.SIGINT)
         self.process.wait(60)
 
 
 def run_file(path: str, device: int | None, caches: list[str], seconds: float, jumps: int, repeats: int,
              disk_rate: float, chromium: bool = False) -> dict[str, Any]:
-    from headrace.bench.harness import uncache, warm_page_cache
-
     ds = headrace.open(path)
     frames = len(ds.frames)
     described = describe_file(ds)
@@ -274,8 +264,6 @@ def main(argv: list[str] | None = None) -> int:
     device = None if args.device == "cpu" else int(args.device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    from headrace import _ext
-    from headrace.codecs import disk_rate_of
 
     # The call's yardsticks, measured before the runs (nothing else reads then).
     folder = os.path.dirname(os.path.abspath(args.files[0]))
