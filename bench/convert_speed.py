@@ -318,12 +318,12 @@ def main(folder: str, size: int, frame_bytes: int, formats: list[str]) -> None:
 if __name__ == "__main__":
     import argparse
 
-    from headrace.cli._arguments import Size
+    from headrace.sizes import parse_size
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", help="where the inputs and outputs are written (and removed)")
-    parser.add_argument("size", type=Size(1, 1 << 50), help="bytes of values per input (64M, 4G, ...)")
-    parser.add_argument("--frame", type=Size(4, 1 << 50), default=FRAME_BYTES, help="bytes of a grid frame")
+    parser.add_argument("size", type=parse_size, help="bytes of values per input (64M, 4G, ...)")
+    parser.add_argument("--frame", type=parse_size, default=FRAME_BYTES, help="bytes of a grid frame")
     parser.add_argument("formats", nargs="*", metavar="FORMAT", help=f"of {', '.join(MAKERS)} (default: all)")
     args = parser.parse_intermixed_args()
     if set(args.formats) - set(MAKERS):

@@ -77,7 +77,7 @@ def main() -> int:
     import cupy
     import numpy as np
 
-    from headrace.cli._arguments import parse_size
+    from headrace.sizes import parse_size
 
     pieces = [parse_size(p) for p in args.piece_bytes.split(",")]
     stream = cupy.cuda.Stream(non_blocking=True)

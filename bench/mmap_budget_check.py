@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> None:
     if args.mode == "cgroup":  # joined before the field is touched, so every page is charged
         group = Path(args.group)
         (group / "cgroup.procs").write_text(str(os.getpid()))
-    from headrace import streamlines
+    from headrace.workloads import streamlines
     from headrace.bench.harness import drop_page_cache
 
     seeds = streamlines.uniform_seeds(args.field, args.seeds)
@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> None:
 
 
 def main() -> int:
-    from headrace.cli._arguments import parse_size
+    from headrace.sizes import parse_size
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("field")

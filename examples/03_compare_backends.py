@@ -7,7 +7,7 @@
 import sys
 from pathlib import Path
 
-from headrace.bench.cases.read_backends import available_backends, read_container
+from headrace.reading import available_backends, read_container
 from headrace.generate import generate_particles
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")

@@ -331,14 +331,14 @@ def test_a_failed_csv_leaves_no_partial_file(tmp_path, monkeypatch):
 
 
 def test_read_cache_states_say_what_was_done(particle_file, capsys, monkeypatch):
-    from headrace.bench import harness
+    from headrace import page_cache
 
     path, _ = particle_file
     assert main(["read", str(path), "--backend", "posix"]) == 0
     assert "cold: this file evicted from the page cache (fadvise" in capsys.readouterr().out
 
     dropped = []
-    monkeypatch.setattr(harness, "drop_all_page_caches", lambda paths=(): dropped.append(list(paths)) or "drop_caches")
+    monkeypatch.setattr(page_cache, "drop_all_page_caches", lambda paths=(): dropped.append(list(paths)) or "drop_caches")
     assert main(["read", str(path), "--backend", "posix", "--cache", "drop-all", "--repeats", "2"]) == 0
     assert "drop-all: the whole machine's page cache dropped" in capsys.readouterr().out
     assert dropped == [[str(path)]] * 2

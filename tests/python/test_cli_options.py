@@ -1,6 +1,6 @@
 """Every option of every subcommand, driven with values it must refuse and values it must take.
 
-Each valued option is parsed by a type of ``cli/_arguments.py`` (or has fixed choices), which states its
+Each valued option is parsed by a type of ``cli/_shared.py`` (or has fixed choices), which states its
 range and the words it refuses; a refused word must end in a one-line usage error that names the option
 (exit 2), with no traceback, before the command does any work.
 """
@@ -11,7 +11,7 @@ import argparse
 
 import pytest
 
-from headrace.cli._arguments import Bounded, Device
+from headrace.cli._shared import Bounded, Device
 from headrace.cli.main import build_parser, main
 
 PARSER = build_parser()
@@ -58,7 +58,7 @@ def test_every_subcommand_is_found():
 @pytest.mark.parametrize("path,action", OPTIONS + POSITIONALS, ids=[_id(p, a) for p, a in OPTIONS + POSITIONALS])
 def test_every_value_is_checked_by_a_type_that_states_its_range(path, action):
     assert action.choices is not None or isinstance(action.type, Bounded), (
-        f"{_id(path, action)} takes any text: give it a type of cli/_arguments.py or choices")
+        f"{_id(path, action)} takes any text: give it a type of cli/_shared.py or choices")
     if action.option_strings:
         assert action.help, f"{_id(path, action)} has no help text"
 

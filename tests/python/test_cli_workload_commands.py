@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import headrace
-from headrace import streamlines
+from headrace.workloads import streamlines
 from headrace.cli.main import main
 from headrace.generate import generate_flow, generate_particles
 
@@ -276,11 +276,11 @@ def test_a_configuration_that_cannot_run_is_a_row_and_the_study_exits_1(particle
 
 def test_bench_particles_says_its_estimate_and_cache_state_and_stops_at_its_budget(particle_file, tmp_path, capsys,
                                                                                  monkeypatch):
-    from headrace.bench import harness
+    from headrace import page_cache
 
     evicted, dropped_all = [], []
-    monkeypatch.setattr(harness, "evict_from_page_cache", lambda paths: evicted.append(list(paths)) or "fadvise")
-    monkeypatch.setattr(harness, "drop_all_page_caches", lambda paths=(): dropped_all.append(list(paths)) or "drop_caches")
+    monkeypatch.setattr(page_cache, "evict_from_page_cache", lambda paths: evicted.append(list(paths)) or "fadvise")
+    monkeypatch.setattr(page_cache, "drop_all_page_caches", lambda paths=(): dropped_all.append(list(paths)) or "drop_caches")
     out = tmp_path / "b.csv"
     assert main(bench_particles(particle_file, out, "--cache", "cold", "--budget", "0.001")) == 0
     said = " ".join(capsys.readouterr().out.split())
@@ -292,7 +292,7 @@ def test_bench_particles_says_its_estimate_and_cache_state_and_stops_at_its_budg
     def no_root(paths=()):
         raise headrace.UsageError("dropping the whole page cache needs root")
 
-    monkeypatch.setattr(harness, "drop_all_page_caches", no_root)
+    monkeypatch.setattr(page_cache, "drop_all_page_caches", no_root)
     assert main(bench_particles(particle_file, tmp_path / "all.csv", "--cache", "drop-all")) == 2
     assert "needs root" in one_line(capsys.readouterr().err) and not (tmp_path / "all.csv").exists()
     assert main(bench_particles(particle_file, tmp_path / "s.csv", "--cache", "cold", "--series")) == 2
@@ -306,7 +306,7 @@ TUNE = ["--device", "cpu", "--budget", "2", "--methods", "pread", "--batches", "
 
 
 def test_tune_counts_what_could_not_run_and_fails_when_nothing_could(particle_file, tmp_path, capsys, monkeypatch):
-    from headrace import tune
+    from headrace import tuning
     from headrace.bench.cases import particles as study
 
     made = study.renderer_for
@@ -324,14 +324,14 @@ def test_tune_counts_what_could_not_run_and_fails_when_nothing_could(particle_fi
     assert "2 of 3 configurations could not run" in line and "cannot run" in line
     rows = list(csv.DictReader(open(out)))
     assert {(r["batch"], bool(r["error"])) for r in rows} == {("1048576", True), ("1000", False), ("3000", True)}
-    assert tune.load_profile("cpu", "none")["batch"] == 1000
+    assert tuning.load_profile("cpu", "none")["batch"] == 1000
 
     failing.add(1000)
     assert main(["tune", str(particle_file), *TUNE, "--out", str(out), "--no-save"]) == 1
     line = one_line(capsys.readouterr().err)
     assert "3 of 3 configurations could not run" in line
     assert all(r["error"] for r in csv.DictReader(open(out)))
-    assert tune.load_profile("cpu", "none")["batch"] == 1000  # the stored profile stays
+    assert tuning.load_profile("cpu", "none")["batch"] == 1000  # the stored profile stays
 
 
 def test_tune_values_out_of_range_are_usage_errors(particle_file, capsys):
@@ -368,7 +368,7 @@ def test_bench_streamlines_measures_in_the_cache_state_asked_and_stops_at_its_bu
 # ---- demo ----
 
 def test_demo_refuses_an_output_it_cannot_use_before_writing(tmp_path, capsys, monkeypatch):
-    from headrace.bench import harness
+    from headrace import page_cache
     from headrace.cli import demo
 
     (tmp_path / "file").write_text("x")
@@ -382,7 +382,7 @@ def test_demo_refuses_an_output_it_cannot_use_before_writing(tmp_path, capsys, m
     def no_root(paths=()):
         raise headrace.UsageError("dropping the whole page cache needs root")
 
-    monkeypatch.setattr(harness, "drop_all_page_caches", no_root)
+    monkeypatch.setattr(page_cache, "drop_all_page_caches", no_root)
     assert main(["demo", "--out", str(tmp_path / "d"), "--particles", "1000", "--frames", "1", "--cache", "drop-all"]) == 2
     assert "needs root" in one_line(capsys.readouterr().err)
     for option, value in (("--particles", "99999999999999999999"), ("--frames", "0"), ("--seed", "-1"),
@@ -409,7 +409,7 @@ def test_long_commands_count_their_work_on_a_progress_bar_with_a_total(particle_
     """Each bar has a total, which is what its time-remaining estimate needs, and is advanced to it."""
     from contextlib import contextmanager
 
-    from headrace.cli import _output, stream
+    from headrace.cli import bench, render, stream, trace, tune
 
     bars: list[list] = []
 
@@ -432,7 +432,8 @@ def test_long_commands_count_their_work_on_a_progress_bar_with_a_total(particle_
             bar[2] = done
         yield update
 
-    monkeypatch.setattr(_output, "count_progress", counted)
+    for command in (bench, render, trace, tune):
+        monkeypatch.setattr(command, "count_progress", counted)
     monkeypatch.setattr(stream, "byte_progress", measured)
     assert main(["stream", str(particle_file), "--device", "cpu", "--loop", "3"]) == 0
     assert bars[-1] == ["streaming 9 frames", 9 * 6000 * 32, 9 * 6000 * 32]

@@ -450,20 +450,20 @@ def test_convert_auto_chooses_per_field_and_stores_the_choice(tmp_path, capsys, 
 
 
 def test_a_file_of_chains_streams_through_compressed_chain(tmp_path, particle_file):
-    from headrace import render
-    from headrace.cli.bench import particle_space
+    from headrace.workloads.particles import render_frame, render_streamed
+    from headrace.cli._particles import particle_space
 
     path, _ = particle_file
     chained = tmp_path / "chained.hrc"
     assert main(["compress", str(path), str(chained), "--codec", "shuffle|zstd", "--json"]) == 0
-    image, stats = render.render_streamed(chained, 0, method="compressed-chain", width=80, height=60, batch=4096)
-    np.testing.assert_array_equal(image, render.render_frame(path, 0, width=80, height=60))
+    image, stats = render_streamed(chained, 0, method="compressed-chain", width=80, height=60, batch=4096)
+    np.testing.assert_array_equal(image, render_frame(path, 0, width=80, height=60))
     table = headrace.open(chained).container.chunk_table()
     assert stats["stored_bytes"] == int(table["stored_size"][table["frame"] == 0].sum()) < 5000 * 32
     with pytest.raises(headrace.UsageError, match=r"holds shuffle\(width=4\)\|zstd\(level=3,block=65536\) \(method compressed-chain"):
-        render.render_streamed(chained, 0, method="compressed-zstd")
+        render_streamed(chained, 0, method="compressed-zstd")
     with pytest.raises(headrace.UsageError, match="reads chunks of codec chains, the file holds none"):
-        render.render_streamed(path, 0, method="compressed-chain")
+        render_streamed(path, 0, method="compressed-chain")
     args = argparse.Namespace(methods=None, batches=[4096], segments=[2], staging=[64 << 20])
     assert particle_space(args, "cpu", headrace.open(chained).codecs, str(chained)).methods == ("auto", "compressed-chain")
     zstd = tmp_path / "zstd.hrc"

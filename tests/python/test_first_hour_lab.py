@@ -18,8 +18,9 @@ import pytest
 import headrace
 from headrace import _ext
 from headrace.bench.cases import particles as study
+from headrace.cli._particles import method_unavailable_reason
 from headrace.cli.main import main
-from headrace.render import GPU_METHODS, METHODS
+from headrace.workloads.particles import GPU_METHODS, METHODS
 
 COUNTS = [3000, 0, 1200, 0, 0, 500]  # empty frames in the middle, at the end, two in a row
 DEVICES = ["cpu", pytest.param(0, marks=pytest.mark.gpu)]
@@ -199,7 +200,7 @@ def test_a_missing_backend_leaves_its_methods_out_and_says_why(files, tmp_path, 
     assert "methods left out: compressed-lz4 (io_uring disabled by the kernel)" in said
     assert [r["method"] for r in csv.DictReader(out.open())] == ["auto"]  # the read path falls back, and runs
 
-    from headrace.cli.bench import particle_methods
+    from headrace.cli._particles import particle_methods
 
     methods, left_out = particle_methods("cpu", str(files["plain"]))
     assert "auto" in methods and not {"uring-naive", "uring-batched"} & set(methods)
@@ -211,7 +212,7 @@ def test_a_missing_backend_leaves_its_methods_out_and_says_why(files, tmp_path, 
 def test_under_strict_settings_no_method_that_can_run_is_an_error_naming_why(files, tmp_path, monkeypatch, capsys):
     _without_io_uring(monkeypatch)
     monkeypatch.setenv("HEADRACE_STRICT", "1")
-    assert study.method_unavailable_reason("auto", str(files["plain"]), "cpu") == (
+    assert method_unavailable_reason("auto", str(files["plain"]), "cpu") == (
         "strict settings forbid the read path's fallback (io_uring unavailable: io_uring disabled by the kernel)")
     assert main(["tune", str(files["lz4"]), "--device", "cpu", "--budget", "1", *FAST]) == 1
     err = capsys.readouterr().err.strip()

@@ -6,13 +6,14 @@ import csv
 
 import pytest
 
+from headrace import page_cache
 from headrace.bench import harness
 
 
 def test_setup_runs_before_the_cache_is_dropped_and_body_after(monkeypatch, tmp_path):
     # Guards the mmap "cold" reads that were hot: a backend must be (re)opened before the drop.
     events: list[str] = []
-    monkeypatch.setattr(harness, "drop_page_cache", lambda files, everything=False: events.append("drop") or "fake")
+    monkeypatch.setattr(page_cache, "drop_page_cache", lambda files, everything=False: events.append("drop") or "fake")
     result = harness.measure("case", lambda: events.append("body") or 1000, files=[], cache="cold", repeats=2,
                              setup=lambda: events.append("setup"))
     assert events == ["setup", "drop", "body", "setup", "drop", "body"]
@@ -21,7 +22,7 @@ def test_setup_runs_before_the_cache_is_dropped_and_body_after(monkeypatch, tmp_
 
 def test_hot_fills_the_cache_once(monkeypatch):
     events: list[str] = []
-    monkeypatch.setattr(harness, "warm_page_cache", lambda files: events.append("warm") or "preread")
+    monkeypatch.setattr(page_cache, "warm_page_cache", lambda files: events.append("warm") or "preread")
     harness.measure("case", lambda: events.append("body") or 1, files=[], cache="hot", repeats=3)
     assert events == ["warm", "body", "body", "body"]
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 import headrace
-from headrace import tune
+from headrace import tuning
 from headrace.bench.cases import particles as study
 from headrace.cli.main import main
 from headrace.generate import generate_particles
@@ -23,11 +23,11 @@ def small(tmp_path_factory):
 
 
 def test_grid_and_sample_cover_the_space():
-    space = study.Space(methods=("pread", "direct"), batches=(1000, 8000), segments=(2, 16), staging_bytes=(1 << 20,))
-    assert len(list(study.grid(space))) == 2 * 2 * 2
-    drawn = list(study.sample(space, 5, seed=3))
+    space = tuning.Space(methods=("pread", "direct"), batches=(1000, 8000), segments=(2, 16), staging_bytes=(1 << 20,))
+    assert len(list(tuning.grid(space))) == 2 * 2 * 2
+    drawn = list(tuning.sample(space, 5, seed=3))
     assert len(drawn) == 5 and len({tuple(c.values()) for c in drawn}) == 5
-    assert drawn == list(study.sample(space, 5, seed=3))  # seeded
+    assert drawn == list(tuning.sample(space, 5, seed=3))  # seeded
     for c in drawn:
         assert c["method"] in space.methods and 1000 <= c["batch"] <= 8000 and c["segments"] in (2, 4, 8, 16)
 
@@ -60,7 +60,7 @@ def test_algorithm3_fills_the_wall_time_and_reports_the_papers_outputs():
 
 
 def test_tune_finds_the_grids_best_within_its_budget():
-    space = study.Space(methods=("a", "b", "c"), batches=(1, 2, 4, 8), segments=(2, 4, 8, 16, 32), staging_bytes=(1, 2))
+    space = tuning.Space(methods=("a", "b", "c"), batches=(1, 2, 4, 8), segments=(2, 4, 8, 16, 32), staging_bytes=(1, 2))
 
     def cost(c):  # one valley: method b, batch 4, segments 8, staging 2
         if c["method"] == "c" and c["batch"] == 8:
@@ -69,12 +69,12 @@ def test_tune_finds_the_grids_best_within_its_budget():
                 + abs(math.log2(c["segments"]) - 3) + (2 - c["staging_bytes"]))
 
     ticks = iter(range(10**6))
-    result = tune.tune(cost, space, budget_seconds=60, seed=5, clock=lambda: next(ticks))
-    best = min(cost(c) for c in study.grid(space) if not (c["method"] == "c" and c["batch"] == 8))
+    result = tuning.tune(cost, space, budget_seconds=60, seed=5, clock=lambda: next(ticks))
+    best = min(cost(c) for c in tuning.grid(space) if not (c["method"] == "c" and c["batch"] == 8))
     assert result.best_seconds <= 1.05 * best
-    assert len(result.evaluations) < len(list(study.grid(space)))  # found without measuring everything
+    assert len(result.evaluations) < len(list(tuning.grid(space)))  # found without measuring everything
     start = {"method": "b", "batch": 4, "segments": 8, "staging_bytes": 2}
-    seeded = tune.tune(cost, space, budget_seconds=1, seed=5, start_with=(start,), clock=lambda: next(ticks))
+    seeded = tuning.tune(cost, space, budget_seconds=1, seed=5, start_with=(start,), clock=lambda: next(ticks))
     assert seeded.evaluations[0] == {**start, "frame_seconds": 1.0} and seeded.best == start
 
 
@@ -125,7 +125,7 @@ def test_tune_stores_a_profile_that_render_uses(small, tmp_path, capsys):
                  "--width", "64", "--height", "48", "--compare-grid"]) == 0
     said = " ".join(capsys.readouterr().out.split())
     assert "tuned in" in said and "tuned / grid best" in said
-    profile = tune.load_profile("cpu", "none")
+    profile = tuning.load_profile("cpu", "none")
     assert profile["method"] in ("pread", "mmap-all") or profile["batch"] == 1 << 20
     assert main(["render", str(small), "--frame", "0", "--out", str(tmp_path / "f.png"), "--device", "cpu",
                  "--width", "32", "--height", "24"]) == 0
@@ -138,13 +138,13 @@ def test_tune_stores_a_profile_that_render_uses(small, tmp_path, capsys):
 @pytest.mark.gpu
 def test_the_kvikio_peer_draws_the_same_frame(small):
     pytest.importorskip("kvikio")
-    from headrace import render
+    from headrace.workloads.particles import render_frame
 
     ds = headrace.open(small)
     peer = study.kvikio_renderer(ds, device=0, batch=1000, width=64, height=48)
     stats = peer.render(1)
     assert stats["particles"] == 6000 and stats["stored_bytes"] == 6000 * 32
-    expected = render.render_frame(ds, 1, device="cpu", width=64, height=48)  # every frame has the unit box
+    expected = render_frame(ds, 1, device="cpu", width=64, height=48)  # every frame has the unit box
     import numpy as np
 
     np.testing.assert_array_equal(peer.image(), expected)

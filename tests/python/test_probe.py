@@ -143,7 +143,7 @@ def test_file_in_ram_is_hot_and_strict_refuses_it():
 
 
 def test_sizes_take_binary_units():
-    from headrace.cli._arguments import Size
+    from headrace.cli._shared import Size
 
     size = Size(1, 1 << 40)
     assert size("268435456") == 256 * MiB

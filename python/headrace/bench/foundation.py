@@ -19,9 +19,8 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from headrace.bench.cases.read_backends import read_container
 from headrace.bench.harness import CacheState, Measurement, write_csv
-from headrace.cli._arguments import Integer
+from headrace.reading import read_container
 
 __all__ = ["COLD", "HOT", "main"]
 
@@ -114,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("file", help="a multi-GB container on the device the probe measured")
     parser.add_argument("--probe", required=True, help="`headrace probe --json` output of the same call")
     parser.add_argument("--out", required=True, help="directory for reads.csv, summary.json, results.md")
-    parser.add_argument("--repeats", type=Integer(1, 100), default=2, help="timed repeats per backend (default 2)")
+    parser.add_argument("--repeats", type=int, default=2, help="timed repeats per backend (default 2)")
     parser.add_argument("--cache", choices=("cold", "drop-all"), default="cold",
                         help="the cold axis: this file's pages evicted (default), or the whole machine's page cache "
                              "dropped (root only)")

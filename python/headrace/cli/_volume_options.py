@@ -6,7 +6,9 @@ import argparse
 import math
 from typing import Any
 
-from headrace.cli._arguments import Bounded, Name, Real
+from headrace.cli._shared import Bounded, Name, Real
+from headrace.errors import UsageError
+from headrace.workloads.volume import parse_opacity
 
 __all__ = ["Opacity", "ValueRange", "add_volume_arguments", "volume_options", "volume_only_options"]
 
@@ -21,9 +23,6 @@ class Opacity(Bounded[str]):
                "0 < MAX <= 1) or flat:MAX"
 
     def parse(self, text: str) -> str:
-        from headrace.errors import UsageError
-        from headrace.volume import parse_opacity
-
         try:
             parse_opacity(text)
         except UsageError:
@@ -89,8 +88,6 @@ def add_volume_arguments(parser: argparse.ArgumentParser) -> None:
 def volume_options(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :class:`headrace.volume.VolumeRenderer` from the options given: ``--iso`` alone
     draws the iso-surface, ``--iso`` with ``--mode dvr`` is a usage error (it would draw nothing of it)."""
-    from headrace.errors import UsageError
-
     mode = args.mode or ("iso" if args.iso is not None else "dvr")
     if mode != "iso" and args.iso is not None:
         raise UsageError(f"--iso {args.iso:g}: an iso value is drawn by --mode iso, not --mode {mode} (leave --mode "

@@ -11,7 +11,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypedDict
 
-from headrace.cli._arguments import Chain, Integer, OutputFile, Size, describe_size
+import headrace
+from headrace.cli._output import console, human_bytes, print_json
+from headrace.cli._shared import Chain, Integer, OutputFile, Size, describe_size
+from headrace.codecs import gdeflate_in_one_stream
+from headrace.errors import UsageError
 from headrace.writer import Codec
 
 __all__ = ["add_writer_arguments", "add_output_argument", "writer_options", "check_chunk_bytes", "chain_codec",
@@ -71,8 +75,6 @@ def chunk_limit(chain: str) -> int | None:
     """The most raw bytes a chunk of ``chain`` holds (None: no limit here). gdeflate's 64 KiB is its CPU
     encoder's for one stream a chunk: in blocks (any chain but gdeflate alone, or ``block=`` other than
     0; docs/codecs/README.md) a chunk holds as much as the engine decodes."""
-    from headrace.codecs import gdeflate_in_one_stream
-
     last = chain_codec(chain)
     if last == "gdeflate" and not gdeflate_in_one_stream(chain):
         return _GPU_DECODE_MOST
@@ -82,8 +84,6 @@ def chunk_limit(chain: str) -> int | None:
 def check_chunk_bytes(codec: str, chunk_bytes: int, why: str = "--chunk-size") -> None:
     """A ``UsageError`` when chunks of ``chunk_bytes`` are more than ``codec`` (a chain, by its last stage;
     or ``auto``) takes; ``why`` names the cause."""
-    from headrace.errors import UsageError
-
     last = chain_codec(codec)
     most = chunk_limit(codec)
     if most is not None and chunk_bytes > most:
@@ -103,8 +103,6 @@ class WriterOptions(TypedDict):
 def writer_options(args: argparse.Namespace) -> WriterOptions:
     """``--chunk-size``, ``--codec``, ``--codec-level`` as keyword arguments of convert/generate, checked
     against each other."""
-    from headrace.errors import UsageError
-
     if args.codec_level is not None:
         if args.codec == "none":
             raise UsageError(f"--codec-level {args.codec_level} needs --codec lz4, zstd or gdeflate")
@@ -122,8 +120,6 @@ def writer_options(args: argparse.Namespace) -> WriterOptions:
 def refuse_existing(output: str, force: bool) -> os.stat_result | None:
     """The output as it is before writing (None when it does not exist); a ``UsageError`` when it exists
     and ``--force`` was not given."""
-    from headrace.errors import UsageError
-
     try:
         before = os.stat(output)
     except FileNotFoundError:
@@ -153,8 +149,6 @@ def interrupted(command: str, output: str, before: os.stat_result | None) -> int
 
 def container_summary(path: Path, seconds: float, **extra: object) -> dict[str, object]:
     """What a written container holds, read back from its index, plus the time it took."""
-    import headrace
-
     ds = headrace.open(path)
     fields = [
         {"name": f.name, "dtype": f.dtype, "components": f.components,
@@ -176,8 +170,6 @@ def container_summary(path: Path, seconds: float, **extra: object) -> dict[str, 
 
 
 def print_summary(summary: dict[str, object], as_json: bool) -> None:
-    from headrace.cli._output import console, human_bytes, print_json
-
     if as_json:
         print_json(summary)
         return

@@ -21,21 +21,39 @@ Streamline Tracing for Data-Intensive Architectures" (docs/particles.md, docs/st
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+import json
+import sys
+import time
 from pathlib import Path
 
+import headrace
+from headrace._files import read_rows, replacing, write_rows
+from headrace.bench.cases import particles as study, scaling, streamlines as study_cases
 from headrace.bench.cases.streamlines import STUDIES
-from headrace._files import replacing
-from headrace.bench.harness import CACHE_STATES
-from headrace.cli._arguments import Device, Integer, Items, OutputFile, Real, Size, Word, choose_device
-from headrace.cli._budget import Budget, add_budget_argument
-from headrace.cli._arguments import Path as PathArgument
-from headrace.cli.trace import MOST_STEPS, UNIT_PAGES, Seeds
-from headrace.errors import UsageError
+from headrace.cli._output import console, count_progress
+from headrace.cli._particles import add_particle_space_arguments, expect_particle_container, particle_space
+from headrace.cli._seeds import MOST_STEPS, UNIT_PAGES, Seeds, expect_memory_for_lines, parse_seeds
+from headrace.cli._shared import (
+    Budget,
+    Device,
+    Integer,
+    Items,
+    OutputFile,
+    Path as PathArgument,
+    Real,
+    Size,
+    Word,
+    add_budget_argument,
+    cache_help,
+    cache_said,
+    expect_cache_state,
+    particle_device,
+)
+from headrace.errors import Error, UsageError
+from headrace.page_cache import CACHE_STATES
+from headrace.tuning import grid, machine, sample
 
-__all__ = ["register", "run", "run_particles", "particle_methods", "particle_device", "particle_space",
-           "expect_particle_container", "add_particle_space_arguments", "cache_help", "cache_said",
-           "STREAMING_METHODS", "PARTICLES_DOC", "STREAMLINES_DOC"]
+__all__ = ["register", "run", "run_particles", "run_scaling", "PARTICLES_DOC", "STREAMLINES_DOC"]
 
 
 PARTICLES_DOC = """Measures each way the particle renderer can stream a particle file: every configuration of method,
@@ -79,29 +97,6 @@ Streamline Tracing for Data-Intensive Architectures", run on headrace's tracer (
 # What makes two rows the same point of a study (a resumed run skips points already measured).
 KEY = ("study", "cache", "implementation", "scaling", "threads", "direct", "unit_pages", "banks", "madvise_interval_s",
        "seeds")
-
-
-def _methods() -> tuple[str, ...]:
-    from headrace.render import METHODS
-
-    return (*METHODS, "kvikio")
-
-
-STREAMING_METHODS = _methods()
-
-
-def cache_help(default: str, measured: str) -> str:
-    """The help of a --cache option: what each state does (and costs)."""
-    return (f"page cache state of {measured}: cold, this file's pages evicted before each (no privileges needed, "
-            "nothing else on the machine touched); hot, the file read once before; drop-all, the whole machine's "
-            f"page cache dropped before each (root only: every other process loses its cache) (default {default})")
-
-
-def cache_said(cache: str) -> str:
-    """What a cache state did, for the output."""
-    return {"cold": "cold: this file's pages evicted before each measurement",
-            "hot": "hot: the file in the page cache",
-            "drop-all": "drop-all: the whole machine's page cache dropped before each measurement"}[cache]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -164,7 +159,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     pa.set_defaults(func=run_particles)
 
     sc = kinds.add_parser("scaling", help="headrace over 1, 2, 4, 8 ranks (MPI): GB/s, frames/s, compositing",
-                          description=scaling_doc(), formatter_class=argparse.RawDescriptionHelpFormatter)
+                          description=scaling.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sc.add_argument("files", metavar="FILE", nargs="+", type=PathArgument(),
                     help="containers: each is streamed and rendered (sort-last); a volume is also played")
     sc.add_argument("--ranks", type=Items(Integer(1, 4096, "ranks")), default="1,2,4,8",
@@ -186,16 +181,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sc.set_defaults(func=run_scaling)
 
 
-def scaling_doc() -> str:
-    from headrace.bench.cases import scaling
-
-    return scaling.__doc__ or ""
-
-
 def run_scaling(args: argparse.Namespace) -> int:
-    from headrace.bench.cases import scaling
-    from headrace.cli._output import console
-
     device = particle_device(args.device, "running every rank on")
     if Path(args.out).exists() and not Path(args.out).is_dir():
         raise UsageError(f"--out {args.out}: a file, not a folder")
@@ -212,38 +198,11 @@ def run_scaling(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_particle_space_arguments(parser: argparse.ArgumentParser, *, staging: str) -> None:
-    """--methods, --batches, --segments, --staging and --device, shared by bench particles and tune."""
-    parser.add_argument("--methods", type=Items(Word(STREAMING_METHODS)), default=None,
-                        help="streaming methods, comma-separated (default: every method this device can run here)")
-    parser.add_argument("--batches", type=Items(Integer(1, 1 << 30, "particles")), default="128000,500000,1000000",
-                        help="particles per batch, comma-separated (default 128000,500000,1000000)")
-    parser.add_argument("--segments", type=Items(Integer(1, 4096)), default="2,4,16,64,256",
-                        help="batches in flight, comma-separated (default 2,4,16,64,256)")
-    parser.add_argument("--staging", type=Items(Size(64 << 10, 1 << 40)), default=staging,
-                        help=f"staging sizes, comma-separated (default {staging})")
-    parser.add_argument("--device", type=Device(), default=None,
-                        help="where to draw (default: GPU 0 when there is one, else the CPU reference renderer, said once)")
-
-
 def _key(row: dict[str, object]) -> tuple[str, ...]:
     return tuple(str(row.get(name, "")) for name in KEY)
 
 
-def expect_cache_state(cache: str, paths: list[str]) -> None:
-    """drop-all needs root: tried once before the work, so that it fails as a usage error, not in every row."""
-    if cache == "drop-all":
-        from headrace.bench.harness import drop_page_cache
-
-        drop_page_cache(paths, everything=True)
-
-
 def run(args: argparse.Namespace) -> int:
-    from headrace.bench.cases import streamlines as study_cases
-    from headrace.bench.harness import read_rows, write_rows
-    from headrace.cli._output import console, count_progress
-    from headrace.cli.trace import expect_memory_for_lines, parse_seeds
-
     seeds = parse_seeds(args.seeds, args.native)
     weak = args.study == "scaling" and "weak" in args.scalings  # weak scaling multiplies the seeds by the threads
     expect_memory_for_lines(len(seeds) * (max(args.threads) if weak else 1), args.steps, "forward")
@@ -277,86 +236,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def particle_methods(device: int | str, path: str, codecs: Sequence[str] = ("none",)) -> tuple[tuple[str, ...], dict[str, str]]:
-    """The methods the device can run on this file here, and those left out with why. An uncompressed
-    file: every method that reads plain chunks, ``auto`` (the engine's read path) first; a compressed one:
-    ``auto`` and the compressed-* method of its codecs' family (compressed-lz4|zstd|gdeflate, or
-    compressed-chain for chunks of codec chains: render.method_codec). vram, ram-pinned and cufile need a
-    GPU, and a method whose backend this machine lacks (liburing, cuFile) is left out."""
-    from headrace.bench.cases.particles import method_unavailable_reason
-    from headrace.render import METHODS, method_codec
-
-    packed = [c for c in codecs if c != "none"]
-    candidates = (["auto", *dict.fromkeys(f"compressed-{method_codec(c)}" for c in packed)] if packed
-                  else [m for m in METHODS if not m.startswith("compressed-")])
-    reasons = {m: method_unavailable_reason(m, path, device) for m in candidates}
-    return tuple(m for m in candidates if reasons[m] is None), {m: r for m, r in reasons.items() if r is not None}
-
-
-def _left_out_said(left_out: dict[str, str]) -> str:
-    """One line naming the methods left out, grouped by why."""
-    by_reason: dict[str, list[str]] = {}
-    for method, reason in left_out.items():
-        by_reason.setdefault(reason, []).append(method)
-    return "; ".join(f"{', '.join(methods)} ({reason})" for reason, methods in by_reason.items())
-
-
-def particle_device(device: int | str | None, doing: str) -> int | str:
-    """The GPU ordinal or "cpu" of --device; without one, GPU 0 when there is one, else the CPU, said once."""
-    return choose_device(device, f"{doing} the CPU reference renderer")
-
-
-def expect_particle_container(ds) -> None:
-    """A usage error, before any work, for a file whose frames are not particles (x, y, z, radius, r, g, b, a)."""
-    fields = {f.name: f for f in ds.fields}
-    info = fields.get("particles")
-    if info is None or info.dtype != "float32" or info.components != 8:
-        have = ", ".join(f"{f.name} ({f.dtype} x {f.components})" for f in ds.fields) or "no fields"
-        raise UsageError(f"{ds.path}: not a particle container: expected a field 'particles' of float32 x 8 "
-                         f"(headrace generate particles writes one), found {have}")
-
-
-def particle_space(args: argparse.Namespace, device: int | str, codecs: list[str], path: str,
-                   say: Callable[[str], object] | None = None):
-    """The factor space of --methods (default: every method the device runs here on this kind of file,
-    those left out said through ``say``), --batches, --segments and --staging; a method that needs a GPU
-    on the CPU is a usage error, and no method that can run here an UnavailableError naming why."""
-    from headrace.bench.cases import particles as study
-    from headrace.errors import UnavailableError
-    from headrace.render import GPU_METHODS
-
-    if args.methods:
-        methods = tuple(dict.fromkeys(args.methods))
-        needs_gpu = [m for m in methods if device == "cpu" and (m in GPU_METHODS or m == "kvikio")]
-        if needs_gpu:
-            raise UsageError(f"--methods {','.join(needs_gpu)}: {'needs' if len(needs_gpu) == 1 else 'need'} a GPU, "
-                             "and this run is on the CPU")
-    else:
-        methods, left_out = particle_methods(device, path, codecs)
-        if not methods:
-            raise UnavailableError(f"{path}: no streaming method can run here: {_left_out_said(left_out)}")
-        if left_out and say is not None:
-            say(f"methods left out: {_left_out_said(left_out)}")
-    return study.Space(methods=methods, batches=tuple(dict.fromkeys(args.batches)),
-                       segments=tuple(dict.fromkeys(args.segments)), staging_bytes=tuple(dict.fromkeys(args.staging)))
-
-
 def _duration(seconds: float) -> str:
     return f"{seconds:.2g} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def run_particles(args: argparse.Namespace) -> int:
-    import json
-    import sys
-    import time
-    from pathlib import Path
-
-    import headrace
-    import headrace.errors
-    from headrace.bench.cases import particles as study
-    from headrace.bench.harness import read_rows, write_rows
-    from headrace.cli._output import console, count_progress
-
     if args.series and args.cache != "hot":
         raise UsageError("--series loads the next frame ahead, before a cold run drops its pages: use it hot (--cache hot)")
     device = particle_device(args.device, "measuring")
@@ -364,7 +248,7 @@ def run_particles(args: argparse.Namespace) -> int:
     expect_particle_container(ds)
     space = particle_space(args, device, ds.codecs, ds.path, say=console.print)
     expect_cache_state(args.cache, [ds.path])
-    configurations = list(study.sample(space, args.sample, args.seed) if args.sample else study.grid(space))
+    configurations = list(sample(space, args.sample, args.seed) if args.sample else grid(space))
     rows: list[dict[str, object]] = [dict(row) for row in read_rows(args.out)]
     common = {"file": str(Path(args.file).resolve()), "device": str(device), "cache": args.cache, "series": args.series,
               "design": f"sample of {args.sample}, seed {args.seed}" if args.sample else "grid"}
@@ -378,7 +262,7 @@ def run_particles(args: argparse.Namespace) -> int:
                   f"{cache_said(args.cache)}; each at least {least:g} s and {args.prewarm + args.gpu_iterations + 1} "
                   f"frames: at least {_duration(least * len(todo))} in all"
                   + (f", --budget {args.budget:g} s" if args.budget else ""))
-    machine = study.machine()
+    measured_on = machine()
     frames = list(range(len(ds.frames)))
     counts = [ds.element_count(f, "particles") for f in frames]
     # The overlap of streaming and drawing, over the frames that hold particles: an empty frame has neither.
@@ -392,7 +276,7 @@ def run_particles(args: argparse.Namespace) -> int:
                 console.print(budget.said(measured, len(todo), "configurations measured") +
                               ", the rest left for a later run with the same --out")
                 break
-            row: dict[str, object] = {**common, **config, **machine}
+            row: dict[str, object] = {**common, **config, **measured_on}
             try:
                 if config["method"] == "kvikio":  # the peer: KvikIO into CuPy, drawn by our renderer
                     if args.series:
@@ -411,7 +295,7 @@ def run_particles(args: argparse.Namespace) -> int:
                     paired = study.overlap(renderer, busy, result.wall_frames, args.cache, series=args.series)
                     row.update(overlap_frame_s=paired.drawn_seconds, stream_only_s=paired.alone_seconds,
                                overlap_ratio=paired.ratio)
-            except (headrace.errors.Error, ImportError) as why:  # said in the row, never dropped
+            except (Error, ImportError) as why:  # said in the row, never dropped
                 row["error"] = f"{type(why).__name__}: {why}" if isinstance(why, ImportError) else str(why)
                 failed.append(f"{config['method']}: {row['error']}")
             rows.append(row)

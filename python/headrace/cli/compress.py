@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from collections.abc import Iterator
@@ -32,8 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from headrace.cli._shared import Chain, Device, Integer, Size
-from headrace.cli._shared import Path as PathArgument
+import numpy as np
+from rich.markup import escape
+
+import headrace
+from headrace import codecs
+from headrace.cli._output import byte_progress, console, human_bytes, print_json
+from headrace.cli._shared import Chain, Device, Integer, Path as PathArgument, Size, choose_device
 from headrace.cli._writer_options import (
     CHUNK_BYTES,
     add_output_argument,
@@ -43,6 +49,9 @@ from headrace.cli._writer_options import (
     refuse_existing,
     terminate_as_exit,
 )
+from headrace.codecs import OBJECTIVES
+from headrace.errors import UnavailableError, UnknownNameError, UsageError
+from headrace.writer import DEFAULT_CHUNK_BYTES, AutoOptions
 
 __all__ = ["register", "run", "sample_chunks", "PIECE_BYTES"]
 
@@ -53,8 +62,6 @@ _AUTO_ONLY = ("objective", "disk_rate", "allow_gpu_only", "device", "sample_chun
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from headrace.codecs import OBJECTIVES  # the choice's objectives, named once
-
     parser = subparsers.add_parser("compress", help="re-write a container through codec chains, named or chosen per field",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", metavar="IN.hrc", type=PathArgument(), help="the container to re-write")
@@ -109,8 +116,6 @@ class _FieldPlan:
 def _check_options(args: argparse.Namespace) -> tuple[dict[str, str], str | None]:
     """The chains --codec names per field, and the one given alone (None if none); usage errors for
     options that contradict each other."""
-    from headrace.errors import UsageError
-
     named: dict[str, str] = {}
     alone: str | None = None
     for field, chain in args.codec or ():
@@ -136,9 +141,6 @@ def _check_options(args: argparse.Namespace) -> tuple[dict[str, str], str | None
 
 def _plans(ds: Any, named: dict[str, str], alone: str | None, auto: bool) -> list[_FieldPlan]:
     """Each field's chain as named (checked against its dtype), "auto" to choose, or none."""
-    from headrace import codecs
-    from headrace.errors import UnknownNameError, UsageError
-
     names = [f.name for f in ds.fields]
     unknown = [name for name in named if name not in names]
     if unknown:
@@ -180,8 +182,6 @@ def _input_chunk_bytes(ds: Any) -> int:
 
 def _chunk_bytes(args: argparse.Namespace, ds: Any, plans: list[_FieldPlan]) -> int:
     """--chunk-size, checked against every chain's codec; else the input's, at most what they take."""
-    from headrace.writer import DEFAULT_CHUNK_BYTES
-
     chains = [p.chain for p in plans if p.chain != "none"]
     if args.chunk_size is not None:
         for chain in chains:
@@ -209,8 +209,6 @@ def _pieces(ds: Any, frame: int, field: int, element_bytes: int) -> Iterator[tup
 def sample_chunks(ds: Any, field: str, chunk_bytes: int, count: int) -> list[Any]:
     """``count`` chunks of ``field`` as the writer will cut them (``chunk_bytes``), spread evenly over
     every frame's chunks, the first and the last included; each read alone (flat values, stored order)."""
-    import numpy as np
-
     index = ds.container.field_index(field)
     info = ds.fields[index]
     element_bytes = np.dtype(info.dtype).itemsize * info.components
@@ -234,9 +232,6 @@ def sample_chunks(ds: Any, field: str, chunk_bytes: int, count: int) -> list[Any
 
 def _choose(args: argparse.Namespace, ds: Any, plans: list[_FieldPlan], chunk_bytes: int) -> None:
     """--auto: each field's chain chosen from sample chunks spread over the file."""
-    from headrace import codecs
-    from headrace.cli._shared import choose_device
-
     waiting = [p for p in plans if p.chain == "auto"]
     if not waiting:
         return
@@ -263,15 +258,6 @@ def _choose(args: argparse.Namespace, ds: Any, plans: list[_FieldPlan], chunk_by
 
 def _write(args: argparse.Namespace, ds: Any, plans: list[_FieldPlan], chunk_bytes: int) -> dict[str, str]:
     """OUT through the writer (a partial file renamed at the end); returns each field's chain as recorded."""
-    import math
-
-    import numpy as np
-
-    import headrace
-    from headrace.cli._output import byte_progress
-    from headrace.errors import UnavailableError, UsageError
-    from headrace.writer import AutoOptions
-
     specs = [headrace.FieldSpec(p.name, p.dtype, p.components) for p in plans]
     choices = {p.name: p.choice.as_dict() for p in plans if p.choice is not None}
     device = args.device if isinstance(args.device, int) else None
@@ -307,8 +293,6 @@ def _write(args: argparse.Namespace, ds: Any, plans: list[_FieldPlan], chunk_byt
 
 def _field_bytes(ds: Any) -> dict[str, tuple[int, int]]:
     """Per field: (raw bytes, stored bytes) over its chunks."""
-    import numpy as np
-
     table = ds.container.chunk_table()
     result = {}
     for index, f in enumerate(ds.fields):
@@ -319,8 +303,6 @@ def _field_bytes(ds: Any) -> dict[str, tuple[int, int]]:
 
 def _summary(args: argparse.Namespace, before: Any, plans: list[_FieldPlan], recorded: dict[str, str],
              chunk_bytes: int, seconds: float) -> dict[str, Any]:
-    import headrace
-
     after = headrace.open(args.output)
     old, new = _field_bytes(before), _field_bytes(after)
     fields = []
@@ -348,10 +330,6 @@ def _summary(args: argparse.Namespace, before: Any, plans: list[_FieldPlan], rec
 
 
 def _print(summary: dict[str, Any]) -> None:
-    from rich.markup import escape
-
-    from headrace.cli._output import console, human_bytes
-
     console.print(f"wrote [bold]{escape(summary['output'])}[/] (format {summary['version']}): {summary['frames']} frames "
                   f"from {escape(summary['input'])}, chunks of {human_bytes(summary['chunk_size_bytes'])}, "
                   f"{summary['seconds']:.2f} s", soft_wrap=True)
@@ -371,10 +349,6 @@ def _print(summary: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import headrace
-    from headrace.cli._output import print_json
-    from headrace.errors import UsageError
-
     named, alone = _check_options(args)
     if Path(args.input).resolve() == Path(args.output).resolve():
         raise UsageError(f"{args.output}: the output would overwrite the input")

@@ -27,10 +27,14 @@ Where this comes from: the Hilbert layout is that of Jiang, Van Essen, Harrison 
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+import warnings
 from pathlib import Path
 
-from headrace.cli._arguments import Integer, Items, Name, Path as PathArgument, Word
+import headrace
+from headrace.cli._output import byte_progress, console
+from headrace.cli._shared import Integer, Items, Name, Path as PathArgument, Word
 from headrace.cli._writer_options import (
     add_output_argument,
     add_writer_arguments,
@@ -41,7 +45,11 @@ from headrace.cli._writer_options import (
     terminate_as_exit,
     writer_options,
 )
-from headrace.convert.formats import InputFormat
+from headrace.convert import check_output, open_source, write_source
+from headrace.convert.formats import InputFormat, resolve_inputs
+from headrace.convert.source import ConversionNote
+from headrace.errors import UsageError
+from headrace.workloads import streamlines
 
 __all__ = ["register", "run"]
 
@@ -111,8 +119,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _check_options(args: argparse.Namespace) -> None:
     """Options of one mode given in the other are a usage error, not silently ignored."""
-    from headrace.errors import UsageError
-
     def given(*names: str) -> list[str]:
         return ["--" + name.replace("_", "-") for name in names if getattr(args, name) not in (None, False)]
 
@@ -131,14 +137,6 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import sys
-    import warnings
-
-    from headrace.cli._output import byte_progress
-    from headrace.convert import check_output, open_source, write_source
-    from headrace.convert.source import ConversionNote
-    from headrace.convert.formats import resolve_inputs
-
     _check_options(args)
     options = writer_options(args)
     paths = resolve_inputs(args.inputs[0] if len(args.inputs) == 1 else args.inputs)
@@ -171,14 +169,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_layout(args: argparse.Namespace) -> int:
-    import sys
-
-    from headrace import streamlines
-    from headrace.cli._output import console
-    from headrace.errors import UsageError
-
-    import headrace
-
     if len(args.inputs) != 1:
         raise UsageError("--layout rewrites one flow container")
     bits = args.hilbert_bits  # None: the default, or the largest partition a small grid takes (said)

@@ -23,16 +23,23 @@ from rich.table import Table
 
 import headrace
 from headrace._files import replacing
-from headrace.bench.cases.read_backends import available_backends, read_container
-from headrace.bench.harness import CacheState, Measurement, write_csv
-from headrace.cli._arguments import Integer
-from headrace.cli._budget import Budget, add_budget_argument
-from headrace.cli._arguments import Path as PathArgument
 from headrace.cli._output import byte_progress, console, count_progress, human_bytes, print_json
-from headrace.cli.bench import cache_said
+from headrace.cli._shared import (
+    Budget,
+    Integer,
+    Path as PathArgument,
+    add_budget_argument,
+    cache_said,
+    expect_cache_state,
+)
 from headrace.errors import UsageError
 from headrace.generate import generate_particles
 from headrace.generate.particles import particle_slices
+from headrace.imaging import write_image
+from headrace.measurement import Measurement, write_csv
+from headrace.page_cache import CacheState
+from headrace.reading import available_backends, read_container
+from headrace.workloads.particles import render_streamed
 
 PARTICLE_BYTES = 32
 
@@ -82,7 +89,7 @@ def verify_frames(ds: headrace.Dataset, backend: str, particles: int, seed: int)
 
 
 def plot(measurements: Sequence[Measurement], path: Path, heading: str, cache_note: str, cold: str) -> None:
-    import matplotlib
+    import matplotlib  # heavy: loaded only to draw the chart
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -124,8 +131,6 @@ def _counting(description: str, total: int, shown: bool) -> Iterator[Callable[[]
 
 
 def run(args: argparse.Namespace) -> int:
-    from headrace.cli.bench import expect_cache_state
-
     say = (lambda *a, **k: None) if args.json else console.print  # --json prints the JSON alone
     out = Path(args.out)
     total = args.particles * PARTICLE_BYTES * args.frames
@@ -172,14 +177,12 @@ def run(args: argparse.Namespace) -> int:
     title = f"{heading}; {cache_note}"
     plot(measurements, out / "backends.png", heading, cache_note, args.cache)
 
-    from headrace import render
-
     device = 0 if headrace._ext.gpu_count() > 0 else "cpu"
     where = "GPU 0" if device == 0 else f"the CPU reference renderer (no GPU: {headrace._ext.gpu_unavailable_reason()})"
     say(f"[bold]4. render[/] frame 0 as {args.particles:,} sphere glyphs, streamed batch by batch, on {where}")
-    image, stats = render.render_streamed(path, 0, device=device, method="pread" if device == "cpu" else "uring-batched",
+    image, stats = render_streamed(path, 0, device=device, method="pread" if device == "cpu" else "uring-batched",
                                           width=800, height=600, batch=500_000)
-    render.write_image(out / "frame0.png", image)
+    write_image(out / "frame0.png", image)
 
     if args.json:
         print_json({"file": str(path), "bytes": total, "cache": args.cache, "skipped_by_budget": len(pairs) - len(measurements),

@@ -24,8 +24,10 @@ import re
 import time
 from typing import Union
 
-from headrace.cli._arguments import Bounded, Items, Name, Path
+from headrace.cli._output import console, count_progress, print_json
+from headrace.cli._shared import Bounded, Items, Name, Path
 from headrace.cli._writer_options import terminate_as_exit
+from headrace.export import Compression, to_vtk
 
 __all__ = ["register", "run", "FrameRange"]
 
@@ -59,8 +61,6 @@ class FrameRange(Bounded[Union[int, slice]]):
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from headrace.export import Compression
-
     parser = subparsers.add_parser("export", help="write a container's frames as VTK files and a ParaView series",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path(), help="the container to export")
@@ -83,9 +83,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from headrace.cli._output import console, count_progress, print_json
-    from headrace.export import to_vtk
-
     started = time.perf_counter()
     with terminate_as_exit(), count_progress("exporting frames", 0, enabled=not args.json) as advance:
         result = to_vtk(args.file, args.output, frames=args.frames, fields=args.fields,

@@ -28,7 +28,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from headrace.cli._arguments import Integer, Items, Name, Real, describe_size
+import numpy as np
+
+from headrace.cli._output import byte_progress
+from headrace.cli._shared import Integer, Items, Name, Real, describe_size
 from headrace.cli._writer_options import (
     add_output_argument,
     add_writer_arguments,
@@ -40,8 +43,11 @@ from headrace.cli._writer_options import (
     terminate_as_exit,
     writer_options,
 )
-from headrace.generate.amr import MOST_CELLS as MOST_AMR_CELLS
-from headrace.generate.amr import MOST_LEVELS as MOST_AMR_LEVELS
+from headrace.errors import UsageError
+from headrace.generate import generate_amr, generate_flow, generate_particles, generate_volume
+from headrace.generate.amr import MOST_CELLS as MOST_AMR_CELLS, MOST_LEVELS as MOST_AMR_LEVELS
+from headrace.generate.flow import default_block
+from headrace.writer import default_chunk_size
 
 __all__ = ["register", "run", "MAX_DATA_BYTES"]
 
@@ -120,8 +126,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _data_bytes(args: argparse.Namespace) -> int:
     """The raw bytes the data set holds; a ``UsageError`` naming the options above the bound."""
-    from headrace.errors import UsageError
-
     if args.generator == "particles":
         elements, named = args.particles, f"--particles {args.particles:,}"
     elif args.generator == "amr":  # the cells made are within 10 % of --cells
@@ -137,9 +141,6 @@ def _data_bytes(args: argparse.Namespace) -> int:
 
 def _check_flow_chunks(args: argparse.Namespace) -> None:
     """A flow's chunks hold whole blocks: a block larger than --chunk-size would silently make bigger chunks."""
-    from headrace.errors import UsageError
-    from headrace.writer import default_chunk_size
-
     block_bytes = args.block[0] * args.block[1] * args.block[2] * ELEMENT_BYTES["flow"]
     if args.chunk_size is not None and block_bytes > args.chunk_size:
         raise UsageError(f"--block {' '.join(map(str, args.block))} is {block_bytes:,} bytes a block, more than "
@@ -150,8 +151,6 @@ def _check_flow_chunks(args: argparse.Namespace) -> None:
 
 def _check_room(output: str, data_bytes: int, codec: str) -> None:
     """Uncompressed, the file is about as large as its values: refuse one its file system cannot hold."""
-    from headrace.errors import UsageError
-
     if codec != "none":  # how much a codec saves is known only once written
         return
     free = shutil.disk_usage(os.path.dirname(os.path.abspath(output))).free
@@ -161,11 +160,6 @@ def _check_room(output: str, data_bytes: int, codec: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from headrace.cli._output import byte_progress
-    from headrace.generate import generate_amr, generate_flow, generate_particles, generate_volume
-
     options = writer_options(args)
     total = _data_bytes(args)
     generate: Callable[..., Path]  # each generator takes its own sizes (keywords)
@@ -178,8 +172,6 @@ def run(args: argparse.Namespace) -> int:
                                              fields=args.fields, brick=args.brick,
                                              single_cell_bricks=args.single_cell_bricks)
     else:
-        from headrace.generate.flow import default_block
-
         args.block = args.block or default_block(args.dims)
         _check_flow_chunks(args)
         generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames, kind=args.kind)

@@ -11,9 +11,9 @@ import tempfile
 from rich.table import Table
 
 import headrace
-from headrace import _ext
-from headrace.cli._arguments import Path
+from headrace import _ext, engine
 from headrace.cli._output import console, human_bytes, print_json
+from headrace.cli._shared import Path
 from headrace.errors import UsageError
 
 BACKENDS = ("posix", "direct", "mmap", "uring", "ram")
@@ -62,8 +62,6 @@ def collect(directory: str) -> dict:
 def engine_limits() -> dict:
     """What an engine takes with no options given (defaults, then HEADRACE_<NAME>) and what bounds its
     memory, with the engines this process holds now."""
-    from headrace import engine
-
     options = _ext.QueueOptions.from_environment()
     queue = options.to_dict()
     del queue["io"], queue["device"]  # the I/O knobs are reported as "settings"; the device is each stream's

@@ -14,8 +14,8 @@ from rich.table import Table
 
 import headrace
 from headrace import amr
-from headrace.cli._arguments import Path
 from headrace.cli._output import console, human_bytes, print_json
+from headrace.cli._shared import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

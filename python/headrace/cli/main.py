@@ -17,8 +17,8 @@ import warnings
 from collections.abc import Callable
 from typing import TextIO
 
-from headrace import errors
-from headrace.cli._arguments import Parser
+from headrace import __version__, distributed, errors
+from headrace.cli._shared import Parser
 
 __all__ = ["main", "SUBCOMMANDS"]
 
@@ -27,8 +27,6 @@ SUBCOMMANDS = ("info", "generate", "convert", "compress", "export", "inspect", "
 
 
 def build_parser() -> Parser:
-    from headrace import __version__
-
     parser = Parser(prog="headrace", description="Stream time-varying scientific data from storage into GPU memory.")
     parser.add_argument("--version", action="version", version=f"headrace {__version__}")
     parser.add_argument("--debug", action="store_true", help="on an error, print its traceback and where in the source it was raised")
@@ -62,8 +60,6 @@ def main(argv: list[str] | None = None) -> int:
     MPI (``mpirun -n N headrace ...``), a rank that fails ends every rank: none waits for it forever."""
     status = _run(argv)
     if status != 0:
-        from headrace import distributed
-
         if distributed.launched_by_mpi() and (job := distributed.ranks()).size > 1:
             distributed.abort(status, f"headrace: rank {job.rank} of {job.size} failed (exit {status}); stopping every rank")
     return status

@@ -26,22 +26,38 @@ study draws its own; ``all`` goes past it (docs/volume.md).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 
-from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, Real, Word
-from headrace.cli._arguments import Path as PathArgument
-from headrace.cli._budget import add_budget_argument
+from rich.console import Console
+
+import headrace
+from headrace import distributed, timeline
+from headrace._files import replacing
+from headrace.cli._output import console as shared_console
+from headrace.cli._shared import (
+    Budget,
+    Device,
+    Integer,
+    Items,
+    Name,
+    OutputFile,
+    Path as PathArgument,
+    Real,
+    Word,
+    add_budget_argument,
+    particle_device,
+)
+from headrace.cli._view_options import Camera, Colour, FrameRange, parse_frames
 from headrace.cli._volume_options import add_volume_arguments, volume_options
-from headrace.cli.render import Camera, Colour, FrameRange, parse_frames
 from headrace.errors import UsageError
+from headrace.page_cache import CACHE_STATES, uncache, warm_page_cache
+from headrace.workloads.volume import STAGES, VolumeRenderer, is_volume
 
 __all__ = ["register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from headrace.bench.harness import CACHE_STATES
-    from headrace.volume import STAGES
-
     parser = subparsers.add_parser("play", help="play a volume's frames, showing what each streaming step gains",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a volume or AMR container")
@@ -85,20 +101,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import headrace
-    from headrace import timeline
-    from headrace.bench.harness import uncache, warm_page_cache
-    from headrace.cli._budget import Budget
-    from headrace.cli._output import console as shared_console
-    from headrace.cli.bench import particle_device
-    from headrace.volume import STAGES, VolumeRenderer, is_volume
-
     stages = list(STAGES) if "every" in args.stages else list(dict.fromkeys(args.stages))
     ds = headrace.open(args.file)
     if not is_volume(ds):
         raise UsageError(f"{ds.path}: not a volume: play draws a grid (layout linear) or AMR (layout amr) field")
-    from headrace import distributed
-
     job = distributed.ranks()
     device = job.device(particle_device(args.device, "playing with"))
     frames = list(parse_frames(args.frames, len(ds.frames)) if args.frames else range(len(ds.frames)))
@@ -115,10 +121,6 @@ def run(args: argparse.Namespace) -> int:
     where = "the CPU" if device == "cpu" else f"GPU {device}"
     console = shared_console
     if not job.root:  # rank 0 speaks for the job
-        import io
-
-        from rich.console import Console
-
         console = Console(file=io.StringIO())
     console.print(f"{ds.path}: field {renderer.field}, {renderer.topology.cell_count:,} cells in {renderer.topology.brick_count:,} "
                   f"bricks, {renderer.topology.region_count:,} regions; {len(order)} frames a run, {args.width} x "
@@ -157,8 +159,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     console.print(timeline.summary_table(record))
     if args.record:
-        from headrace._files import replacing
-
         with replacing(args.record) as partial, open(partial, "w") as out:
             json.dump(record, out, indent=1)
     if args.timeline:

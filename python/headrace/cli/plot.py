@@ -27,11 +27,16 @@ Architectures" (streamlines); the time-varying AMR study behind ``headrace play`
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 from collections import defaultdict
 
-from headrace._files import replacing
-from headrace.cli._arguments import ImageFile, Path
+from headrace import errors
+from headrace._files import read_rows, replacing
+from headrace.cli._output import console
+from headrace.cli._shared import ImageFile, Path
+from headrace.errors import BadDataError, UsageError
+from headrace.timeline import draw_timeline, read_timeline, summary_table
 
 __all__ = ["register", "run"]
 
@@ -51,11 +56,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _read_results(path: str) -> list[dict[str, str]]:
     """The rows of a results file; a one-line error for a file that is missing or not CSV text."""
-    import csv
-
-    from headrace import errors
-    from headrace.bench.harness import read_rows
-
     if not os.path.isfile(path):  # a bad argument: the file named is not there
         raise errors.UsageError(f"{path}: {'a folder' if os.path.isdir(path) else 'no such file'}; expected a results "
                                 "file of headrace bench or a timeline record of headrace play")
@@ -146,9 +146,6 @@ def _is_json(path: str) -> bool:
 
 
 def _draw_timeline(args: argparse.Namespace) -> int:
-    from headrace.cli._output import console
-    from headrace.timeline import draw_timeline, read_timeline, summary_table
-
     record = read_timeline(args.results)
     draw_timeline(record, args.out, all_frames=args.all_frames)
     console.print(summary_table(record), markup=False, soft_wrap=True, end="")  # Markdown: never wrapped
@@ -164,8 +161,6 @@ def run(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from headrace.cli._output import console
-    from headrace.errors import BadDataError, UsageError
 
     if args.all_frames:
         raise UsageError("--all-frames: only for a timeline record of headrace play, not a results file of headrace bench")

@@ -16,13 +16,25 @@ import argparse
 import os
 import stat
 
+from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from headrace import probe as probe_api
-from headrace.cli._arguments import Bounded, ImageFile, Integer, Items, OutputFile, Real, Size, Word, describe_size
-from headrace.cli._budget import Budget, add_budget_argument
 from headrace.cli._output import console, human_bytes, print_json
+from headrace.cli._shared import (
+    Bounded,
+    Budget,
+    ImageFile,
+    Integer,
+    Items,
+    OutputFile,
+    Real,
+    Size,
+    Word,
+    add_budget_argument,
+    describe_size,
+)
 from headrace.errors import UsageError
 
 __all__ = ["register", "run"]
@@ -158,8 +170,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _stderr_console():
-    from rich.console import Console
-
     return Console(stderr=True, highlight=False)
 
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 
 import headrace
-from headrace.bench.cases.read_backends import BACKENDS, read_container
-from headrace.cli._arguments import Integer, Path, Size
-from headrace.cli._budget import Budget, add_budget_argument
-from headrace.cli._options import add_option_arguments, given_options
+from headrace.cli._engine_options import add_option_arguments, given_options
 from headrace.cli._output import byte_progress, console, human_bytes, print_json
+from headrace.cli._shared import Budget, Integer, Path, Size, add_budget_argument
+from headrace.reading import BACKENDS, read_container
 
 # What each --cache state did, in the words of the output.
 CACHE_DONE = {

@@ -34,187 +34,40 @@ volume renderer the time-varying AMR study behind ``headrace play`` (docs/partic
 from __future__ import annotations
 
 import argparse
-import math
 import os
-import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from headrace.cli._arguments import Bounded, Device, Integer, Name, Real
-from headrace.cli._arguments import Path as PathArgument
-from headrace.cli._budget import Budget, add_budget_argument
+import headrace
+from headrace import distributed, imaging, tuning
+from headrace.cli._output import console, count_progress
+from headrace.cli._point_options import ColourOption, ColourSource, RadiusOption, given_point_options
+from headrace.cli._shared import (
+    Bounded,
+    Budget,
+    Device,
+    Integer,
+    Name,
+    Path as PathArgument,
+    Real,
+    add_budget_argument,
+    particle_device,
+)
+from headrace.cli._view_options import MOST_FRAME, Camera, Colour, FrameRange, parse_frames
 from headrace.cli._volume_options import ValueRange, add_volume_arguments, volume_only_options, volume_options
 from headrace.errors import UsageError
+from headrace.workloads import particles
+from headrace.workloads.particles.sort_last import render_particles as render_particles_sort_last
+from headrace.workloads.points import PointSetRenderer, draws_point_set
+from headrace.workloads.volume import VolumeRenderer, is_volume
+from headrace.workloads.volume.sort_last import VolumeSlabs
 
-__all__ = ["register", "run", "parse_frames", "Camera", "Colour", "FrameRange", "RadiusOption", "ColourOption",
-           "ColourSource", "ImageOutput"]
+__all__ = ["register", "run", "ImageOutput"]
 
-MOST_FRAME = (1 << 32) - 1  # a container numbers its frames with 32 bits
 MOST_PIXELS_A_SIDE = 16384
-FIELD_NAME = r"[A-Za-z_][A-Za-z0-9_.-]{0,63}"  # a field named on the command line (a number is a value)
 IMAGE_SUFFIXES = (".png", ".webp", ".gif", ".tif", ".tiff")
-
-
-def _finite(words: list[str]) -> list[float]:
-    values = [float(w) for w in words]  # a ValueError for a word that is not a number
-    if not all(math.isfinite(v) for v in values):
-        raise ValueError
-    return values
-
-
-class Camera(Bounded[str]):
-    """--camera: ``orbit:AZ,EL[,DIST]`` (EL strictly between -90 and 90, DIST above 0) or
-    ``lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]``, finite numbers."""
-
-    least = most = None
-
-    def describe(self) -> str:
-        return ("orbit:AZ,EL[,DIST] (degrees around and above the frame's centre, EL between -90 and 90, DIST above 0) "
-                "or lookat:EX,EY,EZ:TX,TY,TZ[:UX,UY,UZ]")
-
-    def parse(self, text: str) -> str:
-        kind, _, rest = text.partition(":")
-        try:
-            if kind == "orbit":
-                values = _finite(rest.split(","))
-                if len(values) not in (2, 3) or not -90 < values[1] < 90 or (len(values) == 3 and values[2] <= 0):
-                    raise ValueError
-            elif kind == "lookat":
-                points = [_finite(part.split(",")) for part in rest.split(":")]
-                if len(points) not in (2, 3) or any(len(p) != 3 for p in points) or points[0] == points[1]:
-                    raise ValueError
-            else:
-                raise ValueError
-        except ValueError:
-            raise self.fail(text) from None
-        return text
-
-    def bad_examples(self) -> list[str]:
-        return ["", "bogus", "orbit:abc", "orbit:1", "orbit:0,90", "orbit:0,0,0", "orbit:nan,0", "lookat:0,0,0:1,1",
-                "lookat:0,0,0:0,0,0"]
-
-    def good_examples(self) -> list[str]:
-        return ["orbit:30,20", "orbit:10,15,3", "lookat:0.5,0.5,3:0.5,0.5,0.5", "lookat:0,0,3:0,0,0:0,1,0"]
-
-
-class Colour(Bounded[tuple]):
-    """--background: ``R,G,B``, each a whole number from 0 to 255."""
-
-    least, most = 0, 255
-
-    def describe(self) -> str:
-        return "R,G,B, each a whole number from 0 to 255"
-
-    def parse(self, text: str) -> tuple[int, int, int]:
-        words = text.split(",")
-        if len(words) != 3 or not all(w.strip().isdigit() and int(w) <= 255 for w in words):
-            raise self.fail(text)
-        return tuple(int(w) for w in words)  # type: ignore[return-value]
-
-    def bad_examples(self) -> list[str]:
-        return ["", "bogus", "0,0", "256,0,0", "0,0,0,0", "1.5,0,0", "99999999999999999999,0,0"]
-
-    def good_examples(self) -> list[str]:
-        return ["0,0,0", "255,255,255"]
-
-
-class FrameRange(Bounded[tuple]):
-    """--frames: ``A:B``, frames A to B with B excluded (``A:`` to the last frame); whether the file has
-    them is the command's to check."""
-
-    least, most = 0, MOST_FRAME
-
-    def describe(self) -> str:
-        return "A:B, frames A (from 0) to B, B excluded (A: to the last, :B from the first)"
-
-    def parse(self, text: str) -> tuple[int, int | None]:
-        first, colon, last = text.partition(":")
-        if not colon or any(word and not word.strip().isdigit() for word in (first, last)):
-            raise self.fail(text)
-        start, stop = int(first or 0), int(last) if last else None
-        if start > MOST_FRAME or (stop is not None and not start < stop <= MOST_FRAME + 1):
-            raise self.fail(text)
-        return start, stop
-
-    def bad_examples(self) -> list[str]:
-        return ["", "bogus", "3", "2:1", "0:0", "a:b", f"0:{MOST_FRAME + 2}"]
-
-    def good_examples(self) -> list[str]:
-        return ["0:8", "2:", ":3"]
-
-
-class RadiusOption(Bounded[object]):
-    """--radius: a number above 0 (every point's radius) or the name of a field of one number a point."""
-
-    least = most = None
-
-    def describe(self) -> str:
-        return "a number above 0, in the positions' units, or a field of one number a point"
-
-    def parse(self, text: str) -> float | str:
-        try:
-            value = float(text)
-        except ValueError:
-            if re.fullmatch(FIELD_NAME, text) is None:
-                raise self.fail(text) from None
-            return text
-        if not (math.isfinite(value) and value > 0):
-            raise self.fail(text)
-        return value
-
-    def bad_examples(self) -> list[str]:
-        return ["", "0", "-1", "nan", "inf", "bad name!"]
-
-    def good_examples(self) -> list[str]:
-        return ["0.01", "radius", "r_1"]
-
-
-class ColourOption(Bounded[object]):
-    """--colour: ``R,G,B`` or ``R,G,B,A`` (each 0 to 1; every point's colour) or an RGB or RGBA field's name."""
-
-    least, most = 0, 1
-
-    def describe(self) -> str:
-        return "R,G,B or R,G,B,A, each from 0 to 1, or a field of 3 or 4 numbers a point (RGB, RGBA)"
-
-    def parse(self, text: str) -> tuple[float, ...] | str:
-        if re.fullmatch(FIELD_NAME, text):
-            return text
-        try:
-            values = _finite(text.split(","))
-        except ValueError:
-            raise self.fail(text) from None
-        if len(values) not in (3, 4) or not all(0 <= v <= 1 for v in values):
-            raise self.fail(text)
-        return tuple(values)
-
-    def bad_examples(self) -> list[str]:
-        return ["", "1,0", "2,0,0", "-1", "0,0,nan", "1,1,1,1,1", "bad name!"]
-
-    def good_examples(self) -> list[str]:
-        return ["1,0.5,0", "0,0,1,0.5", "rgba"]
-
-
-class ColourSource(Bounded[str]):
-    """--colour-by: ``FIELD`` (one number a point), ``FIELD:K`` (component K) or ``FIELD:magnitude``."""
-
-    least = most = None
-
-    def describe(self) -> str:
-        return "FIELD, FIELD:K (its component K, from 0) or FIELD:magnitude (its vectors' length)"
-
-    def parse(self, text: str) -> str:
-        if re.fullmatch(r"[A-Za-z0-9_.-]{1,64}(:(\d{1,3}|magnitude))?", text) is None:
-            raise self.fail(text)
-        return text
-
-    def bad_examples(self) -> list[str]:
-        return ["", "v:", "v:x", "v:-1", "a b", ":1"]
-
-    def good_examples(self) -> list[str]:
-        return ["temperature", "velocity:1", "velocity:magnitude"]
 
 
 class ImageOutput(Bounded[str]):
@@ -265,8 +118,6 @@ def place_problem(folder: Path) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from headrace.render import METHODS
-
     parser = subparsers.add_parser("render", help="images of frames: points (any point set) as shaded spheres, volumes ray-marched (PNG, animation)",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a container of points, a volume or an AMR field")
@@ -293,7 +144,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="particles per batch (default: the tuned profile's, headrace tune, else 1048576)")
     parser.add_argument("--segments", type=Integer(1, 4096), default=None,
                         help="batches in flight (default: the profile's, else 16)")
-    parser.add_argument("--method", choices=tuple(METHODS), default=None,
+    parser.add_argument("--method", choices=tuple(particles.METHODS), default=None,
                         help="streaming method (default: the profile's, else auto, the engine's read path)")
     parser.add_argument("--field", type=Name(), default=None,
                         help="the field to draw (default: particles, or a volume's first float32 field of one component)")
@@ -327,19 +178,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def parse_frames(text: str | tuple[int, int | None], frame_count: int) -> range:
-    """The frames of ``A:B`` (text, or as :class:`FrameRange` parsed it) in a file of ``frame_count``."""
-    try:
-        first, last = FrameRange().parse(text) if isinstance(text, str) else text
-    except argparse.ArgumentTypeError:
-        raise UsageError(f"--frames {text!r}: expected A:B") from None
-    frames = range(first, frame_count if last is None else last)
-    shown = text if isinstance(text, str) else f"{first}:{'' if last is None else last}"
-    if not frames or frames.stop > frame_count:
-        raise UsageError(f"--frames {shown!r}: the file has frames 0 to {frame_count - 1}")
-    return frames
-
-
 def _check_image_output(path: str) -> None:
     """--out of --frame: an image Pillow writes by its suffix, its folder made if missing (checked before the
     work, made when the image is written)."""
@@ -361,26 +199,11 @@ def _check_folder_output(path: str) -> None:
 
 def _write_image(path: str | Path, image: Any) -> None:
     """An image, its folder made first if missing (--out of --frame, as --frames makes its folder)."""
-    from headrace import render
-
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    render.write_image(path, image)
-
-
-def _point_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The point-set options given, as :class:`headrace.render.PointSetRenderer` takes them."""
-    given = {"positions": args.positions, "radius": args.radius, "colour": args.colour, "colour_by": args.colour_by,
-             "colour_map": args.colour_map, "colour_range": args.colour_range}
-    return {name: value for name, value in given.items() if value is not None}
+    imaging.write_image(path, image)
 
 
 def run(args: argparse.Namespace) -> int:
-    import headrace
-    from headrace import render, tune
-    from headrace.cli._output import console, count_progress
-    from headrace.cli.bench import particle_device
-    from headrace.volume import is_volume
-
     if args.frame is not None:
         for given, option in ((args.video, "--video"), (args.fps, "--fps")):
             if given is not None:
@@ -392,16 +215,14 @@ def run(args: argparse.Namespace) -> int:
         _check_folder_output(args.out)
     ds = headrace.open(args.file)
     if args.frame is not None:
-        args.frame = render.frame_of(ds, args.frame)
+        args.frame = imaging.frame_of(ds, args.frame)
     device = particle_device(args.device, "drawing with")
     where = "the CPU" if device == "cpu" else f"GPU {device}"
-    point_options = _point_options(args)
+    point_options = given_point_options(args)
     if is_volume(ds):
         if point_options:
             named = ", ".join("--" + name.replace("_", "-") for name in point_options)
             raise UsageError(f"{named}: point-set options; {ds.path} is a volume (--tf and --range colour it)")
-        from headrace import distributed
-
         particle_only = [name for name, value in (("--batch", args.batch), ("--segments", args.segments),
                                                   ("--method", args.method)) if value is not None]
         if particle_only:
@@ -412,28 +233,26 @@ def run(args: argparse.Namespace) -> int:
     if volume_only_options(args):
         hint = " (points take --colour-map and --colour-range with --colour-by)" if args.tf or args.range else ""
         raise UsageError(f"{', '.join(volume_only_options(args))}: volume options; {ds.path} holds particles{hint}")
-    from headrace import distributed
-
-    if render.draws_point_set(ds, args.field, **point_options):
+    if draws_point_set(ds, args.field, **point_options):
         return _render_points(args, ds, device, where, point_options)
     if distributed.ranks().size > 1:
         return _render_particles_sort_last(args, ds, device)
     codecs = ds.codecs
-    tuned = tune.default_configuration(device, codecs[0] if codecs else "none")
+    tuned = tuning.default_configuration(device, codecs[0] if codecs else "none")
     profile_used = False
     if None in (args.method, args.batch, args.segments):
-        profile = tune.load_profile(device, codecs[0]) if len(codecs) == 1 else None
+        profile = tuning.load_profile(device, codecs[0]) if len(codecs) == 1 else None
         if profile:
             profile_used = True
             tuned.update({k: profile[k] for k in tuned if k in profile})
-            console.print(f"this machine's tuned profile ({tune.profile_path()}): {tuned['method']}, "
+            console.print(f"this machine's tuned profile ({tuning.profile_path()}): {tuned['method']}, "
                           f"{tuned['batch']} particles per batch, {tuned['segments']} in flight")
     method = args.method or tuned["method"]
     batch = args.batch if args.batch is not None else tuned["batch"]
     segments = args.segments if args.segments is not None else tuned["segments"]
     frames = range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
     # One pipeline and one camera (framed on the first frame) for the whole series.
-    renderer = render.StreamingRenderer(ds, camera=args.camera, field=args.field or "particles", width=args.width, height=args.height,
+    renderer = particles.StreamingRenderer(ds, camera=args.camera, field=args.field or "particles", width=args.width, height=args.height,
                                         fov=args.fov, background=args.background, batch=batch, segments=segments,
                                         threads=args.threads, method=method, device=device, camera_frame=frames.start,
                                         **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
@@ -464,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
                 console.print(budget.said(drawn, len(frames), "frames rendered"))
                 break
             image = draw(frame, frames[n + 1] if n + 1 < len(frames) else None)
-            render.write_image(folder / f"frame_{frame:05d}.png", image)
+            imaging.write_image(folder / f"frame_{frame:05d}.png", image)
             if args.video:
                 images.append(image)
             drawn += 1
@@ -479,9 +298,6 @@ def run(args: argparse.Namespace) -> int:
 def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, options: dict[str, Any]) -> int:
     """A point set (headrace.points): each frame's fields read, packed into sphere records and drawn; the
     mapping from fields to points said once, each frame's statistics with --stats."""
-    from headrace import distributed, render
-    from headrace.cli._output import console, count_progress
-
     streaming = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
                                           ("--field", args.field)) if value is not None]
     if streaming:
@@ -492,7 +308,7 @@ def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, 
         raise UsageError(f"{ds.path}: a point set is drawn by one process (under MPI only a particles record is "
                          "shared among ranks)")
     frames = range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
-    renderer = render.PointSetRenderer(ds, device=device, camera=args.camera, width=args.width, height=args.height,
+    renderer = PointSetRenderer(ds, device=device, camera=args.camera, width=args.width, height=args.height,
                                        fov=args.fov, background=args.background, threads=args.threads,
                                        camera_frame=frames.start, **options)
     console.print(f"{ds.path}: {renderer.points.describe()}")
@@ -520,7 +336,7 @@ def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, 
                 console.print(budget.said(drawn, len(frames), "frames rendered"))
                 break
             image = draw(frame)
-            render.write_image(folder / f"frame_{frame:05d}.png", image)
+            imaging.write_image(folder / f"frame_{frame:05d}.png", image)
             if args.video:
                 images.append(image)
             drawn += 1
@@ -534,24 +350,20 @@ def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, 
 
 def _write_animation(path: str, images: list, fps: float) -> None:
     """--video, its folder made first if missing."""
-    from headrace import render
-
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    render.write_animation(path, images, fps)
+    imaging.write_animation(path, images, fps)
 
 
 def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
     """Under MPI: every rank draws its share of each frame (by space), composited by depth onto rank 0, which
     writes the images (headrace.sort_last): the single-rank images, bit for bit."""
-    from headrace import sort_last
-
     ignored = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
                                         ("--video", args.video)) if value is not None]
     if ignored:
         raise UsageError(f"{', '.join(ignored)}: under MPI each rank reads its share of a frame with the engine's read "
                          "path and rank 0 writes one image a frame")
     return _render_sort_last(
-        args, ds, lambda frame: sort_last.render_particles(
+        args, ds, lambda frame: render_particles_sort_last(
             ds, frame, device=device, camera=args.camera, field=args.field or "particles", width=args.width,
             height=args.height, fov=args.fov, background=args.background),
         lambda s: f"{s['chunks']} chunks, {s['particles']} particles", "and composited by depth")
@@ -560,11 +372,9 @@ def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str)
 def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
     """Under MPI: every rank ray-marches its slab of each frame (by space), composited front to back onto
     rank 0, which writes the images (headrace.sort_last): the single-rank images up to rounding."""
-    from headrace import sort_last
-
     if args.video is not None:
         raise UsageError("--video: under MPI rank 0 writes one image a frame")
-    slabs = sort_last.VolumeSlabs(ds, device=device, **volume_options(args))
+    slabs = VolumeSlabs(ds, device=device, **volume_options(args))
     return _render_sort_last(
         args, ds, slabs.render,
         lambda s: f"region layers {s['layers'][0]} to {s['layers'][1]}, {s['chunks']} chunks, {s['cells']} cells",
@@ -574,9 +384,6 @@ def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) ->
 def _render_sort_last(args: argparse.Namespace, ds, draw, share, how: str) -> int:
     """Each frame drawn by every rank (draw(frame) -> this rank's image or None, its statistics); rank 0 writes
     the images and, with --stats, each rank's share (share(statistics)) and times."""
-    from headrace import distributed, render
-    from headrace.cli._output import console
-
     job = distributed.ranks()
     frames = [args.frame] if args.frame is not None else list(parse_frames(args.frames, len(ds.frames)))
     if not 0 <= frames[0] < len(ds.frames):
@@ -605,10 +412,6 @@ def _render_sort_last(args: argparse.Namespace, ds, draw, share, how: str) -> in
 def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) -> int:
     """A volume or AMR field: every frame through the engine into the renderer (the `all` stage of headrace
     play), one image each; a frame that fails to load stops the run with its error, no image for it."""
-    from headrace import render
-    from headrace.cli._output import console, count_progress
-    from headrace.volume import VolumeRenderer
-
     frames = [args.frame] if args.frame is not None else list(parse_frames(args.frames, len(ds.frames)))
     if not 0 <= frames[0] < len(ds.frames):
         raise UsageError(f"--frame {frames[0]}: the file has frames 0 to {len(ds.frames) - 1}")
@@ -625,7 +428,7 @@ def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) 
     budget = Budget(args.budget)
     with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
         def keep(frame: int, image) -> bool:
-            render.write_image(folder / f"frame_{frame:05d}.png", image)
+            imaging.write_image(folder / f"frame_{frame:05d}.png", image)
             if args.video:
                 images.append(image)
             advance()

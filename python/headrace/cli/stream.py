@@ -12,14 +12,25 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
+
 import headrace
+from headrace import distributed
 from headrace._ext import QueueStats
-from headrace.bench.harness import write_rows
-from headrace.cli._arguments import Device, Integer, Items, Name, OutputFile, choose_device
-from headrace.cli._budget import Budget, add_budget_argument
-from headrace.cli._arguments import Path as PathArgument
-from headrace.cli._options import add_option_arguments, given_options
+from headrace._files import write_rows
+from headrace.cli._engine_options import add_option_arguments, given_options
 from headrace.cli._output import byte_progress, console, human_bytes, print_json
+from headrace.cli._shared import (
+    Budget,
+    Device,
+    Integer,
+    Items,
+    Name,
+    OutputFile,
+    Path as PathArgument,
+    add_budget_argument,
+    choose_device,
+)
 from headrace.errors import UsageError
 
 MOST_FRAMES_PLAYED = 1_000_000  # frames x --loop: the play order is a list of them
@@ -81,8 +92,6 @@ def summarize(history: list[dict], seconds: float, queue_stats: QueueStats) -> d
 
 def _stored_bytes(ds: headrace.Dataset, fields: list[str], frames: list[int] | None = None) -> int:
     """The stored bytes of these fields over every frame (or these frames): what one pass reads."""
-    import numpy as np
-
     table = ds.container.chunk_table()
     mask = np.isin(table["field"], [ds.container.field_index(name) for name in fields])
     if frames is not None:
@@ -126,8 +135,6 @@ def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: 
 
 
 def run(args: argparse.Namespace) -> int:
-    from headrace import distributed
-
     job = distributed.ranks()
     ds = headrace.open(args.file)
     share = job.frames_of(len(ds.frames)) if job.size > 1 else None

@@ -29,12 +29,25 @@ import math
 import sys
 import time
 
-from headrace.bench.harness import CACHE_STATES
-from headrace.cli._arguments import Integer, OutputFile, Real
-from headrace.cli._budget import add_budget_argument
-from headrace.cli._arguments import Path as PathArgument
-from headrace.cli.bench import add_particle_space_arguments, cache_help
-from headrace.errors import UsageError
+import headrace
+from headrace import tuning
+from headrace._files import write_rows
+from headrace.bench.cases import particles as study
+from headrace.cli._output import console, count_progress
+from headrace.cli._particles import add_particle_space_arguments, expect_particle_container, particle_space
+from headrace.cli._shared import (
+    Integer,
+    OutputFile,
+    Path as PathArgument,
+    Real,
+    add_budget_argument,
+    cache_help,
+    cache_said,
+    expect_cache_state,
+    particle_device,
+)
+from headrace.errors import Error, UsageError
+from headrace.page_cache import CACHE_STATES
 
 __all__ = ["register", "run"]
 
@@ -61,14 +74,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import headrace
-    import headrace.errors
-    from headrace import tune
-    from headrace.bench.cases import particles as study
-    from headrace.bench.harness import write_rows
-    from headrace.cli._output import console, count_progress
-    from headrace.cli.bench import cache_said, expect_cache_state, expect_particle_container, particle_device, particle_space
-
     device = particle_device(args.device, "tuning")
     ds = headrace.open(args.file)
     expect_particle_container(ds)
@@ -92,12 +97,12 @@ def run(args: argparse.Namespace) -> int:
                                   gpu_iterations=2, whole_series=whole_series)
         return result.wall_seconds / result.wall_frames
 
-    grid_size = len(list(study.grid(space)))
+    grid_size = len(list(tuning.grid(space)))
     console.print(f"tuning for {args.budget:g} s over {grid_size} configurations on "
                   f"{'the CPU' if device == 'cpu' else f'GPU {device}'}, {cache_said(args.cache)}"
                   + (f"; then --compare-grid measures the rest of the {grid_size}, each at least "
                      f"{2 * args.wall_seconds:g} s" if args.compare_grid else ""))
-    default = tune.default_configuration(device, codec)
+    default = tuning.default_configuration(device, codec)
     total = math.ceil(args.budget)
     started, shown = time.monotonic(), 0
     with count_progress("tuning (seconds of the budget)", total) as advance:
@@ -112,32 +117,32 @@ def run(args: argparse.Namespace) -> int:
                 shown = max(shown, spent)
 
         try:
-            result = tune.tune(timed, space, args.budget, seed=args.seed, start_with=(default,))
+            result = tuning.tune(timed, space, args.budget, seed=args.seed, start_with=(default,))
             evaluations = list(result.evaluations)  # and --compare-grid's after them
-        except tune.NothingRan as nothing:
+        except tuning.NothingRan as nothing:
             evaluations, result = nothing.evaluations, None
     failed = [e for e in evaluations if "error" in e]
     grid_best: float | None = None  # --compare-grid: the best frame time over the whole space
     grid_measured = 0
     if result is not None and args.compare_grid:
-        measured = {tuple(e[k] for k in ("method", *tune.FACTORS)): e.get("frame_seconds", float("inf"))
+        measured = {tuple(e[k] for k in ("method", *tuning.FACTORS)): e.get("frame_seconds", float("inf"))
                     for e in evaluations if e["method"] in space.methods and e["batch"] in space.batches
                     and e["segments"] in space.segments and e["staging_bytes"] in space.staging_bytes}
-        rest = [c for c in study.grid(space) if tuple(c[k] for k in ("method", *tune.FACTORS)) not in measured]
+        rest = [c for c in tuning.grid(space) if tuple(c[k] for k in ("method", *tuning.FACTORS)) not in measured]
         with count_progress("the rest of the grid", len(rest)) as advance:
             for config in rest:
-                key = tuple(config[k] for k in ("method", *tune.FACTORS))
+                key = tuple(config[k] for k in ("method", *tuning.FACTORS))
                 try:
                     measured[key] = evaluate(config)
                     evaluations.append({**config, "frame_seconds": measured[key]})
-                except headrace.errors.Error as why:
+                except Error as why:
                     measured[key] = float("inf")
                     evaluations.append({**config, "error": str(why)})
                     failed.append(evaluations[-1])
                 advance()
         grid_measured, grid_best = len(measured), min(measured.values())
     if args.out:
-        machine = study.machine()
+        machine = tuning.machine()
         write_rows(args.out, [{"file": ds.path, "device": str(device), "cache": args.cache, **e, **machine}
                               for e in evaluations])
     if failed:
@@ -163,6 +168,6 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         console.print(f"  every configuration measured: {args.out}")
     if not args.no_save:
-        path = tune.save_profile(device, codec, best, result.best_seconds, ds.path)
+        path = tuning.save_profile(device, codec, best, result.best_seconds, ds.path)
         console.print(f"  stored as this machine's profile in {path}")
     return 0

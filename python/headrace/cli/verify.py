@@ -6,8 +6,8 @@ import argparse
 
 import headrace
 from headrace import _ext
-from headrace.cli._arguments import Path
 from headrace.cli._output import byte_progress, console, print_json
+from headrace.cli._shared import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

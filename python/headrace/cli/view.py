@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import argparse
 
-from headrace.cli._arguments import Device, Host, Integer, Real, Size
-from headrace.cli._arguments import Path as PathArgument
+from headrace.cli._shared import Device, Host, Integer, Path as PathArgument, Real, Size
 
 __all__ = ["register", "run"]
 

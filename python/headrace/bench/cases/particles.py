@@ -15,27 +15,30 @@ phases (its algorithm 3, :func:`algorithm3`).
 
 The factors (the paper's): ``method``, ``batch`` (particles per batch), ``segments`` (batches in flight)
 and ``staging_bytes``. :func:`grid` enumerates a space; :func:`sample` draws ``n`` configurations from
-per-factor distributions (the paper's proposed fix: sample the space instead of gridding it).
+per-factor distributions (the paper's proposed fix: sample the space instead of gridding it); the space
+is :mod:`headrace.tuning`'s, which ``headrace tune`` searches.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import platform
-import random
 import statistics
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from headrace._deprecated import moved
 from headrace.bench.harness import uncache
 from headrace.errors import UsageError
 
-__all__ = ["Space", "grid", "sample", "method_unavailable_reason", "renderer_for", "algorithm3", "Overlap", "overlap",
-           "overlap_seconds",
-           "machine", "kvikio_renderer", "BASELINES", "IN_MEMORY", "KEY"]
+__all__ = ["renderer_for", "algorithm3", "Overlap", "overlap", "overlap_seconds", "kvikio_renderer", "BASELINES",
+           "IN_MEMORY", "KEY"]
+
+# The factor space is tuning's (headrace.tuning), which the product searches; its old names here warn
+# for one release.
+__getattr__ = moved(__name__, {name: "headrace.tuning" for name in ("Space", "grid", "sample", "machine")})
 
 # The rows to measure the others against, not ways to stream through headrace: the frame already in GPU
 # memory and the KvikIO peer (no overlap of their own, never a tuned profile).
@@ -48,61 +51,6 @@ IN_MEMORY = ("ram", "ram-pinned", "mmap-all")
 
 # What makes two rows the same configuration (a resumed run skips those already measured).
 KEY = ("file", "device", "cache", "series", "method", "batch", "segments", "staging_bytes")
-
-
-@dataclass(frozen=True)
-class Space:
-    """The factor levels of a study (the paper's: batches of 128k, 500k and 1M particles; 2 to 256 in flight)."""
-
-    methods: tuple[str, ...] = ("ram", "mmap-all", "mmap-segment", "mmap-batch", "pread", "direct", "uring-naive",
-                                "uring-batched")
-    batches: tuple[int, ...] = (128_000, 500_000, 1_000_000)
-    segments: tuple[int, ...] = (2, 4, 16, 64, 256)
-    staging_bytes: tuple[int, ...] = (64 << 20, 256 << 20, 1 << 30)
-
-
-def grid(space: Space) -> Iterator[dict[str, Any]]:
-    for method in space.methods:
-        for batch in space.batches:
-            for segments in space.segments:
-                for staging in space.staging_bytes:
-                    yield dict(method=method, batch=batch, segments=segments, staging_bytes=staging)
-
-
-def sample(space: Space, n: int, seed: int = 0) -> Iterator[dict[str, Any]]:
-    """``n`` distinct configurations: the method and the staging size uniform over their levels, the batch
-    size log-uniform between the smallest and largest level, the segments log-uniform over powers of two."""
-    rng = random.Random(seed)
-    seen: set[tuple[Any, ...]] = set()
-    low, high = math.log(min(space.batches)), math.log(max(space.batches))
-    lo_seg, hi_seg = int(math.log2(min(space.segments))), int(math.log2(max(space.segments)))
-    for _ in range(100 * n):
-        if len(seen) == n:
-            return
-        config = dict(method=rng.choice(space.methods), batch=int(round(math.exp(rng.uniform(low, high)), -3)),
-                      segments=2 ** rng.randint(lo_seg, hi_seg), staging_bytes=rng.choice(space.staging_bytes))
-        key = tuple(config.values())
-        if key not in seen:
-            seen.add(key)
-            yield config
-
-
-def machine() -> dict[str, Any]:
-    """What the row was measured on: CPU, cores, memory, GPU, kernel."""
-    from headrace import _ext
-
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as info:
-            cpu = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    environment = _ext.gpu_environment()
-    gpus = environment.get("gpus") or []
-    gpu = "; ".join(str(d.get("name", d)) for d in gpus) if gpus else "none"
-    return {"machine_cpu": cpu, "machine_cores": os.cpu_count(), "machine_memory_gib": round(memory, 1),
-            "machine_gpu": gpu, "machine_kernel": platform.release()}
 
 
 @dataclass
@@ -130,35 +78,9 @@ class Algorithm3:
                 "particles_per_frame": self.particles_per_frame, "batches_per_frame": self.batches_per_frame}
 
 
-def method_unavailable_reason(method: str, path: str, device: int | str) -> str | None:
-    """Why streaming ``method`` (:data:`headrace.render.METHODS`, or the ``kvikio`` peer) cannot run on
-    ``device`` ("cpu" or a GPU ordinal) for the file at ``path`` on this machine, or None when it can.
-    ``auto`` is the engine's read path: it takes whatever this machine offers (io_uring with O_DIRECT,
-    O_DIRECT on threads, buffered reads; the fallback said in the queue's description), so it always
-    runs, except under strict settings (``HEADRACE_STRICT``) where a missing O_DIRECT or io_uring is
-    an error; every other method needs its backend (liburing, cuFile) here."""
-    from headrace import _ext, queue_options
-    from headrace.render import GPU_METHODS, METHODS
-
-    if device == "cpu" and (method in GPU_METHODS or method == "kvikio"):
-        return "GPU only: this run is on the CPU"
-    if method == "kvikio":
-        return None  # its own libraries are imported when it runs, and a missing one is said in its row
-    backend = METHODS[method][0]
-    if backend != "auto":
-        return _ext.backend_unavailable_reason(backend, path)
-    if not queue_options().strict:
-        return None
-    for kind, reads in (("direct", "O_DIRECT"), ("uring", "io_uring")):
-        reason = _ext.backend_unavailable_reason(kind, path)
-        if reason is not None:
-            return f"strict settings forbid the read path's fallback ({reads} unavailable: {reason})"
-    return None
-
-
 def renderer_for(dataset: Any, config: dict[str, Any], *, device: int | str, width: int, height: int) -> Any:
     """The StreamingRenderer of one configuration (method, batch, segments, staging_bytes)."""
-    from headrace.render import StreamingRenderer
+    from headrace.workloads.particles import StreamingRenderer
 
     return StreamingRenderer(dataset, method=config["method"], device=device, batch=config["batch"],
                              segments=config["segments"], staging_bytes=config["staging_bytes"], width=width, height=height)
@@ -292,12 +214,12 @@ def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height
     import kvikio  # type: ignore[import]  # GPU machines only
 
     from headrace import _ext
-    from headrace.render import _camera, _packed, parse_camera
+    from headrace.imaging import camera_spec, packed_background, parse_camera
 
     field = [f.name for f in dataset.fields].index("particles")
     table = dataset.container.chunk_table()
-    view = _camera(width, height, 45.0, **parse_camera(camera, dataset.frames[0].bbox))
-    native = _ext.FrameRenderer(view, _packed((0, 0, 0)), int(device), 0)
+    view = camera_spec(width, height, 45.0, **parse_camera(camera, dataset.frames[0].bbox))
+    native = _ext.FrameRenderer(view, packed_background((0, 0, 0)), int(device), 0)
 
     class KvikioRenderer:
         def __init__(self) -> None:

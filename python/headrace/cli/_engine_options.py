@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from headrace import _ext
-from headrace.cli._arguments import Bounded, Size
+from headrace.cli._shared import Bounded, Size
 from headrace.settings import KNOBS, QUEUE_OPTIONS, io_settings, queue_options
 
 __all__ = ["add_option_arguments", "given_options"]

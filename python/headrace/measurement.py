@@ -1,0 +1,102 @@
+"""Timed repeats of one case under a page-cache state (:mod:`headrace.page_cache`): the clock of every
+measurement headrace reports, the ``read`` command's and the lab's (:mod:`headrace.bench.harness`)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from headrace import page_cache
+from headrace._files import write_rows
+from headrace.page_cache import CacheState
+
+__all__ = ["Measurement", "measure", "write_csv"]
+
+
+@dataclass
+class Measurement:
+    """Repeated timings of one case; throughput in GB/s (1e9 bytes per second)."""
+
+    case: str
+    bytes: int
+    seconds: list[float]
+    cache: CacheState
+    cache_method: str
+    # What each study records with a case (names, numbers, knob dicts); it reads back what it put there.
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best_gbps(self) -> float:
+        return self.bytes / min(self.seconds) / 1e9
+
+    @property
+    def median_gbps(self) -> float:
+        return self.bytes / statistics.median(self.seconds) / 1e9
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median of the repeat times: the noise bound of this measurement."""
+        return (max(self.seconds) - min(self.seconds)) / statistics.median(self.seconds)
+
+    def as_row(self) -> dict[str, object]:
+        row = {k: v for k, v in asdict(self).items() if k not in ("seconds", "parameters")}
+        row.update(self.parameters)
+        row.update(
+            repeats=len(self.seconds),
+            seconds_min=min(self.seconds),
+            seconds_median=statistics.median(self.seconds),
+            best_gbps=round(self.best_gbps, 4),
+            median_gbps=round(self.median_gbps, 4),
+            spread=round(self.spread, 4),
+        )
+        return row
+
+
+def measure(
+    case: str,
+    body: Callable[[], int],
+    *,
+    files: Sequence[str],
+    cache: CacheState,
+    repeats: int = 3,
+    parameters: dict[str, Any] | None = None,
+    setup: Callable[[], None] | None = None,
+    prepare_cache: Callable[[], str] | None = None,
+    go_on: Callable[[int], bool] | None = None,
+) -> Measurement:
+    """Runs ``body`` ``repeats`` times, preparing the cache state before each; body returns bytes moved.
+
+    ``setup`` runs before the cache state is prepared, untimed: it opens what must be opened anew for a
+    cold repeat (a whole-file mapping keeps its pages resident through a page-cache drop).
+    ``prepare_cache`` replaces the preparation of ``cache`` before every repeat (a state between cold and
+    hot, e.g. part of the file cached); it returns how, which is recorded. ``go_on(repeats_done)``,
+    asked before each repeat after the first, ends the measurement early when false (a time budget).
+    """
+    if repeats < 1:
+        raise ValueError("repeats must be >= 1")
+    seconds: list[float] = []
+    moved = 0
+    method = ""
+    for repeat in range(repeats):
+        if repeat and go_on is not None and not go_on(repeat):
+            break
+        if setup is not None:
+            setup()
+        if prepare_cache is not None:
+            method = prepare_cache()
+        elif cache != "hot":
+            method = page_cache.uncache(files, cache)
+        elif repeat == 0:  # hot: one read fills the cache for every repeat
+            method = page_cache.warm_page_cache(files)
+        start = time.perf_counter()
+        moved = body()
+        seconds.append(time.perf_counter() - start)
+    return Measurement(case, moved, seconds, cache, method, dict(parameters or {}))
+
+
+def write_csv(path: str, measurements: Sequence[Measurement]) -> None:
+    """Writes one row per measurement (temporary file + rename)."""
+    write_rows(path, [m.as_row() for m in measurements])
