@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issue 15's run on the GPU machine (device tool), from the repo root, results under $OUT:
 #   bash bench/user_stream_on_device.sh setup build udev data user
-#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned unpinnedsweep fresh halfprobe diskqueue hotprobe
-#    timeline stagingmem copystreams freshcold renderbatch)
+#   (phases: setup build udev tests gputests data probe user render diskinfo sweep parity unpinned unpinnedsweep
+#    renderbatch; issue 15's one-off probes were retired in issue 36, their findings in docs/results.md)
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger; docs/results.md says how they are fetched).
 source "$(dirname "$0")/device_session.sh"
@@ -43,64 +43,12 @@ render() {
     --out "$OUT/render-100m.csv" | tail -12
 }
 
-fresh() {
-  # The second run of a script: one pass over the hot file in a new process each time, headrace's
-  # defaults against KvikIO (POSIX mode), the clock from before the import to the end of the pass.
-  cat "$work/particles.hrc" > /dev/null
-  local i
-  for i in 1 2 3; do
-    python3 -c "
-import time; start = time.perf_counter()
-import cupy, headrace
-ds = headrace.open('$work/particles.hrc'); s = cupy.cuda.get_current_stream(); raw = 0
-with ds.stream(device=0) as frames:
-    for f in frames:
-        cupy.from_dlpack(f['particles']); raw += f.stats.raw_bytes; f.release(stream=s.ptr)
-s.synchronize(); print(f'fresh process, headrace defaults: {raw / (time.perf_counter() - start) / 1e9:.2f} GB/s')"
-    python3 -c "
-import time; start = time.perf_counter()
-import cupy, kvikio, kvikio.defaults, headrace
-ds = headrace.open('$work/particles.hrc'); size = ds.container.index_offset - 4096
-b = cupy.empty(size, dtype=cupy.uint8)
-with kvikio.defaults.set({'compat_mode': True, 'num_threads': 16, 'task_size': 16 << 20}):
-    with kvikio.CuFile('$work/particles.hrc', 'r') as f: f.pread(b, size, 4096).get()
-cupy.cuda.runtime.deviceSynchronize(); print(f'fresh process, KvikIO POSIX: {size / (time.perf_counter() - start) / 1e9:.2f} GB/s')"
-  done
-}
 
-halfprobe() {
-  # Per frame of a cold and a half-cached pass: when it was handed out, where its bytes came from.
-  within 120 python3 bench/half_cached_probe.py "$work/particles.hrc" --rounds 2
-}
 
-diskqueue() {
-  # How each reader keeps the disk busy in a cold pass: the block device's counters around each.
-  within 240 python3 bench/disk_queue_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}" \
-    --options '{"staging_bytes": 1073741824}' '{"cache_policy": "use"}' 
-}
 
-timeline() {
-  # One pass flight by flight (Queue.flight_timeline): the page cache's lane of a file not page-locked
-  # (default staging, 1 GiB, no checksums), and the disk's lane cold.
-  within 300 python3 bench/flight_timeline_probe.py "$work/particles.hrc" --states hot,cold --out "$OUT/timeline" \
-    --options '{"pin_files": "off"}' '{"pin_files": "off", "staging_bytes": 1073741824}' \
-      '{"pin_files": "off", "verify_checksums": false}'
-}
 
-stagingmem() {
-  # Which page-locked memory staging should be: time to make it, O_DIRECT reads into it.
-  within 200 python3 bench/staging_memory_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}"
-}
 
-copystreams() {
-  # Reads of the hot file and H2D copies at once: the copies on one stream or on several.
-  within 200 python3 bench/copy_streams_probe.py "$work/particles.hrc" --rounds "${ROUNDS:-3}"
-}
 
-freshcold() {
-  # The first run of a script on a cold file: a new process per pass, staging in huge pages or not.
-  within 200 python3 bench/fresh_cold_pass.py "$work/particles.hrc" --rounds "${ROUNDS:-3}" --out "$OUT/freshcold"
-}
 
 renderbatch() {
   # The render loop's default method under flights of more requests (its 128 KB chunks from a
@@ -120,9 +68,6 @@ for r in csv.DictReader(open('$OUT/render-batch$batch-$i.csv')): print('max_batc
   done
 }
 
-hotprobe() {
-  within 200 python3 bench/hot_path_probe.py "$work/particles.hrc" --rounds 3
-}
 
 source "$(dirname "$0")/cold_sweep.sh"
 

@@ -43,7 +43,6 @@ exajet() {
   [[ -f $work/exajet.hrc ]] || within 400 python3 -m headrace generate amr "$work/exajet.hrc" --cells 650000000 \
     --levels 4 --frames 4 --seed 7 | tail -1
   sync
-  within 90 python3 bench/volume_render_rates.py "$work/exajet.hrc"
   within 150 python3 -m headrace play "$work/exajet.hrc" --device 0 --stages overlap,all --cache hot --loops 4 $size \
     --record "$OUT/exajet-hot.json" --timeline "$OUT/exajet-hot.png"
   # Steps no shorter than a pixel's footprint (cells finer than a pixel are not sampled more finely along
