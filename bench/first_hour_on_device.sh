@@ -29,7 +29,7 @@ gridorder() {
     --frames 2 | tail -1
   [[ -f $work/volume-linear.hrc ]] || within 120 python3 -m headrace generate volume "$work/volume-linear.hrc" \
     --dims 1024 512 384 --frames 2 | tail -1
-  within 150 python3 bench/grid_order_probe.py "$work/flow-blocks.hrc" "$work/volume-linear.hrc" --repeats 5 \
+  within 150 python3 -m headrace.bench.cases.grid_order "$work/flow-blocks.hrc" "$work/volume-linear.hrc" --repeats 5 \
     --csv "$OUT/grid_order.csv"
 }
 

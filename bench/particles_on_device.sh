@@ -8,7 +8,7 @@
 #   bash bench/particles_on_device.sh setup build gputests data series plots   (a series against single frames)
 #   bash bench/particles_on_device.sh setup build data factors plots   (in flight 2 to 256; a sample against the grid)
 # `ceilings` measures this call's yardsticks (the disk by `headrace probe`, the H2D paths by
-# bench/h2d_ceilings.py), which `plots` sets the study's throughput against.
+# headrace.bench.cases.h2d_ceilings), which `plots` sets the study's throughput against.
 # carry [".carry", ".whl"]: the -dev packages for the build and the wheels the image lacks (KvikIO, nvCOMP).
 # Data: seed 000's particles (8 float32 each, a third of the unit box filled), 1 M and 10 M per frame,
 # 4 frames, chunks of 4000 particles so that batches of 128k, 500k and 1M particles are whole chunks.
@@ -59,7 +59,7 @@ ceilings() {  # this call's yardsticks: the disk, cold (O_DIRECT), and the H2D p
   python3 -m headrace probe "$work/p10000000.hrc" --patterns sequential --block-sizes 1M,4M --queue-depths 16,64 \
     --threads 1,4 --seconds 1 --json > "$OUT/ceiling.json" 2> build/device-probe.log || { tail build/device-probe.log; return 1; }
   python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ceiling_line'])" "$OUT/ceiling.json"
-  python3 bench/h2d_ceilings.py "$work/p10000000.hrc" > "$OUT/h2d.json" || return 1
+  python3 -m headrace.bench.cases.h2d_ceilings "$work/p10000000.hrc" --csv "$OUT/h2d.csv" > "$OUT/h2d.json" || return 1
   python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('H2D GB/s: pinned', round(d['pinned_alloc']['best_gbps'], 1), \
     'page-locked file', {k: round(v['best_gbps'], 1) for k, v in d['pinned_file'].items() if k != 'bytes'}, \
     'its chunks one copy each', round(d['chunks']['one_copy_each']['best_gbps'], 1), \

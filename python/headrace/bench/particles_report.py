@@ -12,9 +12,9 @@ peer does (the in-memory methods are reported beside it, not compared). A sample
 bench particles --sample N``) is listed by its best configurations and set against the grid's best.
 
 With ``--ceiling probe.json`` (``headrace probe --json`` of the same call) and ``--h2d h2d.json``
-(``bench/h2d_ceilings.py``), each table also gives its throughput over the yardstick of its cache state:
-cold, the best file reader's stored bytes per second over the disk's O_DIRECT ceiling; hot, ram-pinned's
-over the H2D rate from a page-locked file.
+(``python3 -m headrace.bench.cases.h2d_ceilings``), each table also gives its throughput over the
+yardstick of its cache state: cold, the best file reader's stored bytes per second over the disk's
+O_DIRECT ceiling; hot, ram-pinned's over the H2D rate from a page-locked file.
 
 Where this comes from: the tables are those of Müller and Ertl, "Quantifying Performance Gains of
 DirectStorage for the Visualisation of Time-Dependent Particle Data Sets" (docs/particles.md).
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", nargs="+", metavar="RESULTS.csv")
     parser.add_argument("--ceiling", metavar="PROBE.json", help="headrace probe --json of the same call")
-    parser.add_argument("--h2d", metavar="H2D.json", help="bench/h2d_ceilings.py of the same call")
+    parser.add_argument("--h2d", metavar="H2D.json", help="headrace.bench.cases.h2d_ceilings of the same call")
     args = parser.parse_args(argv)
     rows = [row for path in args.results for row in read_rows(path)]
     loaded = [json.loads(Path(p).read_text()) if p else None for p in (args.ceiling, args.h2d)]

@@ -4,21 +4,23 @@ streamed hot into GPU memory with every default (``ds.stream(device=0)``, each f
 ``stored_order=True`` (the elements as stored, no gather) and a grid-order volume (a view, no gather),
 each as GB/s of the frames' bytes, in one process, alternating, through the harness's clock.
 
-    python3 bench/grid_order_probe.py BLOCKED.hrc LINEAR.hrc [--repeats 5] [--csv out.csv]
+    python3 -m headrace.bench.cases.grid_order BLOCKED.hrc LINEAR.hrc [--repeats 5] [--csv out.csv]
 """
 
 from __future__ import annotations
 
 import argparse
 
-import cupy
-
 import headrace
 from headrace.bench.harness import measure, warm_page_cache, write_csv
+
+__all__ = ["main", "stream_all"]
 
 
 def stream_all(path: str, **options: object) -> int:
     """One pass over the file's frames; the bytes handed to the consumer."""
+    import cupy  # type: ignore[import]  # GPU machines only
+
     ds = headrace.open(path)
     moved = 0
     with ds.stream(device=0, **options) as frames:
@@ -31,13 +33,13 @@ def stream_all(path: str, **options: object) -> int:
     return moved
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("blocked")
     parser.add_argument("linear")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--csv", default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     cases = {"blocks, natural (gathered)": (args.blocked, {}),
              "blocks, stored_order=True": (args.blocked, {"stored_order": True}),
              "linear volume, natural (a view)": (args.linear, {})}
@@ -56,7 +58,8 @@ def main() -> None:
               f"{runs[0].bytes / 1e9:.2f} GB a pass", flush=True)
     if args.csv:
         write_csv(args.csv, results)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
