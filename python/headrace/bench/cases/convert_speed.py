@@ -1,8 +1,11 @@
-"""``headrace convert``'s speed and memory, every reader: ``python3 bench/convert_speed.py DIR SIZE
-[--frame BYTES] [FORMAT ...]`` (sizes in bytes or with K/M/G) makes each input in a child process, converts
-it in another, and prints the input's GB/s and the conversion's peak memory (its ru_maxrss), then removes
-both. The input was just written, so it is read from the page cache (hot): the numbers are the
-converter's, not the disk's. A ``--frame`` larger than the peak memory shows a frame converting in
+"""``headrace convert``'s speed and memory, every reader:
+
+    python3 -m headrace.bench.cases.convert_speed DIR SIZE [--frame BYTES] [FORMAT ...] [--csv out.csv]
+
+(sizes in bytes or with K/M/G) makes each input in a child process, converts it in another, timed there
+by the harness, and prints the input's GB/s and the conversion's peak memory, then removes both. The
+input was just written, so it is read from the page cache (hot): the numbers are the converter's, not
+the disk's. A ``--frame`` larger than the peak memory shows a frame converting in
 pieces (bounded memory); VTK files are read whole by the vtk library, a frame at a time.
 
 ``make_<format>(path, size)`` writes an input of about ``size`` bytes of values at ``path`` with the
@@ -14,15 +17,24 @@ size is smaller (one frame then); values are seeded uniform noise, so compressed
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from headrace.bench.harness import Measurement, measure, write_csv
+from headrace.sizes import parse_size
+from headrace.testing.mmpld_writer import ColourType, MmpldFrame, ParticleList, VertexType, write_mmpld
+
+__all__ = ["CONVERT_OPTIONS", "MAKERS", "main"]
 
 FRAME_BYTES = 64 << 20  # a 256^3 float32 grid
 SLAB_BYTES = 32 << 20  # written at a time
@@ -60,6 +72,7 @@ def _slabs(shape: tuple[int, int, int], seed: int) -> Iterator[tuple[slice, np.n
 
 def make_hdf5(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     """``/step_N/density`` datasets, one float32 grid per step, contiguous."""
+    # Deferred: h5py is optional; only this format's input needs it.
     import h5py
 
     frames, shape = _grid(size, frame_bytes)
@@ -73,6 +86,7 @@ def make_hdf5(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
 
 def make_h5part(path: Path, size: int, steps: int = 4) -> Path:
     """H5Part steps of particles: x, y, z, vx, vy, vz float32 and id int64 (32 bytes a particle)."""
+    # Deferred: h5py is optional; only this format's input needs it.
     import h5py
 
     particles = max(1, size // (32 * steps))
@@ -95,6 +109,7 @@ def make_h5part(path: Path, size: int, steps: int = 4) -> Path:
 def make_netcdf(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     """NetCDF-4 ``density(time, z, y, x)`` float32 over an unlimited time, with uniform coordinates, in
     chunks of about 32 MiB one frame deep."""
+    # Deferred: netCDF4 is optional; only this format's input needs it.
     import netCDF4
 
     frames, shape = _grid(size, frame_bytes)
@@ -116,6 +131,7 @@ def make_netcdf(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
 
 def make_zarr(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     """A zarr format 3 group with ``density(time, z, y, x)`` float32, chunked one frame deep (default codecs)."""
+    # Deferred: zarr is optional; only this format's input needs it.
     import zarr
 
     frames, shape = _grid(size, frame_bytes)
@@ -140,8 +156,6 @@ def make_raw_particles(path: Path, size: int) -> Path:
 
 def make_mmpld(path: Path, size: int, frames: int = 4) -> Path:
     """MegaMol MMPLD 1.3: ``frames`` frames of one list, float xyz and uint8 rgba (16 bytes a particle)."""
-    from headrace.testing.mmpld_writer import ColourType, MmpldFrame, ParticleList, VertexType, write_mmpld
-
     particles = max(1, size // (16 * frames))
     rng = np.random.default_rng(0)
     lists = [MmpldFrame([ParticleList(VertexType.FLOAT_XYZ, ColourType.UINT8_RGBA,
@@ -191,6 +205,7 @@ def _write_raw(writer: Any, path: Path, data: Any) -> None:
 
 def make_vti(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     """A folder of ``.vti`` images (raw appended data), one a frame: vtk holds a frame whole."""
+    # Deferred: vtk is optional and slow to import; only this format's input needs it.
     from vtkmodules.util.numpy_support import numpy_to_vtk
     from vtkmodules.vtkCommonDataModel import vtkImageData
     from vtkmodules.vtkIOXML import vtkXMLImageDataWriter
@@ -211,6 +226,7 @@ def make_vti(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
 def make_vtp(path: Path, size: int, frames: int = 4) -> Path:
     """A folder of ``.vtp`` point sets (float32 points, a float32 x 3 velocity, raw appended data), one a
     frame, 24 bytes a point: vtk holds a frame whole."""
+    # Deferred: vtk is optional and slow to import; only this format's input needs it.
     from vtkmodules.util.numpy_support import numpy_to_vtk
     from vtkmodules.vtkCommonCore import vtkPoints
     from vtkmodules.vtkCommonDataModel import vtkPolyData
@@ -241,12 +257,10 @@ SUFFIXES = {"hdf5": ".h5", "h5part": ".h5part", "netcdf": ".nc", "zarr": ".zarr"
 FRAMED = ("hdf5", "netcdf", "zarr", "npy", "bov", "vti")  # grids: frame_bytes applies
 
 
-def _converted(code: str) -> tuple[float, int, int]:
-    """Runs ``code`` (which prints its seconds) in a child process; returns the seconds and the child's
-    peak anonymous memory (its own: buffers, arrays) and peak resident set (with the file pages it
-    mapped, which the kernel can take back), sampled from /proc every 20 ms."""
-    import time
-
+def _converted(code: str) -> tuple[Measurement, int, int]:
+    """Runs ``code`` (which prints its measurement as JSON) in a child process; returns the measurement and
+    the child's peak anonymous memory (its own: buffers, arrays) and peak resident set (with the file pages
+    it mapped, which the kernel can take back), sampled from /proc every 20 ms."""
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     anonymous = resident = 0
     while child.poll() is None:
@@ -261,7 +275,7 @@ def _converted(code: str) -> tuple[float, int, int]:
     out, _ = child.communicate()
     if child.returncode != 0:
         raise subprocess.CalledProcessError(child.returncode, code)
-    return float(out.split()[-1]), anonymous, resident
+    return Measurement(**json.loads(out.splitlines()[-1])), anonymous, resident
 
 
 def _input_bytes(path: Path) -> int:
@@ -270,62 +284,82 @@ def _input_bytes(path: Path) -> int:
     return path.stat().st_size
 
 
-def write_ceiling(folder: str, size: int) -> float:
-    """GB/s of writing ``size`` bytes to a file in ``folder`` and fsyncing it: a conversion writes its
-    output so, so it cannot be faster (the ratio each conversion is printed against)."""
-    import time
-
+def write_ceiling(folder: str, size: int) -> Measurement:
+    """Writing ``size`` bytes to a file in ``folder`` and fsyncing it: a conversion writes its output so,
+    so it cannot be faster (the ratio each conversion is printed against)."""
     path = Path(folder) / "ceiling.bin"
     block = np.random.default_rng(0).bytes(SLAB_BYTES)
-    started = time.perf_counter()
-    with open(path, "wb") as out:
-        for _ in range(max(1, size // SLAB_BYTES)):
-            out.write(block)
-        out.flush()
-        os.fsync(out.fileno())
-    seconds = time.perf_counter() - started
-    written = path.stat().st_size
-    os.remove(path)
-    return written / 1e9 / seconds
+
+    def write() -> int:
+        with open(path, "wb") as out:
+            for _ in range(max(1, size // SLAB_BYTES)):
+                out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        return path.stat().st_size
+
+    try:
+        return measure("write ceiling", write, files=[], cache="hot", repeats=1, prepare_cache=lambda: "a write, fsynced")
+    finally:
+        os.remove(path)
 
 
-def main(folder: str, size: int, frame_bytes: int, formats: list[str]) -> None:
+# The child that converts: the harness's clock around headrace.convert.convert, its input just written
+# (in the page cache: the numbers are the converter's, not the disk's), the measurement as JSON.
+CONVERT = """
+import dataclasses, json
+from headrace.bench.harness import measure
+from headrace.convert import convert
+def body():
+    convert({given!r}, {output!r}, format={name!r}, **{options!r})
+    return {bytes_in}
+measured = measure({name!r}, body, files=[], cache="hot", repeats=1, prepare_cache=lambda: "written just before")
+print(json.dumps(dataclasses.asdict(measured)))
+"""
+
+
+def run(folder: str, size: int, frame_bytes: int, formats: list[str]) -> list[Measurement]:
     """Make each input in one child process and convert it in another, which reports its time and peak
     memory (a child keeps the peak of the process it was forked from, so this one stays small)."""
-    bench = os.path.dirname(os.path.abspath(__file__))
     ceiling = write_ceiling(folder, size)
-    print(f"ceiling: writing and fsyncing {size / 1e9:.3f} GB here at {ceiling:.2f} GB/s")
+    print(f"ceiling: writing and fsyncing {ceiling.bytes / 1e9:.3f} GB here at {ceiling.best_gbps:.2f} GB/s")
+    measurements = [ceiling]
     for name in formats or list(MAKERS):
         source = Path(folder) / f"input{SUFFIXES[name]}"
         output = Path(folder) / f"{name}.hrc"
-        make = (f"import sys; sys.path.insert(0, {bench!r}); import convert_speed as cases; "
-                f"cases.MAKERS[{name!r}](cases.Path({str(source)!r}), {size}"
+        make = (f"from pathlib import Path; from headrace.bench.cases.convert_speed import MAKERS; "
+                f"MAKERS[{name!r}](Path({str(source)!r}), {size}"
                 + (f", frame_bytes={frame_bytes})" if name in FRAMED else ")"))
         subprocess.run([sys.executable, "-c", make], check=True)
         given = source / "*.bov" if name == "bov" else source  # the headers, not their data files
-        convert = ("import time; from headrace.convert import convert; started = time.perf_counter(); "
-                   f"convert({str(given)!r}, {str(output)!r}, format={name!r}, **{CONVERT_OPTIONS[name]!r}); "
-                   "print(time.perf_counter() - started)")
-        seconds, anonymous, resident = _converted(convert)
-        bytes_in = _input_bytes(source)
-        print(f"{name}: {bytes_in / 1e9:.3f} GB in {seconds:.2f} s = {bytes_in / 1e9 / seconds:.2f} GB/s "
-              f"({bytes_in / 1e9 / seconds / ceiling:.2f} x the ceiling); peak memory "
+        measured, anonymous, resident = _converted(CONVERT.format(
+            given=str(given), output=str(output), name=name, options=CONVERT_OPTIONS[name], bytes_in=_input_bytes(source)))
+        measured.parameters.update(peak_anonymous_bytes=anonymous, peak_resident_bytes=resident)
+        measurements.append(measured)
+        gbps = measured.best_gbps
+        print(f"{name}: {measured.bytes / 1e9:.3f} GB in {min(measured.seconds):.2f} s = {gbps:.2f} GB/s "
+              f"({gbps / ceiling.best_gbps:.2f} x the ceiling); peak memory "
               f"{anonymous / 2**20:.0f} MiB of its own ({resident / 2**20:.0f} MiB resident with mapped input pages)")
         os.remove(output)
         shutil.rmtree(source) if source.is_dir() else os.remove(source)
+    return measurements
 
 
-if __name__ == "__main__":
-    import argparse
-
-    from headrace.sizes import parse_size
-
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", help="where the inputs and outputs are written (and removed)")
     parser.add_argument("size", type=parse_size, help="bytes of values per input (64M, 4G, ...)")
     parser.add_argument("--frame", type=parse_size, default=FRAME_BYTES, help="bytes of a grid frame")
+    parser.add_argument("--csv", help="every measurement (the ceiling and each conversion), one row each")
     parser.add_argument("formats", nargs="*", metavar="FORMAT", help=f"of {', '.join(MAKERS)} (default: all)")
-    args = parser.parse_intermixed_args()
+    args = parser.parse_intermixed_args(argv)
     if set(args.formats) - set(MAKERS):
         parser.error(f"unknown formats {', '.join(sorted(set(args.formats) - set(MAKERS)))}")
-    main(args.folder, args.size, args.frame, args.formats)
+    measurements = run(args.folder, args.size, args.frame, args.formats)
+    if args.csv:
+        write_csv(args.csv, measurements)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
