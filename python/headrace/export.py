@@ -49,6 +49,11 @@ from typing import Any, Union
 
 import numpy as np
 
+from headrace import errors
+from headrace.amr import topology_of
+from headrace.convert.vtk import POSITION_FIELD
+from headrace.dataset import open as open_dataset
+
 __all__ = ["Compression", "FrameSelection", "VtkExport", "select_frames", "to_vtk", "PARTICLE_RECORD_ARRAYS"]
 
 # Which frames: all (None), one index, a slice or indices; negative indices count from the end.
@@ -81,8 +86,6 @@ class VtkExport:
 def select_frames(count: int, frames: FrameSelection, path: os.PathLike | str) -> list[int]:
     """The frame indices ``frames`` selects of ``count`` (all for ``None``); ``UsageError`` for an index
     out of range or a selection of no frame."""
-    from headrace import errors
-
     span = f"0 to {count - 1}, or -{count} to -1 from the end" if count else "none"
     if frames is None:
         chosen = list(range(count))
@@ -118,15 +121,12 @@ def to_vtk(
     one per particle or not one value per AMR cell, unknown fields or frames, frames that share a time, or
     an output folder in the way.
     """
-    import headrace
-    from headrace import errors
-
     try:
         kind = Compression(compression)
     except ValueError:
         known = ", ".join(c.value for c in Compression)
         raise errors.UsageError(f"unknown compression {compression!r} (one of {known})") from None
-    ds = headrace.open(path)
+    ds = open_dataset(path)
     indices = select_frames(len(ds.frames), frames, ds.path)
     _check_times(ds, indices)
     plan: _GridPlan | _AmrPlan | _ParticlePlan
@@ -155,8 +155,6 @@ def to_vtk(
 
 def _check_times(ds: Any, indices: list[int]) -> None:
     """ParaView shows datasets of one timestep together, as parts of one step: frames need their own times."""
-    from headrace import errors
-
     seen: dict[float, int] = {}
     for index in indices:
         time = ds.frames[index].time
@@ -167,8 +165,6 @@ def _check_times(ds: Any, indices: list[int]) -> None:
 
 
 def _chosen_fields(ds: Any, fields: Sequence[str] | None) -> list[str]:
-    from headrace import errors
-
     names = [field.name for field in ds.fields]
     if fields is None:
         return names
@@ -184,8 +180,6 @@ class _GridPlan:
     suffix = "vti"
 
     def __init__(self, ds: Any, fields: Sequence[str] | None, indices: list[int]) -> None:
-        from headrace import errors
-
         self.ds = ds
         attributes = ds.attributes
         self.dims = tuple(int(d) for d in attributes["grid_dims"])
@@ -202,6 +196,7 @@ class _GridPlan:
                         f"point ({' x '.join(map(str, self.dims))}); leave it out with --fields")
 
     def dataset(self, index: int) -> Any:
+        # vtk (optional, slow to import): loaded only when VTK files are read or written
         from vtkmodules.vtkCommonDataModel import vtkImageData
 
         image = vtkImageData()
@@ -227,9 +222,6 @@ class _AmrPlan:
     suffix = "vthb"
 
     def __init__(self, ds: Any, fields: Sequence[str] | None, indices: list[int]) -> None:
-        from headrace import errors
-        from headrace.amr import topology_of
-
         self.ds = ds
         topology = topology_of(ds.attributes, ds.path)
         assert topology is not None  # layout "amr" always describes one (or topology_of raised)
@@ -249,6 +241,7 @@ class _AmrPlan:
         self.blocks_per_level = np.bincount(topology.bricks[:, 0], minlength=topology.levels).tolist()
 
     def dataset(self, index: int) -> Any:
+        # vtk (optional, slow to import): loaded only when VTK files are read or written
         from vtkmodules.vtkCommonDataModel import vtkAMRBox, vtkOverlappingAMR, vtkUniformGrid
 
         topology = self.topology
@@ -300,9 +293,6 @@ class _ParticlePlan:
     suffix = "vtp"
 
     def __init__(self, ds: Any, fields: Sequence[str] | None, indices: list[int]) -> None:
-        from headrace import errors
-        from headrace.convert.vtk import POSITION_FIELD
-
         self.ds = ds
         by_name = {field.name: field for field in ds.fields}
         position = by_name.get(POSITION_FIELD)
@@ -335,6 +325,7 @@ class _ParticlePlan:
                         f"particle ({count}); leave it out with --fields")
 
     def dataset(self, index: int) -> Any:
+        # vtk (optional, slow to import): loaded only when VTK files are read or written
         from vtkmodules.util.numpy_support import numpy_to_vtk
         from vtkmodules.vtkCommonCore import vtkPoints
         from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
@@ -360,6 +351,7 @@ class _ParticlePlan:
 
 def _vtk_array(name: str, values: np.ndarray) -> Any:
     """``values`` ((n, c)) as a vtk array named ``name``, sharing their memory (vtk keeps a reference)."""
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.util.numpy_support import numpy_to_vtk
 
     columns = values.shape[1] if values.ndim == 2 else 1
@@ -369,6 +361,7 @@ def _vtk_array(name: str, values: np.ndarray) -> Any:
 
 
 def _write_dataset(dataset: Any, suffix: str, path: Path, compression: Compression) -> None:
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.vtkIOXML import vtkXMLImageDataWriter, vtkXMLPolyDataWriter, vtkXMLUniformGridAMRWriter
 
     writers = {"vti": vtkXMLImageDataWriter, "vtp": vtkXMLPolyDataWriter, "vthb": vtkXMLUniformGridAMRWriter}
@@ -396,6 +389,7 @@ def _vtk_errors() -> Iterator[list[str]]:
     them: a writer's own and those of the writers it makes inside (an AMR dataset's block files), which
     an observer on the writer does not see. vtk's output window passes them all to its observer; neither
     it nor vtk's logger prints any meanwhile."""
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.util.misc import calldata_type
     from vtkmodules.vtkCommonCore import VTK_STRING, vtkCommand, vtkLogger, vtkObject, vtkOutputWindow
 
@@ -436,8 +430,6 @@ def _write_pvd(path: Path, entries: list[tuple[float, str]]) -> None:
 
 
 def _check_output_folder(out: Path, force: bool) -> None:
-    from headrace import errors
-
     if not out.parent.is_dir():
         raise errors.UsageError(f"{out}: its folder {out.parent} does not exist")
     if out.exists() and not out.is_dir():

@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from headrace.convert.source import STORABLE_DTYPES, AttributeValue, BBox, Piece
+from headrace import errors
+from headrace.convert.source import STORABLE_DTYPES, AttributeValue, BBox, ConversionNote, Piece
 
 __all__ = ["SLICE_BYTES", "Selection", "FrameShape", "ArrayLayout", "bad_dataset", "stored_dtype", "frame_shape",
            "array_layout", "resolve_layouts", "is_time_name", "slabs", "array_pieces", "grid_attributes", "frame_stem"]
@@ -37,8 +39,6 @@ def bad_dataset(kind: type[Exception], path: os.PathLike | str, dataset: str, ex
 def stored_dtype(dtype: np.dtype, path: os.PathLike | str, dataset: str) -> np.dtype:
     """The container's element type for values of ``dtype``: itself in native byte order, float32 for
     float16, uint8 for bool; any other type is a ``BadDataError`` naming ``dataset``."""
-    from headrace import errors
-
     dtype = np.dtype(dtype)
     if dtype.kind in "biuf" and dtype.fields is None and dtype.subdtype is None:
         native = np.dtype(dtype.newbyteorder("=").name)
@@ -67,8 +67,6 @@ class FrameShape:
 def frame_shape(shape: Sequence[int], path: os.PathLike | str, dataset: str) -> FrameShape:
     """The npy reader's rule: ``(n,)`` and ``(n, c)`` are n elements of 1 or c components, ``(Z, Y, X)``
     and ``(Z, Y, X, c)`` grids (x fastest); anything else is a ``BadDataError``."""
-    from headrace import errors
-
     shape = tuple(int(n) for n in shape)
     if len(shape) == 1:
         return FrameShape(shape, 1, None)
@@ -154,8 +152,6 @@ def array_layout(shape: Sequence[int], path: os.PathLike | str, label: str, *, t
     ``UsageError`` for an ambiguous shape or a bad ``time_axis``, ``BadDataError`` for a frame of no
     shape headrace stores, or components other than ``components``.
     """
-    from headrace import errors
-
     shape = tuple(int(n) for n in shape)
     if time_axis is not None:
         if not 0 <= time_axis < len(shape):
@@ -196,11 +192,6 @@ def resolve_layouts(shapes: Mapping[str, Sequence[int]], path: os.PathLike | str
     settled by another one's grid (``(Z, Y, X)`` equal to its first three axes: components; to its last
     three: time), else the ambiguity is the error. With ``say``, a 4-D array the shape rule alone made a
     time series is said once (a :class:`ConversionNote` naming ``--components``)."""
-    import warnings
-
-    from headrace import errors
-    from headrace.convert.source import ConversionNote
-
     layouts: dict[str, ArrayLayout] = {}
     pending: list[str] = []
     for label, shape in shapes.items():

@@ -87,6 +87,7 @@ def _date_text(value: float, units: str, calendar: str) -> str | None:
     """``value`` in ``units`` as an ISO 8601 date: cftime's reading where it is installed, else numpy's
     (Gregorian calendars only); ``None`` when neither can read the date."""
     try:
+        # cftime (optional, comes with netCDF4): loaded only when a date is read from its units
         import cftime  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         cftime = None
@@ -111,6 +112,7 @@ def _convert(values: np.ndarray, units: str, target: str, calendar: str) -> np.n
     """Values in ``units`` as values in ``target`` units (both ``<unit> since <date>``): through cftime's
     dates, or numpy's for Gregorian calendars."""
     try:
+        # cftime (optional, comes with netCDF4): loaded only when a date is read from its units
         import cftime  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         cftime = None

@@ -22,9 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, open_error
 
-__all__ = ["Centering", "BovHeader", "BovSource", "parse_bov_header", "open_bov", "DATA_FORMATS"]
+__all__ = ["Centering", "BovHeader", "BovSource", "parse_bov_header", "open_bov", "looks_like_bov_header", "DATA_FORMATS"]
 
 # BOV DATA_FORMAT -> element type (byte order applied from DATA_ENDIAN).
 DATA_FORMATS: dict[str, np.dtype] = {
@@ -87,10 +88,13 @@ class BovHeader:
         return (low, tuple(o + s for o, s in zip(low, self.brick_size)))  # type: ignore[return-value]
 
 
+def looks_like_bov_header(head: bytes) -> bool:
+    """Whether a file's first bytes read as a BOV header: text (no NUL byte) with a ``DATA_FILE`` key."""
+    return b"DATA_FILE" in head.upper() and b"\0" not in head
+
+
 def parse_bov_header(path: os.PathLike | str) -> BovHeader:
     """Parse one BOV header; raises ``CorruptIndexError`` naming the line's offset for a bad or missing key."""
-    from headrace import errors
-
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -236,8 +240,6 @@ def open_bov(paths: Sequence[os.PathLike | str]) -> BovSource:
     Raises ``CorruptIndexError`` (bad or missing header key, headers that disagree), ``FileOpenError``
     (a header or data file that cannot be opened) or ``TruncatedFileError`` (a data file too short).
     """
-    from headrace import errors
-
     if not paths:
         raise errors.UsageError("no BOV headers given")
     headers = [parse_bov_header(path) for path in paths]

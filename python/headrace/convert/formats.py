@@ -1,122 +1,163 @@
-"""Input formats, and how an input (a path, a glob, a list of paths, a directory) names its files.
+"""The input formats ``headrace convert`` reads, in one table, and how an input names its files.
 
-The format is taken from the file name extension when it is one of ``.mmpld``, ``.bov``, ``.npy``,
-``.npz``, ``.raw``, ``.f32`` (and ``.vti``, ``.vtp``, ``.pvd`` for VTK); otherwise from the first bytes (MMPLD and NumPy magic, a zip archive, a
-text header with a ``DATA_FILE`` key). Raw files have no magic: a ``.raw`` or ``.f32`` file is a raw grid
-or raw particles as ``raw_grid.raw_kind`` decides (:data:`InputFormat.RAW_PARTICLES` stands for both until
-then), any other name takes ``--format raw`` or ``--format raw-particles``.
-HDF5 (``.h5``, ``.hdf5``, ``.h5part``), NetCDF (``.nc``) and zarr (a ``.zarr`` folder, or any folder holding
-a store's root metadata) are known by name too, HDF5 and NetCDF classic files also by their signatures.
-An AMReX plotfile is a folder holding ``Header`` (first line ``HyperCLaw...``, or a ``Level_0`` folder beside
-it); a folder holding plotfile folders is a time series of them.
+:class:`InputFormat` is the registry: each member is one format's :class:`Converter`, its ``--format``
+name, the reader that opens it (whose keyword-only parameters are the options the format takes) and how
+it is told apart: file name suffixes, a file's first bytes, a folder's content. The CLI's ``--format``
+choices, guessing a format (:func:`guess_format`), listing a directory's inputs (:func:`resolve_inputs`)
+and ``open_source``'s option check all read it; docs/converters.md lists the same names (a test holds
+them equal). A new format is a reader module and one member here (docs/architecture.md).
+
+Raw files have no magic: a ``.raw`` or ``.f32`` file is a raw grid or raw particles as
+``raw_grid.raw_kind`` decides (:data:`InputFormat.RAW_PARTICLES`, which owns the suffixes, stands for both
+until then).
 """
 
 from __future__ import annotations
 
 import glob
+import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Union
 
-from headrace.convert.amrex import is_amrex_plotfile, is_plotfile_folder
-from headrace.convert.source import natural_key
+from headrace import errors
+from headrace._deprecated import moved
+from headrace.convert.amrex import is_amrex_plotfile, is_plotfile_folder, open_amrex
+from headrace.convert.bov import looks_like_bov_header, open_bov
+from headrace.convert.h5part import open_h5part
+from headrace.convert.hdf5 import open_hdf5
+from headrace.convert.hdf5_file import has_hdf5_signature
+from headrace.convert.mmpld import has_mmpld_magic, open_mmpld
+from headrace.convert.netcdf import has_netcdf_classic_magic, open_netcdf
+from headrace.convert.npy import has_npy_magic, open_npy
+from headrace.convert.raw_grid import open_raw_grid
+from headrace.convert.raw_particles import open_raw_particles
+from headrace.convert.source import Source, natural_key
+from headrace.convert.vtk import VtkKind, open_pvd, open_vtk
+from headrace.convert.zarr import is_store_folder, is_zarr_store, open_zarr
 
-__all__ = ["InputFormat", "InputSpec", "resolve_inputs", "guess_format", "is_zarr_store", "is_amrex_plotfile",
-           "HDF5_SIGNATURE", "NETCDF_CLASSIC_MAGICS", "ZARR_STORE_MARKERS"]
+__all__ = ["Converter", "InputFormat", "InputSpec", "resolve_inputs", "guess_format"]
+
+# Each format's marks moved beside its reader.
+__getattr__ = moved("headrace.convert.formats", {"HDF5_SIGNATURE": "headrace.convert.hdf5_file",
+                                                 "NETCDF_CLASSIC_MAGICS": "headrace.convert.netcdf",
+                                                 "ZARR_STORE_MARKERS": "headrace.convert.zarr"})
 
 InputSpec = Union[str, os.PathLike, Sequence[Union[str, os.PathLike]]]
 
+# Bytes read from a file to tell its format (a BOV header's DATA_FILE line lies within them).
 _SNIFF_BYTES = 4096
 
 
+@dataclass(frozen=True)
+class Converter:
+    """What ``headrace convert`` knows of one input format."""
+
+    name: str  # the --format name
+    open: Callable[..., Source]  # (paths, **options), or (path, **options) with one_input
+    suffixes: tuple[str, ...] = ()  # file (or folder) name suffixes, lower case
+    magic: Callable[[bytes], bool] | None = None  # a file's first bytes say it is this format
+    folder: Callable[[Path], bool] | None = None  # a folder's content says it is an input of this format
+    input_folder: Callable[[Path], bool] | None = None  # a folder taken as one input (its reader says what it lacks)
+    one_input: str | None = None  # converts one input at a time, named so ("file", "store") in the refusal
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options this format takes beyond the writer's: its reader's keyword-only parameters."""
+        bound = getattr(self.open, "keywords", {})  # those a partial fixes are not the user's
+        return tuple(name for name, parameter in inspect.signature(self.open).parameters.items()
+                     if parameter.kind is parameter.KEYWORD_ONLY and name not in bound)
+
+
 class InputFormat(Enum):
-    """The formats ``headrace convert`` reads; the values are the CLI's ``--format`` names."""
+    """The formats ``headrace convert`` reads; the values are the CLI's ``--format`` names, the order is
+    that of the choices and of the tries of the first bytes."""
 
-    RAW_PARTICLES = "raw-particles"
-    RAW = "raw"
-    MMPLD = "mmpld"
-    BOV = "bov"
-    NPY = "npy"
-    VTI = "vti"
-    VTP = "vtp"
-    PVD = "pvd"
-    HDF5 = "hdf5"
-    H5PART = "h5part"
-    NETCDF = "netcdf"
-    ZARR = "zarr"
-    AMREX = "amrex"
+    _value_: str
+    converter: Converter
 
+    def __new__(cls, converter: Converter) -> InputFormat:
+        member = object.__new__(cls)
+        member._value_ = converter.name
+        member.converter = converter
+        return member
 
-_BY_SUFFIX = {
-    ".mmpld": InputFormat.MMPLD,
-    ".bov": InputFormat.BOV,
-    ".npy": InputFormat.NPY,
-    ".npz": InputFormat.NPY,
-    ".raw": InputFormat.RAW_PARTICLES,
-    ".f32": InputFormat.RAW_PARTICLES,
-    ".vti": InputFormat.VTI,
-    ".vtp": InputFormat.VTP,
-    ".pvd": InputFormat.PVD,
-    ".h5": InputFormat.HDF5,
-    ".hdf5": InputFormat.HDF5,
-    ".h5part": InputFormat.H5PART,
-    ".nc": InputFormat.NETCDF,
-    ".zarr": InputFormat.ZARR,
-}
-# First bytes: the HDF5 signature (at 0, or after a user block of 512, 1024, 2048 bytes) and NetCDF
-# classic, 64-bit offset and 64-bit data files.
-HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-_HDF5_SIGNATURE_OFFSETS = (0, 512, 1024, 2048)
-NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
-# Root metadata of a zarr store (a folder that is one input): format 3, then format 2's group and array.
-ZARR_STORE_MARKERS = ("zarr.json", ".zgroup", ".zarray")
+    @classmethod
+    def named(cls, name: InputFormat | str) -> InputFormat:
+        """The format ``name`` (a ``--format`` name, or a member); ``UsageError`` naming the choices otherwise."""
+        found = next((kind for kind in cls if name in (kind, kind.value)), None)
+        if found is None:
+            raise errors.UsageError(f"unknown input format {name!r} (one of {', '.join(kind.value for kind in cls)})")
+        return found
+
+    RAW_PARTICLES = Converter("raw-particles", open_raw_particles, (".raw", ".f32"), one_input="file")
+    RAW = Converter("raw", open_raw_grid)
+    MMPLD = Converter("mmpld", open_mmpld, suffixes=(".mmpld",), magic=has_mmpld_magic, one_input="file")
+    BOV = Converter("bov", open_bov, suffixes=(".bov",), magic=looks_like_bov_header)
+    NPY = Converter("npy", open_npy, (".npy", ".npz"), magic=has_npy_magic)
+    VTI = Converter("vti", partial(open_vtk, kind=VtkKind.IMAGE), suffixes=(".vti",))
+    VTP = Converter("vtp", partial(open_vtk, kind=VtkKind.POINTS), suffixes=(".vtp",))
+    PVD = Converter("pvd", open_pvd, suffixes=(".pvd",), one_input="collection")
+    HDF5 = Converter("hdf5", open_hdf5, (".h5", ".hdf5"), magic=has_hdf5_signature)
+    H5PART = Converter("h5part", open_h5part, suffixes=(".h5part",))
+    NETCDF = Converter("netcdf", open_netcdf, (".nc",), magic=has_netcdf_classic_magic)
+    ZARR = Converter("zarr", open_zarr, (".zarr",), folder=is_zarr_store, input_folder=is_store_folder,
+                     one_input="store")
+    AMREX = Converter("amrex", open_amrex, folder=is_amrex_plotfile, input_folder=is_plotfile_folder)
 
 
-def is_zarr_store(path: Path) -> bool:
-    """Whether ``path`` is a folder holding a zarr store (one of its root metadata files)."""
-    return path.is_dir() and any((path / marker).is_file() for marker in ZARR_STORE_MARKERS)
+_BY_SUFFIX = {suffix: kind for kind in InputFormat for suffix in kind.converter.suffixes}
+# Folders of these formats, in a directory or a glob, are inputs one frame each (a zarr store is a whole input).
+_FOLDER_SERIES = tuple(kind for kind in InputFormat if kind.converter.folder and not kind.converter.one_input)
 
 
-def _is_store_folder(path: Path) -> bool:
-    """A zarr store, or a ``.zarr`` folder meant as one (its reader says what it lacks)."""
-    return is_zarr_store(path) or (path.is_dir() and path.suffix.lower() == ".zarr")
+def _is_input_folder(path: Path) -> bool:
+    """A folder that is one input, not a folder of inputs (a zarr store, a plotfile)."""
+    return any(kind.converter.input_folder(path) for kind in InputFormat if kind.converter.input_folder)
+
+
+def _series_folder(path: Path) -> bool:
+    """A folder that is one frame of a series (a plotfile in a folder of plotfiles)."""
+    return any(kind.converter.folder(path) for kind in _FOLDER_SERIES)  # type: ignore[misc]
 
 
 def resolve_inputs(spec: InputSpec) -> list[Path]:
     """The input files, in frame order.
 
-    A sequence is taken as given; a directory means its ``.bov``, ``.npy``, ``.npz`` or ``.mmpld`` files
-    (whichever kind it holds) or its AMReX plotfile folders in natural order (a plotfile itself is one
-    input); a path with ``*``, ``?`` or ``[`` that names no file is a
-    glob, expanded in natural order. Raises ``FileOpenError`` when nothing matches or a path is missing.
+    A sequence is taken as given; a directory means its files of one format (by suffix) or its folders
+    of one frame each (AMReX plotfiles) in natural order (a zarr store or a plotfile itself is one
+    input); a path with ``*``, ``?`` or ``[`` that names no file is a glob, expanded in natural order.
+    Raises ``FileOpenError`` when nothing matches or a path is missing.
     """
-    from headrace import errors
-
     if isinstance(spec, (str, os.PathLike)):
         path = Path(spec)
-        if _is_store_folder(path) or is_plotfile_folder(path):
-            return [path]  # a zarr store or a plotfile is one input, not a folder of inputs
+        if _is_input_folder(path):
+            return [path]
         if path.is_dir():
-            plotfiles = [entry for entry in path.iterdir() if is_amrex_plotfile(entry)]
+            folders = [entry for entry in path.iterdir() if _series_folder(entry)]
             files = [entry for entry in path.iterdir() if entry.suffix.lower() in _BY_SUFFIX and entry.is_file()]
             kinds = {_BY_SUFFIX[entry.suffix.lower()] for entry in files}
-            if plotfiles and files:
-                raise errors.UsageError(f"{path}: directory mixes AMReX plotfiles and other inputs; give them explicitly")
-            if plotfiles:
-                return sorted(plotfiles, key=natural_key)
+            if folders and files:
+                names = ", ".join(kind.value for kind in _FOLDER_SERIES)
+                raise errors.UsageError(f"{path}: directory mixes {names} folders and other inputs; "
+                                        "give them explicitly")
+            if folders:
+                return sorted(folders, key=natural_key)
             if not files:
-                raise errors.FileOpenError(f"{path}: directory holds no .bov, .npy, .npz, .mmpld or .raw files "
-                                           "nor AMReX plotfile folders")
+                raise errors.FileOpenError(f"{path}: directory holds no input files ({', '.join(_BY_SUFFIX)}) nor "
+                                           f"{', '.join(kind.value for kind in _FOLDER_SERIES)} folders")
             if len(kinds) > 1:
                 raise errors.UsageError(f"{path}: directory mixes input formats; give the files explicitly")
-            if kinds == {InputFormat.NPY} and {e.suffix.lower() for e in files} == {".npy", ".npz"}:
+            if kinds == {InputFormat.NPY} and {entry.suffix.lower() for entry in files} == {".npy", ".npz"}:
                 raise errors.UsageError(f"{path}: directory mixes .npy and .npz files; give the files explicitly")
             return sorted(files, key=natural_key)
         if not path.exists() and any(character in os.fspath(spec) for character in "*?["):
             matches = [Path(match) for match in glob.glob(os.fspath(spec))
-                       if Path(match).is_file() or is_amrex_plotfile(Path(match))]
+                       if Path(match).is_file() or _series_folder(Path(match))]
             if not matches:
                 raise errors.FileOpenError(f"{spec}: no files match")
             return sorted(matches, key=natural_key)
@@ -126,16 +167,14 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
         if not paths:
             raise errors.UsageError("no input files given")
     for path in paths:
-        if not path.is_file() and not _is_store_folder(path) and not is_plotfile_folder(path):
+        if not path.is_file() and not _is_input_folder(path):
             reason = "is not a regular file" if path.exists() else "No such file or directory"
             raise errors.FileOpenError(f"{path}: cannot open for reading: {reason}")
     return paths
 
 
 def guess_format(paths: Sequence[Path]) -> InputFormat:
-    """Tell the format of ``paths`` (all of one format) from their extension or first bytes."""
-    from headrace import errors
-
+    """Tell the format of ``paths`` (all of one format) from their suffix, content or first bytes."""
     kinds = {_guess_one(path) for path in paths}
     if None in kinds:
         bad = next(path for path in paths if _guess_one(path) is None)
@@ -150,23 +189,12 @@ def _guess_one(path: Path) -> InputFormat | None:
     by_suffix = _BY_SUFFIX.get(path.suffix.lower())
     if by_suffix is not None:
         return by_suffix
-    if is_zarr_store(path):
-        return InputFormat.ZARR
-    if is_amrex_plotfile(path):
-        return InputFormat.AMREX
+    for kind in InputFormat:
+        if kind.converter.folder is not None and kind.converter.folder(path):
+            return kind
     try:
         with open(path, "rb") as handle:
             head = handle.read(_SNIFF_BYTES)
     except OSError:
         return None
-    if head.startswith(b"MMPLD\0"):
-        return InputFormat.MMPLD
-    if head.startswith(b"\x93NUMPY") or head.startswith(b"PK\x03\x04"):
-        return InputFormat.NPY
-    if b"DATA_FILE" in head.upper() and b"\0" not in head:
-        return InputFormat.BOV
-    if any(head[offset:].startswith(HDF5_SIGNATURE) for offset in _HDF5_SIGNATURE_OFFSETS):
-        return InputFormat.HDF5
-    if head[:4] in NETCDF_CLASSIC_MAGICS:
-        return InputFormat.NETCDF
-    return None
+    return next((kind for kind in InputFormat if kind.converter.magic is not None and kind.converter.magic(head)), None)

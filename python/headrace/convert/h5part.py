@@ -111,7 +111,8 @@ def _per_particle(shape: tuple[int, ...]) -> str:
 
 def _read_steps(path: Path) -> list[_Step]:
     """The file's ``Step#N`` groups in order of N, with their datasets checked for one count each."""
-    import h5py  # type: ignore[import-untyped]  # optional (the hdf5 extra): loaded when an HDF5 file is read
+    # h5py (optional): loaded only when an HDF5 file is read
+    import h5py  # type: ignore[import-untyped]
 
     steps = []
     with open_hdf5_file(path) as file:

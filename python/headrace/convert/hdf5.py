@@ -59,7 +59,8 @@ def _root_time(file: Any) -> np.ndarray | None:
 
 def _root_time_dataset(file: Any) -> Any:
     """The root dataset ``time`` (any case) when it is numeric and a scalar or one axis, else ``None``."""
-    import h5py  # type: ignore[import-untyped]  # optional (the hdf5 extra): loaded when an HDF5 file is read
+    # h5py (optional): loaded only when an HDF5 file is read
+    import h5py  # type: ignore[import-untyped]
 
     for key in file:
         node = file.get(key)
@@ -187,7 +188,8 @@ def _matches(pattern: str, names: Sequence[str]) -> list[str]:
 
 
 def _dataset_names(file: Any) -> list[str]:
-    import h5py  # type: ignore[import-untyped]  # optional (the hdf5 extra): loaded when an HDF5 file is read
+    # h5py (optional): loaded only when an HDF5 file is read
+    import h5py  # type: ignore[import-untyped]
 
     names: list[str] = []
     file.visititems(lambda name, node: names.append("/" + name) if isinstance(node, h5py.Dataset) else None)

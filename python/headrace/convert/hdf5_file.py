@@ -32,7 +32,8 @@ def has_hdf5_signature(head: bytes) -> bool:
 def open_hdf5_file(path: Path) -> Any:
     """``path`` as an ``h5py.File``, with a chunk cache that holds a slab's chunks; an HDF5 file cut
     short or not HDF5 at all is a one-line error."""
-    import h5py  # type: ignore[import-untyped]  # optional (the hdf5 extra): loaded when an HDF5 file is read
+    # h5py (optional): loaded only when an HDF5 file is read
+    import h5py  # type: ignore[import-untyped]
 
     try:
         return h5py.File(path, "r", rdcc_nbytes=2 * _arrays.SLICE_BYTES)

@@ -35,12 +35,20 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, open_error
 
-__all__ = ["VertexType", "ColourType", "MmpldSource", "open_mmpld", "MAGIC", "VERSIONS"]
+__all__ = ["VertexType", "ColourType", "MmpldSource", "open_mmpld", "has_mmpld_magic", "MAGIC", "VERSIONS"]
 
 MAGIC = b"MMPLD\0"
 VERSIONS = (100, 101, 102, 103)
+
+
+def has_mmpld_magic(head: bytes) -> bool:
+    """Whether a file's first bytes are an MMPLD file's."""
+    return head.startswith(MAGIC)
+
+
 _FILE_HEADER = struct.Struct("<6sHI6f6f")  # 60 bytes
 # Particles converted at a time (bounds the temporaries of the colour and type conversions).
 _SLICE_PARTICLES = 1 << 20
@@ -290,8 +298,6 @@ def open_mmpld(path: os.PathLike | str) -> MmpldSource:
     says); each message names the file, the offset and what was expected. Frames without particles are
     kept: they become empty frames.
     """
-    from headrace import errors
-
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -325,8 +331,6 @@ def open_mmpld(path: os.PathLike | str) -> MmpldSource:
 
 def _read_seek_table(handle, path: Path, size: int, frame_count: int) -> SeekTable:
     """Read the seek table in the layout that frame 0's offset implies, and check it against the file."""
-    from headrace import errors
-
     table_start = _FILE_HEADER.size
     library_end = table_start + 8 * frame_count  # one offset per frame
     megamol_end = library_end + 8  # and the end of the data
@@ -389,8 +393,6 @@ def _parse_frames(
     Every frame, not frame 0 alone: a frame without lists reads the same with or without 1.1's
     cluster-info blocks. When no layout fits, the mismatch found furthest into the file is reported.
     """
-    from headrace import errors
-
     furthest: tuple[int, _Mismatch] | None = None
     for layout in _LAYOUTS[version]:
         frame_headers: list[FrameHeader] = []

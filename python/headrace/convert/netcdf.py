@@ -36,20 +36,29 @@ from typing import Any, Callable
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import _arrays
 from headrace.convert._arrays import FrameShape, Selection, array_pieces, bad_dataset, stored_dtype
 from headrace.convert._times import DateClock, date_clock
-from headrace.convert.formats import HDF5_SIGNATURE, NETCDF_CLASSIC_MAGICS
+from headrace.convert.hdf5_file import HDF5_SIGNATURE, open_hdf5_file
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, open_error
 
-__all__ = ["NetcdfSource", "open_netcdf"]
+__all__ = ["NetcdfSource", "open_netcdf", "NETCDF_CLASSIC_MAGICS", "has_netcdf_classic_magic"]
 
+# First bytes of NetCDF classic, 64-bit offset and 64-bit data files (NetCDF-4 files are HDF5).
+NETCDF_CLASSIC_MAGICS = (b"CDF\x01", b"CDF\x02", b"CDF\x05")
 # The smallest classic header: magic, record count and three empty lists (dimensions, attributes, variables).
 _CLASSIC_HEADER_BYTES = 32
 
 
+def has_netcdf_classic_magic(head: bytes) -> bool:
+    """Whether a file's first bytes are those of a NetCDF classic file."""
+    return head[:4] in NETCDF_CLASSIC_MAGICS
+
+
 def _open_dataset(path: Path) -> Any:
     """``path`` as a lazy ``xarray.Dataset`` (nothing cached: values are read a selection at a time)."""
+    # xarray (optional, slow to import): loaded only when a NetCDF file is read
     import xarray as xr
 
     try:
@@ -60,9 +69,6 @@ def _open_dataset(path: Path) -> Any:
 
 def _open_failure(path: Path, error: Exception) -> Exception:
     """Why xarray could not open ``path``, in one line: not NetCDF, truncated, or the library's word."""
-    from headrace import errors
-    from headrace.convert.hdf5 import open_hdf5_file
-
     if isinstance(error, OSError) and error.errno is not None and error.errno > 0:
         return open_error(path, error)
     with open(path, "rb") as handle:
@@ -70,7 +76,7 @@ def _open_failure(path: Path, error: Exception) -> Exception:
     if head.startswith(HDF5_SIGNATURE):
         open_hdf5_file(path).close()  # h5py says precisely what is wrong with the HDF5 layer (a cut, say)
         return bad_data(errors.BadDataError, path, 0, "a NetCDF-4 file", f"an HDF5 file xarray cannot read ({error})")
-    if head[:4] in NETCDF_CLASSIC_MAGICS:
+    if has_netcdf_classic_magic(head):
         return bad_data(errors.CorruptIndexError, path, 0, "a readable NetCDF classic header", f"an error ({error})")
     return bad_data(errors.BadMagicError, path, 0, "a NetCDF file (starting with CDF\\x01, CDF\\x02, CDF\\x05 or "
                     "the HDF5 signature)", repr(head))
@@ -79,12 +85,11 @@ def _open_failure(path: Path, error: Exception) -> Exception:
 def _check_classic_size(path: Path) -> None:
     """A classic file holds at least a header and every variable's values; netCDF reads missing bytes
     as fill, so a shorter file is refused here."""
-    from headrace import errors
-
     with open(path, "rb") as handle:
-        if handle.read(4) not in NETCDF_CLASSIC_MAGICS:
+        if not has_netcdf_classic_magic(handle.read(4)):
             return
     try:
+        # netCDF4 (optional): loaded only when a NetCDF classic file is checked
         import netCDF4
     except ImportError:  # only h5netcdf, which cannot read classic files anyway
         return
@@ -99,8 +104,6 @@ def _check_classic_size(path: Path) -> None:
 
 
 def _time_dimension(dataset: Any, path: Path, wanted: str | None) -> str | None:
-    from headrace import errors
-
     sizes = dict(dataset.sizes)
     if wanted is not None:
         if wanted not in sizes:
@@ -128,8 +131,6 @@ def _dims_text(variable: Any, time_dim: str | None) -> str:
 def _choose_variables(dataset: Any, path: Path, time_dim: str | None, wanted: Sequence[str] | None) -> list[str]:
     """The variables to convert, checked: over the time dimension, one to three other dimensions, one
     grid, a type a container holds."""
-    from headrace import errors
-
     data_names = [str(name) for name in dataset.data_vars]
     if wanted:
         for name in wanted:
@@ -213,8 +214,6 @@ def _frame_times(dataset: Any, time_dim: str | None, clock: DateClock | None) ->
 
 def _time_axis_dimension(dataset: Any, path: Path, axis: int, wanted: Sequence[str] | None) -> str:
     """The dimension at position ``axis`` (``--time-axis``) of the variables to convert; they must agree."""
-    from headrace import errors
-
     names = list(wanted) if wanted else [str(name) for name in dataset.data_vars
                                          if dataset[name].dtype.kind in "biuf" and dataset[name].ndim > axis]
     dims = {str(dataset[name].dims[axis]) for name in names if name in dataset.variables and dataset[name].ndim > axis}
@@ -275,8 +274,6 @@ class NetcdfSource:
 
 def _reader(path: Path, name: str, frame: Any, step: int) -> Callable[[Selection], np.ndarray]:
     """Reads a selection of one frame of a variable; a failed read names the variable and the step."""
-    from headrace import errors
-
     def read(selection: Selection) -> np.ndarray:
         try:
             return np.asarray(frame[selection].values)
@@ -304,8 +301,6 @@ def open_netcdf(paths: Sequence[os.PathLike | str], *, variables: Sequence[str] 
     a type or shape a container cannot hold), ``EmptyFieldError`` (no time steps, an empty grid) and
     ``UsageError`` (variables on different grids).
     """
-    from headrace import errors
-
     files = [Path(path) for path in paths]
     if not files:
         raise errors.UsageError("no NetCDF files given")
@@ -380,8 +375,6 @@ class _Model:
 
     def check(self, path: Path, dataset: Any) -> None:
         """Another file holds the same variables, types and dimensions."""
-        from headrace import errors
-
         if self.time_dim is not None and self.time_dim not in dataset.sizes:
             raise bad_dataset(errors.CorruptIndexError, path, f"dimension {self.time_dim}",
                               f"the time dimension of {self.path}", "no such dimension")

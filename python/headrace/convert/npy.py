@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import _arrays
 from headrace.convert._arrays import ArrayLayout
 from headrace.convert.source import (
@@ -43,12 +44,17 @@ from headrace.convert.source import (
     storable_dtype,
 )
 
-__all__ = ["NpySource", "open_npy"]
+__all__ = ["NpySource", "open_npy", "has_npy_magic"]
 
 NPY_MAGIC = b"\x93NUMPY"
 # Bytes of an array converted and written at a time (bounds the memory a frame needs).
 _SLICE_BYTES = 32 << 20
 ZIP_MAGIC = b"PK\x03\x04"
+
+
+def has_npy_magic(head: bytes) -> bool:
+    """Whether a file's first bytes are a ``.npy`` file's or a zip archive's (``.npz``)."""
+    return head.startswith(NPY_MAGIC) or head.startswith(ZIP_MAGIC)
 
 
 @dataclass(frozen=True)
@@ -72,8 +78,6 @@ class _ArrayRef:
 
     def load(self) -> np.ndarray:
         """The array: a ``.npy`` memory-mapped, an ``.npz`` member decompressed whole."""
-        from headrace import errors
-
         if self.member is None:
             return np.memmap(self.path, dtype=self.dtype, mode="r", offset=self.data_offset, shape=self.shape,
                              order="F" if self.fortran_order else "C")
@@ -161,8 +165,6 @@ def open_npy(paths: Sequence[os.PathLike | str], *, field: str | None = None, ti
     array without elements), ``BadDataError`` (a shape that is no frame) and ``UsageError`` (a dtype a
     container cannot hold, a 4-D shape that may be a grid of components or a time series).
     """
-    from headrace import errors
-
     files = [Path(path) for path in paths]
     if not files:
         raise errors.UsageError("no .npy or .npz files given")
@@ -191,8 +193,6 @@ def _group_frames(group: dict[str, _ArrayRef], time_axis: int | None, components
                   say: bool) -> list[dict[str, _FramePart]]:
     """The frames one file (or archive, or member) gives: one, or one per step along its time axis;
     ``say``: a time axis taken by the shape rule is said (for the first file only)."""
-    from headrace import errors
-
     first = next(iter(group.values()))
     layouts = _arrays.resolve_layouts({ref.label: ref.shape for ref in group.values()}, first.path,
                                       time_axis=time_axis, components=components, say=say)
@@ -216,8 +216,6 @@ def _read_npy(path: Path) -> _ArrayRef:
 
 
 def _read_npz(path: Path) -> dict[str, _ArrayRef]:
-    from headrace import errors
-
     try:
         with open(path, "rb") as handle:
             magic = handle.read(len(ZIP_MAGIC))
@@ -246,8 +244,6 @@ def _read_npz(path: Path) -> dict[str, _ArrayRef]:
 
 
 def _read_header(handle, path: Path, member: str | None) -> _ArrayRef:
-    from headrace import errors
-
     label = f"{path}[{member}]" if member is not None else os.fspath(path)
     magic = handle.read(len(NPY_MAGIC))
     if magic != NPY_MAGIC:
@@ -278,8 +274,6 @@ def _read_header(handle, path: Path, member: str | None) -> _ArrayRef:
 
 
 def _check_size(ref: _ArrayRef, size: int) -> None:
-    from headrace import errors
-
     if size < ref.data_offset + ref.nbytes:
         raise bad_data(
             errors.TruncatedFileError, ref.label, ref.data_offset,
@@ -289,8 +283,6 @@ def _check_size(ref: _ArrayRef, size: int) -> None:
 
 def _check_frames(frames: list[dict[str, _FramePart]]) -> list[FieldInfo]:
     """Fields from the first frame; every frame must have the same fields, dtypes, components and grids."""
-    from headrace import errors
-
     first = frames[0]
     fields = [FieldInfo(name, np.dtype(part.ref.dtype.name), part.layout.frame.components)
               for name, part in first.items()]
@@ -319,8 +311,6 @@ def _check_frames(frames: list[dict[str, _FramePart]]) -> list[FieldInfo]:
 
 def _grid(frames: list[dict[str, _FramePart]]) -> tuple[int, int, int] | None:
     """``(Z, Y, X)`` of the grid arrays; they must all share one grid."""
-    from headrace import errors
-
     grids = {part.layout.frame.grid: part for part in frames[0].values() if part.layout.frame.grid is not None}
     if not grids:
         return None

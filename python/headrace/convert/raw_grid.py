@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import _arrays
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, open_error
 
@@ -64,8 +65,6 @@ def parse_raw_name(path: os.PathLike | str) -> RawName | None:
 def raw_kind(path: Path, options: dict[str, object]) -> str:
     """``"grid"`` or ``"particles"`` for a ``.raw``/``.f32`` file given without ``--format`` (see the module
     docstring); ``UsageError`` naming both choices when nothing says which."""
-    from headrace import errors
-
     grid = [name for name in GRID_OPTIONS if options.get(name) is not None]
     particles = [name for name in PARTICLE_OPTIONS if options.get(name) is not None]
     if grid and particles:
@@ -131,8 +130,6 @@ def open_raw_grid(paths: Sequence[os.PathLike | str], *, dims: Sequence[int] | N
     ``EmptyFieldError`` (an empty file) and ``TruncatedFileError`` (a size that is not a whole number of
     frames, naming the file, the frame size and the bytes left over).
     """
-    from headrace import errors
-
     files = [Path(path) for path in paths]
     if not files:
         raise errors.UsageError("no raw files given")
@@ -172,8 +169,6 @@ def open_raw_grid(paths: Sequence[os.PathLike | str], *, dims: Sequence[int] | N
 
 def _element_type(path: Path, dtype: str | None, named: RawName | None) -> np.dtype:
     """``dtype`` (little-endian unless it says), else the name's; it must be a type a container holds."""
-    from headrace import errors
-
     if dtype is None:
         assert named is not None  # open_raw_grid asked for --dtype otherwise
         return named.dtype

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, open_error
 
 __all__ = ["PARTICLE_BYTES", "RawParticleSource", "open_raw_particles"]
@@ -61,8 +62,6 @@ def open_raw_particles(
     must be a whole number of particles and of frames. Raises ``TruncatedFileError`` for a partial
     particle or frame at the end, ``EmptyFieldError`` for an empty file, ``UsageError`` for bad options.
     """
-    from headrace import errors
-
     path = Path(path)
     if particles_per_frame is not None and frames is not None:
         raise errors.UsageError("give either --particles-per-frame or --frames, not both")

@@ -15,6 +15,8 @@ from typing import Protocol, Union
 
 import numpy as np
 
+from headrace import errors
+
 __all__ = [
     "AttributeValue",
     "BBox",
@@ -111,8 +113,6 @@ def bad_data(kind: type[Exception], path: os.PathLike | str, offset: int, expect
 
 def open_error(path: os.PathLike | str, error: OSError) -> Exception:
     """Turn an ``OSError`` from opening or reading ``path`` into headrace's ``FileOpenError``."""
-    from headrace import errors
-
     return errors.FileOpenError(f"{path}: cannot open for reading: {error.strerror or error}")
 
 
@@ -143,8 +143,6 @@ def natural_key(path: os.PathLike | str) -> list[object]:
 
 def storable_dtype(dtype: np.dtype, path: os.PathLike | str, what: str) -> np.dtype:
     """Return ``dtype`` in native byte order if a container can hold it, else raise ``UsageError``."""
-    from headrace import errors
-
     native = dtype.newbyteorder("=") if dtype.byteorder not in ("=", "|") else dtype
     if native not in STORABLE_DTYPES:
         names = ", ".join(str(d) for d in STORABLE_DTYPES)

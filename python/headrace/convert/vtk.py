@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert.raw_particles import _centre_bbox
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, open_error
 
@@ -120,6 +121,7 @@ class VtkErrors:
         self._display = 1
 
     def __enter__(self) -> VtkErrors:
+        # vtk (optional, slow to import): loaded only when VTK files are read or written
         from vtkmodules.util.misc import calldata_type
         from vtkmodules.vtkCommonCore import VTK_STRING, vtkObject
 
@@ -133,6 +135,7 @@ class VtkErrors:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # vtk (optional, slow to import): loaded only when VTK files are read or written
         from vtkmodules.vtkCommonCore import vtkObject
 
         for item, tag in self._tags:
@@ -161,18 +164,15 @@ def _describe(info: FieldInfo) -> str:
 
 def _reader(kind: VtkKind) -> Any:
     try:
+        # vtk (optional, slow to import): loaded only when VTK files are read or written
         from vtkmodules.vtkIOXML import vtkXMLImageDataReader, vtkXMLPolyDataReader
     except ImportError as error:
-        from headrace import errors
-
         raise errors.UsageError(f"reading .{kind.value} files needs the vtk package (pip install vtk): {error}") from None
     return vtkXMLImageDataReader() if kind is VtkKind.IMAGE else vtkXMLPolyDataReader()
 
 
 def _open_reader(path: Path, kind: VtkKind) -> Any:
     """A vtk reader on ``path`` with its XML header read (``UpdateInformation``) and checked for errors."""
-    from headrace import errors
-
     try:
         with open(path, "rb"):
             pass
@@ -198,6 +198,7 @@ def _array_infos(reader: Any, key: Any) -> list[tuple[str, int, int]]:
     vector = reader.GetOutputInformation(0).Get(key)
     if vector is None:
         return []
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.vtkCommonDataModel import vtkDataObject
 
     entries = []
@@ -210,6 +211,7 @@ def _array_infos(reader: Any, key: Any) -> list[tuple[str, int, int]]:
 
 def _numpy_dtype(vtk_type: int) -> np.dtype | None:
     """The NumPy dtype of a numeric vtk array type (``None`` for bits, strings, variants)."""
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.util.numpy_support import get_vtk_to_numpy_typemap
     from vtkmodules.vtkCommonCore import VTK_BIT
 
@@ -218,6 +220,7 @@ def _numpy_dtype(vtk_type: int) -> np.dtype | None:
 
 
 def _type_name(vtk_type: int) -> str:
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.vtkCommonCore import vtkAbstractArray
 
     array = vtkAbstractArray.CreateArray(vtk_type)
@@ -226,9 +229,8 @@ def _type_name(vtk_type: int) -> str:
 
 def _point_arrays(path: Path, reader: Any) -> tuple[FieldInfo, ...]:
     """The header's point-data arrays as fields; refuses cell data, non-numeric arrays and clashing names."""
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.vtkCommonDataModel import vtkDataObject
-
-    from headrace import errors
 
     cells = _array_infos(reader, vtkDataObject.CELL_DATA_VECTOR())
     if cells:
@@ -253,10 +255,9 @@ def _point_arrays(path: Path, reader: Any) -> tuple[FieldInfo, ...]:
 
 
 def _grid(path: Path, reader: Any) -> Grid:
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.vtkCommonDataModel import vtkDataObject
     from vtkmodules.vtkCommonExecutionModel import vtkStreamingDemandDrivenPipeline
-
-    from headrace import errors
 
     info = reader.GetOutputInformation(0)
     extent = info.Get(vtkStreamingDemandDrivenPipeline.WHOLE_EXTENT())
@@ -284,8 +285,6 @@ def _pieces_xml(reader: Any) -> list[Any]:
 
 def _point_set(path: Path, reader: Any) -> tuple[int, np.dtype]:
     """A point set's number of points and the type of its points; refuses lines, polygons and strips."""
-    from headrace import errors
-
     pieces = _pieces_xml(reader)
     for attribute, cell_kind in _REFUSED_CELLS:
         count = sum(int(piece.GetAttribute(attribute) or 0) for piece in pieces)
@@ -313,8 +312,6 @@ def read_header(path: os.PathLike | str, kind: VtkKind) -> VtkHeader:
     ``CorruptIndexError`` (a header vtk cannot read), ``BadDataError`` (cell data, non-numeric arrays,
     lines, polygons or strips in a point set, a rotated image) or ``EmptyFieldError`` (an empty extent).
     """
-    from headrace import errors
-
     path = Path(path)
     reader = _open_reader(path, kind)
     arrays = _point_arrays(path, reader)
@@ -332,8 +329,6 @@ def read_header(path: os.PathLike | str, kind: VtkKind) -> VtkHeader:
 
 def _check_agrees(header: VtkHeader, first: VtkHeader) -> None:
     """Frames share one grid (images), one point type (point sets) and the same arrays."""
-    from headrace import errors
-
     if header.grid is not None and first.grid is not None:
         for what, value, expected in (("grid dims", header.grid.dims, first.grid.dims),
                                       ("grid origin", header.grid.origin, first.grid.origin),
@@ -392,8 +387,6 @@ class VtkSource:
 
 def _read_data(header: VtkHeader) -> Any:
     """The file read whole by vtk; an error vtk reports is a ``CorruptIndexError`` naming the file."""
-    from headrace import errors
-
     reader = _open_reader(header.path, header.kind)
     with VtkErrors(reader) as caught:
         reader.Update()
@@ -406,9 +399,8 @@ def _read_data(header: VtkHeader) -> Any:
 def _frame_arrays(header: VtkHeader, dataset: Any) -> dict[str, np.ndarray]:
     """Every field of the frame as an ``(points, components)`` view of vtk's arrays, checked against the
     header: vtk leaves out an array whose compressed data ends early, and says nothing."""
+    # vtk (optional, slow to import): loaded only when VTK files are read or written
     from vtkmodules.util.numpy_support import vtk_to_numpy
-
-    from headrace import errors
 
     arrays: dict[str, np.ndarray] = {}
     point_data = dataset.GetPointData()
@@ -452,8 +444,6 @@ def _slices(fields: Sequence[FieldInfo], arrays: dict[str, np.ndarray]) -> Itera
 
 def open_vtk(paths: Sequence[os.PathLike | str], kind: VtkKind) -> VtkSource:
     """Read and check every file's header (one frame each, in the order given); see the module docstring."""
-    from headrace import errors
-
     if not paths:
         raise errors.UsageError(f"no .{kind.value} files given")
     headers = [read_header(path, kind) for path in paths]
@@ -477,8 +467,6 @@ def read_pvd(path: os.PathLike | str) -> list[PvdEntry]:
     ``<DataSet>`` without ``file`` or with a ``timestep`` that is not a number, two datasets at one
     timestep), ``EmptyFieldError`` (no datasets) or ``MissingFileError`` naming the ``.pvd`` and the missing file.
     """
-    from headrace import errors
-
     path = Path(path)
     try:
         tree = ElementTree.parse(path)
@@ -520,8 +508,6 @@ def read_pvd(path: os.PathLike | str) -> list[PvdEntry]:
 
 def open_pvd(path: os.PathLike | str) -> VtkSource:
     """Read a ``.pvd`` and check every dataset's header; its datasets become frames in timestep order."""
-    from headrace import errors
-
     path = Path(path)
     entries = read_pvd(path)
     suffixes = {entry.path.suffix.lower() for entry in entries}

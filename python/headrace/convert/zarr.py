@@ -28,19 +28,31 @@ from typing import Any, Callable
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import _arrays
 from headrace.convert._arrays import FrameShape, Selection, array_pieces, bad_dataset, stored_dtype
 from headrace.convert._times import date_clock
-from headrace.convert.formats import ZARR_STORE_MARKERS, is_zarr_store
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame, bad_data, natural_key
 
-__all__ = ["ZarrSource", "open_zarr"]
+__all__ = ["ZarrSource", "open_zarr", "ZARR_STORE_MARKERS", "is_zarr_store", "is_store_folder"]
+
+# Root metadata of a zarr store (a folder that is one input): format 3, then format 2's group and array.
+ZARR_STORE_MARKERS = ("zarr.json", ".zgroup", ".zarray")
+
+
+def is_zarr_store(path: Path) -> bool:
+    """Whether ``path`` is a folder holding a zarr store (one of its root metadata files)."""
+    return path.is_dir() and any((path / marker).is_file() for marker in ZARR_STORE_MARKERS)
+
+
+def is_store_folder(path: Path) -> bool:
+    """A zarr store, or a ``.zarr`` folder meant as one (:func:`open_zarr` says what it lacks)."""
+    return is_zarr_store(path) or (path.is_dir() and path.suffix.lower() == ".zarr")
 
 
 def _open_store(path: Path) -> Any:
+    # zarr (optional, slow to import): loaded only when a zarr store is read
     import zarr
-
-    from headrace import errors
 
     if not is_zarr_store(path):
         raise bad_data(errors.BadMagicError, path, 0, f"a zarr store (a folder with {', '.join(ZARR_STORE_MARKERS)})",
@@ -70,8 +82,6 @@ class _ArrayPlan:
                                 self.layout.frame_chunks(self.array.chunks))
 
     def _reader(self, path: Path, index: int) -> Callable[[Selection], np.ndarray]:
-        from headrace import errors
-
         def read(selection: Selection) -> np.ndarray:
             full = self.layout.select(index, selection, self.array.ndim)
             try:
@@ -117,8 +127,6 @@ class ZarrSource:
 
 def _shared_grid(path: Path, plans: list[_ArrayPlan]) -> tuple[int, int, int] | None:
     """The ``(Z, Y, X)`` grid the grid arrays share (a container has one), ``None`` without grids."""
-    from headrace import errors
-
     grids = [(plan, plan.shape.grid) for plan in plans if plan.shape.grid is not None]
     for plan, grid in grids[1:]:
         if grid != grids[0][1]:
@@ -141,8 +149,6 @@ def _layout(path: Path, label: str, array: Any, time_axis: int | None,
             components: int | None) -> _arrays.ArrayLayout:
     """Time on axis ``time_axis``; else on the axis named ``time``/``t``, or none when every axis is named
     otherwise; else on axis 0 (zarr's rule here)."""
-    from headrace import errors
-
     names = _dimension_names(array)
     if time_axis is None and names is not None and (any(_arrays.is_time_name(n) for n in names) or all(names)):
         return _arrays.array_layout(array.shape, path, label, components=components, names=names)
@@ -162,6 +168,7 @@ def _plan(path: Path, name: str, array: Any, time_axis: int | None, components: 
 def _frame_times(group: Any, frames: int, taken: Sequence[str]) -> tuple[list[float] | None, dict[str, AttributeValue]]:
     """The values of the group's one-axis array ``time`` when it has one per frame (dates, CF ``units``
     or ``datetime64``, as seconds since the first), and the attributes that say what they count."""
+    # zarr (optional, slow to import): loaded only when a zarr store is read
     import zarr
 
     time = dict(group.members()).get("time") if group is not None else None
@@ -176,19 +183,20 @@ def _frame_times(group: Any, frames: int, taken: Sequence[str]) -> tuple[list[fl
     return clock.seconds(values), {**attributes, "time_units": clock.time_units}
 
 
-def open_zarr(paths: Sequence[os.PathLike | str], *, variables: Sequence[str] | None = None,
+def open_zarr(paths: os.PathLike | str | Sequence[os.PathLike | str], *, variables: Sequence[str] | None = None,
               time_axis: int | None = None, components: int | None = None) -> ZarrSource:
-    """Open one zarr store and check the arrays to convert (see the module docstring for the rules).
+    """Open one zarr store (a path, or a sequence of one) and check the arrays to convert (see the module docstring for the rules).
 
     Raises ``BadMagicError`` (not a zarr store), ``CorruptIndexError`` (unreadable metadata, arrays that
     disagree in frames or grid), ``BadDataError`` (a variable not in the group, a type or shape a
     container cannot hold, no array to convert), ``EmptyFieldError`` (no frames) and
     ``UsageError`` (several stores, arrays of different frame counts to choose from).
     """
+    # zarr (optional, slow to import): loaded only when a zarr store is read
     import zarr
 
-    from headrace import errors
-
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
     if len(paths) != 1:
         raise errors.UsageError(f"format zarr converts one store at a time, got {len(paths)}")
     path = Path(paths[0])

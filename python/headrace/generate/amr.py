@@ -55,6 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.amr import AmrTopology
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
@@ -321,19 +322,17 @@ def amr_topology(cells: int, levels: int, *, seed: int = 0, field_count: int = 1
                  single_cell_bricks: bool = False, workers: int | None = None) -> AmrTopology:
     """The fixed topology of ``generate_amr`` (module docstring): about ``cells`` leaf cells on ``levels``
     levels, refined where the fields of seeds ``seed .. seed + field_count - 1`` vary most."""
-    from headrace.errors import UsageError
-
     if not 1 <= levels <= MOST_LEVELS:
-        raise UsageError(f"--levels must be from 1 to {MOST_LEVELS}, got {levels}")
+        raise errors.UsageError(f"--levels must be from 1 to {MOST_LEVELS}, got {levels}")
     if not 1 <= cells <= MOST_CELLS:
-        raise UsageError(f"--cells must be from 1 to {MOST_CELLS:,}, got {cells:,}")
+        raise errors.UsageError(f"--cells must be from 1 to {MOST_CELLS:,}, got {cells:,}")
     if not 2 <= brick <= 64:
-        raise UsageError(f"--brick must be from 2 to 64 cells, got {brick}")
+        raise errors.UsageError(f"--brick must be from 2 to 64 cells, got {brick}")
     if cells // brick ** 3 > MOST_BRICKS:
-        raise UsageError(f"--cells {cells:,} in bricks of {brick}^3 cells make more than {MOST_BRICKS:,} bricks: "
+        raise errors.UsageError(f"--cells {cells:,} in bricks of {brick}^3 cells make more than {MOST_BRICKS:,} bricks: "
                          "a larger --brick")
     if field_count < 1:
-        raise UsageError(f"at least one field, got {field_count}")
+        raise errors.UsageError(f"at least one field, got {field_count}")
     seeds = [seed + k for k in range(field_count)]
     with ThreadPoolExecutor(_workers(workers)) as pool:
         def build(aim: int) -> AmrTopology:
@@ -350,12 +349,12 @@ def amr_topology(cells: int, levels: int, *, seed: int = 0, field_count: int = 1
     if abs(best.cell_count - cells) > _TOLERANCE * cells:
         least = brick ** 3 * (1 + 7 * (levels - 1))
         if cells < least:
-            raise UsageError(f"--cells {cells:,}: {levels} levels of bricks of {brick}^3 cells take at least {least:,} "
+            raise errors.UsageError(f"--cells {cells:,}: {levels} levels of bricks of {brick}^3 cells take at least {least:,} "
                              "cells (fewer --levels or a smaller --brick)")
-        raise UsageError(f"--cells {cells:,} with --levels {levels} and --brick {brick}: the nearest count this "
+        raise errors.UsageError(f"--cells {cells:,} with --levels {levels} and --brick {brick}: the nearest count this "
                          f"generator makes is {best.cell_count:,} cells, more than 10 % off (another --cells or --brick)")
     if len(best.bricks) > MOST_BRICKS:
-        raise UsageError(f"the topology has {len(best.bricks):,} bricks, more than {MOST_BRICKS:,}: fewer --cells "
+        raise errors.UsageError(f"the topology has {len(best.bricks):,} bricks, more than {MOST_BRICKS:,}: fewer --cells "
                          "or a larger --brick")
     best.validate("generate amr")
     best.check_overlaps("generate amr")
@@ -455,8 +454,6 @@ def generate_amr(
 ) -> Path:
     """Write ``frames`` frames of the moving blobs on an AMR topology of about ``cells`` leaf cells in
     ``levels`` levels (module docstring); return the path. ``workers`` threads compute (default: the CPUs)."""
-    from headrace import errors
-
     if frames < 1:
         raise errors.UsageError(f"--frames must be at least 1, got {frames}")
     names = list(fields)

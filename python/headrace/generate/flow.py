@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
 from headrace.writer import Codec, default_chunk_size
@@ -228,8 +229,6 @@ def generate_flow(
 ) -> Path:
     """Write the ABC flow or synthetic turbulence (``kind``) on an X x Y x Z grid in BX x BY x BZ blocks
     (``frames`` frames); return the path."""
-    from headrace import errors
-
     dims = tuple(int(d) for d in dims)
     if len(dims) != 3 or min(dims) < 2:
         raise errors.UsageError(f"--dims needs three sizes of at least 2 (a nodal grid), got {list(dims)}")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
 from headrace.writer import Codec
@@ -81,8 +82,6 @@ def generate_particles(
     progress: ProgressCallback | None = None,
 ) -> Path:
     """Write the particle series to ``path`` and return the path; see the module docstring."""
-    from headrace import errors
-
     if particles < 1 or frames < 1:
         raise errors.UsageError(f"--particles and --frames must be at least 1, got {particles} and {frames}")
     return write_source(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from headrace import errors
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
 from headrace.writer import Codec
@@ -130,8 +131,6 @@ def generate_volume(
 ) -> Path:
     """Write the moving-blobs field on an X x Y x Z grid (``dims``) for ``frames`` frames; return the path.
     Values below ``cutoff`` are written as 0 (see the module docstring)."""
-    from headrace import errors
-
     dims = tuple(int(d) for d in dims)
     if len(dims) != 3 or min(dims) < 2:
         raise errors.UsageError(f"--dims needs three sizes of at least 2 (a nodal grid), got {list(dims)}")
