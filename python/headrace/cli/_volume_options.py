@@ -107,4 +107,3 @@ def volume_only_options(args: argparse.Namespace) -> list[str]:
              ("--iso", args.iso), ("--sampling", args.sampling),
              ("--footprint", args.footprint)]
     return [name for name, value in given if value is not None] + (["--no-skip"] if args.no_skip else [])
-

@@ -99,8 +99,8 @@ KEY = ("study", "cache", "implementation", "scaling", "threads", "direct", "unit
        "seeds")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("bench", help="measure streaming on this machine (particle methods, streamline data managers, MPI scaling)",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("bench", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = parser.add_subparsers(dest="kind", required=True, metavar="KIND")
     sl = kinds.add_parser("streamlines", help="the streamline tracer's data managers, one study at a time",

@@ -61,8 +61,8 @@ DISK_RATE = Size(1 << 20, 1 << 40)  # bytes per second
 _AUTO_ONLY = ("objective", "disk_rate", "allow_gpu_only", "device", "sample_chunks")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("compress", help="re-write a container through codec chains, named or chosen per field",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("compress", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("input", metavar="IN.hrc", type=PathArgument(), help="the container to re-write")
     add_output_argument(parser)

@@ -65,8 +65,8 @@ CHUNK_PAGES = 96
 HILBERT_CHUNK_PAGES = Integer(3, 65535, "pages of 4 KiB", multiple_of=3)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("convert", help="convert particle, grid or AMR files into a container",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("convert", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("inputs", nargs="+", metavar="IN", type=PathArgument(),
                         help="input file(s), a directory or a quoted glob; several become frames in order")

@@ -44,8 +44,8 @@ from headrace.workloads.particles import render_streamed
 PARTICLE_BYTES = 32
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("demo", help="generate particles, stream them through every backend, compare",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("demo", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=PathArgument(), default="out/demo",
                         help="output folder, made if missing (default: out/demo)")

@@ -60,8 +60,8 @@ class FrameRange(Bounded[Union[int, slice]]):
         return ["0:8", "-1", ":", "3:", ":-2", "5"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("export", help="write a container's frames as VTK files and a ParaView series",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("export", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path(), help="the container to export")
     parser.add_argument("--to", required=True, choices=("vtk",),

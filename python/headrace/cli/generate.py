@@ -59,8 +59,8 @@ FRAMES = Integer(1, 1 << 20, "frames")
 AXIS = Integer(2, 1 << 16, "points")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("generate", help="write a seeded synthetic data set", description=__doc__,
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("generate", help=summary, description=__doc__,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
     kinds = parser.add_subparsers(dest="generator", required=True, metavar="KIND")  # flow's --kind is args.kind
 

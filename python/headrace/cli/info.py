@@ -19,8 +19,8 @@ from headrace.errors import UsageError
 BACKENDS = ("posix", "direct", "mmap", "uring", "ram")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("info", help="what headrace can use on this machine",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("info", help=summary,
                                    description=__doc__)
     parser.add_argument("--path", type=Path(), default=".", metavar="FOLDER",
                         help="folder whose file system the backends are checked on, with a small file written "

@@ -18,8 +18,8 @@ from headrace.cli._output import console, human_bytes, print_json
 from headrace.cli._shared import Path
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("inspect", help="print a container's index", description=__doc__)
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("inspect", help=summary, description=__doc__)
     parser.add_argument("file", type=Path(), help="the container to describe")
     parser.add_argument("--chunks", action="store_true", help="also list every chunk")
     parser.add_argument("--json", action="store_true", help="print JSON (always with every chunk)")

@@ -1,4 +1,5 @@
-"""The ``headrace`` command: one module per subcommand, each with ``register(subparsers)``.
+"""The ``headrace`` command: one module per subcommand (:data:`COMMANDS`), each with
+``register(subparsers, summary)``.
 
 Exit status: 0 success, 1 bad or corrupt data, a failed check or an error of the system (a missing
 file, a full disk), 2 usage error (a bad option value, a missing argument), 130 interrupted. Every
@@ -14,26 +15,61 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import TextIO
 
 from headrace import __version__, distributed, errors
 from headrace.cli._shared import Parser
 
-__all__ = ["main", "SUBCOMMANDS"]
+__all__ = ["main", "build_parser", "COMMANDS", "SUBCOMMANDS"]
 
-SUBCOMMANDS = ("info", "generate", "convert", "compress", "export", "inspect", "verify", "read", "stream", "trace", "render", "play", "view", "probe", "bench", "tune",
-               "plot", "demo")
+# Every subcommand: the module that fills its parser (``register(subparsers, summary)``) and the line
+# ``headrace --help`` shows for it. A command's module loads its workload (renderers, the lab, the
+# viewer), so a run imports only the module of the command it names, and ``headrace --help`` none.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "info": ("headrace.cli.info", "what headrace can use on this machine"),
+    "generate": ("headrace.cli.generate", "write a seeded synthetic data set"),
+    "convert": ("headrace.cli.convert", "convert particle, grid or AMR files into a container"),
+    "compress": ("headrace.cli.compress", "re-write a container through codec chains, named or chosen per field"),
+    "export": ("headrace.cli.export", "write a container's frames as VTK files and a ParaView series"),
+    "inspect": ("headrace.cli.inspect", "print a container's index"),
+    "verify": ("headrace.cli.verify", "check every chunk checksum"),
+    "read": ("headrace.cli.read", "read every chunk through one backend and report GB/s"),
+    "stream": ("headrace.cli.stream", "stream every frame into GPU or host memory"),
+    "trace": ("headrace.cli.trace", "streamlines of a flow container (CPU, out of core)"),
+    "render": ("headrace.cli.render",
+              "images of frames: points (any point set) as shaded spheres, volumes ray-marched (PNG, animation)"),
+    "play": ("headrace.cli.play", "play a volume's frames, showing what each streaming step gains"),
+    "view": ("headrace.cli.view", "play, scrub and orbit through time series in the browser"),
+    "probe": ("headrace.cli.probe", "measure the raw read bandwidth of a device (the ceiling)"),
+    "bench": ("headrace.cli.bench",
+             "measure streaming on this machine (particle methods, streamline data managers, MPI scaling)"),
+    "tune": ("headrace.cli.tune", "find and store this machine's best streaming configuration"),
+    "plot": ("headrace.cli.plot", "draw the figures of a headrace bench results file or a headrace play timeline"),
+    "demo": ("headrace.cli.demo", "generate particles, stream them through every backend, compare"),
+}
+SUBCOMMANDS = tuple(COMMANDS)
 
 
-def build_parser() -> Parser:
+def build_parser(full: Collection[str] = SUBCOMMANDS) -> Parser:
+    """The command line's parser: the subcommands of ``full`` with their options (every one by default),
+    the others by name and summary alone, which is all ``headrace --help`` and an unknown command need."""
     parser = Parser(prog="headrace", description="Stream time-varying scientific data from storage into GPU memory.")
     parser.add_argument("--version", action="version", version=f"headrace {__version__}")
     parser.add_argument("--debug", action="store_true", help="on an error, print its traceback and where in the source it was raised")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in SUBCOMMANDS:
-        importlib.import_module(f"headrace.cli.{name}").register(subparsers)
+    for name, (module, summary) in COMMANDS.items():
+        if name in full:
+            importlib.import_module(module).register(subparsers, summary)
+        else:
+            subparsers.add_parser(name, help=summary)
     return parser
+
+
+def _command_named(argv: Sequence[str]) -> list[str]:
+    """The subcommand the words name (the first that is not an option of ``headrace`` itself), if any."""
+    word = next((word for word in argv if not word.startswith("-")), None)
+    return [word] if word in COMMANDS else []
 
 
 def _report(command: str, error: BaseException, debug: bool, note: str = "") -> None:
@@ -67,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        args = build_parser(_command_named(words)).parse_args(words)
     except SystemExit as stop:  # argparse: a one-line usage error (2), or --help / --version (0)
         return stop.code if isinstance(stop.code, int) else 2
     debug = args.debug or os.environ.get("HEADRACE_DEBUG", "") not in ("", "0", "off")

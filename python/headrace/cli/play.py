@@ -57,8 +57,8 @@ from headrace.workloads.volume import STAGES, VolumeRenderer, is_volume
 __all__ = ["register", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("play", help="play a volume's frames, showing what each streaming step gains",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("play", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a volume or AMR container")
     parser.add_argument("--stages", type=Items(Word(STAGES + ("every",))), default=["all"],

@@ -41,9 +41,8 @@ from headrace.timeline import draw_timeline, read_timeline, summary_table
 __all__ = ["register", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("plot", help="draw the figures of a headrace bench results file or a headrace "
-                                                "play timeline",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("plot", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", metavar="RESULTS.csv|TIMELINE.json", type=Path(),
                         help="a results file of headrace bench (CSV) or a timeline record of headrace play (JSON)")
@@ -156,11 +155,10 @@ def _draw_timeline(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if _is_json(args.results):
         return _draw_timeline(args)
-    import matplotlib
+    import matplotlib  # heavy: loaded only to draw the figure
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
 
     if args.all_frames:
         raise UsageError("--all-frames: only for a timeline record of headrace play, not a results file of headrace bench")

@@ -77,8 +77,8 @@ QUEUE_DEPTHS = Items(Integer(1, 4096))  # probe/config.cpp's ranges
 THREAD_COUNTS = Items(Integer(1, 1024))
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("probe", help="measure the raw read bandwidth of a device (the ceiling)",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("probe", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", metavar="PATH", type=ProbePath(), help="what to read, on the device to probe")
     parser.add_argument("--quick", action="store_true",

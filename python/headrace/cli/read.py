@@ -26,8 +26,8 @@ CACHE_DONE = {
 }
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("read", help="read every chunk through one backend and report GB/s",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("read", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", type=Path(), help="the container to read")
     parser.add_argument("--backend", required=True, choices=BACKENDS, help="the host I/O backend to read through")

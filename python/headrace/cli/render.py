@@ -117,8 +117,8 @@ def place_problem(folder: Path) -> str:
     return ""
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("render", help="images of frames: points (any point set) as shaded spheres, volumes ray-marched (PNG, animation)",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("render", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a container of points, a volume or an AMR field")
     which = parser.add_mutually_exclusive_group(required=True)

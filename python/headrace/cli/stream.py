@@ -36,8 +36,8 @@ from headrace.errors import UsageError
 MOST_FRAMES_PLAYED = 1_000_000  # frames x --loop: the play order is a list of them
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("stream", help="stream every frame into GPU or host memory", description=__doc__)
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("stream", help=summary, description=__doc__)
     parser.add_argument("file", type=PathArgument(), help="a container")
     parser.add_argument("--fields", type=Items(Name()), help="the fields to stream, comma-separated (default: all)")
     parser.add_argument("--device", type=Device(), default=None,

@@ -66,8 +66,8 @@ def device_name(device: int | str) -> str:
     return "the CPU" if device == "cpu" else f"GPU {device}"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("trace", help="streamlines of a flow container (CPU, out of core)",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("trace", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(),
                         help="a flow container, or a grid headrace convert reads (.vti, .npy, HDF5, zarr, BOV, ...)")

@@ -52,8 +52,8 @@ from headrace.page_cache import CACHE_STATES
 __all__ = ["register", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("tune", help="find and store this machine's best streaming configuration",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("tune", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("file", metavar="FILE", type=PathArgument(), help="a particle container (headrace generate particles)")
     add_budget_argument(parser, "seconds of searching (default 120; --compare-grid measures after it)", default=120.0)

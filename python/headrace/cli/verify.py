@@ -10,8 +10,8 @@ from headrace.cli._output import byte_progress, console, print_json
 from headrace.cli._shared import Path
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("verify", help="check every chunk checksum", description=__doc__)
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("verify", help=summary, description=__doc__)
     parser.add_argument("file", type=Path(), help="the container to check")
     parser.add_argument("--backend", default="posix", choices=("posix", "direct", "mmap", "uring", "ram"),
                         help="host I/O backend to read with (default: posix)")

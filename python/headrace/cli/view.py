@@ -21,8 +21,8 @@ from headrace.cli._shared import Device, Host, Integer, Path as PathArgument, Re
 __all__ = ["register", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("view", help="play, scrub and orbit through time series in the browser",
+def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
+    parser = subparsers.add_parser("view", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("files", metavar="FILE", nargs="+", type=PathArgument(), help="particle, volume or AMR containers")
     parser.add_argument("--port", type=Integer(0, 65535), default=8765, help="TCP port (default 8765; 0 picks a free one)")
@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from headrace.viewer import ViewerServer
+    from headrace.viewer import ViewerServer  # loads aiohttp, heavy: only when the viewer is started
 
     server = ViewerServer(args.files, device="auto" if args.device is None else args.device, width=args.width,
                           height=args.height, quality=args.quality, fps=args.fps, prefetch=args.prefetch,
