@@ -9,9 +9,11 @@ count from the end when negative. :meth:`Dataset.array`, :meth:`Dataset.to_dask`
 
 from __future__ import annotations
 
+import importlib
 import os
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,9 +21,6 @@ from headrace.arrays import Region, field_shape, frame_index, read
 from headrace.container import Field, Frame, OpenContainer
 from headrace.lazy import FieldArray, to_dask, to_xarray
 from headrace.stream import FrameStream
-
-if TYPE_CHECKING:
-    from headrace.volume import VolumeRenderer
 
 __all__ = ["Dataset", "Field", "Frame", "open"]
 
@@ -128,12 +127,12 @@ class Dataset(OpenContainer, Mapping[str, FieldArray]):
         ``options``: ``loop``, ``start``, ``frames``, ``engine`` and the I/O knobs of docs/settings.md."""
         return FrameStream(self, fields=fields, device=device, prefetch=prefetch, stored_order=stored_order, **options)
 
-    def volume(self, field: str | None = None, **options: Any) -> VolumeRenderer:
-        """A :class:`headrace.volume.VolumeRenderer` of a grid or AMR field of this file (options as there)."""
-        # Deferred: the volume workload sits above the core and imports this module (issue 36 moves it).
-        from headrace.volume import VolumeRenderer
-
-        return VolumeRenderer(self, field=field, **options)
+    def volume(self, field: str | None = None, **options: Any) -> Any:
+        """Deprecated: ``headrace.workloads.volume.VolumeRenderer(ds, field=..., **options)``."""
+        warnings.warn("Dataset.volume is deprecated: use headrace.workloads.volume.VolumeRenderer(ds, field=...)",
+                      DeprecationWarning, stacklevel=2)
+        # Found by name for this release only: the core imports no workload (they sit above it).
+        return importlib.import_module("headrace.workloads.volume").VolumeRenderer(self, field=field, **options)
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by path (dask's process schedulers, a lazy array's copy): the copy reopens the file."""

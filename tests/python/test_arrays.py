@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import headrace
-from headrace import FieldSpec, _ext, arrays, errors, streamlines
+from headrace import FieldSpec, _ext, arrays, container, errors
+from headrace.workloads import streamlines
 from headrace.generate import generate_flow, generate_volume
 from headrace.generate.flow import abc_velocity, from_blocks
 
@@ -375,3 +376,15 @@ def test_xarray_names_a_fields_own_axes_where_fields_disagree(tmp_path):
     assert same["particles"].dims == ("time", "element", "particles_component")
     assert same["id"].dims == ("time", "element", "id_component")
     np.testing.assert_array_equal(same["particles"].values[1], positions + 1)
+
+
+def test_a_dataset_pickles_by_path_and_the_moved_names_still_answer_with_a_warning(tmp_path):
+    ds = headrace.open(generate_volume(tmp_path / "v.hrc", dims=(8, 8, 8), frames=1, seed=1))
+    again = pickle.loads(pickle.dumps(ds))
+    assert again is not ds and again.path == ds.path and np.array_equal(again.read(0), ds.read(0))
+    with pytest.deprecated_call(match="headrace.container.ChunkReader"):
+        moved = arrays.ChunkReader
+    assert moved is container.ChunkReader
+    with pytest.deprecated_call(match="VolumeRenderer"):
+        renderer = ds.volume(device="cpu", width=16, height=12)
+    assert renderer.render(0).shape == (12, 16, 4)

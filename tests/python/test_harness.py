@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import time
 
 import pytest
 
@@ -65,3 +66,12 @@ def test_cold_evicts_only_the_file_and_says_what_stayed(tmp_path):
         sum(mapped[i] for i in range(0, len(mapped), 4096))
         assert "still cached" in harness.evict_from_page_cache([str(path)])
         mapped.close()
+
+
+def test_a_stopwatch_times_laps_that_add_up_and_stamps_taken_elsewhere():
+    whole, watch = harness.Stopwatch(), harness.Stopwatch()
+    laps = [watch.lap() for _ in range(3)]
+    stamp = time.perf_counter()  # as the viewer's protocol client stamps an image
+    after = watch.seconds()
+    assert all(lap >= 0 for lap in laps) and sum(laps) <= whole.seconds()
+    assert 0 <= watch.seconds_to(stamp) <= after

@@ -23,7 +23,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from collections.abc import Callable
 from typing import Any
@@ -32,7 +31,7 @@ import numpy as np
 
 import headrace
 from headrace import codecs
-from headrace.bench.harness import CacheState, Measurement, measure, warm_page_cache, write_csv
+from headrace.bench.harness import CacheState, Measurement, Stopwatch, measure, warm_page_cache, write_csv
 from headrace.errors import UnavailableError
 
 __all__ = ["main"]
@@ -66,10 +65,10 @@ def headrace_case(path: str, cache: CacheState, repeats: int, backend: str, keep
         if keep_queue and queue_holder:
             return
         queue_holder.clear()
-        start = time.perf_counter()
+        watch = Stopwatch()
         queue_holder.append(headrace.Queue(backend=backend, device=0, **knobs))
         files[:] = [queue_holder[0].add_file(path)]
-        setup_seconds.append(time.perf_counter() - start)
+        setup_seconds.append(watch.seconds())
 
     def body() -> int:
         q, f = queue_holder[0], files[0]
@@ -133,18 +132,18 @@ def run_peer(peer: str, path: str) -> None:
         import kvikio  # type: ignore[import]  # GPU machines only
         import kvikio.defaults  # type: ignore[import]
 
-        start = time.perf_counter()
+        watch = Stopwatch()
         with kvikio.CuFile(path, "r") as f:
             read = f.pread(buffer, size, offset).get()
         cupy.cuda.runtime.deviceSynchronize()
-        seconds = time.perf_counter() - start
+        seconds = watch.seconds()
         describe = f"kvikio {kvikio.__version__} compat_mode={kvikio.defaults.is_compat_mode_preferred()}"
     else:
-        start = time.perf_counter()
+        watch = Stopwatch()
         host = np.fromfile(path, dtype=np.uint8, count=size, offset=offset)
         buffer.set(host)
         cupy.cuda.runtime.deviceSynchronize()
-        seconds = time.perf_counter() - start
+        seconds = watch.seconds()
         read, describe = host.size, "numpy.fromfile + cupy set"
     print(json.dumps({"bytes": int(read), "seconds": seconds, "describe": describe}))
 
@@ -290,27 +289,27 @@ def overlap_case(path: str, repeats: int, loop: int = 8, **knobs: Any) -> dict[s
         """Seconds a frame in the steady state: from the first frame in hand to the last one consumed, over
         the frame count (opening the stream and the first read are start-up: no pipeline hides them)."""
         consumer = cupy.cuda.Stream(non_blocking=True)
-        first: float | None = None  # when the first frame was in hand
+        first: Stopwatch | None = None  # started when the first frame was in hand
         with ds.stream([name], device=0, prefetch=3, loop=loop, **knobs) as s:
             for frame in s:
                 with consumer:
                     x = cupy.from_dlpack(frame[name]).reshape(-1)
-                    first = first or time.perf_counter()
+                    first = first or Stopwatch()
                     if iterations:
                         kernel(x, iterations, out)
                 frame.release(stream=consumer.ptr)
             consumer.synchronize()
             if first is None:
                 raise headrace.BadDataError(f"{path}: the stream delivered no frame")
-            return (time.perf_counter() - first) / frames
+            return first.seconds() / frames
 
     def compute_alone(iterations: int) -> float:
         cupy.cuda.runtime.deviceSynchronize()
-        start = time.perf_counter()
+        watch = Stopwatch()
         for _ in range(frames):
             kernel(resident, iterations, out)
         cupy.cuda.runtime.deviceSynchronize()
-        return (time.perf_counter() - start) / frames
+        return watch.seconds() / frames
 
     warm_page_cache([path])
     io_alone = min(stream_frames(0) for _ in range(repeats))

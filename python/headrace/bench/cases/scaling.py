@@ -33,14 +33,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import headrace
 from headrace import _ext
 from headrace._files import replacing
-from headrace.bench.harness import uncache, warm_page_cache, write_rows
+from headrace.bench.harness import Stopwatch, uncache, warm_page_cache, write_rows
 from headrace.distributed import fail_together, ranks
 from headrace.errors import UsageError
 from headrace.workloads.particles.sort_last import render_particles
@@ -70,12 +69,12 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int) 
     draw(chosen[0])  # first touch, not timed
     per_frame = []
     job.barrier()
-    started = time.perf_counter()
+    watch = Stopwatch()
     for frame in chosen:
         _, stats = draw(frame)
         per_frame.append(job.gather(stats))
     job.barrier()
-    seconds = time.perf_counter() - started
+    seconds = watch.seconds()
     if not job.root:
         return None
     slowest = {key: [max(s[key] for s in everyone) for everyone in per_frame]  # type: ignore[union-attr]

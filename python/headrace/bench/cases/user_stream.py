@@ -27,7 +27,6 @@ import functools
 import json
 import os
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,8 @@ import numpy as np
 
 import headrace
 from headrace.bench.engine import data_region
-from headrace.bench.harness import CacheState, Measurement, drop_page_cache, measure, warm_page_cache, write_csv
+from headrace.bench.harness import (CacheState, Measurement, Stopwatch, drop_page_cache, measure, warm_page_cache,
+                                    write_csv)
 
 __all__ = ["main"]
 
@@ -182,13 +182,13 @@ def reopen_first_frame(path: str, options: dict[str, Any]) -> dict[str, float]:
 
     ds = headrace.open(path)
     stream = cupy.cuda.get_current_stream()
-    start = time.perf_counter()
+    watch = Stopwatch()
     with ds.stream(device=0, **options) as frames:
         frame = next(frames)
         for name in frame.fields:
             cupy.from_dlpack(frame[name])
         stream.synchronize()
-        seconds = time.perf_counter() - start
+        seconds = watch.seconds()
         raw = frame.stats.raw_bytes
     return {"first_frame_s": seconds, "frame_bytes": raw}
 
@@ -198,13 +198,11 @@ def small_frames(path: str, loop: int) -> dict[str, float]:
     ds = headrace.open(path)
     times: list[float] = []
     with ds.stream(device=0, loop=loop) as frames:
-        last = time.perf_counter()
+        watch = Stopwatch()
         for frame in frames:
             frame.wait()
             frame.release()
-            now = time.perf_counter()
-            times.append(now - last)
-            last = now
+            times.append(watch.lap())
     first, final = statistics.median(times[:1000]), statistics.median(times[-1000:])
     return {"frames": len(times), "first_thousand_median_s": first, "last_thousand_median_s": final,
             "last_over_first": final / first}

@@ -47,7 +47,7 @@ import numpy as np
 
 import headrace
 from headrace import _ext
-from headrace.bench.harness import Measurement, measure, uncache, warm_page_cache, write_csv
+from headrace.bench.harness import Measurement, Stopwatch, measure, uncache, warm_page_cache, write_csv
 from headrace.codecs import disk_rate_of
 from headrace.engine import release_engines
 from headrace.viewer.client import ProtocolClient
@@ -102,7 +102,7 @@ async def _play(url: str, cache: str, seconds: float, frames: int, paths: list[s
         await client.pump(until=lambda c: c.states[-1]["fps"] == 0)
         first = len(client.shown)
         if hot:
-            start = time.perf_counter()
+            watch = Stopwatch()
             await client.send({"type": "play"})
         else:
             # What the session loaded ahead on connecting is read again: the cache dropped now, a seek
@@ -110,7 +110,7 @@ async def _play(url: str, cache: str, seconds: float, frames: int, paths: list[s
             await client.pump(0.5)
             first = len(client.shown)
             await asyncio.to_thread(uncache, paths, cache)
-            start = time.perf_counter()
+            watch = Stopwatch()
             await client.send({"type": "seek", "frame": 0})
             await client.send({"type": "play"})
         if hot:
@@ -118,7 +118,7 @@ async def _play(url: str, cache: str, seconds: float, frames: int, paths: list[s
         else:
             await client.pump(until=lambda c: not c.states[-1]["playing"] and c.shown[-1].frame == frames - 1
                               and c.states[-1]["frame"] == frames - 1, limit=600)
-        elapsed = time.perf_counter() - start
+        elapsed = watch.seconds()
         await client.send({"type": "pause"})
         await client.pump(0.6)  # the panel's last numbers
         shown = client.shown[first:]
@@ -144,17 +144,17 @@ def _play_in_chromium(url: str, seconds: float) -> dict[str, Any]:
     try:
         driver.get(url)
         shown = "return (window.headraceViewer && window.headraceViewer.shown) || 0;"
-        deadline = time.perf_counter() + 60
-        while driver.execute_script(shown) < 1 and time.perf_counter() < deadline:
+        waiting = Stopwatch()
+        while driver.execute_script(shown) < 1 and waiting.seconds() < 60:
             time.sleep(0.05)
         driver.execute_script("window.headraceViewer.send({type: 'set', fps: 0, loop: true});")
         time.sleep(0.3)
         first = driver.execute_script(shown)
-        start = time.perf_counter()
+        watch = Stopwatch()
         driver.execute_script("window.headraceViewer.send({type: 'play'});")
         time.sleep(seconds)
         count = driver.execute_script(shown) - first
-        elapsed = time.perf_counter() - start
+        elapsed = watch.seconds()
         driver.execute_script("window.headraceViewer.send({type: 'pause'});")
         return {"seconds": elapsed, "shown": count, "delivered_fps": count / elapsed}
     finally:
@@ -174,13 +174,13 @@ async def _jumps(url: str, cache: str, frames: int, jumps: int, paths: list[str]
                 target = (current + 1) % frames
             await asyncio.to_thread(uncache, paths, cache)
             count = len(client.shown)
-            start = time.perf_counter()
+            watch = Stopwatch()
             await client.send({"type": "seek", "frame": target})
             def arrived(c: ProtocolClient, n: int = count, t: int = target) -> bool:
                 return len(c.shown) > n and c.shown[-1].frame == t
 
             await client.pump(until=arrived, limit=120)
-            latencies.append(client.shown[-1].at - start)
+            latencies.append(watch.seconds_to(client.shown[-1].at))
             current = target
             await client.pump(0.3)  # what the seek loaded ahead settles
         await client.close()
