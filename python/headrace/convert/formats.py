@@ -148,7 +148,8 @@ def resolve_inputs(spec: InputSpec) -> list[Path]:
             if folders:
                 return sorted(folders, key=natural_key)
             if not files:
-                raise errors.FileOpenError(f"{path}: directory holds no input files ({', '.join(_BY_SUFFIX)}) nor "
+                suffixes = [suffix for suffix, kind in _BY_SUFFIX.items() if kind.converter.input_folder is None]
+                raise errors.FileOpenError(f"{path}: directory holds no input files ({', '.join(suffixes)}) nor "
                                            f"{', '.join(kind.value for kind in _FOLDER_SERIES)} folders")
             if len(kinds) > 1:
                 raise errors.UsageError(f"{path}: directory mixes input formats; give the files explicitly")

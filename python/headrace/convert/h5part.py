@@ -1,11 +1,11 @@
 """H5Part particle series through h5py (format ``h5part``).
 
-Root groups ``Step#N`` in order of N are the frames. Datasets ``x``,
-``y`` and ``z`` of a step become field ``position`` (3 components, their common type); every other
-dataset of the step (``(n,)`` or ``(n, c)``) a field of its own name, in natural order. A step's
-datasets hold one value per particle, the same count each (0: an empty frame); a step without datasets
-is empty too. Subgroups of a step (H5Block's fields) are not read. Frame time: the step's numeric
-``TimeValue`` attribute (H5Part's), else ``time``, else N; bounding box: that of the positions (one more read of x, y, z).
+Root groups ``Step#N`` in order of N are the frames. Datasets ``x``, ``y`` and ``z`` of a step become
+field ``position`` (3 components, their common type); every other dataset of the step (``(n,)`` or
+``(n, c)``) a field of its own name, in natural order. A step's datasets hold one value per particle, the
+same count each (0: an empty frame); a step without datasets is empty too. Subgroups of a step (H5Block's
+fields) are not read. Frame time: the step's numeric ``TimeValue`` attribute (H5Part's), else ``time``,
+else N; bounding box: that of the positions (one more read of x, y, z).
 
 Element types are kept in native byte order; float16 becomes float32 and bool uint8; others are refused.
 """
@@ -29,13 +29,13 @@ from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, Sour
 
 __all__ = ["H5PartSource", "open_h5part", "is_h5part_file"]
 
-STEP_GROUP = re.compile(r"Step#(\d+)")
+_STEP_GROUP = re.compile(r"Step#(\d+)")
 _POSITION = ("x", "y", "z")
 
 
 def is_h5part_file(file: Any) -> bool:
     """Whether an open HDF5 file holds H5Part step groups (``Step#N`` at the root)."""
-    return any(STEP_GROUP.fullmatch(key) for key in file)
+    return any(_STEP_GROUP.fullmatch(key) for key in file)
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def _read_steps(path: Path) -> list[_Step]:
 
     steps = []
     with open_hdf5_file(path) as file:
-        numbered = sorted((int(match.group(1)), key) for key in file if (match := STEP_GROUP.fullmatch(key)))
+        numbered = sorted((int(match.group(1)), key) for key in file if (match := _STEP_GROUP.fullmatch(key)))
         if not numbered:
             raise bad_data(errors.CorruptIndexError, path, 0, "H5Part step groups Step#0, Step#1, ...",
                            f"root members {show_names(sorted(file, key=natural_key))}")

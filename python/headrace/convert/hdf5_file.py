@@ -57,7 +57,7 @@ def open_hdf5_file(path: Path) -> Any:
 
 
 def dataset_reader(path: Path, dataset: Any, layout: _arrays.ArrayLayout | None = None,
-            step: int | None = None) -> Callable[[Selection], np.ndarray]:
+                   step: int | None = None) -> Callable[[Selection], np.ndarray]:
     """Reads a selection of ``dataset`` (of the frame at ``step`` along the ``layout``'s time axis); a
     failed read (a broken chunk, a missing block) names it."""
     def read(selection: Selection) -> np.ndarray:
