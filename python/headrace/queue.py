@@ -85,22 +85,22 @@ class Fence:
         self._queue, self.id = queue, fence_id
 
     def is_signaled(self) -> bool:
-        return self._queue._open_native().is_signaled(self.id)
+        return self._queue.native.is_signaled(self.id)
 
     def wait(self) -> None:
         """Blocks the host until the fence is signalled."""
-        self._queue._open_native().wait(self.id)
+        self._queue.native.wait(self.id)
 
     @property
     def event(self) -> int:
         """The CUevent (as an int) a consumer stream can wait on with cudaStreamWaitEvent; blocks until
         every earlier request is issued to the GPU (its reads are done)."""
-        return self._queue._open_native().fence_event(self.id)
+        return self._queue.native.fence_event(self.id)
 
     def wait_on_stream(self, stream: int) -> None:
         """Makes a CUDA stream wait for the fence. Blocks the host until the fence's GPU work is issued
         (after :meth:`Queue.submit`); with ``stream_value_fences`` it returns at once, even before submit."""
-        self._queue._open_native().wait_on_stream(self.id, int(stream))
+        self._queue.native.wait_on_stream(self.id, int(stream))
 
 
 class Queue:
@@ -129,27 +129,29 @@ class Queue:
         self._native: _ext.Queue | None = _ext.Queue(self.options)  # None once closed
         self._keep: dict[int, Any] = {}  # destinations of requests not known to be finished
 
-    def _open_native(self) -> _ext.Queue:
-        """The native queue; UsageError once the queue is closed."""
+    @property
+    def native(self) -> _ext.Queue:
+        """The native queue (what the engine's slot stream and a workload's session drive); UsageError once
+        the queue is closed."""
         if self._native is None:
             raise _ext.UsageError("the queue is closed")
         return self._native
 
     def add_file(self, path: str | os.PathLike[str]) -> int:
         """The file's id: opened once per version of it (the same path, unchanged, gives the same id)."""
-        return self._open_native().add_file(os.fspath(path))
+        return self.native.add_file(os.fspath(path))
 
     def close_file(self, file: int) -> None:
         """Closes (and unpins) a file once its requests' GPU copies have ended; UsageError while a
         request of it still waits for or does its read."""
-        self._open_native().close_file(file)
+        self.native.close_file(file)
 
     def enqueue(self, file: int, offset: int, stored_size: int, destination: Any, *, codec: str = "none",
                 checksum: int | None = None, priority: int = 0, tag: int = 0, label: str = "") -> int:
         """Reads ``stored_size`` bytes at ``offset`` of ``file``, decodes them with ``codec`` into
         ``destination`` (whose size is the raw size)."""
         address, size, kind = destination_of(destination)
-        request = self._open_native().enqueue(file, offset, stored_size, size, address, kind=kind, codec=codec,
+        request = self.native.enqueue(file, offset, stored_size, size, address, kind=kind, codec=codec,
                                               checksum=checksum, priority=priority, tag=tag, label=label)
         self._keep[request] = destination
         return request
@@ -171,7 +173,7 @@ class Queue:
                                   "(give an array of the field's dtype, or of bytes)")
         if size < needed:
             raise _ext.UsageError(f"destination of {size} bytes for frame {frame} field {field!r} of {needed} bytes")
-        requests = self._open_native().enqueue_chunks(file, dataset.container, frame, index, address, kind=kind,
+        requests = self.native.enqueue_chunks(file, dataset.container, frame, index, address, kind=kind,
                                                       priority=priority, tag=tag)
         if keep_alive:
             for request in requests:
@@ -194,7 +196,7 @@ class Queue:
             raise _ext.UsageError(f"destination of {size} bytes for {len(chunks)} chunks of frame {frame} field {field!r} "
                                   f"of {sum(sizes)} bytes")
         offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64) if sizes else np.zeros(0, np.int64)
-        requests = self._open_native().enqueue_chunk_list(file, dataset.container, frame, index, [int(c) for c in chunks],
+        requests = self.native.enqueue_chunk_list(file, dataset.container, frame, index, [int(c) for c in chunks],
                                                           [address + int(o) for o in offsets], kind=kind, priority=priority,
                                                           tag=tag)
         for request in requests:
@@ -202,27 +204,27 @@ class Queue:
         return requests
 
     def enqueue_signal(self) -> Fence:
-        return Fence(self, self._open_native().enqueue_signal())
+        return Fence(self, self.native.enqueue_signal())
 
     def submit(self) -> None:
-        self._open_native().submit()
+        self.native.submit()
 
     def cancel(self, request: int) -> bool:
         """True when the request will never write its destination."""
-        return self._open_native().cancel(request)
+        return self.native.cancel(request)
 
     def cancel_tag(self, tag: int) -> int:
-        return self._open_native().cancel_tag(tag)
+        return self.native.cancel_tag(tag)
 
     def status(self, request: int) -> RequestStatus:
-        status = RequestStatus(**self._open_native().status(request))
+        status = RequestStatus(**self.native.status(request))
         if status.finished:
             self._keep.pop(request, None)
         return status
 
     def drain(self) -> None:
         """Waits until every submitted request has finished."""
-        native = self._open_native()
+        native = self.native
         native.drain()
         finished = [r for r, state in zip(self._keep, native.states(list(self._keep)))
                     if state in ("done", "failed", "cancelled", "retired")]
@@ -233,39 +235,39 @@ class Queue:
         """A set of requests summed up (``_ext.RequestSummary``): counts by state, the first failure
         (``raise_first_failure()`` raises it as its own type: ``ChecksumMismatchError``, ...), bytes by
         source (page cache, disk, pinned pages) and summed times."""
-        return self._open_native().summarize(requests)
+        return self.native.summarize(requests)
 
     def stats(self) -> _ext.QueueStats:
         """The queue's counters (``_ext.QueueStats``; bounded: no history)."""
-        return self._open_native().stats()
+        return self.native.stats()
 
     def flight_timeline(self) -> list[_ext.FlightRecord]:
         """The newest flights (up to 4096, oldest first; ``_ext.FlightRecord``): per flight its lane,
         requests, reads and bytes, and when it was dispatched, taken by its lane's finisher, landed,
         checked, issued to the GPU and done, in seconds since the queue was made."""
-        return self._open_native().flight_timeline()
+        return self.native.flight_timeline()
 
     def fallbacks(self) -> list[str]:
         """The fallbacks taken so far, each once (``strict=True`` makes each an error instead)."""
-        return self._open_native().fallbacks()
+        return self.native.fallbacks()
 
     @property
     def pinned_host_bytes(self) -> int:
         """Page-locked host memory the queue holds: staging and page-locked files."""
-        return self._open_native().pinned_host_bytes
+        return self.native.pinned_host_bytes
 
     @property
     def device_bytes(self) -> int:
         """GPU memory the queue holds: the staging twin for decoding and the fence words."""
-        return self._open_native().device_bytes
+        return self.native.device_bytes
 
     @property
     def copy_stream(self) -> int:
         """The CUstream (as an int) the queue's H2D copies and GPU decoding run on; 0 without a GPU."""
-        return self._open_native().copy_stream
+        return self.native.copy_stream
 
     def describe(self) -> str:
-        return self._open_native().describe()
+        return self.native.describe()
 
     def close(self) -> None:
         """Cancels what was not read yet, waits for the rest; the queue is unusable afterwards."""

@@ -343,7 +343,7 @@ class FrameStream:
         self._slots = [_Slot(i, self._allocate()) for i in range(self.prefetch)]
         destinations = [[destination_of(slot.buffers[name])[0] for name in self.fields] for slot in self._slots]
         self._native = _ext.FrameSlotStream(
-            self._queue._open_native(), dataset.container, self._file, [dataset.container.field_index(n) for n in self.fields],
+            self._queue.native, dataset.container, self._file, [dataset.container.field_index(n) for n in self.fields],
             destinations, "host" if self.device is None else "device", tag=self._engine.new_tag())
         self._current: Frame | None = None
         self._spares: list[dict[str, Any]] = []  # host buffers whose kept frame's arrays are gone
