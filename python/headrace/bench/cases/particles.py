@@ -29,9 +29,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from headrace import _ext
 from headrace._deprecated import moved
 from headrace.bench.harness import uncache
 from headrace.errors import UsageError
+from headrace.imaging import camera_spec, packed_background, parse_camera
+from headrace.workloads.particles import StreamingRenderer
 
 __all__ = ["renderer_for", "algorithm3", "Overlap", "overlap", "overlap_seconds", "kvikio_renderer", "BASELINES",
            "IN_MEMORY", "KEY"]
@@ -80,8 +83,6 @@ class Algorithm3:
 
 def renderer_for(dataset: Any, config: dict[str, Any], *, device: int | str, width: int, height: int) -> Any:
     """The StreamingRenderer of one configuration (method, batch, segments, staging_bytes)."""
-    from headrace.workloads.particles import StreamingRenderer
-
     return StreamingRenderer(dataset, method=config["method"], device=device, batch=config["batch"],
                              segments=config["segments"], staging_bytes=config["staging_bytes"], width=width, height=height)
 
@@ -212,9 +213,6 @@ def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height
     for name, value in (("KVIKIO_COMPAT_MODE", "ON"), ("KVIKIO_NTHREADS", "16"), ("KVIKIO_TASK_SIZE", str(16 << 20))):
         os.environ.setdefault(name, value)
     import kvikio  # type: ignore[import]  # GPU machines only
-
-    from headrace import _ext
-    from headrace.imaging import camera_spec, packed_background, parse_camera
 
     field = [f.name for f in dataset.fields].index("particles")
     table = dataset.container.chunk_table()
