@@ -60,7 +60,7 @@ gpu() {
   # algorithm: bit for bit expected) and the user-managed cache (the CPU tracer).
   within 120 python3 - "$native" <<'PY'
 import sys, numpy as np
-from headrace import streamlines as s
+from headrace.workloads import streamlines as s
 path = sys.argv[1]
 seeds = s.uniform_seeds(path, 2048)
 opts = dict(steps=1000, step_size=0.005, cache_bytes=512 << 20, direction="both")

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
-from headrace import render, sort_last, streamlines
 from headrace.distributed import fail_together
 from headrace.generate import generate_amr, generate_flow
-from headrace.volume import VolumeRenderer
+from headrace.imaging import write_image
+from headrace.workloads import streamlines
+from headrace.workloads.volume import VolumeRenderer, VolumeSlabs
 
 out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
 amr, flow = out / "example-amr.hrc", out / "example-flow.hrc"
@@ -26,7 +27,7 @@ with fail_together("example 05") as job:  # a rank that fails stops every rank, 
         generate_amr(amr, cells=200_000, levels=2, frames=1, seed=1, chunk_size_bytes=1 << 15)
         generate_flow(flow, dims=(33, 33, 41), block=(8, 8, 8), seed=2)
     job.barrier()
-    image, stats = sort_last.VolumeSlabs(amr, device="cpu", width=320, height=240).render(0)
+    image, stats = VolumeSlabs(amr, device="cpu", width=320, height=240).render(0)
     seeds = streamlines.uniform_seeds(flow, 400)
     lines = streamlines.trace_handed(flow, seeds, steps=300, direction="both", device="cpu")
     shares = job.gather(stats)
@@ -37,7 +38,7 @@ with fail_together("example 05") as job:  # a rank that fails stops every rank, 
         assert off <= 0.002, f"{off:.2%} of the channels differ from one renderer's by more than 2 levels"
         whole = streamlines.trace_run(flow, seeds, steps=300, direction="both", device="cpu")
         assert np.array_equal(lines.points, whole.points) and np.array_equal(lines.offsets, whole.offsets)
-        render.write_image(out / "example-amr.png", image)
+        write_image(out / "example-amr.png", image)
         for s in shares:
             print(f"rank {s['rank']}: region layers {s['layers'][0]} to {s['layers'][1]}, {s['cells']:,} cells read")
         print(f"{job.size} rank(s): the AMR frame composited as one renderer draws it -> {out / 'example-amr.png'}; "

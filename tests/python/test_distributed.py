@@ -122,7 +122,7 @@ def cloud(tmp_path_factory):
 
 @pytest.mark.parametrize("size", [1, 2, 3, 4])
 def test_a_frames_chunks_are_shared_by_space_each_once(cloud, size):
-    from headrace.sort_last import share_chunks
+    from headrace.workloads.particles.sort_last import share_chunks
 
     ds = headrace.open(cloud)
     shares = share_chunks(ds, 1, "particles", size)
@@ -167,8 +167,7 @@ def _channels_off(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
 
 
 def test_a_slabs_chunks_hold_its_cells_and_one_rank_draws_the_whole_frame(amr):
-    from headrace.sort_last import chunks_holding, render_volume
-    from headrace.volume import VolumeRenderer
+    from headrace.workloads.volume import VolumeRenderer, chunks_holding, render_volume
 
     ds = headrace.open(amr)
     renderer = VolumeRenderer(ds, device="cpu", width=120, height=90)
@@ -244,7 +243,7 @@ def flow(tmp_path_factory):
 
 
 def test_the_field_is_handed_off_when_it_does_not_fit_a_ranks_cache(flow, tmp_path):
-    from headrace.streamlines import convert_to_hilbert, distribution
+    from headrace.workloads.streamlines import convert_to_hilbert, distribution
 
     frame_bytes = 33 * 29 * 41 * 12
     assert distribution(flow, "auto", frame_bytes * 2) == "replicate"
@@ -258,7 +257,7 @@ def test_the_field_is_handed_off_when_it_does_not_fit_a_ranks_cache(flow, tmp_pa
 
 
 def test_one_rank_handing_off_traces_one_tracers_lines(flow):
-    from headrace.streamlines import trace_handed, trace_run, uniform_seeds
+    from headrace.workloads.streamlines import trace_handed, trace_run, uniform_seeds
 
     seeds = uniform_seeds(flow, 200)
     one = trace_run(flow, seeds, steps=150, direction="both", device="cpu", threads=2)

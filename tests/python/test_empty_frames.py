@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import headrace
-from headrace import render
+from headrace.workloads.particles import render_frame
 from headrace.cli.main import main
 
 COUNTS = [300, 0, 120, 0, 0, 50]  # empty frames in the middle, at the end, two in a row
@@ -89,12 +89,12 @@ def test_a_stream_delivers_empty_frames_as_zero_length_arrays(series, device):
 def test_an_empty_frame_renders_as_background_and_the_camera_frames_the_data(series, device):
     path, _ = series
     options = dict(device=device, width=64, height=48, batch=64, segments=2)
-    drawn = render.render_frame(path, 0, **options)
-    empty = render.render_frame(path, 1, **options)
+    drawn = render_frame(path, 0, **options)
+    empty = render_frame(path, 1, **options)
     assert (drawn[..., :3].sum(-1) > 0).any()
     assert not empty[..., :3].any()
     if device != "cpu":
-        np.testing.assert_array_equal(drawn, render.render_frame(path, 0, **{**options, "device": "cpu"}))
+        np.testing.assert_array_equal(drawn, render_frame(path, 0, **{**options, "device": "cpu"}))
 
 
 def test_commands_take_empty_frames(series, tmp_path, capsys):

@@ -17,7 +17,8 @@ from vtkmodules.util.numpy_support import vtk_to_numpy  # noqa: E402
 from vtkmodules.vtkIOXML import vtkXMLImageDataReader, vtkXMLPolyDataReader  # noqa: E402
 
 import headrace  # noqa: E402
-from headrace import errors, export, streamlines  # noqa: E402
+from headrace import errors, export  # noqa: E402
+from headrace.workloads import streamlines  # noqa: E402
 from headrace.cli.export import FrameRange  # noqa: E402
 from headrace.cli.main import main  # noqa: E402
 from headrace.convert import convert  # noqa: E402

@@ -13,7 +13,8 @@ import pytest
 
 import headrace
 import headrace.lazy
-from headrace import errors, streamlines
+from headrace import errors
+from headrace.workloads import streamlines
 from headrace.cli.main import main
 from headrace.generate import generate_flow, generate_volume
 
@@ -225,7 +226,7 @@ def test_a_volume_of_another_type_is_refused_naming_each_fields_type(tmp_path):
     raw = tmp_path / "bonsai_16x16x16_uint8.raw"
     np.arange(16 ** 3, dtype=np.uint32).astype(np.uint8).tofile(raw)
     assert main(["convert", str(raw), str(tmp_path / "b.hrc")]) == 0
-    from headrace.volume import VolumeRenderer
+    from headrace.workloads.volume import VolumeRenderer
 
     with pytest.raises(errors.UsageError, match=r"no float32 field .*'bonsai' is uint8 x 1.*float32 scalars only"):
         VolumeRenderer(tmp_path / "b.hrc")

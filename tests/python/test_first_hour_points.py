@@ -15,10 +15,12 @@ import pytest
 from PIL import Image
 
 import headrace
-from headrace import errors, render
+from headrace import errors
 from headrace.cli.main import main
-from headrace.points import PointSet, default_radius, upload
-from headrace.viewer.scenes import PointSetScene, colour_table, describe_file, make_scene
+from headrace.imaging import colour_table, parse_camera
+from headrace.viewer.scenes import describe_file, make_scene
+from headrace.workloads.particles import render_frame, render_particles, render_streamed
+from headrace.workloads.points import PointSet, PointSetRenderer, PointSetScene, default_radius, upload
 
 h5py = pytest.importorskip("h5py", reason="H5Part files are written with h5py (scripts/setup.sh installs it)")
 
@@ -108,7 +110,7 @@ def test_the_last_frame_is_frame_minus_one_and_a_frame_past_either_end_is_named(
         assert err.endswith(f"no frame {frame} (2 frames: 0 to 1, or -2 to -1 from the end)") and "\n" not in err
     assert not (tmp_path / "none.png").exists()
     with pytest.raises(IndexError, match="no frame -3"):  # an OutOfRangeError, from the API too
-        render.render_frame(corner, -3, width=8, height=8)
+        render_frame(corner, -3, width=8, height=8)
 
 
 def test_the_default_radius_comes_from_the_box_and_the_count_and_is_said(tmp_path, capsys):
@@ -192,8 +194,8 @@ def _reference(points: np.ndarray, radius: float, values: np.ndarray | None, lo:
         u = (values.astype(np.float32) - np.float32(lo)) / (np.float32(hi) - np.float32(lo))
         u = np.where(u >= 0, np.minimum(u, np.float32(1)), np.float32(0)).astype(np.float32)
         records[:, 4:7] = colour_table("viridis")[np.minimum(u * np.float32(256), np.float32(255)).astype(np.int32), :3]
-    view = render.parse_camera(CAMERA, ((0, 0, 0), (1, 1, 1)))
-    return render.render_particles(records, width=SIZE, height=SIZE, **view)
+    view = parse_camera(CAMERA, ((0, 0, 0), (1, 1, 1)))
+    return render_particles(records, width=SIZE, height=SIZE, **view)
 
 
 @pytest.mark.parametrize("colour_by", [None, "temperature", "velocity:1", "velocity:magnitude"])
@@ -201,7 +203,7 @@ def test_a_vtp_of_float64_points_draws_what_the_reference_draws_of_its_records(v
     path, points, temperature, velocity = vtp
     fields = {f.name: (f.dtype, f.components) for f in headrace.open(path).fields}
     assert fields["position"] == ("float64", 3)
-    image, stats = render.render_streamed(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03,
+    image, stats = render_streamed(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03,
                                           colour_by=colour_by)
     assert stats["points"] == 400
     values = {None: None, "temperature": temperature, "velocity:1": velocity[:, 1],
@@ -220,10 +222,10 @@ def test_a_vtp_of_float64_points_draws_what_the_reference_draws_of_its_records(v
 
 def test_a_constant_colour_and_a_colour_range_given(vtp):
     path, points, temperature, _ = vtp
-    image = render.render_frame(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03,
+    image = render_frame(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03,
                                 colour=(1.0, 0.5, 0.0))
     np.testing.assert_array_equal(image, _reference(points, 0.03, None, 0, 1, colour=(1.0, 0.5, 0.0, 1.0)))
-    image = render.render_frame(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03,
+    image = render_frame(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03,
                                 colour_by="temperature", colour_range=(0.0, 1.0))
     np.testing.assert_array_equal(image, _reference(points, 0.03, temperature, 0.0, 1.0))
 
@@ -234,7 +236,7 @@ def test_an_npy_point_cloud_named_points_is_found_and_another_name_is_asked_for(
     cloud = np.random.default_rng(1).uniform(0, 1, (300, 3))
     np.save(tmp_path / "points.npy", cloud)
     path = convert(tmp_path / "points.npy")
-    image = render.render_frame(path, 0, device="cpu", width=SIZE, height=SIZE)
+    image = render_frame(path, 0, device="cpu", width=SIZE, height=SIZE)
     assert len(_lit(image)) > 300
     np.save(tmp_path / "cloud.npy", cloud.astype(np.float32))
     other = convert(tmp_path / "cloud.npy")
@@ -256,7 +258,7 @@ def test_an_hdf5_point_cloud_with_a_colour_field_is_drawn_in_its_colours(tmp_pat
         file["xyz"] = points
         file["rgb"] = np.array([[255, 0, 0], [0, 0, 255]], dtype=np.uint8)
     path = convert(tmp_path / "cloud.h5", "--dataset", "xyz", "--dataset", "rgb")
-    image = render.render_frame(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.08)
+    image = render_frame(path, 0, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.08)
     for (x, y, _), channel in zip(points, (0, 2)):  # uint8 colours span 0..255: red, then blue
         column, row = _pixel(x, y)
         pixel = image[int(row), int(column), :3]
@@ -285,7 +287,7 @@ def test_missing_and_wrong_fields_are_refused_naming_the_choices(vtp, tmp_path, 
     with pytest.raises(errors.UsageError, match="field 'temperature' is float64 x1; a colour field holds RGB or RGBA"):
         PointSet(ds, colour="temperature")
     with pytest.raises(errors.UsageError, match="method, batch: options of the streamed particles record"):
-        render.render_frame(path, 0, method="pread", batch=10)
+        render_frame(path, 0, method="pread", batch=10)
     for words, said in ((["--colour-by", "pressure"], "cannot colour by 'pressure' (choices: position:0"),
                         (["--colour-by", "velocity"], "field 'velocity' has 3 components"),
                         (["--radius", "size"], "no field 'size' for the radius"),
@@ -309,7 +311,7 @@ def test_ambiguous_positions_name_the_candidates(tmp_path, capsys):
     capsys.readouterr()
     assert main(["render", str(path), "--frame", "0", "--out", str(tmp_path / "x.png"), "--device", "cpu"]) == 2
     assert "the positions could be 'position' or 'points'" in capsys.readouterr().err
-    image = render.render_frame(path, 0, device="cpu", positions="points", width=16, height=16)
+    image = render_frame(path, 0, device="cpu", positions="points", width=16, height=16)
     assert len(_lit(image)) > 0
 
 
@@ -359,7 +361,7 @@ def test_the_viewer_draws_a_point_set_and_colours_it_by_any_field(vtp):
         if values is not None:
             u = np.clip((values.astype(np.float32) - np.float32(lo)) / (np.float32(hi) - np.float32(lo)), 0, 1)
             records[:, 4:7] = colour_table("magma")[np.minimum(u * np.float32(256), 255).astype(np.int32), :3]
-        return render.render_particles(records, width=SIZE, height=SIZE, target=look_camera.target,
+        return render_particles(records, width=SIZE, height=SIZE, target=look_camera.target,
                                        orbit=(look_camera.distance, look_camera.azimuth, look_camera.elevation))
 
     assert scene.set_style({"radius_scale": 1.5, "colour_map": "magma"}, 0) is False
@@ -417,7 +419,7 @@ def test_the_gpu_draws_the_cpus_image_of_a_point_set(vtp, colour_by):
     from headrace import _ext
 
     path = vtp[0]
-    images = [render.render_frame(path, 0, device=device, camera=CAMERA, width=SIZE, height=SIZE, colour_by=colour_by)
+    images = [render_frame(path, 0, device=device, camera=CAMERA, width=SIZE, height=SIZE, colour_by=colour_by)
               for device in ("cpu", 0)]
     np.testing.assert_array_equal(images[1], images[0])
     ds = headrace.open(path)
@@ -445,7 +447,7 @@ def test_an_empty_frame_of_a_point_set_is_the_background(tmp_path):
                 group[name] = array
     path = convert(tmp_path / "gap.h5part")
     assert headrace.open(path).element_count(1, "position") == 0
-    renderer = render.PointSetRenderer(path, camera=CAMERA, width=SIZE, height=SIZE, colour_by="temperature", radius=0.08)
+    renderer = PointSetRenderer(path, camera=CAMERA, width=SIZE, height=SIZE, colour_by="temperature", radius=0.08)
     assert renderer.render(1)["points"] == 0 and not len(_lit(renderer.image()))
     assert renderer.render(2)["points"] == 1
     _assert_only_near(renderer.image(), 0.1, 0.15, 0.08)
@@ -467,8 +469,8 @@ def test_the_particles_record_coloured_by_a_field_of_the_file(tmp_path, capsys):
         np.testing.assert_array_equal(np.asarray(picture), _reference(records[:, :3], 0.1, np.array([10.0, 20.0]), 10, 20))
     assert _render_cli(path, tmp_path / "s.png", "--frame", "0") == 0  # no point option: the streamed record
     with Image.open(tmp_path / "s.png") as picture:
-        np.testing.assert_array_equal(np.asarray(picture), render.render_particles(
-            records, width=SIZE, height=SIZE, **render.parse_camera(CAMERA, ((0, 0, 0), (1, 1, 1)))))
+        np.testing.assert_array_equal(np.asarray(picture), render_particles(
+            records, width=SIZE, height=SIZE, **parse_camera(CAMERA, ((0, 0, 0), (1, 1, 1)))))
 
 
 def test_a_vtp_through_the_command_line_coloured_by_a_vectors_length(vtp, tmp_path, capsys):
@@ -494,5 +496,5 @@ def test_separate_x_y_z_fields_of_npz_archives_are_positions_and_one_of_them_a_c
     assert [f.name for f in headrace.open(out).fields] == ["x", "y", "z"]
     points = PointSet(headrace.open(out), colour_by="x")
     assert points.positions == ["x", "y", "z"] and points.fields == ["x", "y", "z"]
-    image = render.render_frame(out, -1, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03, colour_by="x")
+    image = render_frame(out, -1, device="cpu", camera=CAMERA, width=SIZE, height=SIZE, radius=0.03, colour_by="x")
     np.testing.assert_array_equal(image, _reference(clouds[1], 0.03, clouds[1][:, 0], *points.colour_range))

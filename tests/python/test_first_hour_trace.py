@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import headrace
-from headrace import errors, streamlines
+from headrace import errors
+from headrace.workloads import streamlines
 from headrace.cli.main import main
 
 DIMS = (24, 20, 16)  # x, y, z: points of the grid, spacing 1 (as an .npy, a zarr or HDF5 array converts)

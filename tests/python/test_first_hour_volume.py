@@ -12,7 +12,8 @@ import pytest
 import headrace
 from headrace.cli.main import main
 from headrace.generate import generate_amr, generate_volume
-from headrace.volume import IsoOutsideRangeWarning, VolumeRenderer, recorded_value_range
+from headrace.imaging import recorded_range
+from headrace.workloads.volume import IsoOutsideRangeWarning, VolumeRenderer
 
 SMALL = dict(width=16, height=12, device="cpu")
 
@@ -48,7 +49,7 @@ def test_an_iso_value_outside_the_data_warns_and_draws_only_the_background(volum
 
 
 def test_the_range_named_is_the_datas_from_the_index(volume):
-    assert recorded_value_range(headrace.open(volume), "scalar") == data_range(volume)
+    assert recorded_range(headrace.open(volume), "scalar") == data_range(volume)
 
 
 @pytest.mark.parametrize("options", [dict(mode="iso", iso=None), dict(mode="iso", iso="inside"),

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import headrace
-from headrace import streamlines
+from headrace.workloads import streamlines
 from headrace.cli.main import main
 from headrace.generate import generate_flow
 

@@ -21,13 +21,15 @@ import pytest
 aiohttp = pytest.importorskip("aiohttp", reason="the viewer's server needs aiohttp (scripts/setup.sh installs it)")
 
 import headrace  # noqa: E402
-from headrace import FieldSpec, _ext, render  # noqa: E402
+from headrace import FieldSpec, _ext  # noqa: E402
 from headrace.generate import generate_volume  # noqa: E402
+from headrace.imaging import colour_table  # noqa: E402
 from headrace.viewer import OrbitCamera, ViewerServer  # noqa: E402
-from headrace.viewer.scenes import ParticleScene, VolumeScene, colour_table  # noqa: E402
 from headrace.viewer.client import ProtocolClient  # noqa: E402
 from headrace.viewer.server import IN_FLIGHT  # noqa: E402
 from headrace.viewer.session import encode_jpeg  # noqa: E402
+from headrace.workloads.particles import ParticleScene, render_frame, render_particles  # noqa: E402
+from headrace.workloads.volume import VolumeScene  # noqa: E402
 
 FRAMES = 8
 
@@ -96,7 +98,7 @@ def test_the_home_camera_is_headrace_renders_default(particle_path):
     scene = ParticleScene(ds, None, 96, 72)
     with ds.stream(device="cpu") as stream:
         image = scene.render(next(stream), scene.home, 0)
-    np.testing.assert_array_equal(image, render.render_frame(ds, 0, width=96, height=72, device="cpu"))
+    np.testing.assert_array_equal(image, render_frame(ds, 0, width=96, height=72, device="cpu"))
 
 
 # ---- the scenes against the renderers' references ----
@@ -127,7 +129,7 @@ def test_colour_by_and_radius_scale_draw_what_the_reference_draws_of_restyled_re
         values = frame["intensity"].numpy()[:, 0] if source == "intensity" else records[:, {"x": 0, "radius": 3}[source]]
     lo, hi = scene._range_of(source)
     assert lo <= values.min() and values.max() <= hi
-    expected = render.render_particles(_styled_reference(records, values, lo, hi, 1.5), width=120, height=90,
+    expected = render_particles(_styled_reference(records, values, lo, hi, 1.5), width=120, height=90,
                                        target=camera.target, orbit=(camera.distance, camera.azimuth, camera.elevation))
     np.testing.assert_array_equal(image, expected)
     assert len({tuple(p) for p in image.reshape(-1, 4)[:, :3].tolist()}) > 50  # coloured, not flat

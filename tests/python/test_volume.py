@@ -1,4 +1,4 @@
-"""headrace.volume: the AMR and structured-volume renderer of seed 003 and its animation loop, on the CPU
+"""headrace.workloads.volume: the AMR and structured-volume renderer of seed 003 and its animation loop, on the CPU
 reference (the GPU kernels run the same math: test_volume_gpu.py holds them to it)."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 
 import headrace
 from headrace import amr
-from headrace.volume import STAGES, VolumeRenderer, field_value_range, transfer_function
+from headrace.imaging import value_range
+from headrace.workloads.volume import STAGES, VolumeRenderer, transfer_function
 
 SIZE = (24, 20, 16)  # x, y, z cells
 
@@ -134,7 +135,7 @@ def test_a_callback_that_returns_false_stops_the_run(volumes):
 def test_the_value_range_comes_from_every_frame_of_the_index(volumes):
     one, *_ = volumes
     ds = headrace.open(one)
-    lo, hi = field_value_range(ds, "density")
+    lo, hi = value_range(ds, "density")
     everything = np.concatenate([ds.read(f, "density", stored_order=True).reshape(-1) for f in range(3)])
     assert (lo, hi) == (float(everything.min()), float(everything.max()))
 

@@ -9,7 +9,7 @@ import pytest
 
 import headrace
 from headrace.generate import generate_amr, generate_volume
-from headrace.volume import STAGES, VolumeRenderer
+from headrace.workloads.volume import STAGES, VolumeRenderer
 
 pytestmark = pytest.mark.gpu
 

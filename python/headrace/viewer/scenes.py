@@ -12,16 +12,14 @@ point set (positions, radius and colour from the file's fields, packed per frame
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from headrace._deprecated import moved
 from headrace.errors import UsageError
 from headrace.imaging import OrbitCamera
-from headrace.workloads.particles import ParticleScene
-from headrace.workloads.points import PointSetScene, position_names
-from headrace.workloads.volume import VolumeScene
+from headrace.workloads import particles, points, volume
 
 __all__ = ["Scene", "SceneKind", "SCENES", "scene_of", "scene_kind", "make_scene", "describe_file"]
 
@@ -32,8 +30,8 @@ class Scene(Protocol):
     from; :attr:`host_frames`: the fields are streamed into host memory whatever the device (the scene
     copies what it draws)."""
 
-    kind: ClassVar[str]
-    host_frames: ClassVar[bool]
+    kind: str
+    host_frames: bool
     dataset: Any
     device: int | None
     width: int
@@ -56,7 +54,7 @@ class SceneKind(Protocol):
     """A workload's scene class: which files it draws, what the page's ``hello`` says of one, and a scene
     of one for a session (``footprint``: a volume's pixel footprint, the viewer's level of detail)."""
 
-    kind: ClassVar[str]
+    kind: str
 
     @staticmethod
     def draws(ds: Any) -> bool: ...
@@ -67,7 +65,7 @@ class SceneKind(Protocol):
     def __call__(self, ds: Any, device: int | None, width: int, height: int, footprint: float = 0.0) -> Scene: ...
 
 
-SCENES: tuple[SceneKind, ...] = (VolumeScene, ParticleScene, PointSetScene)
+SCENES: tuple[SceneKind, ...] = (volume.VolumeScene, particles.ParticleScene, points.PointSetScene)
 
 
 def scene_of(ds: Any) -> SceneKind:
@@ -77,7 +75,7 @@ def scene_of(ds: Any) -> SceneKind:
         if kind.draws(ds):
             return kind
     raise UsageError(f"{ds.path}: neither a volume (grid or AMR attributes) nor points (a field 'particles' of 8 "
-                     f"float32, a field of 3 components named {position_names()}, or fields x, y and z); "
+                     f"float32, a field of 3 components named {points.position_names()}, or fields x, y and z); "
                      f"its fields: {', '.join(f'{f.name} ({f.dtype} x{f.components})' for f in ds.fields)}")
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from headrace import streamlines
+from headrace.workloads import streamlines
 from headrace.bench.harness import CacheState, Measurement, measure
 
 __all__ = ["Setup", "STUDIES", "configurations", "run_configuration", "weak_seeds"]
