@@ -24,14 +24,13 @@ from __future__ import annotations
 import math
 import os
 import statistics
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from headrace import _ext
 from headrace._deprecated import moved
-from headrace.bench.harness import uncache
+from headrace.bench.harness import Stopwatch, uncache
 from headrace.errors import UsageError
 from headrace.imaging import camera_spec, packed_background, parse_camera
 from headrace.workloads.particles import StreamingRenderer
@@ -161,9 +160,9 @@ def algorithm3(renderer: Any, frames: Sequence[int], *, cache: str, prewarm: int
         spent = 0.0
         for _ in range(count):
             uncache(paths, cache)
-            start = time.perf_counter()
+            clock = Stopwatch()
             render()
-            spent += time.perf_counter() - start
+            spent += clock.seconds()
         return spent
 
     # Phase 1: pre-warm, and the frame count that fills wall_seconds (cold frames when cold is measured).
@@ -237,7 +236,7 @@ def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height
                 self.buffers = [cupy.empty(largest, dtype=cupy.uint8) for _ in range(2)]
             while len(self.timings) < len(batches):  # made before the clock, as headrace's are
                 self.timings.append((cupy.cuda.Event(), cupy.cuda.Event()))
-            start = time.perf_counter()
+            clock = Stopwatch()
             native.clear(self.stream.ptr)
 
             def read(b: int) -> list[Any]:
@@ -260,7 +259,7 @@ def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height
                 self.timings[b][1].record(self.stream)
                 self.drawn[b % 2].record(self.stream)
             self.stream.synchronize()
-            seconds = time.perf_counter() - start
+            seconds = clock.seconds()
             drawing = sum(cupy.cuda.get_elapsed_time(*self.timings[b]) for b in range(len(batches))) / 1e3
             return {"seconds": seconds, "draw_seconds": drawing, "segment_waits": 0, "h2d_seconds": None, "stored_bytes": stored,
                     "particles": sum(p for *_, p in batches), "batches": len(batches)}
