@@ -69,7 +69,7 @@ def test_amr_warns_the_same(tmp_path):
     source = generate_amr(tmp_path / "a.hrc", cells=3000, levels=2, frames=1, brick=4)
 
     with pytest.warns(IsoOutsideRangeWarning, match="iso value 5 lies outside"):
-        renderer = headrace.open(source).volume(mode="iso", iso=5.0, **SMALL)
+        renderer = VolumeRenderer(headrace.open(source), mode="iso", iso=5.0, **SMALL)
 
     assert renderer.iso_warning == expected(source, 5.0, frames=1).replace("1 frames", "1 frame")
 

@@ -234,7 +234,8 @@ def test_the_dataset_opens_a_volume_renderer_and_the_cli_plays_and_renders(volum
     from headrace.cli.main import main
 
     one, eight, *_ = volumes
-    renderer = headrace.open(eight).volume(width=32, height=24)
+    with pytest.warns(DeprecationWarning, match="Dataset.volume is deprecated"):
+        renderer = headrace.open(eight).volume(width=32, height=24)
     assert renderer.render(2).shape == (24, 32, 4)
     blocks = renderer.blocks(2)
     assert len(blocks) == 8 and blocks[0].level == 0 and blocks[0].lower == (0, 0, 0) and blocks[0].upper == (12, 10, 8)

@@ -55,15 +55,15 @@ class ParticleScene(GlyphScene):
 
     def set_style(self, changes: dict[str, Any], stream: int) -> bool:
         """Applies the page's style keys; True when the fields to stream changed (the stream is remade)."""
-        style = self._restyled(changes)
+        style = self.restyled(changes)
         source = str(style["colour_by"])
         if source not in ("stored", *PARTICLE_COLUMNS, *self.scalar_fields):
             raise UsageError(f"{self.dataset.path}: cannot colour by {source!r} (choices: stored, "
                              f"{', '.join([*PARTICLE_COLUMNS, *self.scalar_fields])})")
         if source == "stored":
-            self._set_look(style)
+            self.apply_look(style)
         else:
-            self._set_look(style, PARTICLE_COLUMNS.get(source, COLOUR_FROM_SCALARS), self._range_of(source))
+            self.apply_look(style, PARTICLE_COLUMNS.get(source, COLOUR_FROM_SCALARS), self._range_of(source))
         self.style = style
         fields = [RECORD_FIELD, source] if source in self.scalar_fields else [RECORD_FIELD]
         changed, self.fields = fields != self.fields, fields

@@ -36,13 +36,13 @@ class GlyphScene:
                                             -1 if device is None else device)
         self.style: dict[str, Any] = dict(GLYPH_STYLE)
 
-    def _restyled(self, changes: dict[str, Any]) -> dict[str, Any]:
+    def restyled(self, changes: dict[str, Any]) -> dict[str, Any]:
         """The style with the page's changes to the glyph keys, its radius scale a number."""
         style = {**self.style, **{k: changes[k] for k in GLYPH_STYLE if k in changes}}
         style["radius_scale"] = float(style["radius_scale"])
         return style
 
-    def _set_look(self, style: dict[str, Any], colour_by: int | None = None,
+    def apply_look(self, style: dict[str, Any], colour_by: int | None = None,
                   value_range: tuple[float, float] = (0.0, 1.0)) -> None:
         """The renderer's look: the stored colour (``colour_by`` None), or ``colour_by`` (a record column or
         :data:`COLOUR_FROM_SCALARS`) through the style's colour map over ``value_range``."""
@@ -92,7 +92,7 @@ class PointSetScene(GlyphScene):
 
     def set_style(self, changes: dict[str, Any], stream: int) -> bool:
         """Applies the page's style keys; True when the fields to stream changed (the stream is remade)."""
-        style = self._restyled(changes)
+        style = self.restyled(changes)
         source = str(style["colour_by"])
         ds = self.dataset
         try:
@@ -100,9 +100,9 @@ class PointSetScene(GlyphScene):
         except (UsageError, KeyError):
             raise UsageError(f"{ds.path}: cannot colour by {source!r} (choices: stored, {', '.join(colour_choices(ds))})") from None
         if colour_by is None:
-            self._set_look(style)
+            self.apply_look(style)
         else:
-            self._set_look(style, COLOUR_FROM_SCALARS, colour_by.value_range(ds))
+            self.apply_look(style, COLOUR_FROM_SCALARS, colour_by.value_range(ds))
         self.style, self._colour_by = style, colour_by
         fields = unique([*self.points.fields, *([colour_by.field] if colour_by else [])])
         changed, self.fields = fields != self.fields, fields
