@@ -22,7 +22,7 @@ VELOCITY_COMPONENTS = (("u", "v", "w"), ("vx", "vy", "vz"), ("velx", "vely", "ve
                        ("velocity_x", "velocity_y", "velocity_z"), ("velocityx", "velocityy", "velocityz"))
 
 
-def _asked_fields(field: str | Sequence[str] | None) -> tuple[str, ...] | None:
+def asked_fields(field: str | Sequence[str] | None) -> tuple[str, ...] | None:
     """``--field``'s names: None, one name, or three (``"u,v,w"`` or a sequence)."""
     if field is None:
         return None
@@ -44,13 +44,13 @@ def velocity_of(source: Any, field: str | Sequence[str] | None = None, *, label:
     velocity's components are (:data:`VELOCITY_COMPONENTS`). Each is floating point (traced in float32).
     Raises ``UnknownNameError`` for a field it lacks and ``UsageError`` naming the candidates otherwise;
     messages name ``label`` (the user's file) or the container's path."""
-    ds = source if hasattr(source, "fields") else headrace.open(_path(source))
+    ds = source if hasattr(source, "fields") else headrace.open(path_of(source))
     label = label or os.fspath(ds.path)
     fields = {f.name: f for f in ds.fields}
     vectors = [f.name for f in ds.fields if f.components == 3]
     choices = (f"--field NAME for one of its fields of 3 components ({', '.join(vectors)})" if vectors else
                "--field U,V,W for three of its scalar fields")
-    asked = _asked_fields(field)
+    asked = asked_fields(field)
     if asked is None:
         named = [name for name in vectors if name.lower() in VELOCITY_NAMES]
         folded = {name.lower(): name for name, f in fields.items() if f.components == 1}
@@ -78,39 +78,42 @@ def velocity_of(source: Any, field: str | Sequence[str] | None = None, *, label:
     return asked
 
 
-def _velocity_dtype(ds: Any, names: Sequence[str]) -> str:
+def velocity_dtype(ds: Any, names: Sequence[str]) -> str:
     """The stored type of the velocity (one name, or the widest of three)."""
     return str(np.result_type(*(np.dtype(ds.field(name).dtype) for name in names)))
 
 
-def _velocity_grid(ds: Any, frame: int, names: Sequence[str], shape: tuple[int, int, int]) -> np.ndarray:
+def velocity_grid(ds: Any, frame: int, names: Sequence[str], shape: tuple[int, int, int]) -> np.ndarray:
     """A frame's velocity as a (Z, Y, X, 3) float32 grid, from one field of 3 components or three of 1."""
     if len(names) == 1:
         return ds.read(frame, names[0]).reshape(*shape, 3).astype(np.float32, copy=False)
     return np.stack([ds.read(frame, name).reshape(shape) for name in names], axis=-1).astype(np.float32, copy=False)
 
 
-def _path(source: Any) -> str:
+def path_of(source: Any) -> str:
+    """The path of a container, a dataset or anything with a ``path``."""
     return os.fspath(getattr(source, "path", source))
 
 
 def grid_of(source: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(dims, origin, spacing)`` of a flow container's grid, from its attributes."""
-    ds = headrace.open(_path(source)) if not hasattr(source, "attributes") else source
+    ds = headrace.open(path_of(source)) if not hasattr(source, "attributes") else source
     attributes = ds.attributes
     try:
         return (np.asarray(attributes["grid_dims"], dtype=np.int64), np.asarray(attributes["grid_origin"], dtype=np.float64),
                 np.asarray(attributes["grid_spacing"], dtype=np.float64))
     except KeyError as missing:
-        raise UsageError(f"{_path(source)}: not a grid (no attribute {missing})") from None
+        raise UsageError(f"{path_of(source)}: not a grid (no attribute {missing})") from None
 
 
-_POINT_BYTES = 12  # float32 x 3
+POINT_BYTES = 12  # float32 x 3
 
 
-def _sides(block: Sequence[int]) -> str:
+def sides_text(block: Sequence[int]) -> str:
+    """A block's sides as messages write them: ``32x32x16``."""
     return "x".join(str(int(side)) for side in block)
 
 
-def _blocks(count: int) -> str:
+def blocks_text(count: int) -> str:
+    """``1 block``, ``1,024 blocks``."""
     return f"{count:,} block{'s' if count != 1 else ''}"

@@ -12,9 +12,9 @@ import headrace
 from headrace import _ext
 from headrace.distributed import ranks
 from headrace.errors import UsageError
-from headrace.workloads.streamlines.flow import _path
-from headrace.workloads.streamlines.seeds import _as_seeds
-from headrace.workloads.streamlines.tracer import TraceResult, _device_ordinal
+from headrace.workloads.streamlines.flow import path_of
+from headrace.workloads.streamlines.seeds import as_seeds
+from headrace.workloads.streamlines.tracer import TraceResult, device_ordinal
 
 __all__ = ["DISTRIBUTIONS", "distribution", "trace_handed"]
 
@@ -28,7 +28,7 @@ def distribution(source: Any, asked: str, cache_bytes: int, frame: int = 0) -> s
     unit has no neighbours to hold), and replicates otherwise."""
     if asked not in DISTRIBUTIONS:
         raise UsageError(f"distribution {asked!r}: expected one of {', '.join(DISTRIBUTIONS)}")
-    ds = headrace.open(_path(source))
+    ds = headrace.open(path_of(source))
     layout = ds.attributes.get("layout")
     if asked == "hand-off" and layout != "blocks":
         raise UsageError(f"{ds.path}: handing lines off needs native blocks (layout {layout!r} here): convert it with "
@@ -50,9 +50,9 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
     all-to-all of the lines that wait for a block held elsewhere, until no rank holds one. The lines on
     rank 0 (None elsewhere): one tracer's, bit for bit. Stats: the slowest rank's seconds, lines handed."""
     job = ranks()
-    seeds = _as_seeds(seeds)
-    ordinal = _device_ordinal(device)
-    tracer = _ext.HandOffTrace(_path(source), job.rank, job.size, frame=int(frame), integrator=integrator,
+    seeds = as_seeds(seeds)
+    ordinal = device_ordinal(device)
+    tracer = _ext.HandOffTrace(path_of(source), job.rank, job.size, frame=int(frame), integrator=integrator,
                                direction=direction, step_size=float(step_size), max_steps=int(steps), threads=int(threads),
                                cache_bytes=int(cache_bytes), device=ordinal, backend=backend, **tuning)
     share = job.frames_of(len(seeds))
@@ -82,7 +82,7 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
                                                                 for k in ("ended", "segments", "points")))
     stats = {"seconds": max(r["seconds"] for r in everyone), "layout": "blocks", "manager": "hand-off",
              "device": "cpu" if ordinal < 0 else ordinal, "threads": threads, "seeds": len(seeds),
-             "points": len(run["points"]), "file": _path(source), "frame": int(frame), "direction": direction,
+             "points": len(run["points"]), "file": path_of(source), "frame": int(frame), "direction": direction,
              "ranks": job.size, "lines_handed": sum(r["handed"] for r in everyone), "exchanges": exchanges,
              "resident_rounds": max(r["rounds"] for r in everyone), "bytes_read": sum(r["bytes_read"] for r in everyone),
              "resident_blocks": [r["resident_blocks"] for r in everyone],

@@ -15,11 +15,12 @@ import headrace
 from headrace import _ext
 from headrace.errors import UsageError
 from headrace.generate.flow import DEFAULT_BLOCK, TARGET_CHUNK_BYTES, default_block, padded_to, to_blocks
-from headrace.workloads.streamlines.flow import (_POINT_BYTES, _blocks, _sides, _velocity_dtype, _velocity_grid, grid_of,
-                                                 velocity_of)
-from headrace.workloads.streamlines.notes import _warn
+from headrace.workloads.streamlines.flow import (POINT_BYTES, blocks_text, grid_of, sides_text, velocity_dtype,
+                                                 velocity_grid, velocity_of)
+from headrace.workloads.streamlines.notes import say_note
 
-__all__ = ["DEFAULT_BLOCK", "SMALLEST_BLOCK_SIDE", "UNITS_WANTED", "UNITS_NEEDED", "fitted_block", "DEFAULT_HILBERT_BITS", "fitted_hilbert_bits", "convert_to_hilbert", "convert_linear_flow"]
+__all__ = ["DEFAULT_BLOCK", "SMALLEST_BLOCK_SIDE", "UNITS_WANTED", "UNITS_NEEDED", "fitted_block",
+           "DEFAULT_HILBERT_BITS", "fitted_hilbert_bits", "convert_to_hilbert", "convert_linear_flow"]
 
 
 SMALLEST_BLOCK_SIDE = 2  # a block of fewer points a side than a cell has corners is not worth its lookup
@@ -40,23 +41,24 @@ def fitted_block(dims: Sequence[int], cache_bytes: int | None = None, banks: int
     first = tuple(block)
 
     def held(sides: Sequence[int]) -> int:
-        return int(cache_bytes) // (_POINT_BYTES * int(np.prod(sides)))
+        return int(cache_bytes) // (POINT_BYTES * int(np.prod(sides)))
 
     wanted, needed = max(UNITS_WANTED, banks), max(UNITS_NEEDED, banks)
     while held(block) < wanted and max(block) > SMALLEST_BLOCK_SIDE:
         axis = 2 - int(np.argmax(block[::-1]))  # z first: rows along x stay long
         block[axis] = max(SMALLEST_BLOCK_SIDE, (block[axis] + 1) // 2)
     if held(block) < needed:
-        least = needed * _POINT_BYTES * int(np.prod(block))
-        raise UsageError(f"{label}: --cache-bytes {cache_bytes:,} holds {_blocks(held(block))} of even "
-                         f"{_sides(block)} points ({_POINT_BYTES * int(np.prod(block)):,} bytes); a trace needs {needed}"
+        least = needed * POINT_BYTES * int(np.prod(block))
+        raise UsageError(f"{label}: --cache-bytes {cache_bytes:,} holds {blocks_text(held(block))} of even "
+                         f"{sides_text(block)} points ({POINT_BYTES * int(np.prod(block)):,} bytes); a trace needs "
+                         f"{needed}"
                          f"{f' (one per bank: --banks {banks})' if banks > UNITS_NEEDED else ''}: --cache-bytes {least} "
                          "or more")
     fitted = (block[0], block[1], block[2])
     if fitted == first:
         return fitted, None
-    return fitted, (f"--cache-bytes {cache_bytes:,} holds {_blocks(held(first))} of {_sides(first)} points, so blocks of "
-                    f"{_sides(fitted)} ({held(fitted):,} of them fit)")
+    return fitted, (f"--cache-bytes {cache_bytes:,} holds {blocks_text(held(first))} of {sides_text(first)} points, "
+                    f"so blocks of {sides_text(fitted)} ({held(fitted):,} of them fit)")
 
 
 DEFAULT_HILBERT_BITS = 6  # partitions of 64 points a side when none is asked for
@@ -72,13 +74,13 @@ def fitted_hilbert_bits(dims: Sequence[int], bits: int | None = None, *, label: 
     fits = max(1, largest.bit_length() - 1)  # 2**fits <= largest side (a grid has 2 or more points a side)
     if bits is None:
         if fits < DEFAULT_HILBERT_BITS:
-            (say or _warn)(f"{label}: Hilbert partitions of {1 << fits} points a side (--hilbert-bits {fits}), the "
-                           f"largest that fit its {_sides(dims)} grid (the default is {1 << DEFAULT_HILBERT_BITS})")
+            (say or say_note)(f"{label}: Hilbert partitions of {1 << fits} points a side (--hilbert-bits {fits}), the "
+                           f"largest that fit its {sides_text(dims)} grid (the default is {1 << DEFAULT_HILBERT_BITS})")
             return fits
         return DEFAULT_HILBERT_BITS
     if not 1 <= bits <= fits:
-        raise UsageError(f"{label}: Hilbert partitions of {1 << bits} points a side do not fit its {_sides(dims)} grid "
-                         f"(no larger than its largest side, {largest}): --hilbert-bits {fits} or less")
+        raise UsageError(f"{label}: Hilbert partitions of {1 << bits} points a side do not fit its {sides_text(dims)} "
+                         f"grid (no larger than its largest side, {largest}): --hilbert-bits {fits} or less")
     return int(bits)
 
 
@@ -106,9 +108,9 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
         raise UsageError(f"{source}: expected a grid in grid order (layout 'linear'); blocks go through "
                          "convert_to_hilbert")
     names = velocity_of(ds, field)
-    dtype = _velocity_dtype(ds, names)
+    dtype = velocity_dtype(ds, names)
     if dtype != "float32":
-        (say or _warn)(f"{source}: velocity is {dtype}: stored as float32")
+        (say or say_note)(f"{source}: velocity is {dtype}: stored as float32")
     nx, ny, nz = (int(d) for d in ds.attributes["grid_dims"])
     attributes = {k: v for k, v in ds.attributes.items() if k != "layout"}
     arrange: Callable[[np.ndarray], np.ndarray]  # a frame's (Z, Y, X, 3) grid -> its values in the new layout
@@ -117,7 +119,7 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
         if len(block) != 3 or min(block) < 1 or any(b > d for b, d in zip(block, (nx, ny, nz))):
             raise UsageError(f"--block {list(block)}: three sizes from 1 to the grid's {[nx, ny, nz]} (partial blocks at "
                              "the edges are fine)")
-        block_bytes = _POINT_BYTES * block[0] * block[1] * block[2]
+        block_bytes = POINT_BYTES * block[0] * block[1] * block[2]
         chunk_bytes = max(1, TARGET_CHUNK_BYTES // block_bytes) * block_bytes  # whole blocks, as generate flow writes
         attributes.update(layout="blocks", block_dims=list(block))
         arrange = partial(to_blocks, block=block)
@@ -136,7 +138,7 @@ def convert_linear_flow(source: os.PathLike | str, output: os.PathLike | str, *,
         for key, value in attributes.items():
             writer.set_attribute(key, value)
         for frame in ds.frames:
-            values = arrange(_velocity_grid(ds, frame.index, names, (nz, ny, nx)))
+            values = arrange(velocity_grid(ds, frame.index, names, (nz, ny, nx)))
             writer.write(writer.add_frame(time=frame.time, bbox=frame.bbox), "velocity", np.ascontiguousarray(values))
     return time.perf_counter() - started
 

@@ -14,7 +14,7 @@ class TraceNote(UserWarning):
     partitions fitted to a small grid), said once each; ``headrace trace`` prints them on stderr."""
 
 
-def _warn(text: str) -> None:
+def say_note(text: str) -> None:
     """``text`` as a :class:`TraceNote`, pointing at the first caller outside headrace."""
     frame, level = sys._getframe(0), 1
     while frame.f_back is not None and (frame.f_globals.get("__name__", "").startswith("headrace")

@@ -10,12 +10,12 @@ import numpy as np
 
 from headrace import _ext
 from headrace.errors import UsageError
-from headrace.workloads.streamlines.flow import _path, grid_of
+from headrace.workloads.streamlines.flow import grid_of, path_of
 
 __all__ = ["uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds"]
 
 
-def _as_seeds(seeds: Any) -> np.ndarray:
+def as_seeds(seeds: Any) -> np.ndarray:
     array = np.ascontiguousarray(seeds, dtype=np.float32)
     if array.ndim != 2 or array.shape[1] != 3 or array.shape[0] == 0:
         raise UsageError(f"seeds must be an (N, 3) array of world coordinates with N >= 1, got shape {array.shape}")
@@ -49,9 +49,9 @@ def feature_seeds(source: Any, low: float, high: float = float("inf"), *, stride
                   threads: int = 0) -> np.ndarray:
     """Seed 002's feature-based seeding: the interior grid points (every ``stride``-th along each axis)
     whose vorticity magnitude lies in ``[low, high)``, x fastest."""
-    return _ext.feature_seeds(_path(source), float(low), float(high), int(stride), int(frame), int(threads))
+    return _ext.feature_seeds(path_of(source), float(low), float(high), int(stride), int(frame), int(threads))
 
 
 def load_seeds(path: os.PathLike | str) -> np.ndarray:
     """An (N, 3) float array of world coordinates saved with ``numpy.save``."""
-    return _as_seeds(np.load(path))
+    return as_seeds(np.load(path))

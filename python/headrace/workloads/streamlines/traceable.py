@@ -19,9 +19,9 @@ from headrace.convert import convert
 from headrace.convert.formats import InputFormat, guess_format, resolve_inputs
 from headrace.convert.source import ConversionNote
 from headrace.errors import UsageError
-from headrace.workloads.streamlines.flow import _asked_fields, _path, _sides, _velocity_dtype, velocity_of
+from headrace.workloads.streamlines.flow import asked_fields, path_of, sides_text, velocity_dtype, velocity_of
 from headrace.workloads.streamlines.layouts import convert_linear_flow, fitted_block
-from headrace.workloads.streamlines.notes import _warn
+from headrace.workloads.streamlines.notes import say_note
 
 __all__ = ["TRACED_LAYOUTS", "traceable"]
 
@@ -71,7 +71,7 @@ def _expect_grid_order(ds: Any) -> None:
 _NOT_A_CONTAINER = (errors.BadMagicError, errors.NotAFileError)
 
 
-def _traced_as_is(path: str, field: str | Sequence[str] | None) -> bool:
+def traced_as_is(path: str, field: str | Sequence[str] | None) -> bool:
     """Whether the tracer reads ``path`` itself: a container in native blocks or the Hilbert layout (whose
     velocity is its field ``velocity``, float32 x 3)."""
     try:
@@ -81,7 +81,7 @@ def _traced_as_is(path: str, field: str | Sequence[str] | None) -> bool:
     layout = ds.attributes.get("layout")
     if layout not in TRACED_LAYOUTS:
         return False
-    asked = _asked_fields(field)
+    asked = asked_fields(field)
     if asked not in (None, ("velocity",)):
         raise UsageError(f"{path}: a flow in the {layout} layout is traced through its field 'velocity'; --field "
                          f"{','.join(asked or ())} needs the field in grid order (`headrace convert` the original file)")
@@ -101,12 +101,12 @@ def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = Non
     cache of ``cache_bytes`` in ``banks`` banks would hold too few (:func:`fitted_block`). ``say`` is told
     once what was made and chosen, and how to skip it next time (default: a :class:`TraceNote` warning).
     Errors name ``source`` and its fields, never the temporary files."""
-    say = say or _warn
-    path = os.fspath(_path(source))
-    if _traced_as_is(path, field):
+    say = say or say_note
+    path = os.fspath(path_of(source))
+    if traced_as_is(path, field):
         yield path
         return
-    asked = _asked_fields(field)
+    asked = asked_fields(field)
     with tempfile.TemporaryDirectory(prefix="headrace-trace-") as folder:
         started = time.perf_counter()
         try:
@@ -118,7 +118,7 @@ def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = Non
         if linear != path and asked is not None and len(grid.fields) == len(asked):
             asked = tuple(f.name for f in grid.fields)  # HDF5 datasets become fields of their last name
         names = velocity_of(grid, asked, label=path)
-        dtype = _velocity_dtype(grid, names)
+        dtype = velocity_dtype(grid, names)
         if dtype != "float32":
             say(f"{path}: velocity is {dtype}: traced in float32")
         block, smaller = fitted_block(grid.attributes["grid_dims"], cache_bytes, banks, label=path)
@@ -128,7 +128,7 @@ def traceable(source: os.PathLike | str, say: Callable[[str], None] | None = Non
         once = f"`headrace convert {path} FLOW.hrc --layout blocks --block {' '.join(map(str, block))}`"
         if linear != path:
             once = f"`headrace convert {path} GRID.hrc`, then {once.replace(path, 'GRID.hrc', 1)},"
-        say(f"{path}: a flow field in grid order, traced through native blocks of {_sides(block)} points made in a "
+        say(f"{path}: a flow field in grid order, traced through native blocks of {sides_text(block)} points made in a "
             f"temporary file from its field{'s' if len(names) > 1 else ''} {which} "
             f"({time.perf_counter() - started:.1f} s){f'; {smaller}' if smaller else ''}; {once} makes them once")
         try:

@@ -12,10 +12,10 @@ import numpy as np
 import headrace
 from headrace import _ext
 from headrace.errors import UsageError
-from headrace.workloads.streamlines.flow import _POINT_BYTES, _path, _sides
+from headrace.workloads.streamlines.flow import POINT_BYTES, path_of, sides_text
 from headrace.workloads.streamlines.layouts import UNITS_NEEDED
-from headrace.workloads.streamlines.seeds import _as_seeds
-from headrace.workloads.streamlines.traceable import _traced_as_is, traceable
+from headrace.workloads.streamlines.seeds import as_seeds
+from headrace.workloads.streamlines.traceable import traced_as_is, traceable
 
 __all__ = ["MOST_MADVISE_INTERVAL_S", "TraceResult", "trace_run", "trace"]
 
@@ -96,14 +96,14 @@ def trace_run(source: Any, seeds: Any, *, field: str | Sequence[str] | None = No
     with the points they had."""
     if not 0 <= madvise_interval_s <= MOST_MADVISE_INTERVAL_S:  # also NaN; past a day, nanoseconds overflow in C++
         raise UsageError(f"madvise_interval_s must lie in 0..{MOST_MADVISE_INTERVAL_S} seconds, got {madvise_interval_s}")
-    ordinal = _device_ordinal(device)
+    ordinal = device_ordinal(device)
     manager = manager or ("resident" if ordinal >= 0 else "user")
     options = dict(steps=steps, step_size=step_size, integrator=integrator, direction=direction, manager=manager,
                    device=device, threads=threads, frame=frame, cache_bytes=cache_bytes, banks=banks, direct=direct,
                    unit_pages=unit_pages, madvise_interval_s=madvise_interval_s,
                    memory_budget_bytes=memory_budget_bytes, backend=backend, progress=progress, **tuning)
-    path = _path(source)
-    if not _traced_as_is(path, field):
+    path = path_of(source)
+    if not traced_as_is(path, field):
         fit = None if manager == "mmap" else int(cache_bytes)
         with traceable(path, say, field=field, cache_bytes=fit, banks=int(banks)) as flow:
             result = trace_run(flow, seeds, **options)  # type: ignore[arg-type]
@@ -112,7 +112,7 @@ def trace_run(source: Any, seeds: Any, *, field: str | Sequence[str] | None = No
         return result
     if manager in ("user", "resident"):
         _expect_cache_holds(path, manager, int(cache_bytes), int(banks), int(unit_pages), int(frame))
-    run = _ext.trace_container(path, _as_seeds(seeds), frame=int(frame), integrator=integrator,
+    run = _ext.trace_container(path, as_seeds(seeds), frame=int(frame), integrator=integrator,
                                direction=direction, step_size=float(step_size), max_steps=int(steps), manager=manager,
                                threads=int(threads), cache_bytes=int(cache_bytes), banks=int(banks), direct=bool(direct),
                                unit_pages=int(unit_pages), madvise_interval_s=float(madvise_interval_s),
@@ -136,12 +136,12 @@ def _expect_cache_holds(path: str, manager: str, cache_bytes: int, banks: int, u
         unit = [int(b) for b in ds.attributes.get("block_dims", [])]
         if len(unit) != 3 or min(unit) < 1:
             return
-        unit_bytes = _POINT_BYTES * int(np.prod(unit))
+        unit_bytes = POINT_BYTES * int(np.prod(unit))
         units = int(np.prod([-(-d // b) for d, b in zip(dims, unit)]))
-        what, fix = f"of {_sides(unit)} points ({unit_bytes:,} bytes)", "smaller blocks (headrace convert --block)"
+        what, fix = f"of {sides_text(unit)} points ({unit_bytes:,} bytes)", "smaller blocks (headrace convert --block)"
     else:
         unit_bytes = unit_pages * 4096
-        units = -(-ds.element_count(frame, "velocity") * _POINT_BYTES // unit_bytes)
+        units = -(-ds.element_count(frame, "velocity") * POINT_BYTES // unit_bytes)
         what, fix = f"of {unit_pages} pages", "smaller units (--unit-pages)"
     needed = banks if manager == "user" else min(UNITS_NEEDED, units)
     held = cache_bytes // unit_bytes
@@ -153,7 +153,8 @@ def _expect_cache_holds(path: str, manager: str, cache_bytes: int, banks: int, u
                          f"{why}: --cache-bytes {needed * unit_bytes} or more, or {fix}")
 
 
-def _device_ordinal(device: int | str | None) -> int:
+def device_ordinal(device: int | str | None) -> int:
+    """A ``device=`` argument as the tracer takes it: a GPU ordinal, or -1 for the CPU."""
     if device is None or device == "cpu":
         return -1
     try:
