@@ -12,6 +12,8 @@ point set (positions, radius and colour from the file's fields, packed per frame
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -42,34 +44,36 @@ class Scene(Protocol):
 
     def prepare(self, frame: Any, stream: int) -> None:
         """A newly delivered frame (a :class:`headrace.stream.Frame`): per-frame work any camera reuses."""
+        ...
 
     def render(self, frame: Any, camera: OrbitCamera, stream: int) -> np.ndarray:
         """The (height, width, 4) uint8 image of the prepared frame from ``camera`` (on CUDA ``stream``)."""
+        ...
 
     def set_style(self, changes: dict[str, Any], stream: int) -> bool:
         """Applies the page's style keys; True when the fields to stream changed (the stream is remade)."""
+        ...
 
 
-class SceneKind(Protocol):
-    """A workload's scene class: which files it draws, what the page's ``hello`` says of one, and a scene
-    of one for a session (``footprint``: a volume's pixel footprint, the viewer's level of detail)."""
+@dataclass(frozen=True)
+class SceneKind:
+    """A workload's scene class as the viewer dispatches on it: its page ``kind``, which files it ``draws``,
+    what the page's ``hello`` says of one (``describe``), and ``make``, a scene of one for a session
+    (``make(ds, device, width, height, footprint)``; ``footprint``: a volume's pixel footprint, the viewer's
+    level of detail)."""
 
     kind: str
-
-    @staticmethod
-    def draws(ds: Any) -> bool: ...
-
-    @staticmethod
-    def describe(ds: Any) -> dict[str, Any]: ...
-
-    def __call__(self, ds: Any, device: int | None, width: int, height: int, footprint: float = 0.0) -> Scene: ...
+    draws: Callable[[Any], bool]
+    describe: Callable[[Any], dict[str, Any]]
+    make: Callable[[Any, int | None, int, int, float], Scene]
 
 
-SCENES: tuple[SceneKind, ...] = (volume.VolumeScene, particles.ParticleScene, points.PointSetScene)
+SCENES = tuple(SceneKind(scene.kind, scene.draws, scene.describe, scene)
+               for scene in (volume.VolumeScene, particles.ParticleScene, points.PointSetScene))
 
 
 def scene_of(ds: Any) -> SceneKind:
-    """The scene class of the first workload that draws the file; UsageError naming the file and its fields
+    """The scene kind of the first workload that draws the file; UsageError naming the file and its fields
     where none does, or where a point set's positions are ambiguous."""
     for kind in SCENES:
         if kind.draws(ds):
@@ -94,7 +98,7 @@ def describe_file(ds: Any) -> dict[str, Any]:
 def make_scene(ds: Any, device: int | None, width: int, height: int, footprint: float = 0.0) -> Scene:
     """The scene of a file's kind (:func:`scene_of`), for a session's device and image size; ``footprint``:
     a volume's pixel footprint."""
-    return scene_of(ds)(ds, device, width, height, footprint)
+    return scene_of(ds).make(ds, device, width, height, footprint)
 
 
 __getattr__ = moved(__name__, {

@@ -11,4 +11,4 @@ What every renderer shares (cameras, colour maps, images) is :mod:`headrace.imag
 chunks for a many-rank form is :mod:`headrace.workloads.chunks`.
 """
 
-__all__ = ["chunks", "particles", "points", "streamlines", "volume"]
+__all__: list[str] = []  # the workloads are its subpackages, each imported where it is used
