@@ -58,20 +58,4 @@ ScopedSettings::ScopedSettings(const Settings& replacement) : previous_(current(
 
 ScopedSettings::~ScopedSettings() noexcept { current() = previous_; }
 
-MmapMode parse_mmap_mode(const std::string& text) {
-  if (text == "whole") return MmapMode::whole;
-  if (text == "segment") return MmapMode::segment;
-  if (text == "window") return MmapMode::window;
-  throw UsageError("mmap mode '" + text + "': expected whole|segment|window");
-}
-
-const char* to_string(MmapMode mode) noexcept {
-  switch (mode) {
-    case MmapMode::whole: return "whole";
-    case MmapMode::segment: return "segment";
-    case MmapMode::window: return "window";
-  }
-  return "?";
-}
-
 }  // namespace headrace

@@ -1,5 +1,6 @@
 // codec layer: CPU chunk codecs and the verified chunk reader.
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -35,6 +36,25 @@ void bind_codec(nb::module_& m) {
            stages.emplace_back(std::string(entry.name), codec::to_string(entry.kind), std::string(entry.summary));
          return stages;
        }, "The registry of stages: (name, kind, summary) each.");
+  m.def("stage_facts", [] {
+         std::vector<nb::dict> facts;
+         for (const auto& entry : codec::stage_registry()) {
+           nb::dict d;
+           d["name"] = std::string(entry.name);
+           d["kind"] = std::string(codec::to_string(entry.kind));
+           d["summary"] = std::string(entry.summary);
+           d["levels"] = entry.codec && entry.codec->levels
+                             ? nb::cast(std::make_tuple(entry.codec->levels->least, entry.codec->levels->most))
+                             : nb::none();
+           d["default_level"] = entry.codec && entry.codec->levels ? nb::cast(entry.codec->levels->fallback) : nb::none();
+           d["max_block_bytes"] = entry.codec ? nb::cast(entry.codec->max_block_bytes) : nb::none();
+           d["gpu_only"] = entry.codec && entry.codec->gpu_only;
+           d["lossy"] = entry.codec && entry.codec->lossy;
+           facts.push_back(std::move(d));
+         }
+         return facts;
+       }, "Each stage of the registry, in its order: name, kind (filter|codec), summary, and for a codec its levels "
+          "((least, most), or None), default_level, max_block_bytes (the largest raw block it encodes), gpu_only and lossy.");
   m.def("parse_chain", [](const std::string& text, const std::string& dtype, std::uint32_t components, std::uint64_t fastest) {
          const auto chain = chain_of(text, dtype, components, fastest);
          nb::dict result;

@@ -47,6 +47,8 @@ std::span<const std::byte> bytes_of(const nb::ndarray<nb::ro, nb::c_contig, nb::
 }  // namespace
 
 void bind_format(nb::module_& m) {
+  m.def("record_codecs", [] { return detail::names_of(format::codec_id_names); },
+        "The codecs a chunk record names (docs/format.md 5.7): none, the plain codecs, and chain.");
   nb::class_<format::FieldInfo>(m, "FieldInfo")
       .def_ro("name", &format::FieldInfo::name)
       .def_prop_ro("dtype", [](const format::FieldInfo& f) { return std::string(format::to_string(f.dtype)); })
@@ -87,7 +89,7 @@ void bind_format(nb::module_& m) {
              table["chain"] = column(c, &format::ChunkInfo::chain);
              std::vector<std::string> codecs;
              for (const auto& chunk : c.chunks())
-               codecs.emplace_back(chunk.chain_spec ? *chunk.chain_spec : std::string(format::to_string(chunk.codec)));
+               codecs.push_back(format::coding_of(chunk));
              table["codec"] = codecs;
              return table;
            }, "The chunk records as NumPy columns (codec as a list of names: a plain codec's, or a chain's text).")

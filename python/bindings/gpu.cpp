@@ -13,6 +13,7 @@
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
+#include "headrace/format/dtype.hpp"
 #include "headrace/gpu/copy_rate.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/gpu/device.hpp"
@@ -31,6 +32,22 @@ gpu::GridUnits grid_units(const std::array<std::uint64_t, 3>& dims, const std::a
   for (int axis = 0; axis < 3; ++axis) g.dims[axis] = dims[axis], g.unit[axis] = unit[axis];
   for (int axis = 0; axis < 2; ++axis) g.units_across[axis] = unit[axis] ? (dims[axis] + unit[axis] - 1) / unit[axis] : 0;
   return g;
+}
+
+nb::dlpack::dtype dlpack_dtype(format::DType dtype) {
+  switch (dtype) {
+    case format::DType::uint8: return nb::dtype<std::uint8_t>();
+    case format::DType::int8: return nb::dtype<std::int8_t>();
+    case format::DType::uint16: return nb::dtype<std::uint16_t>();
+    case format::DType::int16: return nb::dtype<std::int16_t>();
+    case format::DType::uint32: return nb::dtype<std::uint32_t>();
+    case format::DType::int32: return nb::dtype<std::int32_t>();
+    case format::DType::uint64: return nb::dtype<std::uint64_t>();
+    case format::DType::int64: return nb::dtype<std::int64_t>();
+    case format::DType::float32: return nb::dtype<float>();
+    case format::DType::float64: return nb::dtype<double>();
+  }
+  throw UsageError("view: dtype code " + std::to_string(static_cast<int>(dtype)));
 }
 
 // The GPU's primary context stays retained while the stream lives (no other owner may hold it).
@@ -130,18 +147,7 @@ void bind_gpu(nb::module_& m) {
       .def("view", [](nb::handle self, const std::string& dtype, std::vector<std::size_t> shape, int device,
                       std::size_t offset, nb::handle owner) {
              const auto& b = nb::cast<const gpu::DeviceBuffer&>(self);
-             nb::dlpack::dtype type;
-             if (dtype == "float32") type = nb::dtype<float>();
-             else if (dtype == "float64") type = nb::dtype<double>();
-             else if (dtype == "int64") type = nb::dtype<std::int64_t>();
-             else if (dtype == "int32") type = nb::dtype<std::int32_t>();
-             else if (dtype == "uint32") type = nb::dtype<std::uint32_t>();
-             else if (dtype == "uint64") type = nb::dtype<std::uint64_t>();
-             else if (dtype == "int16") type = nb::dtype<std::int16_t>();
-             else if (dtype == "uint16") type = nb::dtype<std::uint16_t>();
-             else if (dtype == "int8") type = nb::dtype<std::int8_t>();
-             else if (dtype == "uint8") type = nb::dtype<std::uint8_t>();
-             else throw UsageError("view: unknown dtype " + dtype);
+             const nb::dlpack::dtype type = dlpack_dtype(format::parse_dtype(dtype));
              std::size_t bytes = type.bits / 8;
              for (auto extent : shape) bytes *= extent;
              HEADRACE_EXPECT(offset + bytes <= b.size_bytes(), UsageError, "view: shape larger than the buffer");

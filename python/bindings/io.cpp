@@ -4,6 +4,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -103,6 +104,11 @@ void bind_io(nb::module_& m) {
       .def("to_dict", [](nb::handle self) { return headrace::python::fields_dict(self); }, "The knobs by name.")
       .def("__repr__", [](nb::handle self) { return headrace::python::fields_repr(self); });
 
+  m.def("backends", [] {
+         std::vector<std::pair<std::string, bool>> backends;
+         for (const auto& [kind, name] : headrace::io::backend_kind_names) backends.emplace_back(name, headrace::io::reads_into_gpu(kind));
+         return backends;
+       }, "Every I/O backend (docs/io.md): (name, reads_into_gpu) each, the host backends first.");
   auto kinds = nb::enum_<BackendKind>(m, "BackendKind", "Host I/O backends (docs/io.md).");
   for (BackendKind kind : headrace::io::all_backend_kinds()) kinds.value(headrace::io::to_string(kind), kind);
 

@@ -27,11 +27,18 @@ namespace {
 using queue::MemoryKind;
 using engine::Queue;
 
-MemoryKind parse_memory_kind(const std::string& text) {
-  if (text == "host") return MemoryKind::host;
-  if (text == "device") return MemoryKind::device;
-  throw UsageError("destination kind '" + text + "': expected host|device");
+// The engine says what is missing in its terms; the way out in Python's (the Queue's decode_on).
+queue::RequestId enqueue_hinted(Queue& q, queue::Request r) {
+  const bool decoded_on_gpu = r.destination.kind == MemoryKind::device && q.decodes_on_gpu();
+  try {
+    return q.enqueue(std::move(r));
+  } catch (const UnavailableError& error) {
+    if (!decoded_on_gpu) throw;
+    throw UnavailableError(std::string(error.what()) + " (decode_on='cpu' decodes on the CPU)");
+  }
 }
+
+MemoryKind parse_memory_kind(const std::string& text) { return detail::parse_name(queue::memory_kind_names, text, "destination kind"); }
 
 // A slot stream over frames and the slot table its fill reads (engine/frame_fill.hpp), so that Python can
 // point a slot it holds at new buffers when a frame's arrays outlive the frame.
@@ -73,6 +80,7 @@ nb::dict status_dict(const queue::RequestStatus& s) {
 }  // namespace
 
 void bind_queue(nb::module_& m) {
+  m.attr("max_gpu_decode_chunk_bytes") = engine::max_decode_chunk_bytes;
   nb::class_<queue::RequestTotals>(m, "RequestTotals", "Every finished request of a queue summed up.")
       .def_ro("done", &queue::RequestTotals::done)
       .def_ro("failed", &queue::RequestTotals::failed)
@@ -162,7 +170,7 @@ void bind_queue(nb::module_& m) {
             try {
               o.backend = io::parse_backend_kind(name);
             } catch (const UsageError&) {
-              throw UsageError("backend '" + name + "': expected auto|posix|direct|mmap|uring|ram|cufile");
+              throw UsageError("backend '" + name + "': expected auto|" + detail::choices_of(io::backend_kind_names));
             }
           },
           "auto: the read path; posix|direct|mmap|uring|ram forces a host backend; cufile reads GPU destinations with cuFile")
@@ -177,8 +185,8 @@ void bind_queue(nb::module_& m) {
       .def_rw("max_direct_bytes", &QueueOptions::max_direct_bytes, "bytes in flight straight into host destinations")
       .def_rw("decode_threads", &QueueOptions::decode_threads, "CPU checksum and decoding threads; 0: one per core")
       .def_prop_rw(
-          "decode_on", [](const QueueOptions& o) { return std::string(o.decode_on_gpu ? "gpu" : "cpu"); },
-          [](QueueOptions& o, const std::string& where) { o.decode_on_gpu = engine::parse_decode_on("decode_on", where); },
+          "decode_on", [](const QueueOptions& o) { return std::string(detail::name_of(engine::decode_on_names, o.decode_on_gpu)); },
+          [](QueueOptions& o, const std::string& where) { o.decode_on_gpu = detail::parse_name(engine::decode_on_names, where, "decode_on"); },
           "where chunks for GPU destinations are decoded: gpu (nvCOMP) or cpu")
       .def_prop_rw(
           "pin_files", [](const QueueOptions& o) { return std::string(staging::to_string(o.pin_files)); },
@@ -221,16 +229,13 @@ void bind_queue(nb::module_& m) {
              r.offset = offset;
              r.stored_size = stored_size;
              r.raw_size = raw_size;
-             // A plain codec's name, or the text of a chain as the index stores it.
-             const bool plain = codec == "none" || codec == "lz4" || codec == "zstd" || codec == "gdeflate";
-             r.codec = plain ? format::parse_codec(codec) : format::CodecId::chain;
-             if (!plain) r.chain = codec;
+             r.coding = codec;
              r.checksum = checksum;
              r.destination = {parse_memory_kind(kind), destination, raw_size};
              r.priority = priority;
              r.tag = tag;
              r.label = label;
-             return q.enqueue(std::move(r));
+             return enqueue_hinted(q, std::move(r));
            }, "file"_a, "offset"_a, "stored_size"_a, "raw_size"_a, "destination"_a, "kind"_a = "host", "codec"_a = "none",
            "checksum"_a = nb::none(), "priority"_a = 0, "tag"_a = 0, "label"_a = "")
       .def("enqueue_chunks", [](Queue& q, queue::FileId file, const format::Container& container, std::uint32_t frame,
@@ -246,7 +251,7 @@ void bind_queue(nb::module_& m) {
                r.priority = priority;
                r.tag = tag;
                r.label = queue::chunk_label(container, frame, field, k++, chunk);
-               ids.push_back(q.enqueue(std::move(r)));
+               ids.push_back(enqueue_hinted(q, std::move(r)));
              }
              return ids;
            }, "file"_a, "container"_a, "frame"_a, "field"_a, "destination"_a, "kind"_a = "host", "priority"_a = 0, "tag"_a = 0,
@@ -271,7 +276,7 @@ void bind_queue(nb::module_& m) {
                r.priority = priority;
                r.tag = tag;
                r.label = queue::chunk_label(container, frame, field, first + chunks[k], chunk);
-               ids.push_back(q.enqueue(std::move(r)));
+               ids.push_back(enqueue_hinted(q, std::move(r)));
              }
              return ids;
            }, "file"_a, "container"_a, "frame"_a, "field"_a, "chunks"_a, "destinations"_a, "kind"_a = "host", "priority"_a = 0,

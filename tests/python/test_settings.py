@@ -83,7 +83,7 @@ def test_every_queue_option_is_settable_by_its_variable_and_named_arguments_win(
     ({"staging_bytes": 10}, "staging_bytes must be in 64 KiB..1 TiB, got 10"),
     ({"strict": "yes"}, "queue option strict='yes': expected a bool"),
     ({"pin_files": 2}, "queue option pin_files=2: expected auto, on, off or a bool"),
-    ({"decode_on": "tpu"}, "decode_on='tpu': expected gpu|cpu"),
+    ({"decode_on": "tpu"}, "decode_on 'tpu': expected gpu|cpu"),
     ({"backend": "nvme"}, "backend 'nvme': expected auto|posix"),
     ({"cache_policy": "maybe"}, "cache policy 'maybe': expected auto|bypass|use"),
     ({"device": "gpu"}, "queue option device='gpu': expected a GPU number"),

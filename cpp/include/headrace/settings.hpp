@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "headrace/detail/enum_names.hpp"
+
 namespace headrace {
 
 enum class MmapMode : std::uint8_t {
@@ -56,8 +58,10 @@ class ScopedSettings {
   Settings previous_;
 };
 
-// Parses "whole" | "segment" | "window"; throws UsageError otherwise.
-[[nodiscard]] MmapMode parse_mmap_mode(const std::string& text);
-[[nodiscard]] const char* to_string(MmapMode mode) noexcept;
+inline constexpr detail::EnumNames<MmapMode, 3> mmap_mode_names{
+    {{MmapMode::whole, "whole"}, {MmapMode::segment, "segment"}, {MmapMode::window, "window"}}};
+// Throws UsageError naming the choices.
+[[nodiscard]] inline MmapMode parse_mmap_mode(const std::string& text) { return detail::parse_name(mmap_mode_names, text, "mmap mode"); }
+[[nodiscard]] constexpr const char* to_string(MmapMode mode) noexcept { return detail::name_of(mmap_mode_names, mode); }
 
 }  // namespace headrace

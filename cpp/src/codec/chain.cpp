@@ -185,15 +185,16 @@ void Chain::decode(std::span<const std::byte> stored, std::span<std::byte> raw, 
   }
 }
 
-const Chain& chunk_chain(format::CodecId codec, const std::string& chain_spec, const std::string& where) {
+const Chain& chunk_chain(const std::string& coding, const std::string& where) {
+  const auto plain = detail::find_value(format::codec_id_names, coding);
+  static const Chain stored_as_is;
+  if (plain == format::CodecId::none) return stored_as_is;  // most requests: no lock taken
   static std::mutex mutex;
-  // Kept to the end: the engine holds pointers. Plain codecs under their code's name, which no chain
-  // text equals ("zstd" has no level).
+  // Kept to the end: the engine holds pointers.
   static auto& chains = *new std::map<std::string, Chain>;
-  const std::string key = codec == format::CodecId::chain ? chain_spec : format::to_string(codec);
   std::lock_guard lock(mutex);
-  if (const auto found = chains.find(key); found != chains.end()) return found->second;
-  return chains.emplace(key, codec == format::CodecId::chain ? Chain::of_stored(chain_spec, where) : Chain::of_codec(codec))
+  if (const auto found = chains.find(coding); found != chains.end()) return found->second;
+  return chains.emplace(coding, plain && *plain != format::CodecId::chain ? Chain::of_codec(*plain) : Chain::of_stored(coding, where))
       .first->second;
 }
 

@@ -130,7 +130,7 @@ void read_field(const format::Container& container, io::Backend& backend, std::u
     if (verify) container.verify_chunk(chunk, stored);
     if (chunk.codec != format::CodecId::none) {
       const std::string label = queue::chunk_label(container, frame, field, i, chunk);
-      chunk_chain(chunk.codec, chunk.chain_spec ? *chunk.chain_spec : std::string(), label)
+      chunk_chain(format::coding_of(chunk), label)
           .decode(stored, destination.subspan(chunk.first_element * element_bytes, chunk.raw_size), label);
     }
   });

@@ -12,8 +12,6 @@
 
 namespace headrace::codec {
 
-const char* to_string(StageKind kind) noexcept { return kind == StageKind::filter ? "filter" : "codec"; }
-
 namespace {
 
 bool is_name_char(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }

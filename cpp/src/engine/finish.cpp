@@ -5,7 +5,7 @@
 #include <numeric>
 
 #include "queue_impl.hpp"
-#include "headrace/codec/gpu/chain_decoding.hpp"
+#include "headrace/codec/gpu/decode_batch.hpp"
 #include "headrace/staging/host_to_device_copies.hpp"
 
 namespace headrace::engine {
@@ -150,17 +150,6 @@ void Queue::Impl::finish_on_host(const std::vector<RequestId>& ids) {
   }
 }
 
-// Decodes a part of a group on the stream (codec/gpu/chain_decoding.hpp), with a spare buffer when a
-// chain of it has filters; the part's decoder items name their requests.
-void Queue::Impl::decode_part(DecodeGroup& part, gpu::CUstream stream) {
-  const codec::gpu::ChainBatch batch = codec::gpu::plan_chain_batch(part.chunks);
-  for (const std::size_t chunk : batch.chunk_of_item) part.indices.push_back(part.chunk_indices[chunk]);
-  part.labels = batch.labels;
-  if (batch.spare_bytes > 0) part.spare = decoders_->take_spare();
-  codec::gpu::decode_chains_async(part.decoder->decoder, batch.spare_bytes > 0 ? &decoders_->filter_kernels() : nullptr,
-                                  part.chunks, batch, part.spare ? part.spare->pointer() : 0, stream);
-}
-
 void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight) {
   if (ids.empty()) return;
   std::vector<double> decode_seconds;
@@ -169,11 +158,10 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
   std::vector<RequestId> issued;
   auto completion = std::make_unique<Completion>();
   completion->flight = flight;
+  completion->decoding = codec::gpu::DecodeBatch(decoders_->limits());
   // The batch's events bracket its own work on the copy stream, and the completer sees batches in
   // the stream's order, with two finishers issuing.
   std::lock_guard issuing(issue_mutex_);
-  // Compressed chunks by nvCOMP coding.
-  std::map<codec::gpu::NvcompCoding, DecodeGroup> groups;
   staging::HostToDeviceCopies copies;
   const auto stream = stream_->handle();
   {
@@ -198,18 +186,16 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
         const codec::gpu::ChainChunk chunk{scratch, {stored_bytes(entry), r.stored_size}, destination, r.raw_size, entry.plan.chain,
                                            r.label};
         try {  // a block table that does not fit fails its chunk here, before anything of it is issued
-          (void)codec::gpu::plan_chain_batch({&chunk, 1});
+          (void)completion->decoding.add(chunk);
         } catch (const CodecError&) {
           fail_locked(ids[i], std::current_exception());
           continue;
         }
+        completion->decoded.push_back(completion->ids.size());
         // A staged chunk is copied with its region's padding, so that neighbours in staging,
         // neighbours in the scratch twin too, travel as one copy.
         copies.add(scratch, stored_bytes(entry), entry.plan.pinned() ? r.stored_size : align_up(r.stored_size),
                    source_end(entry));
-        DecodeGroup& group = groups[codec::gpu::NvcompCoding::of(*entry.plan.chain->codec())];
-        group.chunk_indices.push_back(completion->ids.size());
-        group.chunks.push_back(chunk);
       }
       entry.status.state = RequestState::copying;
       issued.push_back(ids[i]);
@@ -223,30 +209,7 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
   try {
     copies.issue(stream);
     completion->copied.record(stream);
-    // Decoders were made at enqueue: the data path only waits for an idle one, it allocates nothing.
-    for (auto& [coding, group] : groups) {
-      for (std::size_t first = 0; first < group.chunks.size();) {
-        // Whole chunks to a part (a chunk's filters follow its last block), within the decoder's limits.
-        DecodeGroup part;
-        std::uint64_t total = 0, items = 0;
-        while (first < group.chunks.size()) {
-          const auto& chunk = group.chunks[first];
-          const std::uint64_t block = chunk.chain->codec()->block_bytes();
-          const std::uint64_t blocks = block == 0 ? 1 : (chunk.raw_size + block - 1) / block;
-          if (!part.chunks.empty() && (items + blocks > decoders_->limits().max_chunks ||
-                                       total + chunk.raw_size > decoders_->limits().max_total_raw_bytes))
-            break;
-          total += chunk.raw_size;
-          items += blocks;
-          part.chunks.push_back(chunk);
-          part.chunk_indices.push_back(group.chunk_indices[first]);
-          ++first;
-        }
-        part.decoder = decoders_->take(coding);
-        decode_part(part, stream);
-        completion->groups.push_back(std::move(part));
-      }
-    }
+    completion->decoding.issue(*decoders_, stream);
     completion->event.record(stream);
   } catch (const std::exception&) {
     failure = std::current_exception();
@@ -258,10 +221,7 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
   if (failure) {
     // The batch never reaches the completer: wait for what was issued, then fail it.
     stream_->synchronize();
-    for (auto& group : completion->groups) {
-      if (group.decoder) decoders_->give_back(std::move(group.decoder));
-      if (group.spare) decoders_->give_back_spare(std::move(group.spare));
-    }
+    completion->decoding.give_back(*decoders_);
     for (const RequestId id : issued) fail_locked(id, failure);
     return;
   }
@@ -295,17 +255,9 @@ void Queue::Impl::complete_loop() {
     const double copied_total = total(completion->copied_bytes), decoded_total = total(completion->decoded_bytes);
     // Per request, why decoding failed (null: it decoded).
     std::vector<std::exception_ptr> decode_failures(completion->ids.size());
-    for (auto& group : completion->groups) {
-      try {
-        const auto failed = group.decoder->decoder.failures(group.labels);
-        for (std::size_t k = 0; k < group.indices.size(); ++k)
-          if (!failed[k].empty()) decode_failures[group.indices[k]] = std::make_exception_ptr(CodecError(failed[k]));
-      } catch (const std::exception&) {  // the results could not be read: the group fails
-        for (const std::size_t index : group.indices) decode_failures[index] = std::current_exception();
-      }
-      decoders_->give_back(std::move(group.decoder));
-      if (group.spare) decoders_->give_back_spare(std::move(group.spare));
-    }
+    const std::vector<std::exception_ptr> failed = completion->decoding.failures();
+    for (std::size_t chunk = 0; chunk < failed.size(); ++chunk) decode_failures[completion->decoded[chunk]] = failed[chunk];
+    completion->decoding.give_back(*decoders_);
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < completion->ids.size(); ++i) {
       const RequestId id = completion->ids[i];

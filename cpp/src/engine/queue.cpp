@@ -36,12 +36,6 @@ void QueueOptions::validate() const {
                   "status_history must be in 1024..16777216, got " + std::to_string(status_history));
 }
 
-bool parse_decode_on(const std::string& name, const std::string& text) {
-  if (text == "gpu") return true;
-  if (text == "cpu") return false;
-  throw UsageError(name + "='" + text + "': expected gpu|cpu");
-}
-
 QueueOptions QueueOptions::from_environment() {
   using detail::environment;
   using detail::parse_bool;
@@ -61,7 +55,7 @@ QueueOptions QueueOptions::from_environment() {
   if (auto v = environment("HEADRACE_STRICT")) o.strict = parse_bool("HEADRACE_STRICT", *v);
   if (auto v = environment("HEADRACE_STATUS_HISTORY")) o.status_history = parse_unsigned("HEADRACE_STATUS_HISTORY", *v);
   if (auto v = environment("HEADRACE_MAX_DIRECT_BYTES")) o.max_direct_bytes = parse_unsigned("HEADRACE_MAX_DIRECT_BYTES", *v);
-  if (auto v = environment("HEADRACE_DECODE_ON")) o.decode_on_gpu = parse_decode_on("HEADRACE_DECODE_ON", *v);
+  if (auto v = environment("HEADRACE_DECODE_ON")) o.decode_on_gpu = detail::parse_name(decode_on_names, *v, "HEADRACE_DECODE_ON");
   if (auto v = environment("HEADRACE_STREAM_VALUE_FENCES"))
     o.stream_value_fences = parse_bool("HEADRACE_STREAM_VALUE_FENCES", *v);
   o.validate();
@@ -242,8 +236,7 @@ void Queue::Impl::pin_if_asked(FileId id) {
   file.pinned = std::move(outcome.file);
 }
 
-Route Queue::Impl::route_of(const Request& r) const {
-  const bool compressed = r.codec != format::CodecId::none;
+Route Queue::Impl::route_of(const Request& r, bool compressed) const {
   if (r.destination.kind == MemoryKind::host) return compressed ? Route::host_decode : Route::direct;
   if (options_.cufile() && !compressed) return Route::cufile_copy;
   if (!compressed) return Route::device_copy;
@@ -251,11 +244,11 @@ Route Queue::Impl::route_of(const Request& r) const {
 }
 
 RequestId Queue::Impl::enqueue(Request request) {
-  const Route route = route_of(request);
-  const bool on_gpu = request.destination.kind == MemoryKind::device && device_;
   const std::string where = request.label.empty() ? "offset " + std::to_string(request.offset) : request.label;
-  const codec::Chain* chain =
-      request.codec == format::CodecId::none ? nullptr : &codec::chunk_chain(request.codec, request.chain, where);
+  const codec::Chain& resolved = codec::chunk_chain(request.coding, where);
+  const codec::Chain* chain = resolved.empty() ? nullptr : &resolved;
+  const Route route = route_of(request, chain != nullptr);
+  const bool on_gpu = request.destination.kind == MemoryKind::device && device_;
   // A chain's GPU decoders (and the filter kernels) are made the first time a request needs them, on the
   // caller's thread before the request is queued, never on the data path.
   std::string no_decoder, no_cpu_decoder;
@@ -272,7 +265,7 @@ RequestId Queue::Impl::enqueue(Request request) {
   HEADRACE_EXPECT(!file.closed, UsageError, file.path + ": file " + std::to_string(request.file) + " was closed; add it again");
   const std::string name = request.label.empty() ? file.path + ": offset " + std::to_string(request.offset) : request.label;
   HEADRACE_EXPECT(request.stored_size > 0 && request.raw_size > 0, UsageError, name + ": empty request");
-  HEADRACE_EXPECT(request.codec != format::CodecId::none || request.stored_size == request.raw_size, UsageError,
+  HEADRACE_EXPECT(chain != nullptr || request.stored_size == request.raw_size, UsageError,
                   name + ": an uncompressed request needs stored size == raw size");
   HEADRACE_EXPECT(request.destination.size_bytes == request.raw_size && request.destination.address != 0, UsageError,
                   name + ": destination of " + std::to_string(request.destination.size_bytes) + " bytes for " +
@@ -286,9 +279,9 @@ RequestId Queue::Impl::enqueue(Request request) {
   if (route == Route::device_decode) {
     HEADRACE_EXPECT(request.checksum.has_value(), UsageError,
                     name + ": GPU decoding needs the chunk's checksum, checked on the host first (nvCOMP trusts its "
-                           "input: a corrupt frame can fault the GPU); give a checksum or decode_on='cpu'");
+                           "input: a corrupt frame can fault the GPU); give a checksum or decode on the CPU");
     HEADRACE_EXPECT(no_decoder.empty(), UnavailableError,
-                    name + ": no GPU decoder for " + chain->spec() + ": " + no_decoder + " (decode_on='cpu' decodes on the CPU)");
+                    name + ": no GPU decoder for " + chain->spec() + ": " + no_decoder);
     HEADRACE_EXPECT(request.raw_size <= max_decode_chunk_bytes, UsageError,
                     name + ": a GPU-decoded chunk holds at most " + std::to_string(max_decode_chunk_bytes) +
                         " raw bytes, got " + std::to_string(request.raw_size));
@@ -580,6 +573,7 @@ void Queue::drain() const { impl_->drain(); }
 QueueStats Queue::stats() const { return impl_->stats(); }
 std::vector<FlightRecord> Queue::flight_timeline() const { return impl_->flight_timeline(); }
 bool Queue::has_gpu() const noexcept { return impl_->has_gpu(); }
+bool Queue::decodes_on_gpu() const noexcept { return impl_->options().decode_on_gpu; }
 std::uintptr_t Queue::copy_stream() const noexcept { return impl_->copy_stream(); }
 void Queue::make_current() const { impl_->make_current(); }
 std::string Queue::describe() const { return impl_->describe(); }

@@ -18,8 +18,7 @@
 #include <vector>
 
 #include "headrace/codec/chunk_checks.hpp"
-#include "headrace/codec/gpu/chain_decoding.hpp"
-#include "headrace/codec/gpu/decoder_pool.hpp"
+#include "headrace/codec/gpu/decode_batch.hpp"
 #include "headrace/detail/seconds.hpp"
 #include "headrace/engine/queue.hpp"
 #include "headrace/format/layout.hpp"
@@ -40,7 +39,6 @@ namespace headrace::engine {
 using Clock = detail::SteadyClock;
 
 inline constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
-inline constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;  // nvCOMP's lz4 and zstd chunk limit
 inline constexpr std::uint64_t decoder_total_bytes = std::uint64_t{256} << 20;     // raw bytes one decoder call takes
 inline constexpr std::size_t max_decode_items = 16384;  // blocks one decoder call takes (a flight's chunks, cut in blocks)
 
@@ -107,21 +105,13 @@ struct OpenFile {
 
 // Chunks of one nvCOMP coding decoded by one decoder call (codec/gpu/chain_decoding.hpp): nvCOMP decodes
 // their blocks, then the filters of chains that have them are undone on the same stream.
-struct DecodeGroup {
-  std::vector<codec::gpu::ChainChunk> chunks;
-  std::vector<std::size_t> chunk_indices;  // per chunk: into Completion::ids
-  std::vector<std::size_t> indices;        // per decoder item (a block): into Completion::ids
-  std::vector<std::string> labels;         // per decoder item
-  std::shared_ptr<codec::gpu::DecoderPool::Pooled> decoder;
-  std::shared_ptr<gpu::DeviceBuffer> spare;  // taken when a chunk of the group has filters
-};
-
 // A batch of GPU work: its requests are done once its event is.
 struct Completion {
   std::uint64_t flight = 0;  // its flight's number (timeline)
   std::vector<RequestId> ids;
   std::vector<std::uint64_t> copied_bytes, decoded_bytes;  // per id: its share of the batch's times
-  std::vector<DecodeGroup> groups;
+  codec::gpu::DecodeBatch decoding;
+  std::vector<std::size_t> decoded;  // per chunk of decoding (by number): into ids
   gpu::Event started{true}, copied{true};  // around the batch's copies (timing events)
   gpu::Event event{true};                  // after its decoding: the batch is done
 };
@@ -148,6 +138,7 @@ class Queue::Impl {
   QueueStats stats() const;
   std::vector<FlightRecord> flight_timeline() const;
   bool has_gpu() const noexcept { return device_.has_value(); }
+  const QueueOptions& options() const noexcept { return options_; }
   std::uintptr_t copy_stream() const noexcept { return stream_ ? reinterpret_cast<std::uintptr_t>(stream_->handle()) : 0; }
   std::uint64_t pinned_host_bytes() const;
   std::uint64_t device_bytes() const;
@@ -163,7 +154,7 @@ class Queue::Impl {
     if (device_) device_->make_current();
   }
   void pin_if_asked(FileId id);
-  Route route_of(const Request& r) const;
+  Route route_of(const Request& r, bool compressed) const;
   void note_fallback_locked(const std::string& fallback) const;
   void record_fence_locked(FenceId id, Book::Fence& fence);
   gpu::CUdeviceptr fence_word(FenceId fence) const {
@@ -199,7 +190,6 @@ class Queue::Impl {
   std::vector<std::exception_ptr> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
   void finish_on_host(const std::vector<RequestId>& ids);
   void finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight);
-  void decode_part(DecodeGroup& part, gpu::CUstream stream);
   void complete_loop();
   // Where a request's stored bytes are once read (or, pinned, where they always were), and the end of
   // the host buffer they lie in.

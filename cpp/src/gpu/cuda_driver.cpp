@@ -116,11 +116,15 @@ bool gpu_present(std::string* why) {
   return true;
 }
 
-void check(CUresult result, const char* call, const std::string& detail) {
-  if (result == cuda_success) return;
+const char* result_name(CUresult result) noexcept {
   const char* name = "unknown CUresult";
   if (const CudaDriver* api = driver()) api->cuGetErrorName(result, &name);
-  std::string message = std::string(call) + " failed: " + name + " (" + std::to_string(result) + ")";
+  return name;
+}
+
+void check(CUresult result, const char* call, const std::string& detail) {
+  if (result == cuda_success) return;
+  std::string message = std::string(call) + " failed: " + result_name(result) + " (" + std::to_string(result) + ")";
   if (!detail.empty()) message += ": " + detail;
   if (result == cuda_error_out_of_memory) throw GpuOutOfMemoryError(message, result);
   throw CudaError(message, result);

@@ -15,28 +15,11 @@
 
 namespace headrace::io {
 
-const char* to_string(BackendKind kind) noexcept {
-  switch (kind) {
-    case BackendKind::posix: return "posix";
-    case BackendKind::direct: return "direct";
-    case BackendKind::mmap: return "mmap";
-    case BackendKind::uring: return "uring";
-    case BackendKind::ram: return "ram";
-    case BackendKind::cufile: return "cufile";
-  }
-  return "?";
-}
-
-BackendKind parse_backend_kind(const std::string& name) {
-  for (BackendKind kind : all_backend_kinds()) {
-    if (name == to_string(kind)) return kind;
-  }
-  if (name == to_string(BackendKind::cufile)) return BackendKind::cufile;
-  throw UsageError("backend '" + name + "': expected posix|direct|mmap|uring|ram|cufile");
-}
-
 std::vector<BackendKind> all_backend_kinds() {
-  return {BackendKind::posix, BackendKind::direct, BackendKind::mmap, BackendKind::uring, BackendKind::ram};
+  std::vector<BackendKind> kinds;
+  for (const auto& [kind, name] : backend_kind_names)
+    if (!reads_into_gpu(kind)) kinds.push_back(kind);
+  return kinds;
 }
 
 ReadBatch::ReadBatch(std::size_t request_count)

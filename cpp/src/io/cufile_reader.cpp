@@ -49,7 +49,7 @@ std::string why_unusable() {
 CufileDriver::CufileDriver(OpenTag) {
   const shim::Cufile& api = *shim::cufile();
   if (const shim::CufileError error = api.cuFileDriverOpen(); error.err != shim::cufile_success)
-    throw UnavailableError(detail::located("cuFileDriverOpen failed: " + shim::cufile_error_text(error), __FILE__, __LINE__));
+    throw UnavailableError(detail::located("cuFileDriverOpen failed: " + shim::cufile_error_text(error, gpu::result_name(error.cu_err)), __FILE__, __LINE__));
   int version = 0;
   if (api.cuFileGetVersion != nullptr && api.cuFileGetVersion(&version).err == shim::cufile_success && version > 0)
     version_ = std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
@@ -107,7 +107,7 @@ CufileBufferRegistration::CufileBufferRegistration(gpu::CUdeviceptr base, std::s
   const shim::CufileError error = shim::cufile()->cuFileBufRegister(reinterpret_cast<const void*>(base), size_bytes, 0);
   if (error.err != shim::cufile_success)
     throw SystemError(detail::located("cuFileBufRegister of " + std::to_string(size_bytes) + " bytes at " + hex(base) +
-                                          " failed: " + shim::cufile_error_text(error),
+                                          " failed: " + shim::cufile_error_text(error, gpu::result_name(error.cu_err)),
                                       __FILE__, __LINE__),
                       EIO);
   base_ = base;
@@ -180,7 +180,7 @@ CufileReader::CufileReader(const std::string& path, gpu::CUcontext context)
     // cuFile could not take the file (in compatibility mode too): it identifies the file system of the
     // file's block device through udev, which a container without /run/udev cannot answer.
     throw UnavailableError(detail::located(path + ": cuFile cannot read this file: cuFileHandleRegister failed (" +
-                                               open_note_ + "): " + shim::cufile_error_text(error) +
+                                               open_note_ + "): " + shim::cufile_error_text(error, gpu::result_name(error.cu_err)) +
                                                " (cufile.log says why; a container needs /run/udev for cuFile "
                                                "to identify the file system)",
                                            __FILE__, __LINE__));

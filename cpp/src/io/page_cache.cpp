@@ -12,22 +12,6 @@
 
 namespace headrace::io {
 
-const char* to_string(CachePolicy policy) noexcept {
-  switch (policy) {
-    case CachePolicy::auto_: return "auto";
-    case CachePolicy::bypass: return "bypass";
-    case CachePolicy::use: return "use";
-  }
-  return "?";
-}
-
-CachePolicy parse_cache_policy(const std::string& text) {
-  if (text == "auto") return CachePolicy::auto_;
-  if (text == "bypass") return CachePolicy::bypass;
-  if (text == "use") return CachePolicy::use;
-  throw UsageError("cache policy '" + text + "': expected auto|bypass|use");
-}
-
 PageCacheResidency::PageCacheResidency(const std::string& path)
     : path_(path), fd_(headrace::detail::FileDescriptor::open_read(path, 0)) {
   struct stat info {};

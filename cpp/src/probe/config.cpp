@@ -24,20 +24,6 @@ void expect_values(const std::vector<T>& values, const char* name) {
 
 }  // namespace
 
-const char* to_string(Pattern pattern) noexcept {
-  switch (pattern) {
-    case Pattern::sequential: return "sequential";
-    case Pattern::random: return "random";
-  }
-  return "?";
-}
-
-Pattern parse_pattern(const std::string& name) {
-  if (name == "sequential") return Pattern::sequential;
-  if (name == "random") return Pattern::random;
-  throw UsageError("probe pattern '" + name + "': expected sequential|random");
-}
-
 void ProbeConfig::validate() const {
   HEADRACE_EXPECT(!path.empty(), UsageError, "probe: path is empty");
   HEADRACE_EXPECT(file_size_bytes > 0, UsageError, "probe: file_size_bytes must be > 0");

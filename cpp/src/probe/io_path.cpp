@@ -29,14 +29,6 @@ void add_note(std::string& note, const std::string& sentence) {
 
 }  // namespace
 
-const char* to_string(CacheState state) noexcept {
-  switch (state) {
-    case CacheState::cold: return "cold";
-    case CacheState::hot: return "hot";
-  }
-  return "?";
-}
-
 std::string IoPath::describe() const {
   std::string text = io::to_string(backend);
   text += o_direct ? " O_DIRECT" : " buffered";

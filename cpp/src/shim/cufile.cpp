@@ -4,7 +4,6 @@
 #include <cstring>
 #include <mutex>
 
-#include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/shim/shared_library.hpp"
 
 namespace headrace::shim {
@@ -124,13 +123,9 @@ const std::string& why_no_cufile() noexcept { return loaded().why; }
 
 const std::string& cufile_path() noexcept { return loaded().library->path(); }
 
-std::string cufile_error_text(CufileError error) {
+std::string cufile_error_text(CufileError error, std::string_view cuda_result_name) {
   std::string text = op_error_text(error.err);
-  if (error.err == cufile_cuda_driver_error) {
-    const char* name = "unknown CUresult";
-    if (const gpu::CudaDriver* driver = gpu::driver()) driver->cuGetErrorName(error.cu_err, &name);
-    text += ": " + std::string(name) + " (" + std::to_string(error.cu_err) + ")";
-  }
+  if (error.err == cufile_cuda_driver_error) text += ": " + std::string(cuda_result_name) + " (" + std::to_string(error.cu_err) + ")";
   return text;
 }
 

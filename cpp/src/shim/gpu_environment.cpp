@@ -142,13 +142,4 @@ GpuEnvironment query_gpu_environment() {
   return environment;
 }
 
-const char* to_string(CufileMode mode) noexcept {
-  switch (mode) {
-    case CufileMode::unavailable: return "unavailable";
-    case CufileMode::compatibility: return "compatibility";
-    case CufileMode::gds: return "gds";
-  }
-  return "?";
-}
-
 }  // namespace headrace::shim

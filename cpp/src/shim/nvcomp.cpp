@@ -8,20 +8,6 @@
 
 namespace headrace::shim {
 
-const char* to_string(NvcompAlgorithm algorithm) noexcept {
-  switch (algorithm) {
-    case NvcompAlgorithm::lz4: return "lz4";
-    case NvcompAlgorithm::zstd: return "zstd";
-    case NvcompAlgorithm::gdeflate: return "gdeflate";
-    case NvcompAlgorithm::snappy: return "snappy";
-    case NvcompAlgorithm::deflate: return "deflate";
-    case NvcompAlgorithm::ans: return "ans";
-    case NvcompAlgorithm::bitcomp: return "bitcomp";
-    case NvcompAlgorithm::cascaded: return "cascaded";
-  }
-  return "?";
-}
-
 namespace {
 
 // nvCOMP's own names (nvcomp/shared_types.h), for messages when nvcompGetStatusString is absent.

@@ -6,22 +6,6 @@
 
 namespace headrace::staging {
 
-const char* to_string(PinPolicy policy) noexcept {
-  switch (policy) {
-    case PinPolicy::off: return "off";
-    case PinPolicy::on: return "on";
-    case PinPolicy::auto_: return "auto";
-  }
-  return "?";
-}
-
-PinPolicy parse_pin_policy(const std::string& text) {
-  if (text == "auto") return PinPolicy::auto_;
-  if (text == "on" || text == "true" || text == "1") return PinPolicy::on;
-  if (text == "off" || text == "false" || text == "0") return PinPolicy::off;
-  throw UsageError("pin_files '" + text + "': expected auto|on|off");
-}
-
 PinnedFiles::PinnedFiles(PinnedFilesOptions options) : options_(std::move(options)) {
   if (options_.budget_bytes == 0) {
     const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));

@@ -257,7 +257,7 @@ TEST(Queue, RejectsRequestsItCannotServe) {
   device.destination.kind = MemoryKind::device;
   EXPECT_THROW(queue.enqueue(device), UsageError);  // no GPU in this queue
   auto huge = range(file, 0, 2 << 20, out.data());
-  huge.codec = CodecId::lz4;
+  huge.coding = "lz4";
   huge.raw_size = huge.destination.size_bytes = 4 << 20;
   EXPECT_THROW(queue.enqueue(huge), UsageError);  // 2 MiB of staging needed, 1 MiB there
   EXPECT_THROW(queue.enqueue(range(9, 0, 4096, out.data())), UsageError);

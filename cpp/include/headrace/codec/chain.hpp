@@ -59,9 +59,9 @@ class Chain {
   std::optional<double> error_bound_;
 };
 
-// The chain of a chunk: its record's plain codec, or (codec chain) the chain text of the index. Made once
-// per process and kept, so the engine resolves a request's chain per chunk cheaply. Throws as
-// Chain::of_stored.
-[[nodiscard]] const Chain& chunk_chain(format::CodecId codec, const std::string& chain_spec, const std::string& where);
+// The chain of a chunk's coding (format::coding_of): a plain codec's name, or a chain's stored text.
+// Made once per process and kept, so the engine resolves a request's chain per chunk cheaply. Throws
+// as Chain::of_stored.
+[[nodiscard]] const Chain& chunk_chain(const std::string& coding, const std::string& where);
 
 }  // namespace headrace::codec

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/format/dtype.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/shim/nvcomp.hpp"
@@ -25,7 +26,8 @@ class FilterKernels;
 }
 
 enum class StageKind : std::uint8_t { filter, codec };
-[[nodiscard]] const char* to_string(StageKind kind) noexcept;
+inline constexpr detail::EnumNames<StageKind, 2> stage_kind_names{{{StageKind::filter, "filter"}, {StageKind::codec, "codec"}}};
+[[nodiscard]] constexpr const char* to_string(StageKind kind) noexcept { return detail::name_of(stage_kind_names, kind); }
 
 // What a chain's stages may assume about the bytes: elements of `components` values of `dtype`, and for
 // grids the points along the fastest axis (delta's rows). Only stages written without their

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/format/layout.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/io/page_cache.hpp"
@@ -32,6 +33,9 @@
 #include "headrace/staging/pinned_files.hpp"
 
 namespace headrace::engine {
+
+// The most raw bytes of a chunk the queue decodes on a GPU (nvCOMP's lz4 and zstd chunk limit).
+inline constexpr std::uint64_t max_decode_chunk_bytes = std::uint64_t{16} << 20;
 
 using queue::FenceId;
 using queue::FileId;
@@ -107,8 +111,8 @@ struct QueueOptions {
   [[nodiscard]] static QueueOptions from_environment();
 };
 
-// decode_on_gpu from "gpu" or "cpu"; UsageError naming `name` otherwise.
-[[nodiscard]] bool parse_decode_on(const std::string& name, const std::string& text);
+// decode_on_gpu's names (HEADRACE_DECODE_ON, the bindings' decode_on).
+inline constexpr detail::EnumNames<bool, 2> decode_on_names{{{true, "gpu"}, {false, "cpu"}}};
 
 struct QueueStats {
   queue::RequestTotals requests;  // finished ones: counts by state, bytes (stored, raw, by source) of the done
@@ -188,6 +192,7 @@ class Queue {
   // The newest flights (up to flight_timeline_capacity), oldest first: where a pass spends its time.
   [[nodiscard]] std::vector<FlightRecord> flight_timeline() const;
   [[nodiscard]] bool has_gpu() const noexcept;
+  [[nodiscard]] bool decodes_on_gpu() const noexcept;  // its options' decode_on_gpu
   [[nodiscard]] std::uintptr_t copy_stream() const noexcept;  // the CUstream the GPU work runs on
   // Makes the queue's GPU context current on the calling thread (for events on consumer streams).
   void make_current() const;

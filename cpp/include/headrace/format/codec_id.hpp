@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "headrace/detail/enum_names.hpp"
+
 namespace headrace::format {
 
 // chain (format 1.3): the chunk's stored bytes come from the chain its record names (5.5, 5.10).
@@ -14,8 +16,11 @@ enum class ChecksumKind : std::uint8_t { xxh3_64 = 1, crc32c = 2 };
 // A gdeflate chunk holds at most this many raw bytes (docs/codecs/gdeflate.md: nvCOMP's CPU encoder).
 inline constexpr std::uint64_t gdeflate_max_chunk_bytes = std::uint64_t{1} << 16;
 
-[[nodiscard]] const char* to_string(CodecId codec) noexcept;
-// Parses "none" | "lz4" | "zstd" | "gdeflate" | "chain"; throws UsageError otherwise.
-[[nodiscard]] CodecId parse_codec(const std::string& name);
+inline constexpr detail::EnumNames<CodecId, 5> codec_id_names{{
+    {CodecId::none, "none"}, {CodecId::lz4, "lz4"}, {CodecId::zstd, "zstd"}, {CodecId::gdeflate, "gdeflate"}, {CodecId::chain, "chain"}}};
+
+[[nodiscard]] constexpr const char* to_string(CodecId codec) noexcept { return detail::name_of(codec_id_names, codec); }
+// Throws UsageError naming the choices for a name not in codec_id_names.
+[[nodiscard]] inline CodecId parse_codec(const std::string& name) { return detail::parse_name(codec_id_names, name, "codec"); }
 
 }  // namespace headrace::format

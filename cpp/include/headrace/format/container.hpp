@@ -59,6 +59,12 @@ struct ChunkInfo {
   std::shared_ptr<const std::string> chain_spec;
 };
 
+// How a chunk's stored bytes decode, as one text: its plain codec's name ("none", "lz4", ...), or its
+// chain's stored text (no chain's text is a plain codec's name: a stored zstd has its level written).
+[[nodiscard]] inline std::string coding_of(const ChunkInfo& chunk) {
+  return chunk.chain_spec ? *chunk.chain_spec : std::string(to_string(chunk.codec));
+}
+
 // A codec chain of the index (docs/format.md 5.10): its stages as text, and whether it is lossy.
 struct ChainInfo {
   std::shared_ptr<const std::string> spec;

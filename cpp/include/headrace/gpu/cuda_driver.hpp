@@ -7,17 +7,19 @@
 #include <cstdint>
 #include <string>
 
+#include "headrace/shim/cuda_types.hpp"
+
 namespace headrace::gpu {
 
-using CUresult = int;
-using CUdevice = int;
-using CUdeviceptr = std::uint64_t;
-using CUcontext = struct CUctx_st*;
-using CUstream = struct CUstream_st*;
-using CUevent = struct CUevent_st*;
-using CUmodule = struct CUmod_st*;
-using CUfunction = struct CUfunc_st*;
-using CUhostFn = void (*)(void* user_data);
+using shim::CUcontext;
+using shim::CUdevice;
+using shim::CUdeviceptr;
+using shim::CUevent;
+using shim::CUfunction;
+using shim::CUhostFn;
+using shim::CUmodule;
+using shim::CUresult;
+using shim::CUstream;
 
 inline constexpr CUresult cuda_success = 0;
 inline constexpr CUresult cuda_error_out_of_memory = 2;
@@ -104,6 +106,8 @@ struct CudaDriver {
 // Whether there is a driver and a GPU; when not, *why says which is missing.
 [[nodiscard]] bool gpu_present(std::string* why);
 
+// The driver's name of a result ("CUDA_ERROR_ILLEGAL_ADDRESS"), or "unknown CUresult" without a driver.
+[[nodiscard]] const char* result_name(CUresult result) noexcept;
 // Throws CudaError (GpuOutOfMemoryError for out of memory) naming the call and the driver's error.
 void check(CUresult result, const char* call, const std::string& detail = {});
 

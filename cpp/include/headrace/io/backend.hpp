@@ -15,18 +15,27 @@
 #include <string>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/settings.hpp"
 
 namespace headrace::io {
 
 enum class BackendKind : std::uint8_t { posix, direct, mmap, uring, ram, cufile };
 
-[[nodiscard]] const char* to_string(BackendKind kind) noexcept;
-// Parses "posix" | "direct" | "mmap" | "uring" | "ram" | "cufile"; throws UsageError otherwise.
-[[nodiscard]] BackendKind parse_backend_kind(const std::string& name);
+inline constexpr detail::EnumNames<BackendKind, 6> backend_kind_names{{{BackendKind::posix, "posix"},
+                                                                       {BackendKind::direct, "direct"},
+                                                                       {BackendKind::mmap, "mmap"},
+                                                                       {BackendKind::uring, "uring"},
+                                                                       {BackendKind::ram, "ram"},
+                                                                       {BackendKind::cufile, "cufile"}}};
+[[nodiscard]] constexpr const char* to_string(BackendKind kind) noexcept { return detail::name_of(backend_kind_names, kind); }
+// Throws UsageError naming the choices.
+[[nodiscard]] inline BackendKind parse_backend_kind(const std::string& name) {
+  return detail::parse_name(backend_kind_names, name, "backend");
+}
+[[nodiscard]] constexpr bool reads_into_gpu(BackendKind kind) noexcept { return kind == BackendKind::cufile; }
 // The backends that read into host memory (every kind but cufile).
 [[nodiscard]] std::vector<BackendKind> all_backend_kinds();
-[[nodiscard]] constexpr bool reads_into_gpu(BackendKind kind) noexcept { return kind == BackendKind::cufile; }
 
 struct ReadRequest {
   std::uint64_t file_offset = 0;

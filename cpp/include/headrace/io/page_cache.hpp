@@ -7,6 +7,7 @@
 #include <string>
 
 #include "headrace/detail/file_descriptor.hpp"
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/detail/memory_mapping.hpp"
 
 namespace headrace::io {
@@ -17,9 +18,13 @@ enum class CachePolicy : std::uint8_t {
   bypass,  // everything O_DIRECT: the cache is neither read nor filled
   use,     // everything buffered: the cache serves what it holds and keeps what is read
 };
-[[nodiscard]] const char* to_string(CachePolicy policy) noexcept;
-// Parses "auto" | "bypass" | "use"; throws UsageError otherwise.
-[[nodiscard]] CachePolicy parse_cache_policy(const std::string& text);
+inline constexpr detail::EnumNames<CachePolicy, 3> cache_policy_names{
+    {{CachePolicy::auto_, "auto"}, {CachePolicy::bypass, "bypass"}, {CachePolicy::use, "use"}}};
+[[nodiscard]] constexpr const char* to_string(CachePolicy policy) noexcept { return detail::name_of(cache_policy_names, policy); }
+// Throws UsageError naming the choices.
+[[nodiscard]] inline CachePolicy parse_cache_policy(const std::string& text) {
+  return detail::parse_name(cache_policy_names, text, "cache policy");
+}
 
 class PageCacheResidency {
  public:

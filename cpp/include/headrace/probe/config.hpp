@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
+
 namespace headrace::probe {
 
 enum class Pattern : std::uint8_t {
@@ -14,9 +16,10 @@ enum class Pattern : std::uint8_t {
   random,      // uniformly random block-aligned offsets over the whole file (seeded)
 };
 
-[[nodiscard]] const char* to_string(Pattern pattern) noexcept;
-// Parses "sequential" | "random"; throws UsageError otherwise.
-[[nodiscard]] Pattern parse_pattern(const std::string& name);
+inline constexpr detail::EnumNames<Pattern, 2> pattern_names{{{Pattern::sequential, "sequential"}, {Pattern::random, "random"}}};
+[[nodiscard]] constexpr const char* to_string(Pattern pattern) noexcept { return detail::name_of(pattern_names, pattern); }
+// Throws UsageError naming the choices.
+[[nodiscard]] inline Pattern parse_pattern(const std::string& name) { return detail::parse_name(pattern_names, name, "probe pattern"); }
 
 struct ProbeConfig {
   // A regular file or block device is read as it is; a directory gets <path>/headrace-probe.bin of file_size_bytes;

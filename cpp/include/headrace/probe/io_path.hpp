@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/io/backend.hpp"
 
 namespace headrace::probe {
@@ -14,7 +15,8 @@ enum class CacheState : std::uint8_t {
   hot,   // buffered reads of a file already in the page cache, or a file system in RAM (tmpfs)
 };
 
-[[nodiscard]] const char* to_string(CacheState state) noexcept;
+inline constexpr detail::EnumNames<CacheState, 2> cache_state_names{{{CacheState::cold, "cold"}, {CacheState::hot, "hot"}}};
+[[nodiscard]] constexpr const char* to_string(CacheState state) noexcept { return detail::name_of(cache_state_names, state); }
 
 struct IoPath {
   io::BackendKind backend = io::BackendKind::uring;

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "headrace/format/codec_id.hpp"
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/format/container.hpp"
 
 namespace headrace::queue {
@@ -16,6 +16,7 @@ using FenceId = std::uint64_t;
 using FileId = std::uint32_t;
 
 enum class MemoryKind : std::uint8_t { host, device };
+inline constexpr detail::EnumNames<MemoryKind, 2> memory_kind_names{{{MemoryKind::host, "host"}, {MemoryKind::device, "device"}}};
 
 // Where the request's raw (decoded) bytes go: a host pointer or a CUdeviceptr of the queue's GPU.
 struct Destination {
@@ -29,8 +30,9 @@ struct Request {
   std::uint64_t offset = 0;       // in the file; 4096-aligned for container chunks
   std::uint64_t stored_size = 0;  // bytes on disk
   std::uint64_t raw_size = 0;     // bytes at the destination (== stored_size for codec none)
-  format::CodecId codec = format::CodecId::none;
-  std::string chain;  // codec chain: the chain's text from the index (docs/format.md 5.10)
+  // How the stored bytes decode, as format::coding_of() writes it: "none", a plain codec's name or a
+  // chain's stored text (docs/format.md 5.7, 5.10); the engine resolves it once (codec::chunk_chain).
+  std::string coding = "none";
   std::optional<std::uint64_t> checksum;  // xxh3-64 of the stored bytes, checked when given
   Destination destination;
   int priority = 0;       // higher is served first; equal priorities in enqueue order
@@ -38,15 +40,14 @@ struct Request {
   std::string label;      // names it in errors: "data.hrc: offset 8192: frame 3 field 'particles' chunk 12"
 };
 
-// A request for one container chunk: offset, sizes, codec (and chain) and checksum from the index.
+// A request for one container chunk: offset, sizes, coding and checksum from the index.
 [[nodiscard]] inline Request chunk_request(FileId file, const format::ChunkInfo& chunk, Destination destination) {
   Request r;
   r.file = file;
   r.offset = chunk.offset;
   r.stored_size = chunk.stored_size;
   r.raw_size = chunk.raw_size;
-  r.codec = chunk.codec;
-  if (chunk.chain_spec) r.chain = *chunk.chain_spec;
+  r.coding = format::coding_of(chunk);
   r.checksum = chunk.checksum;
   r.destination = destination;
   return r;
@@ -79,7 +80,13 @@ enum class ReadSource : std::uint8_t {
   pinned,      // DMA from the file's page-locked pages
   cufile,      // cuFile into GPU memory
 };
-[[nodiscard]] const char* to_string(ReadSource source) noexcept;
+inline constexpr detail::EnumNames<ReadSource, 6> read_source_names{{{ReadSource::none, "none"},
+                                                                     {ReadSource::page_cache, "page-cache"},
+                                                                     {ReadSource::disk, "disk"},
+                                                                     {ReadSource::buffered, "buffered"},
+                                                                     {ReadSource::pinned, "pinned"},
+                                                                     {ReadSource::cufile, "cufile"}}};
+[[nodiscard]] constexpr const char* to_string(ReadSource source) noexcept { return detail::name_of(read_source_names, source); }
 
 enum class RequestState : std::uint8_t {
   enqueued,   // not yet submitted
@@ -90,8 +97,14 @@ enum class RequestState : std::uint8_t {
   failed,
   cancelled,
 };
-
-[[nodiscard]] const char* to_string(RequestState state) noexcept;
+inline constexpr detail::EnumNames<RequestState, 7> request_state_names{{{RequestState::enqueued, "enqueued"},
+                                                                         {RequestState::submitted, "submitted"},
+                                                                         {RequestState::reading, "reading"},
+                                                                         {RequestState::copying, "copying"},
+                                                                         {RequestState::done, "done"},
+                                                                         {RequestState::failed, "failed"},
+                                                                         {RequestState::cancelled, "cancelled"}}};
+[[nodiscard]] constexpr const char* to_string(RequestState state) noexcept { return detail::name_of(request_state_names, state); }
 
 struct RequestStatus {
   RequestState state = RequestState::enqueued;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace headrace::shim {
 
@@ -70,8 +71,8 @@ struct Cufile {
 [[nodiscard]] const std::string& cufile_path() noexcept;
 
 // "CU_FILE_IO_NOT_SUPPORTED (5008): GPUDirect Storage not supported on current file"; a CUDA driver
-// error names the CUresult too.
-[[nodiscard]] std::string cufile_error_text(CufileError error);
+// error names its CUresult too, by the driver's name for it (gpu::result_name) when given.
+[[nodiscard]] std::string cufile_error_text(CufileError error, std::string_view cuda_result_name = "unknown CUresult");
 // Text for a negative cuFileRead result: errno's strerror for -1, the cuFile error otherwise.
 [[nodiscard]] std::string cufile_read_error_text(ssize_t result, int error_number);
 

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
+
 namespace headrace::shim {
 
 struct LibraryStatus {
@@ -44,6 +46,8 @@ struct GpuEnvironment {
 
 // Loads and asks each library once per call; cheap enough for `headrace info`.
 [[nodiscard]] GpuEnvironment query_gpu_environment();
-[[nodiscard]] const char* to_string(CufileMode mode) noexcept;
+inline constexpr detail::EnumNames<CufileMode, 3> cufile_mode_names{
+    {{CufileMode::unavailable, "unavailable"}, {CufileMode::compatibility, "compatibility"}, {CufileMode::gds, "gds"}}};
+[[nodiscard]] constexpr const char* to_string(CufileMode mode) noexcept { return detail::name_of(cufile_mode_names, mode); }
 
 }  // namespace headrace::shim

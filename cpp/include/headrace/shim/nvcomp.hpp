@@ -11,7 +11,8 @@
 #include <string>
 #include <type_traits>
 
-#include "headrace/gpu/cuda_driver.hpp"
+#include "headrace/detail/enum_names.hpp"
+#include "headrace/shim/cuda_types.hpp"
 
 namespace headrace::shim {
 
@@ -68,7 +69,18 @@ struct NvcompProperties {
 // Every codec of nvCOMP 6's batched API but gzip (a deflate stream in a header, decode only).
 enum class NvcompAlgorithm : std::uint8_t { lz4, zstd, gdeflate, snappy, deflate, ans, bitcomp, cascaded };
 inline constexpr std::size_t nvcomp_algorithm_count = 8;
-[[nodiscard]] const char* to_string(NvcompAlgorithm algorithm) noexcept;
+inline constexpr detail::EnumNames<NvcompAlgorithm, nvcomp_algorithm_count> nvcomp_algorithm_names{
+    {{NvcompAlgorithm::lz4, "lz4"},
+     {NvcompAlgorithm::zstd, "zstd"},
+     {NvcompAlgorithm::gdeflate, "gdeflate"},
+     {NvcompAlgorithm::snappy, "snappy"},
+     {NvcompAlgorithm::deflate, "deflate"},
+     {NvcompAlgorithm::ans, "ans"},
+     {NvcompAlgorithm::bitcomp, "bitcomp"},
+     {NvcompAlgorithm::cascaded, "cascaded"}}};
+[[nodiscard]] constexpr const char* to_string(NvcompAlgorithm algorithm) noexcept {
+  return detail::name_of(nvcomp_algorithm_names, algorithm);
+}
 
 // One algorithm's batched decompression API, as nvCOMP 6 declares it (names for LZ4; the others are
 // the same with LZ4 replaced):
@@ -86,14 +98,14 @@ struct NvcompDecompressApi {
   NvcompStatus (*get_required_alignments)(NvcompOptions, NvcompAlignments*);
   NvcompStatus (*get_temp_size)(std::size_t num_chunks, std::size_t max_uncompressed_chunk_bytes,
                                 NvcompOptions, std::size_t* temp_bytes,
-                                std::size_t max_total_uncompressed_bytes, gpu::CUstream);
+                                std::size_t max_total_uncompressed_bytes, CUstream);
   NvcompStatus (*decompress_async)(const void* const* device_compressed_chunk_ptrs,
                                    const std::size_t* device_compressed_chunk_bytes,
                                    const std::size_t* device_uncompressed_buffer_bytes,
                                    std::size_t* device_uncompressed_chunk_bytes, std::size_t num_chunks,
                                    void* device_temp_ptr, std::size_t temp_bytes,
                                    void* const* device_uncompressed_chunk_ptrs, NvcompOptions,
-                                   NvcompStatus* device_statuses, gpu::CUstream);
+                                   NvcompStatus* device_statuses, CUstream);
   // The largest chunk, compressed or not, this algorithm's decompressor accepts
   // (nvcomp<Name>DecompressionMaxAllowedChunkSize).
   std::size_t max_chunk_bytes = 0;
@@ -111,7 +123,7 @@ struct NvcompDecompressApi {
 struct NvcompCompressApi {
   NvcompStatus (*get_required_alignments)(NvcompOptions, NvcompAlignments*);
   NvcompStatus (*get_temp_size)(std::size_t num_chunks, std::size_t max_uncompressed_chunk_bytes, NvcompOptions,
-                                std::size_t* temp_bytes, std::size_t max_total_uncompressed_bytes, gpu::CUstream);
+                                std::size_t* temp_bytes, std::size_t max_total_uncompressed_bytes, CUstream);
   NvcompStatus (*get_max_output_chunk_size)(std::size_t max_uncompressed_chunk_bytes, NvcompOptions,
                                             std::size_t* max_compressed_chunk_bytes);
   NvcompStatus (*compress_async)(const void* const* device_uncompressed_chunk_ptrs,
@@ -119,7 +131,7 @@ struct NvcompCompressApi {
                                  std::size_t max_uncompressed_chunk_bytes, std::size_t num_chunks, void* device_temp_ptr,
                                  std::size_t temp_bytes, void* const* device_compressed_chunk_ptrs,
                                  std::size_t* device_compressed_chunk_bytes, NvcompOptions,
-                                 NvcompStatus* device_statuses, gpu::CUstream);
+                                 NvcompStatus* device_statuses, CUstream);
   // nvcomp<Name>CompressionMaxAllowedChunkSize.
   std::size_t max_chunk_bytes = 0;
 };

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/io/page_cache.hpp"
 #include "headrace/staging/pinned_file.hpp"
 
@@ -19,9 +20,17 @@ enum class PinPolicy : std::uint8_t {
   on,     // every file of a GPU engine: adding a cold file reads it whole
   auto_,  // the read path's choice: a file whose pages are all cached and that fits the budget
 };
-[[nodiscard]] const char* to_string(PinPolicy policy) noexcept;
-// Parses "auto" | "on" | "off"; throws UsageError otherwise.
-[[nodiscard]] PinPolicy parse_pin_policy(const std::string& text);
+// true/1 and false/0 are aliases of on and off.
+inline constexpr detail::EnumNames<PinPolicy, 7> pin_policy_names{{{PinPolicy::auto_, "auto"},
+                                                                  {PinPolicy::on, "on"},
+                                                                  {PinPolicy::off, "off"},
+                                                                  {PinPolicy::on, "true"},
+                                                                  {PinPolicy::on, "1"},
+                                                                  {PinPolicy::off, "false"},
+                                                                  {PinPolicy::off, "0"}}};
+[[nodiscard]] constexpr const char* to_string(PinPolicy policy) noexcept { return detail::name_of(pin_policy_names, policy); }
+// Throws UsageError naming the choices.
+[[nodiscard]] inline PinPolicy parse_pin_policy(const std::string& text) { return detail::parse_name(pin_policy_names, text, "pin_files"); }
 
 struct PinnedFilesOptions {
   PinPolicy policy = PinPolicy::auto_;

@@ -15,7 +15,7 @@ class Ans final : public GpuOnlyCodec {
   shim::NvcompOptions compress_options() const override { return shim::NvcompOptions{}.put(4, static_cast<int>(nvcomp_data_type())); }
   // nvcompBatchedANSDecompressOpts_t: data_type at 4 is NVCOMP_TYPE_BITS, read from the stream.
   shim::NvcompOptions decompress_options() const override { return shim::NvcompOptions{}.put(4, static_cast<int>(shim::NvcompType::bits)); }
-  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return ans_facts.max_block_bytes; }
 
  private:
   shim::NvcompType nvcomp_data_type() const noexcept {
@@ -32,7 +32,7 @@ class Ans final : public GpuOnlyCodec {
 std::unique_ptr<Stage> make_ans(StageConfig& config, const ElementShape& shape) {
   const std::string fallback = shape.dtype == format::DType::float32 ? "float32" : "bytes";
   auto type = config.choice("type", fallback, {"bytes", "float16", "float32"});
-  return std::make_unique<Ans>(std::move(type), read_block(config, default_block_bytes, std::uint64_t{1} << 24));
+  return std::make_unique<Ans>(std::move(type), read_block(config, default_block_bytes, ans_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages

@@ -74,7 +74,7 @@ class BitcompBase : public CodecStage {
   }
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::bitcomp; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return bitcomp_facts.max_block_bytes; }
 
  protected:
   virtual int compress(const shim::NvcompBitcompHost& host, shim::NvcompBitcompHost::Handle plan,
@@ -147,7 +147,7 @@ int algorithm_of(StageConfig& config) { return config.choice("algorithm", "defau
 std::unique_ptr<Stage> make_bitcomp(StageConfig& config, const ElementShape& shape) {
   auto type = integer_type(config.choice("type", default_integer_type(shape), integer_type_names()));
   const int algorithm = algorithm_of(config);
-  return std::make_unique<Bitcomp>(std::move(type), algorithm, read_block(config, default_block_bytes, std::uint64_t{1} << 24));
+  return std::make_unique<Bitcomp>(std::move(type), algorithm, read_block(config, default_block_bytes, bitcomp_facts.max_block_bytes));
 }
 
 // Never a default: the error bound is required, so nothing lossy happens unless it is asked for.
@@ -159,7 +159,7 @@ std::unique_ptr<Stage> make_bitcomp_lossy(StageConfig& config, const ElementShap
   const double error = config.positive("error", std::nullopt, 1e300);
   const int algorithm = algorithm_of(config);
   return std::make_unique<BitcompLossy>(type == "float64", error, algorithm,
-                                        read_block(config, default_block_bytes, std::uint64_t{1} << 24));
+                                        read_block(config, default_block_bytes, bitcomp_lossy_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages

@@ -24,7 +24,7 @@ class Cascaded final : public GpuOnlyCodec {
   }
   // nvcompBatchedCascadedDecompressOpts_t: backend 0, common options at 8 unspecified (data type BITS).
   shim::NvcompOptions decompress_options() const override { return shim::NvcompOptions{}.put(8, static_cast<int>(shim::NvcompType::bits)); }
-  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return cascaded_facts.max_block_bytes; }
 
  private:
   IntegerType type_;
@@ -34,7 +34,7 @@ class Cascaded final : public GpuOnlyCodec {
 
 std::unique_ptr<Stage> make_cascaded(StageConfig& config, const ElementShape& shape) {
   auto type = integer_type(config.choice("type", default_integer_type(shape), integer_type_names()));
-  return std::make_unique<Cascaded>(std::move(type), read_block(config, default_block_bytes, std::uint64_t{1} << 24));
+  return std::make_unique<Cascaded>(std::move(type), read_block(config, default_block_bytes, cascaded_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages

@@ -54,7 +54,7 @@ class Deflate final : public CodecStage {
   // nvcompBatchedDeflateCompressOpts_t: algorithm 1 (high throughput), nvCOMP's default.
   shim::NvcompOptions compress_options() const override { return shim::NvcompOptions{}.put(0, 1); }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 31; }
+  std::uint64_t max_block_bytes() const noexcept override { return deflate_facts.max_block_bytes; }
 
  private:
   int level_;
@@ -63,8 +63,9 @@ class Deflate final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_deflate(StageConfig& config, const ElementShape&) {
-  const int level = static_cast<int>(config.integer("level", 6, 1, 9));
-  return std::make_unique<Deflate>(level, read_block(config, default_block_bytes, std::uint64_t{1} << 31));
+  const LevelRange levels = *deflate_facts.levels;
+  const int level = static_cast<int>(config.integer("level", levels.fallback, levels.least, levels.most));
+  return std::make_unique<Deflate>(level, read_block(config, default_block_bytes, deflate_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages

@@ -24,7 +24,7 @@ class Gdeflate final : public CodecStage {
   // nvcompBatchedGdeflateCompressOpts_t: algorithm 1 (high throughput), nvCOMP's default.
   shim::NvcompOptions compress_options() const override { return shim::NvcompOptions{}.put(0, 1); }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_block_bytes() const noexcept override { return cpu::gdeflate_max_raw_chunk_bytes; }
+  std::uint64_t max_block_bytes() const noexcept override { return gdeflate_facts.max_block_bytes; }
 
  private:
   int level_;
@@ -33,10 +33,11 @@ class Gdeflate final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_gdeflate(StageConfig& config, const ElementShape&) {
-  const int level = static_cast<int>(config.integer("level", cpu::gdeflate_default_level, 1, 12));
+  const LevelRange levels = *gdeflate_facts.levels;
+  const int level = static_cast<int>(config.integer("level", levels.fallback, levels.least, levels.most));
   // 32 KiB blocks: nvCOMP's CPU encoder refuses some blocks of a full 64 KiB (shuffled floats:
   // "Failed to compress chunk", status 19).
-  return std::make_unique<Gdeflate>(level, read_block(config, gdeflate_block_bytes, cpu::gdeflate_max_raw_chunk_bytes));
+  return std::make_unique<Gdeflate>(level, read_block(config, gdeflate_block_bytes, gdeflate_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages

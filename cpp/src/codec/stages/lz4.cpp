@@ -41,7 +41,7 @@ class Lz4 final : public CodecStage {
   // Both option structs' defaults are zero (data type char, no bitshuffle).
   shim::NvcompOptions compress_options() const override { return {}; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return lz4_facts.max_block_bytes; }
 
  private:
   int level_;
@@ -50,8 +50,10 @@ class Lz4 final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_lz4(StageConfig& config, const ElementShape&) {
-  const int level = static_cast<int>(config.integer("level", 1, 1, LZ4HC_CLEVEL_MAX));
-  return std::make_unique<Lz4>(level, read_block(config, default_block_bytes, std::uint64_t{1} << 24));
+  static_assert(lz4_facts.levels->most == LZ4HC_CLEVEL_MAX);
+  const LevelRange levels = *lz4_facts.levels;
+  const int level = static_cast<int>(config.integer("level", levels.fallback, levels.least, levels.most));
+  return std::make_unique<Lz4>(level, read_block(config, default_block_bytes, lz4_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages

@@ -35,13 +35,13 @@ class Snappy final : public CodecStage {
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::snappy; }
   shim::NvcompOptions compress_options() const override { return {}; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_block_bytes() const noexcept override { return std::uint64_t{1} << 24; }
+  std::uint64_t max_block_bytes() const noexcept override { return snappy_facts.max_block_bytes; }
 };
 
 }  // namespace
 
 std::unique_ptr<Stage> make_snappy(StageConfig& config, const ElementShape&) {
-  return std::make_unique<Snappy>(read_block(config, default_block_bytes, std::uint64_t{1} << 24));
+  return std::make_unique<Snappy>(read_block(config, default_block_bytes, snappy_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages

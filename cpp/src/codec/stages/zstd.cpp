@@ -30,7 +30,7 @@ class Zstd final : public CodecStage {
   shim::NvcompAlgorithm algorithm() const noexcept override { return shim::NvcompAlgorithm::zstd; }
   shim::NvcompOptions compress_options() const override { return {}; }
   shim::NvcompOptions decompress_options() const override { return {}; }
-  std::uint64_t max_block_bytes() const noexcept override { return (std::uint64_t{1} << 31) - 1; }
+  std::uint64_t max_block_bytes() const noexcept override { return zstd_facts.max_block_bytes; }
 
  private:
   int level_;
@@ -39,8 +39,10 @@ class Zstd final : public CodecStage {
 }  // namespace
 
 std::unique_ptr<Stage> make_zstd(StageConfig& config, const ElementShape&) {
-  const int level = static_cast<int>(config.integer("level", ZSTD_CLEVEL_DEFAULT, 1, ZSTD_maxCLevel()));
-  return std::make_unique<Zstd>(level, read_block(config, default_block_bytes, (std::uint64_t{1} << 31) - 1));
+  static_assert(zstd_facts.levels->fallback == ZSTD_CLEVEL_DEFAULT);
+  const LevelRange levels = *zstd_facts.levels;
+  const int level = static_cast<int>(config.integer("level", levels.fallback, levels.least, levels.most));
+  return std::make_unique<Zstd>(level, read_block(config, default_block_bytes, zstd_facts.max_block_bytes));
 }
 
 }  // namespace headrace::codec::stages
