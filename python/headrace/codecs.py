@@ -161,10 +161,15 @@ def try_chain(text: str, chunks: Sequence[np.ndarray], *, dtype: str, components
                  decoded_on=result["decoded_on"])
 
 
+#: Each stage of the registry by name, in its order (C++ codec/registry.cpp): kind, summary, and for a
+#: codec its levels, default_level, max_block_bytes, gpu_only and lossy.
+STAGES: dict[str, dict] = {stage["name"]: stage for stage in _ext.stage_facts()}
+#: The codecs that decode to the bytes written, in the registry's order.
+LOSSLESS_CODECS = tuple(name for name, stage in STAGES.items() if stage["kind"] == "codec" and not stage["lossy"])
 # Codecs tried on their own and behind each filter set, in blocks of 64 KiB (nvCOMP decodes a frame's
 # blocks in parallel; a 4 MiB chunk in one stream leaves most of a GPU idle).
-_CODECS = ("lz4", "snappy", "zstd", "deflate", "gdeflate", "bitcomp")
-_GPU_ONLY_CODECS = ("ans", "cascaded")
+_CODECS = tuple(name for name in LOSSLESS_CODECS if not STAGES[name]["gpu_only"])
+_GPU_ONLY_CODECS = tuple(name for name in LOSSLESS_CODECS if STAGES[name]["gpu_only"])
 BLOCK_BYTES = 1 << 16
 
 

@@ -17,7 +17,8 @@ from headrace.settings import io_settings
 
 __all__ = ["BACKENDS", "available_backends", "read_container"]
 
-BACKENDS = ("posix", "direct", "mmap", "uring", "ram")
+# The host backends (every I/O backend but cuFile's, which reads into GPU memory).
+BACKENDS = tuple(name for name, reads_into_gpu in _ext.backends() if not reads_into_gpu)
 
 
 def available_backends(path: str) -> dict[str, str | None]:

@@ -17,10 +17,11 @@ __all__ = ["FieldSpec", "Writer", "Codec", "AutoOptions", "default_chunk_size"]
 # "none", a plain codec ("lz4", "zstd", "gdeflate"), a chain of stages ("split|shuffle|zstd(level=5)",
 # docs/codecs/) or "auto" (headrace.codecs.choose picks one per field from its first data).
 Codec = str
-# gdeflate chunks hold at most 64 KiB raw (nvCOMP's CPU encoder; docs/codecs/gdeflate.md).
-GDEFLATE_MAX_CHUNK_BYTES = 1 << 16
+# gdeflate chunks in one stream hold at most 64 KiB raw (nvCOMP's CPU encoder; docs/codecs/gdeflate.md).
+GDEFLATE_MAX_CHUNK_BYTES = codecs.STAGES["gdeflate"]["max_block_bytes"]
 DEFAULT_CHUNK_BYTES = 4 << 20
-PLAIN_CODECS = ("none", "lz4", "zstd", "gdeflate")
+# The codecs a chunk record names by themselves (docs/format.md 5.7); any other is a chain's.
+PLAIN_CODECS = tuple(name for name in _ext.record_codecs() if name != "chain")
 # Chunks of a field's first data that codec="auto" tries its candidates on.
 AUTO_SAMPLE_CHUNKS = 4
 

@@ -12,27 +12,26 @@ from pathlib import Path
 from typing import TypedDict
 
 import headrace
+from headrace import _ext
 from headrace.cli._output import console, human_bytes, print_json
 from headrace.cli._shared import Chain, Integer, OutputFile, Size, describe_size
-from headrace.codecs import gdeflate_in_one_stream
+from headrace.codecs import STAGES, gdeflate_in_one_stream
 from headrace.errors import UsageError
-from headrace.writer import Codec
+from headrace.writer import PLAIN_CODECS, Codec
 
 __all__ = ["add_writer_arguments", "add_output_argument", "writer_options", "check_chunk_bytes", "chain_codec",
            "refuse_existing", "interrupted", "container_summary", "print_summary", "terminate_as_exit", "CODEC_LEVELS",
            "CODEC_CHUNK_BYTES", "CHUNK_BYTES", "WriterOptions", "chunk_limit"]
 
-# The levels each codec's CPU encoder takes (codec/cpu/chunk_codec.cpp, gdeflate.cpp): lz4 1 is its fast
-# mode and 2 to 12 LZ4-HC; zstd's positive levels; gdeflate libdeflate's scale.
-CODEC_LEVELS = {"lz4": (1, 12), "zstd": (1, 22), "gdeflate": (1, 12)}
+# The levels each plain codec's encoder takes (the codec registry's facts).
+CODEC_LEVELS = {name: STAGES[name]["levels"] for name in PLAIN_CODECS[1:]}
 # The most raw bytes a compressed chunk holds, by a chain's codec (its last stage), and why: the engine
-# decodes chunks of at most 16 MiB on the GPU (engine/queue_impl.hpp), nvCOMP's CPU gdeflate encoder
-# takes at most 64 KiB. "auto" may choose any codec but gdeflate (left out for larger chunks).
-_GPU_DECODE_MOST = 16 << 20
-CODEC_CHUNK_BYTES = {"lz4": _GPU_DECODE_MOST, "snappy": _GPU_DECODE_MOST, "zstd": _GPU_DECODE_MOST,
-                     "deflate": _GPU_DECODE_MOST, "gdeflate": 64 << 10, "ans": _GPU_DECODE_MOST,
-                     "bitcomp": _GPU_DECODE_MOST, "bitcomp_lossy": _GPU_DECODE_MOST, "cascaded": _GPU_DECODE_MOST,
-                     "auto": _GPU_DECODE_MOST}
+# decodes chunks of at most 16 MiB on the GPU, a codec's encoder takes at most its largest block in one
+# stream (nvCOMP's CPU gdeflate encoder: 64 KiB). "auto" may choose any codec but gdeflate (left out for
+# larger chunks).
+_GPU_DECODE_MOST = _ext.max_gpu_decode_chunk_bytes
+CODEC_CHUNK_BYTES = {**{name: min(_GPU_DECODE_MOST, stage["max_block_bytes"]) for name, stage in STAGES.items()
+                        if stage["kind"] == "codec"}, "auto": _GPU_DECODE_MOST}
 _CHUNK_LIMIT_REASON = {name: "the most the engine decodes on the GPU" for name in CODEC_CHUNK_BYTES}
 _CHUNK_LIMIT_REASON["gdeflate"] = "the most nvCOMP's CPU encoder takes"
 # Every chunk starts on a 4 KiB page (docs/format.md), so a smaller chunk only pads the file; above

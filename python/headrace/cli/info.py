@@ -15,8 +15,7 @@ from headrace import _ext, engine
 from headrace.cli._output import console, human_bytes, print_json
 from headrace.cli._shared import Path
 from headrace.errors import UsageError
-
-BACKENDS = ("posix", "direct", "mmap", "uring", "ram")
+from headrace.reading import BACKENDS
 
 
 def register(subparsers: argparse._SubParsersAction, summary: str) -> None:

@@ -8,12 +8,13 @@ import headrace
 from headrace import _ext
 from headrace.cli._output import byte_progress, console, print_json
 from headrace.cli._shared import Path
+from headrace.reading import BACKENDS
 
 
 def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser = subparsers.add_parser("verify", help=summary, description=__doc__)
     parser.add_argument("file", type=Path(), help="the container to check")
-    parser.add_argument("--backend", default="posix", choices=("posix", "direct", "mmap", "uring", "ram"),
+    parser.add_argument("--backend", default="posix", choices=BACKENDS,
                         help="host I/O backend to read with (default: posix)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.set_defaults(func=run)

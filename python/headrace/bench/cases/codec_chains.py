@@ -31,7 +31,7 @@ __all__ = ["main", "PLAIN"]
 # Each nvCOMP codec alone, in the 64 KiB blocks every candidate uses (nvCOMP decodes blocks in
 # parallel); and zstd in one stream a chunk, the plain codec of earlier files, for reference.
 PLAIN = tuple(f"{codec}(block={codecs.BLOCK_BYTES})"
-              for codec in ("lz4", "snappy", "zstd", "deflate", "ans", "bitcomp", "cascaded")) + ("gdeflate(block=32768)", "zstd(block=0)")
+              for codec in codecs.LOSSLESS_CODECS if codec != "gdeflate") + ("gdeflate(block=32768)", "zstd(block=0)")
 TARGET_DECODE_BYTES_PER_SECOND = 20e9
 
 

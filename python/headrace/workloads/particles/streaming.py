@@ -18,6 +18,7 @@ import headrace
 from headrace import _ext
 from headrace.errors import UsageError
 from headrace.imaging import camera_spec, frame_of, packed_background, parse_camera, view_box
+from headrace.writer import PLAIN_CODECS
 
 __all__ = ["METHODS", "GPU_METHODS", "PLAIN_METHOD_CODECS", "method_codec", "StreamingRenderer"]
 
@@ -42,7 +43,7 @@ METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "compressed-chain": ("uring", {}, False),          # chunks of codec chains (shuffle|zstd, ...), decoded the same way
 }
 # The plain codecs a compressed-* method is named after; chunks of any codec chain are "chain".
-PLAIN_METHOD_CODECS = ("lz4", "zstd", "gdeflate")
+PLAIN_METHOD_CODECS = PLAIN_CODECS[1:]
 
 
 def method_codec(codec: str) -> str:
