@@ -73,7 +73,7 @@ def _slabs(shape: tuple[int, int, int], seed: int) -> Iterator[tuple[slice, np.n
 def make_hdf5(path: Path, size: int, frame_bytes: int = FRAME_BYTES) -> Path:
     """``/step_N/density`` datasets, one float32 grid per step, contiguous."""
     # Deferred: h5py is optional; only this format's input needs it.
-    import h5py
+    import h5py  # type: ignore[import-untyped]
 
     frames, shape = _grid(size, frame_bytes)
     with h5py.File(path, "w") as file:
