@@ -36,7 +36,7 @@ def add_particle_space_arguments(parser: argparse.ArgumentParser, *, staging: st
 
 
 def method_unavailable_reason(method: str, path: str, device: int | str) -> str | None:
-    """Why streaming ``method`` (:data:`headrace.render.METHODS`, or the ``kvikio`` peer) cannot run on
+    """Why streaming ``method`` (:data:`headrace.workloads.particles.METHODS`, or the ``kvikio`` peer) cannot run on
     ``device`` ("cpu" or a GPU ordinal) for the file at ``path`` on this machine, or None when it can.
     ``auto`` is the engine's read path: it takes whatever this machine offers (io_uring with O_DIRECT,
     O_DIRECT on threads, buffered reads; the fallback said in the queue's description), so it always

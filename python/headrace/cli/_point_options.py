@@ -89,7 +89,7 @@ class ColourSource(Bounded[str]):
 
 
 def given_point_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The point-set options given, as :class:`headrace.render.PointSetRenderer` takes them."""
+    """The point-set options given, as :class:`headrace.workloads.points.PointSetRenderer` takes them."""
     given = {"positions": args.positions, "radius": args.radius, "colour": args.colour, "colour_by": args.colour_by,
              "colour_map": args.colour_map, "colour_range": args.colour_range}
     return {name: value for name, value in given.items() if value is not None}

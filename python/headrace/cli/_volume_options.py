@@ -86,7 +86,7 @@ def add_volume_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def volume_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments of :class:`headrace.volume.VolumeRenderer` from the options given: ``--iso`` alone
+    """Keyword arguments of :class:`headrace.workloads.volume.VolumeRenderer` from the options given: ``--iso`` alone
     draws the iso-surface, ``--iso`` with ``--mode dvr`` is a usage error (it would draw nothing of it)."""
     mode = args.mode or ("iso" if args.iso is not None else "dvr")
     if mode != "iso" and args.iso is not None:

@@ -296,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, options: dict[str, Any]) -> int:
-    """A point set (headrace.points): each frame's fields read, packed into sphere records and drawn; the
+    """A point set (headrace.workloads.points): each frame's fields read, packed into sphere records and drawn; the
     mapping from fields to points said once, each frame's statistics with --stats."""
     streaming = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
                                           ("--field", args.field)) if value is not None]
@@ -356,7 +356,7 @@ def _write_animation(path: str, images: list, fps: float) -> None:
 
 def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
     """Under MPI: every rank draws its share of each frame (by space), composited by depth onto rank 0, which
-    writes the images (headrace.sort_last): the single-rank images, bit for bit."""
+    writes the images (headrace.workloads.particles.sort_last): the single-rank images, bit for bit."""
     ignored = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
                                         ("--video", args.video)) if value is not None]
     if ignored:
@@ -371,7 +371,7 @@ def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str)
 
 def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
     """Under MPI: every rank ray-marches its slab of each frame (by space), composited front to back onto
-    rank 0, which writes the images (headrace.sort_last): the single-rank images up to rounding."""
+    rank 0, which writes the images (headrace.workloads.volume.sort_last): the single-rank images up to rounding."""
     if args.video is not None:
         raise UsageError("--video: under MPI rank 0 writes one image a frame")
     slabs = VolumeSlabs(ds, device=device, **volume_options(args))

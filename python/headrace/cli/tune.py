@@ -4,7 +4,7 @@ staging, searched within a time budget.
 
     headrace tune FILE [--budget SECONDS]
 
-The search (``headrace.tune``): random sampling of the configurations for the first half of the
+The search (``headrace.tuning``): random sampling of the configurations for the first half of the
 budget, then refinement of the best (the next level up and down of each factor, and the other methods
 at its factors) while that improves on it. Each configuration is timed as ``headrace bench particles``
 times it, over ``--wall-seconds``; the defaults (``auto``, the engine's read path) are measured first, so

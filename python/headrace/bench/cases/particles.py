@@ -1,6 +1,6 @@
 """The particle-streaming study of Müller and Ertl, "Quantifying Performance Gains of DirectStorage for
 the Visualisation of Time-Dependent Particle Data Sets", on Linux: each configuration renders the file's
-frames round robin through :class:`headrace.render.StreamingRenderer` and is timed in the paper's three
+frames round robin through :class:`headrace.workloads.particles.StreamingRenderer` and is timed in the paper's three
 phases (its algorithm 3, :func:`algorithm3`).
 
 1. Pre-warm: render ``prewarm`` frames, time them, and grow the frame count until it fills the target
@@ -202,7 +202,7 @@ def _mean(counts: Iterable[int]) -> float:
 def kvikio_renderer(dataset: Any, *, device: int, batch: int, width: int, height: int, camera: str = "orbit:30,20") -> Any:
     """The peer to beat: frames read with KvikIO into CuPy arrays, batch by batch into two
     buffers (one read while the other is drawn), and drawn by headrace's own GPU renderer. Has the
-    ``render(frame)`` and ``dataset`` of :class:`headrace.render.StreamingRenderer`, so algorithm 3
+    ``render(frame)`` and ``dataset`` of :class:`headrace.workloads.particles.StreamingRenderer`, so algorithm 3
     measures it alike."""
     import cupy  # type: ignore[import]  # GPU machines only
 

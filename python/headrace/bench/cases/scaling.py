@@ -10,7 +10,7 @@ user runs it:
   block of frames into its GPU (``--device cpu``: host memory); the job's bytes delivered over its slowest
   rank's time. Hot: the file read once first, the series played ``--loop`` times, about ``--hot-bytes``;
   cold: evicted (``drop-all``: the machine's page cache dropped, root) before each repeat, played once;
-- ``render`` (every file): ``headrace.sort_last.render_particles`` or ``render_volume`` of ``--frames``
+- ``render`` (every file): ``headrace.workloads.particles.sort_last.render_particles`` or ``headrace.workloads.volume.sort_last.render_volume`` of ``--frames``
   frames, one after the other, every rank its share of each frame, composited on rank 0: frames per
   second over the job's time, and per frame the slowest rank's load and draw times, its wait for the
   others (a barrier before compositing) and the compositing itself;

@@ -51,7 +51,7 @@ class Setup:
 
 
 def configurations(study: str, setup: Setup) -> Iterator[dict[str, Any]]:
-    """The study's points: keyword arguments of :func:`headrace.streamlines.trace_run` plus ``path``,
+    """The study's points: keyword arguments of :func:`headrace.workloads.streamlines.trace_run` plus ``path``,
     ``implementation`` and, for weak scaling, ``seed_factor``."""
     top = max(setup.threads)
     if study == "io":
