@@ -4,13 +4,15 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
-#include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "headrace/workloads/particles/sphere_glyphs_shared.hpp"
+#include "headrace/gpu/cuda_driver.hpp"
+#include "headrace/workloads/common/camera.hpp"
 
 namespace headrace::python {
 // Keyword arguments left as None keep the setting's default.
@@ -29,20 +31,26 @@ void bind_codec(nanobind::module_& m);
 void bind_environment(nanobind::module_& m);
 void bind_gpu(nanobind::module_& m);
 void bind_queue(nanobind::module_& m);
-void bind_workloads(nanobind::module_& m);
+// The workloads: what every renderer shares (imaging.cpp), then one file a workload.
+void bind_imaging(nanobind::module_& m);
+void bind_particles(nanobind::module_& m);
+void bind_streamlines(nanobind::module_& m);
 void bind_volume(nanobind::module_& m);
 
-// A camera as Python describes it: an orbit (distance, azimuth, elevation) around target, or eye, target, up.
-struct CameraSpec {
-  std::array<float, 3> eye, target, up;
-  std::optional<std::array<float, 3>> orbit;
-  float fov_y_degrees;
-  std::int32_t width, height;
-};
-[[nodiscard]] workloads::particles::Camera camera_of(const CameraSpec& spec);
+// A CUDA stream as Python passes it: its handle as an integer (0: the default stream).
+inline gpu::CUstream cuda_stream(std::uintptr_t handle) { return reinterpret_cast<gpu::CUstream>(handle); }
+
+using workloads::common::CameraSpec;
+// A NumPy array of `shape` that owns `values` (freed with the array).
+template <typename T>
+nanobind::ndarray<nanobind::numpy, T> owned_array(std::vector<T>&& values, std::initializer_list<std::size_t> shape) {
+  auto* heap = new std::vector<T>(std::move(values));
+  nanobind::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nanobind::ndarray<nanobind::numpy, T>(heap->data(), shape.size(), shape.begin(), owner);
+}
 // Row-major RGBA8 pixels as a (height, width, 4) uint8 array.
 [[nodiscard]] nanobind::ndarray<nanobind::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rgba,
-                                                                           const workloads::particles::Camera& camera);
+                                                                           const workloads::common::Camera& camera);
 }  // namespace headrace::python
 
 void bind_io(nanobind::module_& m);

@@ -11,7 +11,9 @@ NB_MODULE(_ext, m) {
   headrace::python::bind_codec(m);
   headrace::python::bind_gpu(m);
   headrace::python::bind_queue(m);
-  headrace::python::bind_workloads(m);
+  headrace::python::bind_imaging(m);
+  headrace::python::bind_streamlines(m);
+  headrace::python::bind_particles(m);
   headrace::python::bind_volume(m);
   bind_probe(m);
 }

@@ -14,12 +14,15 @@
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/gpu/memory.hpp"
 #include "headrace/io/backend.hpp"
-#include "headrace/workloads/particles/camera.hpp"
+#include "headrace/workloads/common/camera.hpp"
 #include "support/container_fixture.hpp"
 #include "support/temp_directory.hpp"
 
 namespace headrace::workloads::particles {
 namespace {
+
+using common::look_at;
+using common::orbit;
 
 using format::CodecId;
 
@@ -301,7 +304,7 @@ TEST(SegmentedRenderGpu, ALookAndAnotherCameraDrawTheReferenceImage) {
   const auto particles = random_particles(1000);
   std::vector<float> scalars(particles.size()), table;
   for (std::size_t i = 0; i < scalars.size(); ++i) scalars[i] = particles[i].x * particles[i].y;
-  for (int k = 0; k < colour_table_entries; ++k) table.insert(table.end(), {k / 255.0f, 1 - k / 255.0f, 0.5f, 1});
+  for (int k = 0; k < common::colour_map_entries; ++k) table.insert(table.end(), {k / 255.0f, 1 - k / 255.0f, 0.5f, 1});
   const Camera other = orbit({0.5f, 0.5f, 0.5f}, 1.8f, 70, -15, 40, 72, 56);
   GpuRenderer gpu_renderer(0, test_camera(), 0xff000000u);
   gpu_renderer.make_current();

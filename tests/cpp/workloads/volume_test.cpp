@@ -10,7 +10,7 @@
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/stream.hpp"
-#include "headrace/workloads/particles/camera.hpp"
+#include "headrace/workloads/common/camera.hpp"
 #include "headrace/workloads/volume/volume_renderer.hpp"
 
 namespace headrace::workloads::volume {
@@ -39,8 +39,8 @@ std::vector<float> random_scalars(std::uint64_t count, unsigned seed) {
 TransferFunction ramp() {
   TransferFunction tf;
   tf.lo = -1, tf.hi = 2;
-  for (int i = 0; i < tf_entries; ++i) {
-    const float t = static_cast<float>(i) / (tf_entries - 1);
+  for (int i = 0; i < common::colour_map_entries; ++i) {
+    const float t = static_cast<float>(i) / (common::colour_map_entries - 1);
     tf.rgba.insert(tf.rgba.end(), {t, 1.0f - t, 0.5f, t > 0.5f ? 0.3f * (t - 0.5f) : 0.0f});
   }
   return tf;
@@ -208,8 +208,8 @@ TEST(VolumeSlabs, CompositedSlabsDrawTheWholeGridsImage) {
   const CpuVolumeRenderer whole(topology, 2);
   const TransferFunction tf = ramp();
   for (const bool iso : {false, true})
-    for (const Camera& camera : {particles::orbit({8, 8, 8}, 40, 30, 25, 45, 96, 72), particles::orbit({8, 8, 8}, 40, 20, -35, 45, 96, 72),
-                                 particles::orbit({8, 8, 8}, 5, 30, 10, 60, 96, 72)}) {  // the last from inside the domain
+    for (const Camera& camera : {common::orbit({8, 8, 8}, 40, 30, 25, 45, 96, 72), common::orbit({8, 8, 8}, 40, 20, -35, 45, 96, 72),
+                                 common::orbit({8, 8, 8}, 5, 30, 10, 60, 96, 72)}) {  // the last from inside the domain
       RenderSettings settings;
       settings.iso_mode = iso, settings.iso = 0.5f;
       const auto expected = whole.render(frame, whole.classify(whole.ranges(frame), tf, settings), camera, tf, settings);
@@ -265,7 +265,7 @@ TEST(VolumeGpu, RangesClassificationAndImageMatchTheCpuReference) {
   GpuRegionState state = gpu_renderer.region_state();
   gpu_renderer.ranges(device_scalars.pointer(), state, stream.handle());
   gpu_renderer.classify(state, stream.handle());
-  const Camera camera = particles::orbit({4, 4, 4}, 20, 30, 20, 45, 96, 72);
+  const Camera camera = common::orbit({4, 4, 4}, 20, 30, 20, 45, 96, 72);
   gpu_renderer.render(device_scalars.pointer(), state, camera, stream.handle());
   const auto image = gpu_renderer.image(stream.handle());
   const auto ranges = cpu.ranges(scalars);
@@ -290,7 +290,7 @@ TEST(VolumeGpu, ASlabsLayersCompositeToTheCpuReferencesImage) {
   const auto frame = random_scalars(topology.cell_count(), 12);
   const TransferFunction tf = ramp();
   const RenderSettings settings;
-  const Camera camera = particles::orbit({8, 8, 8}, 40, 30, 25, 45, 96, 72);
+  const Camera camera = common::orbit({8, 8, 8}, 40, 30, 25, 45, 96, 72);
   const CpuVolumeRenderer whole(topology, 2);
   const auto expected = whole.render(frame, whole.classify(whole.ranges(frame), tf, settings), camera, tf, settings);
   std::vector<float> layers;

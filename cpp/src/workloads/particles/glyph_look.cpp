@@ -4,6 +4,7 @@
 #include <string>
 
 #include "headrace/error.hpp"
+#include "headrace/workloads/common/colour_map.hpp"
 
 namespace headrace::workloads::particles {
 
@@ -15,12 +16,7 @@ void check_glyph_look(const GlyphLook& look) {
                   UsageError, "colour source " + std::to_string(look.colour_by) + ": expected the stored colour, x, y, z, "
                                   "radius or a per-particle field");
   if (look.colour_by == colour_stored) return;
-  HEADRACE_EXPECT(look.table.size() == 4 * static_cast<std::size_t>(colour_table_entries), UsageError,
-                  "a colour table holds " + std::to_string(colour_table_entries) + " RGBA entries, got " +
-                      std::to_string(look.table.size()) + " floats");
-  HEADRACE_EXPECT(std::isfinite(look.lo) && std::isfinite(look.hi) && look.lo < look.hi, UsageError,
-                  "a colour range needs two finite numbers, the first below the second, got " + std::to_string(look.lo) +
-                      ".." + std::to_string(look.hi));
+  common::check_colour_map(look.table, look.lo, look.hi, "a colour table");
 }
 
 }  // namespace headrace::workloads::particles

@@ -2,6 +2,7 @@
 
 #include "headrace/error.hpp"
 #include "headrace/gpu/stream.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 #include "sphere_kernel_image.hpp"
 
 namespace headrace::workloads::particles {
@@ -20,8 +21,8 @@ GpuRenderer::GpuRenderer(int device, const Camera& camera, std::uint32_t backgro
       clear_(module_.function("headrace_clear_frame")),
       camera_(camera),
       background_(background),
-      keys_(static_cast<std::size_t>(camera.width) * camera.height * sizeof(std::uint64_t)),
-      rgba_(static_cast<std::size_t>(camera.width) * camera.height * sizeof(std::uint32_t)) {
+      keys_(camera.pixels() * sizeof(std::uint64_t)),
+      rgba_(camera.pixels() * sizeof(std::uint32_t)) {
   const gpu::Stream stream;
   clear(stream.handle());
   stream.synchronize();
@@ -57,11 +58,10 @@ void GpuRenderer::draw(gpu::CUdeviceptr batch, std::uint64_t count, std::uint32_
 }
 
 void GpuRenderer::set_camera(const Camera& camera) {
-  const auto pixels = static_cast<std::size_t>(camera.width) * camera.height;
-  if (pixels != static_cast<std::size_t>(camera_.width) * camera_.height) {
+  if (camera.pixels() != camera_.pixels()) {
     device_.make_current();
-    keys_ = gpu::DeviceBuffer(pixels * sizeof(std::uint64_t));
-    rgba_ = gpu::DeviceBuffer(pixels * sizeof(std::uint32_t));
+    keys_ = gpu::DeviceBuffer(camera.pixels() * sizeof(std::uint64_t));
+    rgba_ = gpu::DeviceBuffer(camera.pixels() * sizeof(std::uint32_t));
   }
   camera_ = camera;
 }
@@ -77,19 +77,11 @@ void GpuRenderer::set_look(const GlyphLook& look) {
 }
 
 std::vector<std::uint32_t> GpuRenderer::image(gpu::CUstream stream) const {
-  device_.make_current();
-  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
-  std::vector<std::uint32_t> pixels(rgba_.size_bytes() / sizeof(std::uint32_t));
-  gpu::copy_to_host(pixels.data(), rgba_.pointer(), rgba_.size_bytes());
-  return pixels;
+  return common::read_back<std::uint32_t>(device_, rgba_, camera_.pixels(), stream);
 }
 
 std::vector<std::uint64_t> GpuRenderer::keys(gpu::CUstream stream) const {
-  device_.make_current();
-  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
-  std::vector<std::uint64_t> keys(keys_.size_bytes() / sizeof(std::uint64_t));
-  gpu::copy_to_host(keys.data(), keys_.pointer(), keys_.size_bytes());
-  return keys;
+  return common::read_back<std::uint64_t>(device_, keys_, camera_.pixels(), stream);
 }
 
 }  // namespace headrace::workloads::particles

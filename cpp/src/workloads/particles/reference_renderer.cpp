@@ -11,7 +11,7 @@ ReferenceRenderer::ReferenceRenderer(const Camera& camera, std::uint32_t backgro
     : camera_(camera),
       background_(background),
       threads_(threads),
-      keys_(static_cast<std::size_t>(camera.width) * camera.height, empty_key),
+      keys_(camera.pixels(), empty_key),
       rgba_(keys_.size(), background) {}
 
 void ReferenceRenderer::draw(std::span<const Particle> batch, std::uint32_t first_index, const float* scalars) {
@@ -28,9 +28,8 @@ void ReferenceRenderer::draw(std::span<const Particle> batch, std::uint32_t firs
 }
 
 void ReferenceRenderer::set_camera(const Camera& camera) {
-  const auto pixels = static_cast<std::size_t>(camera.width) * camera.height;
-  keys_.assign(pixels, empty_key);
-  rgba_.assign(pixels, background_);
+  keys_.assign(camera.pixels(), empty_key);
+  rgba_.assign(camera.pixels(), background_);
   camera_ = camera;
 }
 

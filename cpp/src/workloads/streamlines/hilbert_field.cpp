@@ -149,4 +149,16 @@ double convert_blocks_to_hilbert(const std::string& input, const std::string& ou
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
+std::vector<std::uint32_t> hilbert_order(std::uint32_t bits) {
+  HEADRACE_EXPECT(bits >= 1 && bits <= 10, UsageError, "Hilbert partitions of 2^1 to 2^10 points a side in memory");
+  const std::uint32_t p = 1u << bits;
+  std::vector<std::uint32_t> order(std::size_t{p} * p * p);
+  for (std::uint64_t h = 0; h < order.size(); ++h) {
+    std::uint32_t q[3];
+    hilbert_point(h, bits, q);
+    order[h] = q[0] + p * (q[1] + p * q[2]);
+  }
+  return order;
+}
+
 }  // namespace headrace::workloads::streamlines

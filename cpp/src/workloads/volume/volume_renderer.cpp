@@ -5,17 +5,14 @@
 #include "headrace/detail/parallel_for.hpp"
 #include "headrace/error.hpp"
 #include "headrace/gpu/stream.hpp"
+#include "headrace/workloads/common/colour_map.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 #include "volume_kernel_image.hpp"
 
 namespace headrace::workloads::volume {
 
 void check_transfer_function(const TransferFunction& tf) {
-  HEADRACE_EXPECT(tf.rgba.size() == static_cast<std::size_t>(tf_entries) * 4, UsageError,
-                  "a transfer function holds " + std::to_string(tf_entries) + " RGBA entries, got " + std::to_string(tf.rgba.size()) +
-                      " numbers");
-  HEADRACE_EXPECT(std::isfinite(tf.lo) && std::isfinite(tf.hi) && tf.lo < tf.hi, UsageError,
-                  "a transfer function's value range must be finite and not empty, got " + std::to_string(tf.lo) + ".." +
-                      std::to_string(tf.hi));
+  common::check_colour_map(tf.rgba, tf.lo, tf.hi, "a transfer function");
   for (float c : tf.rgba) HEADRACE_EXPECT(c >= 0.0f && c <= 1.0f, UsageError, "transfer function entries must lie in 0..1");
 }
 
@@ -98,7 +95,7 @@ std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scal
                                                      const Camera& camera, const TransferFunction& tf,
                                                      const RenderSettings& settings) const {
   const VolumeView v = checked_view(scalars, visible, tf, settings);
-  std::vector<std::uint32_t> rgba(static_cast<std::size_t>(camera.width) * camera.height);
+  std::vector<std::uint32_t> rgba(camera.pixels());
   detail::parallel_for(static_cast<std::uint64_t>(camera.height), threads_, [&](std::uint64_t row) {
     const auto y = static_cast<std::int32_t>(row);
     for (std::int32_t x = 0; x < camera.width; ++x)
@@ -110,7 +107,7 @@ std::vector<std::uint32_t> CpuVolumeRenderer::render(std::span<const float> scal
 std::vector<float> CpuVolumeRenderer::render_layer(std::span<const float> scalars, std::span<const std::uint8_t> visible,
                                                 const Camera& camera, const TransferFunction& tf, const RenderSettings& settings) const {
   const VolumeView v = checked_view(scalars, visible, tf, settings);
-  std::vector<float> rgba(static_cast<std::size_t>(camera.width) * camera.height * 4);
+  std::vector<float> rgba(camera.pixels() * 4);
   detail::parallel_for(static_cast<std::uint64_t>(camera.height), threads_, [&](std::uint64_t row) {
     const auto y = static_cast<std::int32_t>(row);
     for (std::int32_t x = 0; x < camera.width; ++x) {
@@ -251,7 +248,7 @@ void GpuVolumeRenderer::launch_pixels(gpu::CUfunction kernel, const char* what, 
   HEADRACE_EXPECT(tf_.size_bytes() > 0, UsageError, "set a transfer function before rendering");
   HEADRACE_EXPECT(camera.width > 0 && camera.height > 0, UsageError, "an image needs pixels");
   device_.make_current();
-  const std::size_t bytes = static_cast<std::size_t>(camera.width) * camera.height * pixel_bytes;
+  const std::size_t bytes = camera.pixels() * pixel_bytes;
   if (out.size_bytes() != bytes) out = gpu::DeviceBuffer(bytes);
   width_ = camera.width, height_ = camera.height;
   VolumeView v = view(scalars, &state);
@@ -273,26 +270,12 @@ void GpuVolumeRenderer::render_layer(gpu::CUdeviceptr scalars, const GpuRegionSt
   launch_pixels(render_layer_, "cuLaunchKernel(headrace_volume_render_layer)", layer_, 4 * sizeof(float), scalars, state, camera, stream);
 }
 
-namespace {
-
-// Waits for stream, then copies `count` values of T from `buffer`.
-template <typename T>
-std::vector<T> download(const gpu::Device& device, const gpu::DeviceBuffer& buffer, std::size_t count, gpu::CUstream stream) {
-  device.make_current();
-  gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
-  std::vector<T> values(count);
-  if (!values.empty()) gpu::copy_to_host(values.data(), buffer.pointer(), values.size() * sizeof(T));
-  return values;
-}
-
-}  // namespace
-
 std::vector<float> GpuVolumeRenderer::layer(gpu::CUstream stream) const {
-  return download<float>(device_, layer_, static_cast<std::size_t>(width_) * height_ * 4, stream);
+  return common::read_back<float>(device_, layer_, static_cast<std::size_t>(width_) * height_ * 4, stream);
 }
 
 std::vector<std::uint32_t> GpuVolumeRenderer::image(gpu::CUstream stream) const {
-  return download<std::uint32_t>(device_, image_, static_cast<std::size_t>(width_) * height_, stream);
+  return common::read_back<std::uint32_t>(device_, image_, static_cast<std::size_t>(width_) * height_, stream);
 }
 
 std::vector<ValueRange> GpuVolumeRenderer::ranges_of(const GpuRegionState& state) const {

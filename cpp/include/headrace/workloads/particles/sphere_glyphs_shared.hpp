@@ -14,9 +14,12 @@
 
 #include "headrace/detail/host_device.hpp"
 #include "headrace/detail/vec3.hpp"
+#include "headrace/workloads/common/camera.hpp"
+#include "headrace/workloads/common/colour_map.hpp"
 
 namespace headrace::workloads::particles {
 
+using common::Camera;
 using headrace::detail::Vec3;
 
 // Seed 000's particle record: 32 bytes.
@@ -24,36 +27,6 @@ struct Particle {
   float x, y, z, radius, r, g, b, a;
 };
 static_assert(sizeof(Particle) == 32);
-
-// A pinhole camera: pixel (px, py), py down, looks along forward + ((px + 0.5) * 2 / width - 1) * right
-// + (1 - (py + 0.5) * 2 / height) * up, where right and up are scaled by the half field of view.
-struct Camera {
-  Vec3 eye, forward, right, up;
-  std::int32_t width = 1, height = 1;
-
-  [[nodiscard]] HEADRACE_HD Vec3 ray(std::int32_t px, std::int32_t py) const {
-    const float sx = (2.0f * (static_cast<float>(px) + 0.5f)) / static_cast<float>(width) - 1.0f;
-    const float sy = 1.0f - (2.0f * (static_cast<float>(py) + 0.5f)) / static_cast<float>(height);
-    return normalized(forward + sx * right + sy * up);
-  }
-  // The z of ray()'s direction before it is normalised: its sign, for a fraction of the work.
-  [[nodiscard]] HEADRACE_HD float ray_z(std::int32_t px, std::int32_t py) const {
-    const float sx = (2.0f * (static_cast<float>(px) + 0.5f)) / static_cast<float>(width) - 1.0f;
-    const float sy = 1.0f - (2.0f * (static_cast<float>(py) + 0.5f)) / static_cast<float>(height);
-    return forward.z + sx * right.z + sy * up.z;
-  }
-  // Screen position (in pixels, fractional) of a point in front of the camera; false behind it.
-  HEADRACE_HD bool project(Vec3 p, float& px, float& py) const {
-    const Vec3 d = p - eye;
-    const float depth = dot(d, forward);
-    if (!(depth > 0.0f)) return false;
-    const float sx = dot(d, right) / (dot(right, right) * depth);
-    const float sy = dot(d, up) / (dot(up, up) * depth);
-    px = (sx + 1.0f) * 0.5f * static_cast<float>(width);
-    py = (1.0f - sy) * 0.5f * static_cast<float>(height);
-    return true;
-  }
-};
 
 // The light: ambient plus diffuse from the eye (a headlight), plus a white highlight.
 inline constexpr float ambient = 0.25f, diffuse = 0.75f, specular = 0.3f;
@@ -119,11 +92,10 @@ struct PixelRect {
 // indexed by the particle's number in its frame. Pointers are device memory in kernels, host memory on
 // the CPU. The default draws the records as they are.
 inline constexpr std::int32_t colour_stored = -1, colour_from_scalars = 8;
-inline constexpr std::int32_t colour_table_entries = 256;
 struct GlyphStyle {
   float radius_scale = 1.0f;
   std::int32_t colour_by = colour_stored;
-  const float* table = nullptr;    // colour_table_entries RGBA, straight colour
+  const float* table = nullptr;    // common::colour_map_entries RGBA, straight colour
   const float* scalars = nullptr;  // colour_from_scalars: one per particle of the frame
   float lo = 0.0f, hi = 1.0f;      // the scalar range the table spans
 };
@@ -142,11 +114,7 @@ struct GlyphStyle {
     case 3: value = s.radius; break;
     default: value = style.scalars[index]; break;
   }
-  const float u = (value - style.lo) / (style.hi - style.lo);
-  const float clamped = u >= 0.0f ? fminf(u, 1.0f) : 0.0f;  // NaN fails u >= 0
-  const std::int32_t entry = static_cast<std::int32_t>(
-      fminf(clamped * static_cast<float>(colour_table_entries), static_cast<float>(colour_table_entries - 1)));
-  const float* rgba = style.table + 4 * entry;
+  const float* rgba = style.table + 4 * common::colour_map_entry(value, style.lo, style.hi);
   p.r = rgba[0], p.g = rgba[1], p.b = rgba[2];
   return p;
 }

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "headrace/format/container.hpp"
 #include "headrace/io/backend.hpp"
@@ -57,6 +58,10 @@ struct FieldRange {
 [[nodiscard]] BlockCache::Loader contiguous_field_loader(std::shared_ptr<io::Backend> backend,
                                                          const format::Container& container, std::uint32_t frame,
                                                          std::uint32_t field, std::uint64_t unit_bytes);
+
+// The partition-local point (x fastest) at each Hilbert index of a partition of 2^bits points a side,
+// bits in 1..10 (in memory): the order a partition's points are stored in.
+[[nodiscard]] std::vector<std::uint32_t> hilbert_order(std::uint32_t bits);
 
 // Rewrites frame after frame of a blocks-layout container in the Hilbert layout (partitions of
 // 2^bits points, chunks of chunk_pages pages, a multiple of 3 so that chunks hold whole points),

@@ -14,10 +14,10 @@
 
 namespace headrace::workloads::volume {
 
-// Colour and opacity over [lo, hi] in tf_entries steps; opacity per base_step of ray (a sample at another
+// A colour map (common/colour_map.hpp) of colour and opacity over [lo, hi]; opacity per base_step of ray (a sample at another
 // step is corrected to it), so finer levels, sampled more finely, look the same.
 struct TransferFunction {
-  std::vector<float> rgba;  // tf_entries * 4, straight (not premultiplied) colour
+  std::vector<float> rgba;  // common::colour_map_entries * 4, straight (not premultiplied) colour
   float lo = 0, hi = 1;
 };
 
@@ -31,7 +31,7 @@ struct RenderSettings {
   float footprint = 0;     // >0: steps no shorter than this many pixel footprints (VolumeView::footprint)
 };
 
-// Throws UsageError for a table that is not tf_entries RGBA entries, or a range that is empty or not finite.
+// Throws UsageError for a table and range that are no colour map, or entries outside 0..1.
 void check_transfer_function(const TransferFunction& tf);
 
 class CpuVolumeRenderer {

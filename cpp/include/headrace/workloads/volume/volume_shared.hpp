@@ -18,12 +18,13 @@
 
 #include "headrace/detail/host_device.hpp"
 #include "headrace/detail/vec3.hpp"
-#include "headrace/workloads/particles/sphere_glyphs_shared.hpp"
+#include "headrace/workloads/common/camera.hpp"
+#include "headrace/workloads/common/colour_map.hpp"
 
 namespace headrace::workloads::volume {
 
 using detail::Vec3;
-using particles::Camera;
+using common::Camera;
 
 // A brick as the renderer reads it: the world position of its lower corner, a cell's size, its size in
 // cells and where its cells start in a frame.
@@ -40,8 +41,6 @@ struct ValueRange {
   float lo = 0, hi = 0;  // lo > hi: no cell reaches the region (empty)
 };
 
-inline constexpr int tf_entries = 256;
-
 // What a frame's image needs, as pointers into host memory (CPU) or device memory (GPU).
 struct VolumeView {
   const BrickRecord* bricks = nullptr;
@@ -57,7 +56,7 @@ struct VolumeView {
   // by no other brick's tents, so its own cells alone reconstruct it (the fast path of reconstruct()).
   const float* region_margin = nullptr;
   const std::uint8_t* region_visible = nullptr;  // this frame's classification
-  const float* tf = nullptr;               // tf_entries RGBA, straight alpha per unit of base_step
+  const float* tf = nullptr;               // common::colour_map_entries RGBA, straight alpha per unit of base_step
   float tf_lo = 0, tf_hi = 1;              // the values tf spans
   float base_step = 1;                     // the step tf's opacities are stated for
   // >0: no step shorter than this many pixel footprints at the sample's distance (cells finer than a
@@ -122,8 +121,7 @@ HEADRACE_HD inline void tent_cells(const BrickRecord& b, Vec3 lower, Vec3 upper,
 }
 
 [[nodiscard]] HEADRACE_HD inline int tf_bin(const VolumeView& v, float value) {
-  const float t = (value - v.tf_lo) / (v.tf_hi - v.tf_lo) * static_cast<float>(tf_entries);
-  return static_cast<int>(fminf(fmaxf(t, 0.0f), static_cast<float>(tf_entries - 1)));
+  return common::colour_map_entry(value, v.tf_lo, v.tf_hi);
 }
 
 // A region is visible when some value of its range has opacity (DVR) or its range holds the iso value.

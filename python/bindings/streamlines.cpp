@@ -1,8 +1,7 @@
-// workloads layer: streamline tracing of flow containers (seed 002) and the Hilbert layout converter.
+// workloads layer: streamline tracing of flow containers (seed 002), one rank's share of a handed-off trace and
+// the Hilbert layout converter (the streamlines workload).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
-#include <nanobind/stl/array.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -11,11 +10,6 @@
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
-#include "headrace/gpu/cuda_driver.hpp"
-#include "headrace/workloads/particles/camera.hpp"
-#include "headrace/workloads/particles/glyph_look.hpp"
-#include "headrace/workloads/particles/reference_renderer.hpp"
-#include "headrace/workloads/particles/segmented_render.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
 #include "headrace/workloads/streamlines/resident_tracer.hpp"
 #include "headrace/workloads/streamlines/trace_container.hpp"
@@ -23,17 +17,9 @@
 namespace nb = nanobind;
 using namespace nb::literals;
 namespace sl = headrace::workloads::streamlines;
-namespace pt = headrace::workloads::particles;
 
 namespace headrace::python {
 namespace {
-
-template <typename T>
-nb::ndarray<nb::numpy, T> owned_array(std::vector<T>&& values, std::initializer_list<std::size_t> shape) {
-  auto* heap = new std::vector<T>(std::move(values));
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::ndarray<nb::numpy, T>(heap->data(), shape.size(), shape.begin(), owner);
-}
 
 sl::Integrator parse_integrator(const std::string& name) {
   if (name == "rk4") return sl::Integrator::rk4;
@@ -108,90 +94,7 @@ std::vector<T> records_of(const RecordBytes& bytes, const char* what) {
 
 }  // namespace
 
-pt::Camera camera_of(const CameraSpec& v) {
-  const pt::Vec3 target{v.target[0], v.target[1], v.target[2]};
-  if (v.orbit) return pt::orbit(target, (*v.orbit)[0], (*v.orbit)[1], (*v.orbit)[2], v.fov_y_degrees, v.width, v.height);
-  return pt::look_at({v.eye[0], v.eye[1], v.eye[2]}, target, {v.up[0], v.up[1], v.up[2]}, v.fov_y_degrees, v.width, v.height);
-}
-
-nb::ndarray<nb::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rgba, const pt::Camera& camera) {
-  std::vector<std::uint8_t> bytes(rgba.size() * 4);
-  std::memcpy(bytes.data(), rgba.data(), bytes.size());
-  return owned_array(std::move(bytes), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4});
-}
-
-namespace {
-
-// The GPU renderer or the CPU reference, kept across frames (the pipeline is set up once).
-class FrameRenderer {
- public:
-  FrameRenderer(const CameraSpec& view, std::uint32_t background, int device, unsigned threads) : camera_(camera_of(view)) {
-    if (device >= 0) {
-      gpu_.emplace(device, camera_, background);
-      segmented_.emplace(*gpu_);
-    } else {
-      cpu_.emplace(camera_, background, threads);
-      segmented_.emplace(*cpu_);
-    }
-  }
-  pt::SegmentedRenderStats render(engine::Queue& q, queue::FileId file, const format::Container& container,
-                                  std::uint32_t frame, std::uint32_t field, const pt::SegmentedRenderOptions& options) {
-    return segmented_->render(q, file, container, frame, field, options);
-  }
-  // The peer's path (KvikIO into CuPy arrays) and the viewer's: the caller puts a frame or batch in
-  // memory (GPU memory for a GPU renderer, host memory for the reference), we draw it.
-  void clear(std::uintptr_t stream) {
-    if (gpu_)
-      gpu_->clear(reinterpret_cast<gpu::CUstream>(stream));
-    else
-      cpu_->clear();
-  }
-  void draw_device(std::uintptr_t particles, std::uint64_t count, std::uint32_t first_index, std::uintptr_t stream,
-                   std::uintptr_t scalars) {
-    if (!gpu_) throw UsageError("draw_device draws on a GPU; this renderer is the CPU reference (draw_host)");
-    gpu_->draw(particles, count, first_index, reinterpret_cast<gpu::CUstream>(stream), scalars);
-  }
-  void draw_host(std::span<const pt::Particle> particles, std::uint32_t first_index, const float* scalars) {
-    if (!cpu_) throw UsageError("draw_host draws with the CPU reference; this renderer is a GPU's (draw_device)");
-    cpu_->draw(particles, first_index, scalars);
-  }
-  // From the next clear on (the segmented render loop clears first).
-  void set_camera(const pt::Camera& camera) {
-    if (gpu_)
-      gpu_->set_camera(camera);
-    else
-      cpu_->set_camera(camera);
-    camera_ = camera;
-  }
-  void set_look(const pt::GlyphLook& look) {
-    if (gpu_)
-      gpu_->set_look(look);
-    else
-      cpu_->set_look(look);
-  }
-  [[nodiscard]] std::vector<std::uint32_t> image(std::uintptr_t stream = 0) const {
-    return gpu_ ? gpu_->image(reinterpret_cast<gpu::CUstream>(stream)) : cpu_->image();
-  }
-  [[nodiscard]] std::vector<std::uint64_t> keys(std::uintptr_t stream = 0) const {
-    return gpu_ ? gpu_->keys(reinterpret_cast<gpu::CUstream>(stream)) : cpu_->keys();
-  }
-  [[nodiscard]] const pt::Camera& camera() const { return camera_; }
-
- private:
-  pt::Camera camera_;
-  std::optional<pt::GpuRenderer> gpu_;
-  std::optional<pt::ReferenceRenderer> cpu_;
-  std::optional<pt::SegmentedRenderer> segmented_;  // after the renderers it draws with: gone before them
-};
-
-}  // namespace
-
-void bind_workloads(nb::module_& m) {
-  nb::class_<CameraSpec>(m, "CameraSpec", "A camera: orbit (distance, azimuth, elevation) around target, or eye/target/up.")
-      .def(nb::init<std::array<float, 3>, std::array<float, 3>, std::array<float, 3>, std::optional<std::array<float, 3>>,
-                    float, std::int32_t, std::int32_t>(),
-           "eye"_a, "target"_a, "up"_a, "orbit"_a, "fov_y_degrees"_a, "width"_a, "height"_a);
-
+void bind_streamlines(nb::module_& m) {
   m.def("trace_container",
         [](const std::string& path, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds,
            std::uint32_t frame, const std::string& integrator, const std::string& direction, float step_size,
@@ -323,112 +226,6 @@ void bind_workloads(nb::module_& m) {
         "seeds"_a, "direction"_a, "max_steps"_a, "ended"_a, "segments"_a, "points"_a,
         "The lines of a handed-off trace from every rank's result() rows (concatenated): points, times, offsets, ends.");
 
-  m.def("render_particles",
-        [](nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles, const CameraSpec& view,
-           std::uint32_t background, std::uint64_t batch_particles, unsigned threads) {
-          HEADRACE_EXPECT(batch_particles > 0, UsageError, "batches need at least one particle");
-          HEADRACE_EXPECT(particles.shape(0) < (std::uint64_t{1} << 32), UsageError,
-                          "a frame holds at most 2^32 - 1 particles, got " + std::to_string(particles.shape(0)));
-          const pt::Camera camera = camera_of(view);
-          const auto* all = reinterpret_cast<const pt::Particle*>(particles.data());
-          const std::uint64_t count = particles.shape(0);
-          std::vector<std::uint32_t> image;
-          {
-            nb::gil_scoped_release release;
-            pt::ReferenceRenderer renderer(camera, background, threads);
-            for (std::uint64_t first = 0; first < count; first += batch_particles)
-              renderer.draw({all + first, std::min(batch_particles, count - first)}, static_cast<std::uint32_t>(first));
-            image = renderer.image();
-          }
-          return image_array(std::move(image), camera);
-        },
-        "particles"_a, "camera"_a, "background"_a, "batch_particles"_a, "threads"_a = 0u,
-        "Sphere glyphs of (N, 8) float32 particles (x, y, z, radius, r, g, b, a) drawn by the CPU reference in batches: "
-        "(height, width, 4) uint8 RGBA.");
-
-  nb::class_<FrameRenderer>(m, "FrameRenderer",
-                            "A sphere renderer kept across frames: GPU `device`, or the CPU reference for -1.")
-      .def(nb::init<const CameraSpec&, std::uint32_t, int, unsigned>(), "camera"_a, "background"_a, "device"_a,
-           "threads"_a = 0u, nb::call_guard<nb::gil_scoped_release>())
-      .def("render",
-           [](FrameRenderer& self, engine::Queue& q, queue::FileId file, const format::Container& container,
-              std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles, unsigned segments, bool preload,
-              bool draw, std::optional<std::uint32_t> next_frame) {
-             pt::SegmentedRenderStats stats;
-             {
-               nb::gil_scoped_release release;
-               stats = self.render(q, file, container, frame, field, {batch_particles, segments, preload, draw, next_frame});
-             }
-             nb::dict result;
-             result["seconds"] = stats.seconds;
-             result["draw_seconds"] = stats.draw_seconds;
-             result["batch_draw_seconds"] = stats.batch_draw_seconds;
-             result["batches"] = stats.batches;
-             result["particles"] = stats.particles;
-             result["stored_bytes"] = stats.stored_bytes;
-             result["segment_waits"] = stats.segment_waits;
-             result["h2d_seconds"] = stats.h2d_seconds;
-             result["loaded_ahead"] = stats.loaded_ahead;
-             return result;
-           },
-           "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "batch_particles"_a, "segments"_a, "preload"_a,
-           "draw"_a = true, "next_frame"_a = nb::none(),
-           "Seed 000's streaming render loop over one frame (cleared first): its statistics. next_frame: the frame "
-           "the next call renders, whose first batches are loaded while this frame is drawn.")
-      .def("clear", &FrameRenderer::clear, "stream"_a = 0, nb::call_guard<nb::gil_scoped_release>(),
-           "Back to the background (on a CUDA stream for a GPU renderer).")
-      .def("draw_device", &FrameRenderer::draw_device, "particles"_a, "count"_a, "first_index"_a, "stream"_a = 0,
-           "scalars"_a = 0, nb::call_guard<nb::gil_scoped_release>(),
-           "Draws `count` particles already in GPU memory at address `particles` (GPU only), on a CUDA stream; "
-           "scalars: the address of the frame's per-particle values when the look colours by a field.")
-      .def("draw_host",
-           [](FrameRenderer& self, nb::ndarray<const float, nb::shape<-1, 8>, nb::c_contig, nb::device::cpu> particles,
-              std::uint32_t first_index, std::optional<nb::ndarray<const float, nb::ndim<1>, nb::c_contig, nb::device::cpu>> scalars) {
-             const std::span<const pt::Particle> batch(reinterpret_cast<const pt::Particle*>(particles.data()), particles.shape(0));
-             HEADRACE_EXPECT(!scalars || scalars->shape(0) >= first_index + batch.size(), UsageError,
-                             "scalars: one per particle of the frame, got " + std::to_string(scalars ? scalars->shape(0) : 0));
-             nb::gil_scoped_release release;
-             self.draw_host(batch, first_index, scalars ? scalars->data() : nullptr);
-           },
-           "particles"_a, "first_index"_a = 0u, "scalars"_a = nb::none(),
-           "Draws (N, 8) float32 particles in host memory with the CPU reference (CPU only); scalars: the frame's "
-           "per-particle values when the look colours by a field.")
-      .def("set_camera", [](FrameRenderer& self, const CameraSpec& view) { self.set_camera(camera_of(view)); }, "camera"_a,
-           "Another camera from the next clear on; the image follows its size.")
-      .def("set_look",
-           [](FrameRenderer& self, float radius_scale, std::int32_t colour_by, std::vector<float> table, float lo, float hi) {
-             self.set_look({radius_scale, colour_by, std::move(table), lo, hi});
-           },
-           "radius_scale"_a = 1.0f, "colour_by"_a = pt::colour_stored, "table"_a = std::vector<float>{}, "lo"_a = 0.0f,
-           "hi"_a = 1.0f,
-           "Radii scaled, and the colour from the record (colour_by -1), from x, y, z or radius (0..3) or from a "
-           "per-particle field (8) through a 256-entry RGBA table over lo..hi.")
-      .def("keys",
-           [](const FrameRenderer& self, std::uintptr_t stream) {
-             std::vector<std::uint64_t> keys;
-             {
-               nb::gil_scoped_release release;
-               keys = self.keys(stream);
-             }
-             const auto& camera = self.camera();
-             return owned_array(std::move(keys), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width)});
-           },
-           "stream"_a = 0,
-           "Each pixel's depth key (height, width) uint64: the ray depth's bits << 32 | the particle's number in its "
-           "frame, all ones where nothing was drawn; once `stream` has finished. Sort-last compositing keeps the least.")
-      .def("image", [](const FrameRenderer& self, std::uintptr_t stream) { return image_array(self.image(stream), self.camera()); },
-           "stream"_a = 0, "The image (height, width, 4) uint8 RGBA, once `stream` has finished.");
-
-  m.def("particle_batches",
-        [](const format::Container& container, std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles) {
-          nb::list out;
-          for (const auto& b : pt::particle_batches(container, frame, field, batch_particles))
-            out.append(nb::make_tuple(b.first_chunk, b.chunk_count, b.first_particle, b.particles));
-          return out;
-        },
-        "container"_a, "frame"_a, "field"_a, "batch_particles"_a,
-        "The batches of seed 000's loop: (first chunk, chunks, first particle, particles), whole chunks each.");
-
   m.def("feature_seeds",
         [](const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame, unsigned threads) {
           std::vector<sl::Vec3> seeds;
@@ -462,14 +259,7 @@ void bind_workloads(nb::module_& m) {
 
   m.def("hilbert_order",
         [](std::uint32_t bits) {
-          HEADRACE_EXPECT(bits >= 1 && bits <= 10, UsageError, "Hilbert partitions of 2^1 to 2^10 points a side in memory");
-          const std::uint32_t p = 1u << bits;
-          std::vector<std::uint32_t> order(std::size_t{p} * p * p);
-          for (std::uint64_t h = 0; h < order.size(); ++h) {
-            std::uint32_t q[3];
-            sl::hilbert_point(h, bits, q);
-            order[h] = q[0] + p * (q[1] + p * q[2]);
-          }
+          std::vector<std::uint32_t> order = sl::hilbert_order(bits);
           const std::size_t n = order.size();
           return owned_array(std::move(order), {n});
         },

@@ -1,11 +1,11 @@
-#include "headrace/workloads/particles/camera.hpp"
+#include "headrace/workloads/common/camera.hpp"
 
 #include <cmath>
 #include <string>
 
 #include "headrace/error.hpp"
 
-namespace headrace::workloads::particles {
+namespace headrace::workloads::common {
 
 Camera look_at(Vec3 eye, Vec3 target, Vec3 up, float fov_y_degrees, std::int32_t width, std::int32_t height) {
   HEADRACE_EXPECT(width > 0 && height > 0, UsageError,
@@ -40,4 +40,11 @@ Camera orbit(Vec3 target, float distance, float azimuth_degrees, float elevation
   return look_at(target + offset, target, Vec3{0, 1, 0}, fov_y_degrees, width, height);
 }
 
-}  // namespace headrace::workloads::particles
+Camera camera_of(const CameraSpec& spec) {
+  const Vec3 target{spec.target[0], spec.target[1], spec.target[2]};
+  if (spec.orbit) return orbit(target, (*spec.orbit)[0], (*spec.orbit)[1], (*spec.orbit)[2], spec.fov_y_degrees, spec.width, spec.height);
+  return look_at({spec.eye[0], spec.eye[1], spec.eye[2]}, target, {spec.up[0], spec.up[1], spec.up[2]}, spec.fov_y_degrees, spec.width,
+                 spec.height);
+}
+
+}  // namespace headrace::workloads::common

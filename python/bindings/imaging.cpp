@@ -1,0 +1,27 @@
+// workloads layer, what every renderer shares: camera specs and images (headrace.imaging).
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+
+#include <cstring>
+
+#include "bindings.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace headrace::python {
+
+nb::ndarray<nb::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rgba, const workloads::common::Camera& camera) {
+  std::vector<std::uint8_t> bytes(rgba.size() * 4);
+  std::memcpy(bytes.data(), rgba.data(), bytes.size());
+  return owned_array(std::move(bytes), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4});
+}
+
+void bind_imaging(nb::module_& m) {
+  nb::class_<CameraSpec>(m, "CameraSpec", "A camera: orbit (distance, azimuth, elevation) around target, or eye/target/up.")
+      .def(nb::init<std::array<float, 3>, std::array<float, 3>, std::array<float, 3>, std::optional<std::array<float, 3>>,
+                    float, std::int32_t, std::int32_t>(),
+           "eye"_a, "target"_a, "up"_a, "orbit"_a, "fov_y_degrees"_a, "width"_a, "height"_a);
+}
+
+}  // namespace headrace::python
