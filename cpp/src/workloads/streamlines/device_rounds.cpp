@@ -1,0 +1,131 @@
+// The GPU runner of the tracer's rounds: the pool, the table and the lines in device memory, one thread
+// per half-line (resident_rounds.cu).
+#include <algorithm>
+#include <memory>
+
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/kernel_module.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+#include "headrace/workloads/streamlines/unit_layouts.hpp"
+#include "resident_kernel_image.hpp"
+#include "round_runner.hpp"
+
+namespace headrace::workloads::streamlines::resident {
+
+namespace {
+
+template <typename Units>
+constexpr const char* kernel_name();
+template <>
+constexpr const char* kernel_name<BlockLayout>() { return "headrace_advance_blocks"; }
+template <>
+constexpr const char* kernel_name<HilbertUnits>() { return "headrace_advance_hilbert"; }
+
+template <typename Units>
+class DeviceRounds final : public RoundRunner<Units> {
+ public:
+  DeviceRounds(int ordinal, const Units& units, const TraceOptions& options, std::uint64_t unit_bytes,
+               std::uint64_t slots, std::uint64_t unit_count, const std::vector<HalfLine>& lines)
+      : device_(ordinal),
+        module_((device_.make_current(), resident_kernel_image()), "the GPU tracer's kernels (resident_rounds.cu)",
+                "trace with --device cpu"),
+        kernel_(module_.function(kernel_name<Units>())),
+        params_(round_params(units, options, unit_bytes)),
+        unit_bytes_(unit_bytes),
+        pool_(slots * unit_bytes),
+        table_(unit_count * sizeof(std::int32_t)),
+        wanted_(unit_count * sizeof(std::uint32_t)),
+        last_used_(unit_count * sizeof(std::uint32_t)),
+        counters_(sizeof(RoundCounters)) {
+    const gpu::CudaDriver& cuda = gpu::require_driver();
+    gpu::check(cuda.cuMemsetD8Async(last_used_.pointer(), 0, last_used_.size_bytes(), stream_.handle()), "cuMemsetD8Async");
+    params_.cache.slot_of_unit = reinterpret_cast<const std::int32_t*>(table_.pointer());
+    params_.cache.pool = reinterpret_cast<const float*>(pool_.pointer());
+    params_.cache.wanted = reinterpret_cast<std::uint32_t*>(wanted_.pointer());
+    params_.cache.last_used = reinterpret_cast<std::uint32_t*>(last_used_.pointer());
+    params_.counters = reinterpret_cast<RoundCounters*>(counters_.pointer());
+    restart(lines);
+  }
+
+  [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::device; }
+  [[nodiscard]] std::uintptr_t slot_address(std::uint32_t slot) const override {
+    return pool_.pointer() + std::uint64_t{slot} * unit_bytes_;
+  }
+  RoundCounters run(RoundState& state) override {
+    const gpu::CudaDriver& cuda = gpu::require_driver();
+    const gpu::CUstream stream = stream_.handle();
+    device_.make_current();
+    gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream),
+               "cuMemcpyHtoDAsync");
+    gpu::check(cuda.cuMemsetD8Async(wanted_.pointer(), 0, wanted_.size_bytes(), stream), "cuMemsetD8Async");
+    gpu::check(cuda.cuMemsetD8Async(counters_.pointer(), 0, counters_.size_bytes(), stream), "cuMemsetD8Async");
+    RoundParams<Units> params = window_of(params_, state);
+    void* args[] = {&params};
+    gpu::launch_1d(kernel_, params.line_count, 128, stream, args);
+    RoundCounters counters;
+    gpu::check(cuda.cuMemcpyDtoHAsync(state.wanted.data(), wanted_.pointer(), wanted_.size_bytes(), stream), "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(state.last_used.data(), last_used_.pointer(), last_used_.size_bytes(), stream),
+               "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(&counters, counters_.pointer(), sizeof counters, stream), "cuMemcpyDtoHAsync");
+    stream_.synchronize();
+    return counters;
+  }
+  void loaded(const engine::Queue& queue, queue::FenceId fence) override {
+    queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
+  }
+  void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
+    lines.resize(count_);
+    points.resize(count_ * params_.point_capacity);
+    stream_.synchronize();
+    gpu::copy_to_host(lines.data(), lines_.pointer(), lines.size() * sizeof(HalfLine));
+    gpu::copy_to_host(points.data(), points_.pointer(), points.size() * sizeof(TracedPoint));
+  }
+  void restart(const std::vector<HalfLine>& lines) override {
+    device_.make_current();
+    count_ = lines.size();
+    const std::uint64_t line_bytes = std::max<std::uint64_t>(count_, 1) * sizeof(HalfLine);
+    if (lines_.size_bytes() < line_bytes) {  // grown only: a rank's lines come and go
+      lines_ = gpu::DeviceBuffer(line_bytes);
+      points_ = gpu::DeviceBuffer(std::max<std::uint64_t>(count_, 1) * params_.point_capacity * sizeof(TracedPoint));
+      waits_for_ = gpu::DeviceBuffer(std::max<std::uint64_t>(count_, 1) * sizeof(std::uint64_t));
+    }
+    params_.lines = reinterpret_cast<HalfLine*>(lines_.pointer());
+    params_.points = reinterpret_cast<TracedPoint*>(points_.pointer());
+    params_.waits_for = reinterpret_cast<std::uint64_t*>(waits_for_.pointer());
+    if (count_ > 0)
+      gpu::check(gpu::require_driver().cuMemcpyHtoDAsync(lines_.pointer(), lines.data(), count_ * sizeof(HalfLine), stream_.handle()),
+                 "cuMemcpyHtoDAsync");
+    stream_.synchronize();
+  }
+  std::vector<std::uint64_t> waits_for() override {
+    std::vector<std::uint64_t> out(count_);
+    stream_.synchronize();
+    if (count_ > 0) gpu::copy_to_host(out.data(), waits_for_.pointer(), count_ * sizeof(std::uint64_t));
+    return out;
+  }
+
+ private:
+  gpu::Device device_;
+  gpu::KernelModule module_;
+  gpu::CUfunction kernel_;
+  gpu::Stream stream_;
+  RoundParams<Units> params_;
+  std::uint64_t unit_bytes_;
+  gpu::DeviceBuffer pool_, table_, wanted_, last_used_, counters_, lines_, points_, waits_for_;
+  std::uint64_t count_ = 0;  // half-lines now
+};
+
+}  // namespace
+
+template <typename Units>
+std::unique_ptr<RoundRunner<Units>> make_device_rounds(int device, const Units& units, const TraceOptions& options,
+                                                       std::uint64_t unit_bytes, std::uint64_t slots, std::uint64_t unit_count,
+                                                       const std::vector<HalfLine>& lines) {
+  return std::make_unique<DeviceRounds<Units>>(device, units, options, unit_bytes, slots, unit_count, lines);
+}
+
+template std::unique_ptr<RoundRunner<BlockLayout>> make_device_rounds<BlockLayout>(int, const BlockLayout&, const TraceOptions&, std::uint64_t, std::uint64_t, std::uint64_t, const std::vector<HalfLine>&);
+template std::unique_ptr<RoundRunner<HilbertUnits>> make_device_rounds<HilbertUnits>(int, const HilbertUnits&, const TraceOptions&, std::uint64_t, std::uint64_t, std::uint64_t, const std::vector<HalfLine>&);
+
+}  // namespace headrace::workloads::streamlines::resident

@@ -1,0 +1,186 @@
+// A trace handed between the ranks of a job (resident_tracer.hpp's HandOffTrace): each rank's blocks resident,
+// its half-lines stepped in the GPU tracer's rounds, and the lines of every rank's share put together.
+#include <algorithm>
+#include <memory>
+#include <numeric>
+
+#include "headrace/detail/seconds.hpp"
+#include "headrace/error.hpp"
+#include "headrace/workloads/streamlines/blocked_field.hpp"
+#include "headrace/workloads/streamlines/resident_tracer.hpp"
+#include "half_lines.hpp"
+#include "round_runner.hpp"
+#include "unit_loads.hpp"
+
+namespace headrace::workloads::streamlines {
+namespace {
+
+using Clock = headrace::detail::SteadyClock;
+using headrace::detail::seconds_since;
+using namespace resident;
+
+}  // namespace
+
+struct HandOffTrace::State {
+  std::string path;
+  TraceOptions trace;
+  BlockLayout layout;
+  UnitTable table;
+  std::uint32_t rank = 0, ranks = 1;
+  std::uint64_t planes = 1, per_plane = 1;  // planes of blocks along z, blocks in one
+  std::unique_ptr<RoundRunner<BlockLayout>> runner;
+  RoundState round;
+  std::vector<HandedLine> held;
+  std::vector<TracedSegment> segments;
+  std::vector<TracedPoint> points;
+  std::vector<HandedLine> ended;
+  ResidentStats stats;
+};
+
+HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint32_t ranks, const ContainerTraceOptions& options)
+    : state_(std::make_unique<State>()) {
+  State& st = *state_;
+  st.path = flow.container.path();
+  HEADRACE_EXPECT(flow.layout == "blocks", UsageError,
+                  st.path + ": handing lines between ranks needs native blocks (a Hilbert unit has no neighbours to hold); "
+                            "convert it with --layout blocks, or let every rank read any unit");
+  st.trace = options.trace;
+  HEADRACE_EXPECT(st.trace.step_size > 0 && st.trace.max_steps > 0, UsageError, "streamlines need a positive step size and step count");
+  st.layout = block_layout_of(flow.container);
+  st.table = block_table(flow, st.layout);
+  st.rank = rank, st.ranks = ranks;
+  const auto& dims = st.layout.grid.dims;
+  st.planes = units_along(dims[2], st.layout.block[2]);
+  st.per_plane = units_along(dims[0], st.layout.block[0]) * units_along(dims[1], st.layout.block[1]);
+  HEADRACE_EXPECT(ranks >= 1 && rank < ranks && ranks <= st.planes, UsageError,
+                  st.path + ": " + std::to_string(ranks) + " ranks share " + std::to_string(st.planes) +
+                      " planes of blocks along z: at most one rank a plane");
+  // Its planes and the plane either side: every block next to one of its own (a rank owns the planes p
+  // with p * ranks / planes == rank, owner_of's rule).
+  const std::uint64_t units = st.table.offset.size();
+  st.round = RoundState{0, 0, 0, std::vector<std::int32_t>(units, -1), std::vector<std::uint32_t>(units, 0),
+                        std::vector<std::uint32_t>(units, 0)};
+  const auto first_plane = [&](std::uint64_t r) { return (r * st.planes + ranks - 1) / ranks; };
+  const std::uint64_t first = std::max<std::uint64_t>(first_plane(rank), 1) - 1;
+  const std::uint64_t last = std::min<std::uint64_t>(first_plane(rank + 1) + 1, st.planes);
+  std::vector<std::uint64_t> resident(static_cast<std::size_t>((last - first) * st.per_plane));
+  std::iota(resident.begin(), resident.end(), first * st.per_plane);
+  const std::uint64_t bytes = resident.size() * st.table.unit_bytes;
+  HEADRACE_EXPECT(bytes <= options.cache_bytes, UsageError,
+                  st.path + ": rank " + std::to_string(rank) + "'s blocks and their neighbours take " + std::to_string(bytes) +
+                      " bytes, more than its cache of " + std::to_string(options.cache_bytes) + ": run more ranks or give more bytes");
+  const std::uint64_t slots = std::max<std::uint64_t>(resident.size(), 1);
+  st.runner = make_round_runner(options.device, st.layout, st.trace, st.table.unit_bytes, slots, units, std::vector<HalfLine>{},
+                                options.threads);
+  const auto load_start = Clock::now();
+  {
+    UnitLoads<BlockLayout> loads(st.path, st.table, *st.runner, options, slots);
+    for (std::uint32_t slot = 0; slot < resident.size(); ++slot) {
+      loads.load(resident[slot], slot);
+      st.round.slot_of_unit[resident[slot]] = static_cast<std::int32_t>(slot);
+    }
+    loads.wait(*st.runner);
+  }
+  st.stats.slots = resident.size();
+  st.stats.units_loaded = resident.size();
+  st.stats.bytes_read = bytes;
+  st.stats.load_seconds = seconds_since(load_start);
+}
+
+HandOffTrace::~HandOffTrace() = default;
+
+std::uint32_t HandOffTrace::owner_of(std::uint64_t unit) const {
+  const State& st = *state_;
+  return static_cast<std::uint32_t>(unit / st.per_plane * st.ranks / st.planes);  // runs of whole planes
+}
+
+std::uint64_t HandOffTrace::resident_blocks() const { return state_->stats.slots; }
+
+void HandOffTrace::start(const std::vector<Vec3>& seeds, std::uint64_t first_seed) {
+  const std::vector<HalfLine> lines = start_lines(seeds, state_->trace);
+  const std::uint64_t per_seed = state_->trace.direction == Direction::both ? 2 : 1;
+  for (std::uint64_t k = 0; k < lines.size(); ++k) state_->held.push_back({first_seed * per_seed + k, lines[k], 0, 0});
+}
+
+void HandOffTrace::add(std::span<const HandedLine> lines) { state_->held.insert(state_->held.end(), lines.begin(), lines.end()); }
+
+std::uint64_t HandOffTrace::held() const { return state_->held.size(); }
+
+std::vector<HandedLine> HandOffTrace::run() {
+  State& st = *state_;
+  std::vector<HandedLine> leaving;
+  if (st.held.empty()) return leaving;
+  std::vector<HalfLine> lines;
+  for (const HandedLine& h : st.held) lines.push_back(h.line);
+  st.runner->restart(lines);
+  ++st.round.round;
+  st.round.first_line = 0, st.round.window = lines.size();
+  const auto advance_start = Clock::now();
+  (void)st.runner->run(st.round);
+  st.stats.advance_seconds += seconds_since(advance_start);
+  ++st.stats.rounds;
+  std::vector<HalfLine> after;
+  std::vector<TracedPoint> points;
+  st.runner->collect(after, points);
+  const std::vector<std::uint64_t> waits = st.runner->waits_for();
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    HandedLine h = st.held[i];
+    const std::uint32_t before = h.line.steps;
+    if (after[i].steps > before) {
+      st.segments.push_back({h.id, before, after[i].steps - before});
+      const TracedPoint* first = points.data() + i * st.trace.max_steps;
+      st.points.insert(st.points.end(), first + before, first + after[i].steps);
+    }
+    h.idle_hops = after[i].steps > before ? 0 : h.idle_hops + 1;
+    h.line = after[i];
+    if (h.line.ended) {
+      st.ended.push_back(h);
+      continue;
+    }
+    HEADRACE_EXPECT(waits[i] < st.table.offset.size() && st.round.slot_of_unit[waits[i]] < 0, Error,
+                    st.path + ": half-line " + std::to_string(h.id) + " stopped neither ended nor waiting for a block held elsewhere");
+    HEADRACE_EXPECT(h.idle_hops <= 2 * st.ranks, UsageError,
+                    st.path + ": half-line " + std::to_string(h.id) + " was handed between ranks " + std::to_string(h.idle_hops) +
+                        " times without a step: a step reaches beyond the blocks next to a rank's; trace with shorter steps, "
+                        "larger blocks, or every rank reading any block");
+    h.waits_for = waits[i];
+    leaving.push_back(h);
+  }
+  st.held.clear();
+  return leaving;
+}
+
+const std::vector<TracedSegment>& HandOffTrace::segments() const { return state_->segments; }
+const std::vector<TracedPoint>& HandOffTrace::points() const { return state_->points; }
+const std::vector<HandedLine>& HandOffTrace::ended() const { return state_->ended; }
+const ResidentStats& HandOffTrace::stats() const { return state_->stats; }
+
+Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options, std::span<const HandedLine> ended,
+                          std::span<const TracedSegment> segments, std::span<const TracedPoint> points) {
+  const std::uint64_t count = seeds.size() * (options.direction == Direction::both ? 2 : 1);
+  std::vector<HalfLine> lines(count);
+  std::vector<std::uint8_t> seen(count, 0);
+  for (const HandedLine& h : ended) {
+    HEADRACE_EXPECT(h.id < count && !seen[h.id], UsageError, "half-line " + std::to_string(h.id) + " ended twice, or is not of this trace");
+    seen[h.id] = 1, lines[h.id] = h.line;
+  }
+  for (std::uint64_t id = 0; id < count; ++id)
+    HEADRACE_EXPECT(seen[id], UsageError, "half-line " + std::to_string(id) + " did not end on any rank");
+  std::vector<TracedPoint> all(count * options.max_steps);
+  std::vector<std::uint64_t> filled(count, 0);
+  std::uint64_t at = 0;
+  for (const TracedSegment& s : segments) {
+    HEADRACE_EXPECT(s.id < count && std::uint64_t{s.first_step} + s.count <= options.max_steps && at + s.count <= points.size(),
+                    UsageError, "a segment of half-line " + std::to_string(s.id) + " lies outside the trace");
+    std::copy(points.begin() + static_cast<std::ptrdiff_t>(at), points.begin() + static_cast<std::ptrdiff_t>(at + s.count),
+              all.begin() + static_cast<std::ptrdiff_t>(s.id * options.max_steps + s.first_step));
+    filled[s.id] += s.count, at += s.count;
+  }
+  for (std::uint64_t id = 0; id < count; ++id)
+    HEADRACE_EXPECT(filled[id] == lines[id].steps, UsageError,
+                    "half-line " + std::to_string(id) + " took " + std::to_string(lines[id].steps) + " steps, its segments hold " +
+                        std::to_string(filled[id]) + " points");
+  return assemble(seeds, options, lines, all);
+}
+
+}  // namespace headrace::workloads::streamlines

@@ -1,0 +1,83 @@
+// The GPU tracer's rounds (resident_tracer.hpp), private to it and HandOffTrace: one round's state in host
+// memory and what runs rounds over half-lines with the cache's pool in host memory (host_rounds.cpp, the
+// reference) or GPU memory (device_rounds.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "headrace/engine/queue.hpp"
+#include "headrace/workloads/streamlines/resident_lines.hpp"
+
+namespace headrace::workloads::streamlines::resident {
+
+// One round's inputs and outputs, in host memory.
+struct RoundState {
+  std::uint32_t round = 0;
+  std::uint64_t first_line = 0, window = 0;  // the half-lines that run
+  std::vector<std::int32_t> slot_of_unit;    // -1: absent
+  std::vector<std::uint32_t> wanted, last_used;
+};
+
+// Runs rounds over half-lines with the cache's pool in host or GPU memory.
+template <typename Units>
+class RoundRunner {
+ public:
+  virtual ~RoundRunner() = default;
+  [[nodiscard]] virtual queue::MemoryKind memory() const = 0;
+  [[nodiscard]] virtual std::uintptr_t slot_address(std::uint32_t slot) const = 0;
+  // Runs one round over the window; fills state.wanted and state.last_used.
+  virtual RoundCounters run(RoundState& state) = 0;
+  // After the queue loaded units up to `fence`: the next round must see them.
+  virtual void loaded(const engine::Queue& queue, queue::FenceId fence) = 0;
+  // The half-lines and their points after the last round.
+  virtual void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) = 0;
+  // Other half-lines from now on (the pool stays): a rank's lines change between a job's rounds.
+  virtual void restart(const std::vector<HalfLine>& lines) = 0;
+  // Per half-line, the unit it waits for after the last round (all ones: none).
+  virtual std::vector<std::uint64_t> waits_for() = 0;
+};
+
+// The parameters every round of a runner shares; the pointers are the runner's to set.
+template <typename Units>
+RoundParams<Units> round_params(const Units& units, const TraceOptions& options, std::uint64_t unit_bytes) {
+  RoundParams<Units> params;
+  params.units = units;
+  params.options = options;
+  params.cache.unit_floats = unit_bytes / sizeof(float);
+  params.point_capacity = options.max_steps;
+  return params;
+}
+
+// The shared parameters for the round and window of `state`.
+template <typename Units>
+RoundParams<Units> window_of(RoundParams<Units> params, const RoundState& state) {
+  params.cache.round = state.round;
+  params.first_line = state.first_line;
+  params.line_count = state.window;
+  return params;
+}
+
+// A runner over `slots` units of unit_bytes (of unit_count in the flow), starting with `lines`: host
+// memory on `threads` CPU threads (0: one per core), or device memory on that GPU.
+template <typename Units>
+[[nodiscard]] std::unique_ptr<RoundRunner<Units>> make_host_rounds(const Units& units, const TraceOptions& options,
+                                                                   std::uint64_t unit_bytes, std::uint64_t slots,
+                                                                   std::vector<HalfLine> lines, unsigned threads);
+template <typename Units>
+[[nodiscard]] std::unique_ptr<RoundRunner<Units>> make_device_rounds(int device, const Units& units, const TraceOptions& options,
+                                                                     std::uint64_t unit_bytes, std::uint64_t slots,
+                                                                     std::uint64_t unit_count, const std::vector<HalfLine>& lines);
+
+// The device's runner, or the host's for device -1.
+template <typename Units>
+[[nodiscard]] std::unique_ptr<RoundRunner<Units>> make_round_runner(int device, const Units& units, const TraceOptions& options,
+                                                                    std::uint64_t unit_bytes, std::uint64_t slots,
+                                                                    std::uint64_t unit_count, std::vector<HalfLine> lines,
+                                                                    unsigned threads) {
+  if (device >= 0) return make_device_rounds(device, units, options, unit_bytes, slots, unit_count, lines);
+  return make_host_rounds(units, options, unit_bytes, slots, std::move(lines), threads);
+}
+
+}  // namespace headrace::workloads::streamlines::resident
