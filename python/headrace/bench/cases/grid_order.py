@@ -35,7 +35,7 @@ def stream_all(path: str, stored_order: bool = False) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("blocked")
     parser.add_argument("linear")
     parser.add_argument("--repeats", type=int, default=5)

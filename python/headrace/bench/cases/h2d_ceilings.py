@@ -111,11 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     cupy.cuda.runtime.hostRegister(address, size, 8)  # cudaHostRegisterReadOnly: the mapping is read-only
     try:
         destination = cupy.empty(size, dtype=cupy.uint8)
-        result["pinned_file"] = {"bytes": size}
+        pinned_file: dict[str, Any] = {"bytes": size}
+        result["pinned_file"] = pinned_file
         for piece in [size, *pieces]:
             name = "whole" if piece == size else f"pieces_{piece >> 20}MiB"
-            result["pinned_file"][name] = copies.time(f"pinned_file {name}", copies.pieces(destination, address, size, piece),
-                                                      size, [args.file], piece_bytes=piece)
+            pinned_file[name] = copies.time(f"pinned_file {name}", copies.pieces(destination, address, size, piece),
+                                            size, [args.file], piece_bytes=piece)
         result["chunks"] = _chunk_copies(copies, args.file, destination, address)
     finally:
         cupy.cuda.runtime.hostUnregister(address)
