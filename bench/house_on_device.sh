@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 36's run on the GPU machine (device tool), from the repo root, results under $OUT: the user
 # benchmark before and after the move, in one call, each version installed apart; then the GPU suite.
-#   call 1: bash bench/house_on_device.sh setup installs data compare
+#   call 1: ROUNDS=4 bash bench/house_on_device.sh setup installs data compare
 #   call 2: bash bench/house_on_device.sh build udev tests gputests
 # carry [".carry", ".whl", "build/before-src.tar"]: the -dev packages, the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger) and the source of the commit before the move, made here with
@@ -37,9 +37,11 @@ gputests() {
 
 compare() {
   as_version after probe
-  local round version
-  for round in 1 2; do
-    for version in before after; do
+  local round version order
+  for round in $(seq "${ROUNDS:-3}"); do
+    order="before after"
+    (( round % 2 )) || order="after before"  # each version first in every other round: the order's effect cancels
+    for version in $order; do
       as_version "$version" python3 -c "import headrace, sys; assert headrace.__file__.startswith('/tmp/$version'), headrace.__file__"
       echo "-- $version round $round"
       mkdir -p "$OUT/$version-$round"
