@@ -9,6 +9,7 @@
 #include <span>
 
 #include "bindings.hpp"
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
 #include "headrace/workloads/streamlines/resident_tracer.hpp"
@@ -21,25 +22,11 @@ namespace sl = headrace::workloads::streamlines;
 namespace headrace::python {
 namespace {
 
-sl::Integrator parse_integrator(const std::string& name) {
-  if (name == "rk4") return sl::Integrator::rk4;
-  if (name == "rk45") return sl::Integrator::rk45;
-  throw UsageError("integrator '" + name + "': expected rk4|rk45");
-}
+sl::Integrator parse_integrator(const std::string& name) { return detail::parse_name(sl::integrator_names, name, "integrator"); }
 
-sl::Direction parse_direction(const std::string& name) {
-  if (name == "forward") return sl::Direction::forward;
-  if (name == "backward") return sl::Direction::backward;
-  if (name == "both") return sl::Direction::both;
-  throw UsageError("direction '" + name + "': expected forward|backward|both");
-}
+sl::Direction parse_direction(const std::string& name) { return detail::parse_name(sl::direction_names, name, "direction"); }
 
-sl::DataManager parse_manager(const std::string& name) {
-  if (name == "user") return sl::DataManager::user;
-  if (name == "mmap") return sl::DataManager::mmap;
-  if (name == "resident") return sl::DataManager::resident;
-  throw UsageError("manager '" + name + "': expected user|mmap|resident");
-}
+sl::DataManager parse_manager(const std::string& name) { return detail::parse_name(sl::data_manager_names, name, "manager"); }
 
 sl::TraceOptions trace_options_of(const std::string& integrator, const std::string& direction, float step_size,
                                   std::uint32_t max_steps, float stagnant_speed, float tolerance, float min_step, float max_step) {

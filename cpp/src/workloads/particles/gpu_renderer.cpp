@@ -15,7 +15,7 @@ constexpr unsigned block_threads = 128;
 GpuRenderer::GpuRenderer(int device, const Camera& camera, std::uint32_t background)
     : device_(device),
       module_((device_.make_current(), sphere_kernel_image()), "the sphere renderer's kernels (sphere_glyphs.cu)",
-              "render with --device cpu"),
+              "render on the CPU instead"),
       depth_(module_.function("headrace_sphere_depth")),
       color_(module_.function("headrace_sphere_color")),
       clear_(module_.function("headrace_clear_frame")),

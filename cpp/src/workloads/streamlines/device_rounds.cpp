@@ -29,7 +29,7 @@ class DeviceRounds final : public RoundRunner<Units> {
                std::uint64_t slots, std::uint64_t unit_count, const std::vector<HalfLine>& lines)
       : device_(ordinal),
         module_((device_.make_current(), resident_kernel_image()), "the GPU tracer's kernels (resident_rounds.cu)",
-                "trace with --device cpu"),
+                "trace on the CPU instead"),
         kernel_(module_.function(kernel_name<Units>())),
         params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),

@@ -43,7 +43,7 @@ HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint3
   st.path = flow.container.path();
   HEADRACE_EXPECT(flow.layout == "blocks", UsageError,
                   st.path + ": handing lines between ranks needs native blocks (a Hilbert unit has no neighbours to hold); "
-                            "convert it with --layout blocks, or let every rank read any unit");
+                            "convert it to layout blocks, or let every rank read any unit");
   st.trace = options.trace;
   HEADRACE_EXPECT(st.trace.step_size > 0 && st.trace.max_steps > 0, UsageError, "streamlines need a positive step size and step count");
   st.layout = block_layout_of(flow.container);

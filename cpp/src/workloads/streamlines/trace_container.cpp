@@ -127,15 +127,6 @@ std::vector<Vec3> sample_flow(const std::string& path, const std::vector<Vec3>& 
   return velocities;
 }
 
-const char* to_string(DataManager manager) noexcept {
-  switch (manager) {
-    case DataManager::user: return "user";
-    case DataManager::mmap: return "mmap";
-    case DataManager::resident: return "resident";
-  }
-  return "?";
-}
-
 ContainerTraceRun trace_container(const std::string& path, const std::vector<Vec3>& seeds,
                                   const ContainerTraceOptions& options) {
   const FlowField flow = open_flow(path, options.frame);

@@ -20,39 +20,6 @@
 
 namespace headrace::workloads::volume {
 
-Stage parse_stage(const std::string& name) {
-  for (auto stage : {Stage::baseline, Stage::double_buffer, Stage::pinned, Stage::direct, Stage::flat, Stage::refit, Stage::overlap, Stage::all})
-    if (name == stage_name(stage)) return stage;
-  throw UsageError("stage '" + name + "': expected baseline|double|pinned|direct|flat|refit|overlap|all");
-}
-
-const char* stage_name(Stage stage) noexcept {
-  switch (stage) {
-    case Stage::baseline: return "baseline";
-    case Stage::double_buffer: return "double";
-    case Stage::pinned: return "pinned";
-    case Stage::direct: return "direct";
-    case Stage::flat: return "flat";
-    case Stage::refit: return "refit";
-    case Stage::overlap: return "overlap";
-    case Stage::all: return "all";
-  }
-  return "?";
-}
-
-const char* span_name(SpanKind kind) noexcept {
-  switch (kind) {
-    case SpanKind::io: return "io";
-    case SpanKind::flatten: return "flatten";
-    case SpanKind::decode: return "decode";
-    case SpanKind::h2d: return "h2d";
-    case SpanKind::ranges: return "ranges";
-    case SpanKind::structure: return "structure";
-    case SpanKind::render: return "render";
-  }
-  return "?";
-}
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -109,7 +76,7 @@ void flatten(const float* source, float* destination, const std::vector<std::uin
 
 std::vector<std::uint32_t> flatten_index(const VolumeTopology& topology) {
   HEADRACE_EXPECT(topology.cell_count() < (std::uint64_t{1} << 32), UsageError,
-                  "the flattening stages (baseline .. direct) need fewer than 2^32 cells a frame; start at --stages flat");
+                  "the flattening stages (baseline .. direct) need fewer than 2^32 cells a frame; start at stage flat");
   std::vector<std::uint32_t> index(topology.cell_count());
   std::iota(index.begin(), index.end(), 0u);
   return index;

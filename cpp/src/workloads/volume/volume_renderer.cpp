@@ -157,7 +157,7 @@ constexpr unsigned classify_threads = 256;
 GpuVolumeRenderer::GpuVolumeRenderer(int device, const VolumeTopology& topology)
     : device_(device),
       module_((device_.make_current(), volume_kernel_image()), "the volume renderer's kernels (volume_kernels.cu)",
-              "render with --device cpu"),
+              "render on the CPU instead"),
       ranges_(module_.function("headrace_volume_ranges")),
       classify_(module_.function("headrace_volume_classify")),
       render_(module_.function("headrace_volume_render")),

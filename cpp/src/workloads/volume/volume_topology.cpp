@@ -423,7 +423,7 @@ VolumeTopology VolumeTopology::of_container(const format::Container& container, 
     l.bricks.push_back({0, {0, 0, 0}, {dims[0], dims[1], dims[2]}});
   } else if (layout == "blocks" || layout == "hilbert") {
     throw UsageError(path + ": a grid stored in layout '" + layout +
-                     "' cannot be drawn as a volume; convert it with --layout linear first");
+                     "' cannot be drawn as a volume; convert it to layout linear first");
   } else {
     throw UsageError(path + ": not a volume: it has no grid (grid_dims with layout linear) and no AMR topology (layout amr)");
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/workloads/streamlines/block_cache.hpp"
 #include "headrace/workloads/streamlines/mapped_units.hpp"
@@ -18,6 +19,8 @@ namespace headrace::workloads::streamlines {
 // GPU memory, one GPU thread per half-line; with no device, the same rounds on CPU threads over host
 // memory (the reference the GPU is checked against).
 enum class DataManager : std::uint8_t { user, mmap, resident };
+inline constexpr headrace::detail::EnumNames<DataManager, 3> data_manager_names{
+    {{DataManager::user, "user"}, {DataManager::mmap, "mmap"}, {DataManager::resident, "resident"}}};
 
 // What the resident cache did over a run.
 struct ResidentStats {
@@ -59,7 +62,9 @@ struct ContainerTraceRun {
   ResidentStats resident;        // the GPU tracer
 };
 
-[[nodiscard]] const char* to_string(DataManager manager) noexcept;
+[[nodiscard]] constexpr const char* to_string(DataManager manager) noexcept {
+  return headrace::detail::name_of(data_manager_names, manager);
+}
 
 // Throws UsageError for a container that is not a flow field in blocks or Hilbert layout, and whatever
 // a failed read throws.

@@ -13,13 +13,23 @@
 #include <mutex>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/detail/parallel_for.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/line_stepper.hpp"
 
 namespace headrace::workloads::streamlines {
 
-[[nodiscard]] const char* to_string(Termination termination) noexcept;
+inline constexpr headrace::detail::EnumNames<Integrator, 2> integrator_names{{{Integrator::rk4, "rk4"}, {Integrator::rk45, "rk45"}}};
+inline constexpr headrace::detail::EnumNames<Direction, 3> direction_names{
+    {{Direction::forward, "forward"}, {Direction::backward, "backward"}, {Direction::both, "both"}}};
+inline constexpr headrace::detail::EnumNames<Termination, 4> termination_names{{{Termination::max_steps, "max_steps"},
+                                                                                {Termination::left_domain, "left_domain"},
+                                                                                {Termination::stagnant, "stagnant"},
+                                                                                {Termination::stopped, "stopped"}}};
+[[nodiscard]] constexpr const char* to_string(Termination termination) noexcept {
+  return headrace::detail::name_of(termination_names, termination);
+}
 
 struct Streamline {
   std::vector<Vec3> points;  // seed order: backward part reversed, the seed, the forward part

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "headrace/detail/enum_names.hpp"
 #include "headrace/engine/queue.hpp"
 #include "headrace/format/container.hpp"
 #include "headrace/workloads/volume/volume_renderer.hpp"
@@ -32,12 +33,26 @@
 namespace headrace::workloads::volume {
 
 enum class Stage : std::uint8_t { baseline, double_buffer, pinned, direct, flat, refit, overlap, all };
-// "baseline" | "double" | "pinned" | "direct" | "flat" | "refit" | "overlap" | "all"; UsageError otherwise.
-[[nodiscard]] Stage parse_stage(const std::string& name);
-[[nodiscard]] const char* stage_name(Stage stage) noexcept;
+inline constexpr headrace::detail::EnumNames<Stage, 8> stage_names{{{Stage::baseline, "baseline"},
+                                                                    {Stage::double_buffer, "double"},
+                                                                    {Stage::pinned, "pinned"},
+                                                                    {Stage::direct, "direct"},
+                                                                    {Stage::flat, "flat"},
+                                                                    {Stage::refit, "refit"},
+                                                                    {Stage::overlap, "overlap"},
+                                                                    {Stage::all, "all"}}};
+[[nodiscard]] inline Stage parse_stage(const std::string& name) { return headrace::detail::parse_name(stage_names, name, "stage"); }
+[[nodiscard]] constexpr const char* stage_name(Stage stage) noexcept { return headrace::detail::name_of(stage_names, stage); }
 
 enum class SpanKind : std::uint8_t { io, flatten, decode, h2d, ranges, structure, render };
-[[nodiscard]] const char* span_name(SpanKind kind) noexcept;
+inline constexpr headrace::detail::EnumNames<SpanKind, 7> span_kind_names{{{SpanKind::io, "io"},
+                                                                           {SpanKind::flatten, "flatten"},
+                                                                           {SpanKind::decode, "decode"},
+                                                                           {SpanKind::h2d, "h2d"},
+                                                                           {SpanKind::ranges, "ranges"},
+                                                                           {SpanKind::structure, "structure"},
+                                                                           {SpanKind::render, "render"}}};
+[[nodiscard]] constexpr const char* span_name(SpanKind kind) noexcept { return headrace::detail::name_of(span_kind_names, kind); }
 
 struct Span {
   SpanKind kind = SpanKind::io;
