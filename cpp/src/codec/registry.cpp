@@ -2,29 +2,43 @@
 
 #include <iterator>
 
-#include "stages/stages.hpp"
-
 namespace headrace::codec {
+namespace stages {
+// Defined beside each stage (stages/<file>.cpp): its name, kind, summary, maker and facts.
+extern const StageEntry split_stage;
+extern const StageEntry shuffle_stage;
+extern const StageEntry bitshuffle_stage;
+extern const StageEntry delta_stage;
+extern const StageEntry xor_stage;
+extern const StageEntry lz4_stage;
+extern const StageEntry snappy_stage;
+extern const StageEntry zstd_stage;
+extern const StageEntry deflate_stage;
+extern const StageEntry gdeflate_stage;
+extern const StageEntry ans_stage;
+extern const StageEntry bitcomp_stage;
+extern const StageEntry bitcomp_lossy_stage;
+extern const StageEntry cascaded_stage;
+}  // namespace stages
+
 namespace {
 
-using enum StageKind;
-
-// One line a stage; docs/codecs/<name>.md describes each.
-constexpr StageEntry registry[] = {
-    {"split", filter, "interleaved components one after another (xyz xyz -> xx yy zz)", stages::make_split},
-    {"shuffle", filter, "byte i of every element together (blosc's and HDF5's shuffle)", stages::make_shuffle},
-    {"bitshuffle", filter, "bit planes of each group of 8 elements", stages::make_bitshuffle},
-    {"delta", filter, "each element minus the one before it along a row", stages::make_delta},
-    {"xor", filter, "each element xor the one before it along a row", stages::make_xor},
-    {"lz4", codec, "LZ4 block: fast, light", stages::make_lz4, stages::lz4_facts},
-    {"snappy", codec, "Snappy block: fast, light", stages::make_snappy, stages::snappy_facts},
-    {"zstd", codec, "Zstandard frame: strong, fast to decode", stages::make_zstd, stages::zstd_facts},
-    {"deflate", codec, "raw DEFLATE stream (RFC 1951)", stages::make_deflate, stages::deflate_facts},
-    {"gdeflate", codec, "nvCOMP's GPU-friendly DEFLATE, blocks of at most 64 KiB", stages::make_gdeflate, stages::gdeflate_facts},
-    {"ans", codec, "nvCOMP's rANS entropy coder, with float16/float32 modes (GPU only)", stages::make_ans, stages::ans_facts},
-    {"bitcomp", codec, "nvCOMP's Bitcomp over integers or float bit patterns", stages::make_bitcomp, stages::bitcomp_facts},
-    {"bitcomp_lossy", codec, "Bitcomp over floats quantized within an absolute error (lossy)", stages::make_bitcomp_lossy, stages::bitcomp_lossy_facts},
-    {"cascaded", codec, "nvCOMP's run-length, delta and bit-packing cascade (GPU only)", stages::make_cascaded, stages::cascaded_facts},
+// One line a stage (and its declaration above); docs/codecs/<name>.md describes each.
+const StageEntry registry[] = {
+    stages::split_stage,
+    stages::shuffle_stage,
+    stages::bitshuffle_stage,
+    stages::delta_stage,
+    stages::xor_stage,
+    stages::lz4_stage,
+    stages::snappy_stage,
+    stages::zstd_stage,
+    stages::deflate_stage,
+    stages::gdeflate_stage,
+    stages::ans_stage,
+    stages::bitcomp_stage,
+    stages::bitcomp_lossy_stage,
+    stages::cascaded_stage,
 };
 
 }  // namespace

@@ -3,6 +3,9 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts ans_facts{std::nullopt, std::uint64_t{1} << 24, true};
+
 namespace {
 
 class Ans final : public GpuOnlyCodec {
@@ -34,5 +37,8 @@ std::unique_ptr<Stage> make_ans(StageConfig& config, const ElementShape& shape) 
   auto type = config.choice("type", fallback, {"bytes", "float16", "float32"});
   return std::make_unique<Ans>(std::move(type), read_block(config, default_block_bytes, ans_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry ans_stage{"ans", StageKind::codec, "nvCOMP's rANS entropy coder, with float16/float32 modes (GPU only)",
+                                     make_ans, ans_facts};
 
 }  // namespace headrace::codec::stages

@@ -8,6 +8,10 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts bitcomp_facts{std::nullopt, std::uint64_t{1} << 24};
+constexpr CodecFacts bitcomp_lossy_facts{std::nullopt, bitcomp_facts.max_block_bytes, false, true};
+
 namespace {
 
 // bitcompDataType_t: the integer types in the order of integer_type_names(), then fp16, fp32, fp64.
@@ -161,5 +165,10 @@ std::unique_ptr<Stage> make_bitcomp_lossy(StageConfig& config, const ElementShap
   return std::make_unique<BitcompLossy>(type == "float64", error, algorithm,
                                         read_block(config, default_block_bytes, bitcomp_lossy_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry bitcomp_stage{"bitcomp", StageKind::codec, "nvCOMP's Bitcomp over integers or float bit patterns",
+                                     make_bitcomp, bitcomp_facts};
+extern constexpr StageEntry bitcomp_lossy_stage{"bitcomp_lossy", StageKind::codec, "Bitcomp over floats quantized within an absolute error (lossy)",
+                                     make_bitcomp_lossy, bitcomp_lossy_facts};
 
 }  // namespace headrace::codec::stages

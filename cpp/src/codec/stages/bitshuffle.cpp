@@ -39,4 +39,7 @@ std::unique_ptr<Stage> make_bitshuffle(StageConfig& config, const ElementShape& 
   return std::make_unique<Bitshuffle>(static_cast<std::uint32_t>(config.integer("width", shape.value_bytes(), 1, 64)));
 }
 
+extern constexpr StageEntry bitshuffle_stage{"bitshuffle", StageKind::filter, "bit planes of each group of 8 elements",
+                                     make_bitshuffle};
+
 }  // namespace headrace::codec::stages

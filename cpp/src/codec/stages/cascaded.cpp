@@ -3,6 +3,9 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts cascaded_facts{std::nullopt, std::uint64_t{1} << 24, true};
+
 namespace {
 
 class Cascaded final : public GpuOnlyCodec {
@@ -36,5 +39,8 @@ std::unique_ptr<Stage> make_cascaded(StageConfig& config, const ElementShape& sh
   auto type = integer_type(config.choice("type", default_integer_type(shape), integer_type_names()));
   return std::make_unique<Cascaded>(std::move(type), read_block(config, default_block_bytes, cascaded_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry cascaded_stage{"cascaded", StageKind::codec, "nvCOMP's run-length, delta and bit-packing cascade (GPU only)",
+                                     make_cascaded, cascaded_facts};
 
 }  // namespace headrace::codec::stages

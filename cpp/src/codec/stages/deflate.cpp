@@ -8,6 +8,9 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts deflate_facts{LevelRange{1, 9, 6}, std::uint64_t{1} << 31};
+
 namespace {
 
 class Deflate final : public CodecStage {
@@ -67,5 +70,8 @@ std::unique_ptr<Stage> make_deflate(StageConfig& config, const ElementShape&) {
   const int level = static_cast<int>(config.integer("level", levels.fallback, levels.least, levels.most));
   return std::make_unique<Deflate>(level, read_block(config, default_block_bytes, deflate_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry deflate_stage{"deflate", StageKind::codec, "raw DEFLATE stream (RFC 1951)",
+                                     make_deflate, deflate_facts};
 
 }  // namespace headrace::codec::stages

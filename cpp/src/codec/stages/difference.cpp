@@ -62,4 +62,9 @@ std::unique_ptr<Stage> make_xor(StageConfig& config, const ElementShape& shape) 
   return make_difference(filters::Difference::xor_, config, shape);
 }
 
+extern constexpr StageEntry delta_stage{"delta", StageKind::filter, "each element minus the one before it along a row",
+                                     make_delta};
+extern constexpr StageEntry xor_stage{"xor", StageKind::filter, "each element xor the one before it along a row",
+                                     make_xor};
+
 }  // namespace headrace::codec::stages

@@ -5,6 +5,9 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts gdeflate_facts{LevelRange{1, 12, cpu::gdeflate_default_level}, cpu::gdeflate_max_raw_chunk_bytes};
+
 namespace {
 
 constexpr std::uint64_t gdeflate_block_bytes = std::uint64_t{1} << 15;
@@ -39,5 +42,8 @@ std::unique_ptr<Stage> make_gdeflate(StageConfig& config, const ElementShape&) {
   // "Failed to compress chunk", status 19).
   return std::make_unique<Gdeflate>(level, read_block(config, gdeflate_block_bytes, gdeflate_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry gdeflate_stage{"gdeflate", StageKind::codec, "nvCOMP's GPU-friendly DEFLATE, blocks of at most 64 KiB",
+                                     make_gdeflate, gdeflate_facts};
 
 }  // namespace headrace::codec::stages

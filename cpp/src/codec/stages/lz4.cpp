@@ -9,6 +9,9 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts lz4_facts{LevelRange{1, 12, 1}, std::uint64_t{1} << 24};  // 1: fast mode; 2 to 12: LZ4-HC
+
 namespace {
 
 class Lz4 final : public CodecStage {
@@ -55,5 +58,8 @@ std::unique_ptr<Stage> make_lz4(StageConfig& config, const ElementShape&) {
   const int level = static_cast<int>(config.integer("level", levels.fallback, levels.least, levels.most));
   return std::make_unique<Lz4>(level, read_block(config, default_block_bytes, lz4_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry lz4_stage{"lz4", StageKind::codec, "LZ4 block: fast, light",
+                                     make_lz4, lz4_facts};
 
 }  // namespace headrace::codec::stages

@@ -39,4 +39,7 @@ std::unique_ptr<Stage> make_shuffle(StageConfig& config, const ElementShape& sha
   return std::make_unique<Shuffle>(static_cast<std::uint32_t>(config.integer("width", shape.value_bytes(), 1, 64)));
 }
 
+extern constexpr StageEntry shuffle_stage{"shuffle", StageKind::filter, "byte i of every element together (blosc's and HDF5's shuffle)",
+                                     make_shuffle};
+
 }  // namespace headrace::codec::stages

@@ -6,6 +6,9 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts snappy_facts{std::nullopt, std::uint64_t{1} << 24};
+
 namespace {
 
 class Snappy final : public CodecStage {
@@ -43,5 +46,8 @@ class Snappy final : public CodecStage {
 std::unique_ptr<Stage> make_snappy(StageConfig& config, const ElementShape&) {
   return std::make_unique<Snappy>(read_block(config, default_block_bytes, snappy_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry snappy_stage{"snappy", StageKind::codec, "Snappy block: fast, light",
+                                     make_snappy, snappy_facts};
 
 }  // namespace headrace::codec::stages

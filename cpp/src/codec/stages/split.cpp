@@ -52,4 +52,7 @@ std::unique_ptr<Stage> make_split(StageConfig& config, const ElementShape& shape
   return std::make_unique<Split>(static_cast<std::uint32_t>(components), static_cast<std::uint32_t>(width));
 }
 
+extern constexpr StageEntry split_stage{"split", StageKind::filter, "interleaved components one after another (xyz xyz -> xx yy zz)",
+                                     make_split};
+
 }  // namespace headrace::codec::stages

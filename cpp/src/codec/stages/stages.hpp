@@ -1,5 +1,5 @@
-// The make functions of the stages (one file each in this folder), which registry.cpp lists, and what
-// several of them share.
+// What several stages share (each stage is one file in this folder, with its registry entry: its name,
+// kind, summary, make function and facts, which registry.cpp lists).
 #pragma once
 
 #include <memory>
@@ -11,32 +11,6 @@
 #include "headrace/codec/stage.hpp"
 
 namespace headrace::codec::stages {
-
-std::unique_ptr<Stage> make_split(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_shuffle(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_bitshuffle(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_delta(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_xor(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_lz4(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_zstd(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_gdeflate(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_snappy(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_deflate(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_ans(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_bitcomp(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_bitcomp_lossy(StageConfig& config, const ElementShape& shape);
-std::unique_ptr<Stage> make_cascaded(StageConfig& config, const ElementShape& shape);
-
-// Each codec's facts, which its class and make function read and registry.cpp lists.
-inline constexpr CodecFacts lz4_facts{LevelRange{1, 12, 1}, std::uint64_t{1} << 24};  // 1: fast mode; 2 to 12: LZ4-HC
-inline constexpr CodecFacts zstd_facts{LevelRange{1, 22, 3}, (std::uint64_t{1} << 31) - 1};
-inline constexpr CodecFacts deflate_facts{LevelRange{1, 9, 6}, std::uint64_t{1} << 31};
-inline constexpr CodecFacts gdeflate_facts{LevelRange{1, 12, cpu::gdeflate_default_level}, cpu::gdeflate_max_raw_chunk_bytes};
-inline constexpr CodecFacts snappy_facts{std::nullopt, std::uint64_t{1} << 24};
-inline constexpr CodecFacts ans_facts{std::nullopt, std::uint64_t{1} << 24, true};
-inline constexpr CodecFacts bitcomp_facts{std::nullopt, std::uint64_t{1} << 24};
-inline constexpr CodecFacts bitcomp_lossy_facts{std::nullopt, bitcomp_facts.max_block_bytes, false, true};
-inline constexpr CodecFacts cascaded_facts{std::nullopt, std::uint64_t{1} << 24, true};
 
 // Integer types as stages name them (bitcomp, cascaded): u8 i8 u16 i16 u32 i32 u64 i64.
 struct IntegerType {

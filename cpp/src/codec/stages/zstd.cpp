@@ -6,6 +6,9 @@
 #include "stages.hpp"
 
 namespace headrace::codec::stages {
+
+constexpr CodecFacts zstd_facts{LevelRange{1, 22, 3}, (std::uint64_t{1} << 31) - 1};
+
 namespace {
 
 class Zstd final : public CodecStage {
@@ -44,5 +47,8 @@ std::unique_ptr<Stage> make_zstd(StageConfig& config, const ElementShape&) {
   const int level = static_cast<int>(config.integer("level", levels.fallback, levels.least, levels.most));
   return std::make_unique<Zstd>(level, read_block(config, default_block_bytes, zstd_facts.max_block_bytes));
 }
+
+extern constexpr StageEntry zstd_stage{"zstd", StageKind::codec, "Zstandard frame: strong, fast to decode",
+                                     make_zstd, zstd_facts};
 
 }  // namespace headrace::codec::stages
