@@ -46,7 +46,7 @@ compare() {
       echo "-- $version round $round"
       mkdir -p "$OUT/$version-$round"
       as_version "$version" within 150 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds 3 \
-        --states hot,cold --kvikio-modes posix --probe "$OUT/ceiling.json" --out "$OUT/$version-$round" > "build/user-$version-$round.log" 2>&1
+        --states "${STATES:-hot,cold}" --kvikio-modes posix --probe "$OUT/ceiling.json" --out "$OUT/$version-$round" > "build/user-$version-$round.log" 2>&1
       echo "user_stream exit $?"
       cat "$work/p100m.hrc" > /dev/null
       as_version "$version" within 60 python3 -m headrace bench particles "$work/p100m.hrc" --device 0 --grid \

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from headrace import _ext
 from headrace.errors import UnavailableError
 
 __all__ = ["Ranks", "ranks", "launched_by_mpi", "fail_together"]
+
+ABORT_DRAIN_S = 0.2  # seconds between a failing rank's message and the abort
 
 # What MPI launchers put in a rank's environment: MPICH's hydra and Cray (PMI), Open MPI, PMIx, Slurm.
 LAUNCHER_VARIABLES = ("PMI_SIZE", "PMI_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
@@ -110,6 +113,9 @@ def abort(code: int, message: str = "") -> None:
         print(message, file=sys.stderr, flush=True)
     if job.comm is not None and job.size > 1:
         sys.stdout.flush()
+        # mpiexec forwards a rank's output through its proxy, which an abort ends at once: a moment for the
+        # proxy to pass the message on (under load the line was lost, and the job ended without a word).
+        time.sleep(ABORT_DRAIN_S)
         job.comm.Abort(code)
 
 
