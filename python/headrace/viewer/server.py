@@ -26,6 +26,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 import headrace
 from headrace import _ext, errors
+from headrace.codecs import disk_rate_of
 from headrace.imaging import COLOUR_MAPS
 from headrace.viewer.scenes import describe_file
 from headrace.viewer.session import STATS_WINDOW_S, Session, SessionSettings
@@ -65,8 +66,6 @@ class Ceilings:
             except errors.Error as error:
                 self.h2d_how = f"not measured: {error}"
         if probe_disk:
-            from headrace.codecs import disk_rate_of
-
             try:
                 self.disk, self.disk_how = disk_rate_of(folder)
             except (errors.Error, OSError) as error:
