@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+import headrace.cli.render as render_command
+from headrace import errors
 from headrace.cli.main import main
 
 
@@ -82,3 +84,16 @@ def test_demo_verifies_and_charts_every_backend(capsys, tmp_path):
     assert (out / "backends.csv").read_text().count("\n") == len(report["results"]) + 1
     assert (out / "frame0.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["render"]["particles"] == 20000 and report["image"] == str(out / "frame0.png")
+
+
+def test_an_unavailable_gpu_path_gets_the_command_lines_hint(capsys, monkeypatch, particle_file, tmp_path):
+    """The library says what is missing in its terms; the command line adds the flag that avoids it."""
+    def unavailable(args):
+        raise errors.UnavailableError("the sphere renderer's kernels were not built: render on the CPU instead")
+
+    monkeypatch.setattr(render_command, "run", unavailable)
+    assert main(["render", str(particle_file), "--frame", "0", "--device", "0", "--out", str(tmp_path / "x.png")]) == 1
+    assert capsys.readouterr().err.strip() == ("headrace render: the sphere renderer's kernels were not built: render on "
+                                               "the CPU instead (--device cpu runs it on the host)")
+    assert main(["render", str(particle_file), "--frame", "0", "--device", "cpu", "--out", str(tmp_path / "x.png")]) == 1
+    assert capsys.readouterr().err.strip().endswith("render on the CPU instead")

@@ -10,6 +10,7 @@ warning was raised.
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import sys
@@ -82,6 +83,13 @@ def _report(command: str, error: BaseException, debug: bool, note: str = "") -> 
     print(f"headrace {command}: {text}{note}", file=sys.stderr)
 
 
+def _hint(args: argparse.Namespace, error: BaseException) -> str:
+    """The command line's own hint for what the library says in its terms: the flag that avoids it."""
+    if isinstance(error, errors.UnavailableError) and getattr(args, "device", None) not in (None, "cpu"):
+        return " (--device cpu runs it on the host)"
+    return ""
+
+
 def _warning_line(command: str) -> Callable[..., None]:
     """What the command shows of a warning (:func:`warnings.showwarning`): one line naming the command, as
     an error is, not Python's two naming a source line."""
@@ -124,7 +132,7 @@ def _run(argv: list[str] | None) -> int:
         print(f"headrace {args.command}: interrupted", file=sys.stderr)
         return 130
     except (errors.Error, OSError, MemoryError) as error:
-        _report(args.command, error, debug)
+        _report(args.command, error, debug, _hint(args, error))
         return 1
     except Exception as error:  # a fault of headrace itself: still one line, the traceback under --debug
         _report(args.command, error, debug, f" (a bug in headrace: {type(error).__name__}; "
