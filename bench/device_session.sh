@@ -50,6 +50,14 @@ tests() {
   gputests
 }
 
+gputests() {
+  # Every GPU test (the grid-order gather, points, traces and the lab's files among them) against its CPU reference.
+  within 240 python3 -m pytest -q -p no:cacheprovider -rfs -m gpu -o faulthandler_timeout=60 tests/python \
+    --deselect tests/python/test_readme.py::test_the_gpu_block_runs_as_written > "$OUT/gputests.log" 2>&1
+  echo "pytest -m gpu: exit $?"
+  grep -E "^(FAILED|ERROR|E  )|passed|failed" "$OUT/gputests.log" | head -60
+}
+
 probe() {
   mkdir -p "$work"
   python3 -m headrace probe "$work" --size 8G --patterns sequential --block-sizes 4M --queue-depths 32,64 \

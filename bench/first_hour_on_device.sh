@@ -6,14 +6,6 @@
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 
-gputests() {
-  # Every GPU test (the grid-order gather, points, traces and the lab's files among them) against its CPU reference.
-  within 240 python3 -m pytest -q -p no:cacheprovider -rfs -m gpu -o faulthandler_timeout=60 tests/python \
-    --deselect tests/python/test_readme.py::test_the_gpu_block_runs_as_written > "$OUT/gputests.log" 2>&1
-  echo "pytest -m gpu: exit $?"
-  grep -E "^(FAILED|ERROR|E  )|passed|failed" "$OUT/gputests.log" | head -60
-}
-
 readme() {
   # The README's command-line block (as CI runs it), then its GPU block, as written.
   within 240 python3 -m pytest -q -p no:cacheprovider -rfs tests/python/test_readme.py > "$OUT/readme.log" 2>&1

@@ -2,7 +2,7 @@
 # Issue 36's run on the GPU machine (device tool), from the repo root, results under $OUT: the user
 # benchmark before and after the move, in one call, each version installed apart; then the GPU suite.
 #   call 1: ROUNDS=4 bash bench/house_on_device.sh setup installs data compare
-#   call 2: bash bench/house_on_device.sh build udev tests gputests
+#   call 2: bash bench/house_on_device.sh wheels build udev tests      (tests: ctest, then gputests)
 # carry [".carry", ".whl", "build/before-src.tar"]: the -dev packages, the wheels the image lacks (nvCOMP,
 # KvikIO 26.10 and its rapids-logger) and the source of the commit before the move, made here with
 #   git archive -o build/before-src.tar <before> cpp python CMakeLists.txt cmake pyproject.toml README.md
@@ -26,13 +26,6 @@ as_version() {  # as_version NAME COMMAND...: COMMAND with NAME's headrace first
   local version=$1
   shift
   PYTHONPATH=/tmp/$version:/tmp/site "$@"
-}
-
-gputests() {
-  within 240 python3 -m pytest -q -p no:cacheprovider -rfs -m gpu -o faulthandler_timeout=60 tests/python \
-    --deselect tests/python/test_readme.py::test_the_gpu_block_runs_as_written > "$OUT/gputests.log" 2>&1
-  echo "pytest -m gpu: exit $?"
-  grep -E "^(FAILED|ERROR|E  )|passed|failed" "$OUT/gputests.log" | head -60
 }
 
 compare() {
