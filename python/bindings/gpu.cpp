@@ -2,11 +2,14 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,12 +17,14 @@
 #include "bindings.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/dtype.hpp"
+#include "headrace/gpu/communicator.hpp"
 #include "headrace/gpu/copy_rate.hpp"
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/grid_order.hpp"
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
+#include "headrace/shim/nccl.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -63,6 +68,35 @@ void bind_gpu(nb::module_& m) {
   m.def("gpu_count", &gpu::device_count, "GPUs the CUDA driver sees (0 without a driver).");
   m.def("gpu_unavailable_reason", []() -> std::string { return gpu::driver() ? "" : gpu::why_no_driver(); });
 
+  m.def("gpu_memory",
+        [](int device) {
+          gpu::Device(device).make_current();
+          std::size_t free_bytes = 0, total_bytes = 0;
+          gpu::check(gpu::require_driver().cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
+          return std::make_pair(free_bytes, total_bytes);
+        },
+        "device"_a, "GPU `device`'s memory: (bytes free, bytes in all).");
+  m.def("gpu_pci_address",
+        [](int device) {
+          const auto& cuda = gpu::require_driver();
+          gpu::CUdevice handle = 0;
+          gpu::check(cuda.cuDeviceGet(&handle, device), "cuDeviceGet");
+          int domain = 0, bus = 0, slot = 0;
+          constexpr int pci_bus = 33, pci_device = 34, pci_domain = 50;  // CU_DEVICE_ATTRIBUTE_PCI_*_ID
+          gpu::check(cuda.cuDeviceGetAttribute(&bus, pci_bus, handle), "cuDeviceGetAttribute");
+          gpu::check(cuda.cuDeviceGetAttribute(&slot, pci_device, handle), "cuDeviceGetAttribute");
+          gpu::check(cuda.cuDeviceGetAttribute(&domain, pci_domain, handle), "cuDeviceGetAttribute");
+          char address[32];
+          std::snprintf(address, sizeof address, "%04x:%02x:%02x.0", domain, bus, slot);
+          return std::string(address);
+        },
+        "device"_a, "GPU `device`'s PCI address, as /sys/bus/pci/devices names it (dddd:bb:ss.0).");
+  nb::class_<gpu::PinnedCopies>(m, "PinnedCopies",
+                                "Back-to-back pinned host-to-device copies on one GPU, the buffers made up front.")
+      .def(nb::init<int, std::size_t>(), "device"_a, "size_bytes"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("run", &gpu::PinnedCopies::run, "copies"_a, nb::call_guard<nb::gil_scoped_release>(),
+           "Seconds (wall clock) for `copies` copies on one stream, waited for.")
+      .def_prop_ro("size_bytes", &gpu::PinnedCopies::size_bytes);
   m.def("pinned_copy_rate", &gpu::pinned_copy_rate, "device"_a, "size_bytes"_a = std::size_t{256} << 20, "repeats"_a = 3u,
         nb::call_guard<nb::gil_scoped_release>(),
         "Bytes per second of the fastest of `repeats` page-locked host-to-device copies of `size_bytes` (CUDA events).");
@@ -72,6 +106,31 @@ void bind_gpu(nb::module_& m) {
       .def_prop_ro("handle", [](const OwnStream& s) { return reinterpret_cast<std::uintptr_t>(s.stream.handle()); },
                    "The CUstream, as an integer (CuPy's ExternalStream, the DLPack stream argument).")
       .def("synchronize", [](const OwnStream& s) { s.stream.synchronize(); }, nb::call_guard<nb::gil_scoped_release>());
+
+  m.def("nccl_unavailable_reason", []() -> std::string { return shim::nccl() ? "" : shim::why_no_nccl(); },
+        "Why NCCL cannot be loaded (empty when it can).");
+  m.def("nccl_unique_id",
+        []() {
+          const shim::NcclUniqueId id = gpu::Communicator::unique_id();
+          return nb::bytes(id.internal, sizeof id.internal);
+        },
+        "A new NCCL unique id (128 bytes): drawn by one rank, given to every rank's GpuCommunicator.");
+  nb::class_<gpu::Communicator>(m, "GpuCommunicator",
+                                "This rank's NCCL communicator on GPU `device`: every rank of the job makes one, with the same id.")
+      .def("__init__",
+           [](gpu::Communicator* self, nb::bytes id, int size, int rank, int device) {
+             HEADRACE_EXPECT(id.size() == shim::nccl_unique_id_bytes, UsageError,
+                             "an NCCL unique id is " + std::to_string(shim::nccl_unique_id_bytes) + " bytes, got " + std::to_string(id.size()));
+             shim::NcclUniqueId unique{};
+             std::memcpy(unique.internal, id.c_str(), sizeof unique.internal);
+             nb::gil_scoped_release release;  // collective: waits for every rank
+             new (self) gpu::Communicator(unique, size, rank, device);
+           },
+           "unique_id"_a, "size"_a, "rank"_a, "device"_a)
+      .def_prop_ro("size", &gpu::Communicator::size)
+      .def_prop_ro("rank", &gpu::Communicator::rank)
+      .def_prop_ro("device", &gpu::Communicator::device)
+      .def("describe", &gpu::Communicator::describe, "The library: NCCL's version and path.");
 
   nb::class_<gpu::Event>(m, "Event", "A CUDA event recorded on a stream (query or wait for it).")
       .def("__init__", [](gpu::Event* self, int device, std::uintptr_t stream) {

@@ -2,11 +2,14 @@
 // frame in memory, and the session kept across frames (particles/frame_session.hpp) as FrameRenderer.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <span>
 
 #include "bindings.hpp"
+#include "headrace/detail/enum_names.hpp"
+#include "headrace/workloads/particles/depth_compositor.hpp"
 #include "headrace/workloads/particles/frame_session.hpp"
 
 namespace nb = nanobind;
@@ -114,6 +117,27 @@ void bind_particles(nb::module_& m) {
              return image_array(self.image(cuda_stream(stream)), self.camera());
            },
            "stream"_a = 0, "The image (height, width, 4) uint8 RGBA, once `stream` has finished.");
+
+  nb::class_<pt::DepthCompositor>(m, "DepthCompositor",
+                                  "Sort-last compositing of particle images by depth on the GPUs that drew them, over NCCL.")
+      .def(nb::init<const gpu::Communicator&, std::int32_t, std::int32_t>(), "communicator"_a, "width"_a, "height"_a,
+           nb::keep_alive<1, 2>(), nb::call_guard<nb::gil_scoped_release>())
+      .def("composite",
+           [](pt::DepthCompositor& self, const pt::FrameSession& renderer, const std::string& schedule, std::uintptr_t stream)
+               -> std::optional<nb::ndarray<nb::numpy, std::uint8_t>> {
+             const auto chosen = detail::parse_name(pt::composite_schedule_names, schedule, "compositing schedule");
+             const pt::GpuRenderer& gpu = renderer.gpu_renderer();
+             std::vector<std::uint32_t> image;
+             {
+               nb::gil_scoped_release release;  // collective: waits for every rank
+               image = self.composite(gpu.keys_pointer(), gpu.image_pointer(), chosen, cuda_stream(stream));
+             }
+             if (image.empty()) return std::nullopt;
+             return image_array(std::move(image), renderer.camera());
+           },
+           "renderer"_a, "schedule"_a = "direct-send", "stream"_a = 0,
+           "This rank's image (the renderer's, drawn on `stream`) composited with every rank's: the image (height, width, 4) "
+           "uint8 on rank 0, None elsewhere. schedule: direct-send or binary-swap (a power-of-two number of ranks).");
 
   m.def("particle_batches",
         [](const format::Container& container, std::uint32_t frame, std::uint32_t field, std::uint64_t batch_particles) {

@@ -12,6 +12,7 @@
 
 #include "bindings.hpp"
 #include "headrace/error.hpp"
+#include "headrace/workloads/volume/layer_compositor.hpp"
 #include "headrace/workloads/volume/volume_session.hpp"
 
 namespace nb = nanobind;
@@ -125,6 +126,29 @@ void bind_volume(nb::module_& m) {
         "Sort-last: rows first_row.. of the image composited from the slabs' layers (slabs, rows, width, 4), front to back "
         "in each ray's order, over the packed RGBA8 background: (rows, width, 4) uint8.");
 
+  nb::class_<vol::LayerCompositor>(m, "LayerCompositor",
+                                   "Sort-last compositing of volume layers front to back on the GPUs that drew them, over NCCL.")
+      .def("__init__",
+           [](vol::LayerCompositor* self, const gpu::Communicator& communicator, const CameraSpec& view, std::uint32_t background) {
+             new (self) vol::LayerCompositor(communicator, common::camera_of(view), background);
+           },
+           "communicator"_a, "camera"_a, "background"_a, nb::keep_alive<1, 2>(), nb::call_guard<nb::gil_scoped_release>())
+      .def("composite",
+           [](vol::LayerCompositor& self, const vol::VolumeSession& renderer, const CameraSpec& view, std::uintptr_t stream)
+               -> std::optional<nb::ndarray<nb::numpy, std::uint8_t>> {
+             const gpu::CUdeviceptr layer = renderer.layer_pointer();
+             std::vector<std::uint32_t> image;
+             {
+               nb::gil_scoped_release release;  // collective: waits for every rank
+               image = self.composite(layer, cuda_stream(stream));
+             }
+             if (image.empty()) return std::nullopt;
+             return image_array(std::move(image), common::camera_of(view));
+           },
+           "renderer"_a, "camera"_a, "stream"_a = 0,
+           "This rank's layer (the renderer's, drawn by draw_layer_device on `stream`; ranks in slab order) composited "
+           "with every rank's: the image (height, width, 4) uint8 on rank 0, None elsewhere.");
+
   nb::class_<vol::VolumeSession>(m, "VolumeRenderer",
                                  "The volume renderer over one float32 field of a container: GPU `device`, or the CPU reference for -1.")
       .def(nb::init<const format::Container&, std::uint32_t, int, unsigned, std::uint64_t>(), "container"_a, "field"_a, "device"_a,
@@ -232,6 +256,12 @@ void bind_volume(nb::module_& m) {
              return layer_array(std::move(rgba), camera);
            },
            "scalars"_a, "camera"_a, "stream"_a = 0, "The prepared frame's slab as premultiplied RGBA (height, width, 4) float32 (GPU).")
+      .def("draw_layer_device",
+           [](vol::VolumeSession& self, std::uintptr_t scalars, const CameraSpec& view, std::uintptr_t stream) {
+             self.draw_layer_device(scalars, common::camera_of(view), cuda_stream(stream));
+           },
+           "scalars"_a, "camera"_a, "stream"_a = 0, nb::call_guard<nb::gil_scoped_release>(),
+           "The prepared frame's slab drawn into the renderer's layer in GPU memory, left there for a LayerCompositor.")
       .def("render_layer_host",
            [](vol::VolumeSession& self, Scalars scalars, const CameraSpec& view) {
              const vol::Camera camera = common::camera_of(view);

@@ -10,6 +10,12 @@ share of the container: frames partitioned by time for a series (:meth:`Ranks.fr
 blocks). Without MPI, or with one rank, everything behaves exactly as without this module: mpi4py is
 imported only when the process was started by an MPI launcher (``mpirun``, ``mpiexec``, ``srun``).
 
+The GPUs of a job are joined by NCCL (:func:`gpu_communicator`: one communicator a job and GPU, its unique
+id drawn by rank 0 and broadcast over MPI), which sort-last compositing uses to exchange images between
+GPUs; MPI stays for launching, host data and the CPU path. NCCL is loaded at run time (the
+``nvidia-nccl-cu13`` wheel or the system's): without it, or with ranks sharing a GPU, the job composites
+through host memory and says why. NVLink multicast stays off (``NCCL_NVLS_ENABLE=0``).
+
 A rank that fails takes the job down: :func:`fail_together` (the command line uses it for every command)
 says which rank failed and why, then aborts the job, so that no rank waits forever in a collective for
 one that is gone.
@@ -23,12 +29,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from headrace import _ext
 from headrace.errors import UnavailableError
 
-__all__ = ["Ranks", "ranks", "launched_by_mpi", "fail_together"]
+__all__ = ["Ranks", "ranks", "launched_by_mpi", "fail_together", "gpu_communicator", "bind_near_gpu", "placement"]
 
 ABORT_DRAIN_S = 0.2  # seconds between a failing rank's message and the abort
 
@@ -61,11 +68,17 @@ class Ranks:
 
     def device(self, device: int | str | None) -> int | str | None:
         """The GPU this rank takes when asked for ``device``: ``(device + local_rank) % gpus``; "cpu" and
-        None stay as they are."""
+        None stay as they are. Under MPI the process is then bound to the CPUs next to that GPU
+        (:func:`bind_near_gpu`), once."""
         if device is None or device == "cpu" or self.size == 1:
             return device
         gpus = _ext.gpu_count()
-        return (int(device) + self.local_rank) % gpus if gpus else device
+        if not gpus:
+            return device
+        ordinal = (int(device) + self.local_rank) % gpus
+        if ordinal not in _bound:
+            _bound[ordinal] = bind_near_gpu(ordinal)
+        return ordinal
 
     def gather(self, value: Any) -> list[Any] | None:
         """Every rank's ``value`` on rank 0 (in rank order), None elsewhere."""
@@ -83,6 +96,52 @@ class Ranks:
 
 
 _ranks: Ranks | None = None
+_bound: dict[int, str] = {}
+
+
+def bind_near_gpu(ordinal: int) -> str:
+    """Binds this process (the threads it starts from now on: the engine's readers, copies and decoders) to
+    the CPUs of GPU ``ordinal``'s NUMA node (its PCI device's ``local_cpulist``), replacing whatever binding
+    the launcher made: Open MPI binds a job of 2 ranks or fewer to one core a rank, which leaves the
+    engine's threads one core. Where the machine says nothing (no such file, a VM of one node), every CPU
+    the process may use. Returns what it did, for the statistics."""
+    try:
+        address = _ext.gpu_pci_address(ordinal)
+        near = _cpu_list(Path(f"/sys/bus/pci/devices/{address}/local_cpulist").read_text())
+    except (OSError, RuntimeError, ValueError):
+        address, near = "", set()
+    allowed = _allowed_cpus()
+    chosen = (near & allowed) or allowed
+    try:
+        os.sched_setaffinity(0, chosen)
+    except OSError as error:
+        return f"left as the launcher bound it ({error.strerror})"
+    where = f"GPU {ordinal}'s NUMA node ({address})" if near and chosen != allowed else "every CPU (one NUMA node)"
+    return f"{len(chosen)} CPUs, {where}"
+
+
+def _cpu_list(text: str) -> set[int]:
+    """CPUs of a Linux list such as ``0-15,32-47``."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        if part:
+            low, _, high = part.partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def _allowed_cpus() -> set[int]:
+    """The CPUs this process may run on: its cgroup's cpuset, else every CPU (not its current affinity, which
+    the launcher may have narrowed)."""
+    try:
+        return _cpu_list(Path("/sys/fs/cgroup/cpuset.cpus.effective").read_text()) or set(range(os.cpu_count() or 1))
+    except (OSError, ValueError):
+        return set(range(os.cpu_count() or 1))
+
+
+def placement(ordinal: int) -> str:
+    """What :func:`bind_near_gpu` did for GPU ``ordinal`` in this process ("" when it did not run)."""
+    return _bound.get(ordinal, "")
 
 
 def ranks() -> Ranks:
@@ -104,6 +163,37 @@ def _world() -> Ranks:
         return Ranks(comm=None)
     node = world.Split_type(MPI.COMM_TYPE_SHARED)
     return Ranks(world.Get_rank(), world.Get_size(), node.Get_rank(), node.Get_size(), world)
+
+
+_communicators: dict[int, tuple[Any, str]] = {}
+
+
+def gpu_communicator(job: Ranks, device: int) -> tuple[Any, str]:
+    """The job's NCCL communicator on this rank's GPU ``device`` (``_ext.GpuCommunicator``), made the first
+    time every rank asks (collective: every rank calls it, each with its own GPU), and what it is; or None
+    and why not on any rank (one rank alone, NCCL missing on a rank, ranks sharing a GPU), so that either
+    every rank has one or none waits for the others in a collective."""
+    if device in _communicators:
+        return _communicators[device]
+    if job.comm is None or job.size == 1:
+        return None, "one rank"
+    reason = _ext.nccl_unavailable_reason() or _ext.gpu_unavailable_reason()
+    seen = job.allgather((reason, _node_name(), device))
+    missing = [f"rank {rank}: {why}" for rank, (why, _, _) in enumerate(seen) if why]
+    shared = len({(node, gpu) for _, node, gpu in seen}) < len(seen)
+    if missing or shared:
+        result: tuple[Any, str] = (None, missing[0] if missing else "ranks share a GPU (NCCL joins one rank a GPU)")
+    else:
+        os.environ["NCCL_NVLS_ENABLE"] = "0"  # never NVLink multicast (the communicator sets it too)
+        unique_id = job.comm.bcast(_ext.nccl_unique_id() if job.root else None, root=0)
+        communicator = _ext.GpuCommunicator(unique_id, job.size, job.rank, device)
+        result = (communicator, communicator.describe())
+    _communicators[device] = result
+    return result
+
+
+def _node_name() -> str:
+    return os.uname().nodename
 
 
 def abort(code: int, message: str = "") -> None:

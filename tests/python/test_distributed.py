@@ -142,10 +142,12 @@ def test_a_frame_drawn_by_every_rank_and_composited_is_the_single_rank_image(clo
     common = ["--frame", "1", "--device", "cpu", "--width", "200", "--height", "150", "--camera", "orbit:40,25"]
     subprocess.run([sys.executable, "-m", "headrace", "render", str(cloud), "--out", str(tmp_path / "one.png"), *common],
                    check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
-    done = _mpiexec(size, "render", str(cloud), "--out", str(tmp_path / "many.png"), "--stats", *common)
+    done = _mpiexec(size, "render", str(cloud), "--out", str(tmp_path / "many.png"), "--stats", "--distribute", "sort-last",
+                    *common)
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())  # the console wraps lines at its width
-    assert f"drawn by {size} ranks and composited by depth" in said and f"rank {size - 1}" in said
+    assert f"drawn by {size} ranks and composited by depth (host memory over MPI (the ranks draw on the CPU)" in said
+    assert f"rank {size - 1}" in said
     one = np.asarray(Image.open(tmp_path / "one.png"))
     many = np.asarray(Image.open(tmp_path / "many.png"))
     assert (one[..., :3] > 0).any(axis=2).mean() > 0.05  # a picture, not a blank
@@ -201,7 +203,8 @@ def test_a_volume_frame_drawn_by_every_rank_in_slabs_is_the_single_rank_image(am
               "--mode", mode, "--opacity", "ramp:0.2,0.9,0.6"]
     subprocess.run([sys.executable, "-m", "headrace", "render", str(amr), "--out", str(tmp_path / "one.png"), *common],
                    check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
-    done = _mpiexec(size, "render", str(amr), "--out", str(tmp_path / "many.png"), "--stats", *common)
+    done = _mpiexec(size, "render", str(amr), "--out", str(tmp_path / "many.png"), "--stats", "--distribute", "sort-last",
+                    *common)
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
     assert f"drawn by {size} ranks a slab each, composited front to back" in said and f"rank {size - 1}" in said
@@ -331,16 +334,164 @@ def test_bench_scaling_measures_every_workload_at_every_job_size(series, amr, tm
     result = json.loads((out / "scaling.json").read_text())
     kinds = sorted((p["workload"], p["file"], p["ranks"], p["cache"]) for p in result["points"])
     expected = sorted([(w, f, n, c) for f in ("s.hrc", "a.hrc") for n in (1, 2)
-                       for w, c in (("stream", "hot"), ("stream", "cold"), ("render", "hot"))] +
+                       for w, c in (("stream", "hot"), ("stream", "cold"), ("stream-python", "hot"), ("render", "hot"),
+                                    ("render-auto", "hot"))] +
                       [("play", "a.hrc", n, "hot") for n in (1, 2)])
     assert kinds == expected
+    assert result["ceilings"]["page_cache_memcpy_gbps"] > 0 and result["ceilings"]["pinned_gbps"] == {}  # no GPU
     for p in result["points"]:
-        assert (p["gbps"] if p["workload"] == "stream" else p["fps"]) > 0
+        assert (p["gbps"] if p["workload"].startswith("stream") else p["fps"]) > 0
         assert p["over_n_x_one"] == pytest.approx(1.0) if p["ranks"] == 1 else p["over_n_x_one"] > 0
         if p["workload"] == "render":
             assert p["draw_s_median"] > 0 and p["wait_s_median"] >= 0 and p["composite_s_median"] >= 0
+            assert p["compositing"] == ("one rank: nothing to composite" if p["ranks"] == 1 else
+                                        "host memory over MPI (the ranks draw on the CPU)")
+        if p["workload"] == "render-auto":
+            assert p["distribution"] == ("one (one rank)" if p["ranks"] == 1 else
+                                         "one (drawn on the CPU; one frame: rank 0 alone)")
         if p["workload"] == "stream":  # hot: the series again until 1 MiB has gone
             size = os.path.getsize(series if p["file"] == "s.hrc" else amr)
             assert p["loop"] == (-(-(1 << 20) // size) if p["cache"] == "hot" else 1)
     assert (out / "scaling.csv").read_text().count("\n") == len(result["points"]) + 1
     assert (out / "scaling.png").stat().st_size > 10_000
+
+
+@needs_mpi
+def test_render_auto_draws_a_light_frame_on_rank_0_alone_and_a_series_by_time(series, tmp_path):
+    from PIL import Image
+
+    common = ["--device", "cpu", "--width", "80", "--height", "60"]
+    subprocess.run([sys.executable, "-m", "headrace", "render", str(series), "--frames", "0:7", "--out", str(tmp_path / "one"),
+                    *common], check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
+    subprocess.run([sys.executable, "-m", "headrace", "render", str(series), "--frame", "3", "--out", str(tmp_path / "3.png"),
+                    *common], check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
+    done = _mpiexec(2, "render", str(series), "--frame", "3", "--out", str(tmp_path / "alone.png"), *common)
+    assert done.returncode == 0, done.stderr
+    assert "2 ranks: one (drawn on the CPU; one frame: rank 0 alone)" in " ".join(done.stdout.split())
+    np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "alone.png")), np.asarray(Image.open(tmp_path / "3.png")))
+    done = _mpiexec(3, "render", str(series), "--frames", "0:7", "--out", str(tmp_path / "many"), *common)
+    assert done.returncode == 0, done.stderr
+    assert "3 ranks: time (7 frames for 3 ranks: each rank its block of whole frames)" in " ".join(done.stdout.split())
+    for frame in range(7):  # every rank frames its camera on the series' first frame, as one process does
+        name = f"frame_{frame:05d}.png"
+        np.testing.assert_array_equal(np.asarray(Image.open(tmp_path / "many" / name)),
+                                      np.asarray(Image.open(tmp_path / "one" / name)))
+
+
+def test_auto_distribution_chooses_by_frames_fit_and_measured_load(monkeypatch):
+    from headrace.workloads import distribution
+    from headrace.workloads.distribution import choose_distribution
+
+    job = Ranks(rank=0, size=4)  # rank 0 decides; without a communicator it keeps its choice
+    assert choose_distribution("auto", job, frames=8, frame_bytes=1, device=0).how == "time"
+    assert choose_distribution("auto", job, frames=1, frame_bytes=1, device="cpu").how == "one"
+    assert choose_distribution("auto", job, frames=3, frame_bytes=1, device="cpu").how == "time"
+    assert choose_distribution("sort-last", job, frames=8, frame_bytes=1, device=0).describe() == "sort-last (asked for)"
+    assert choose_distribution("auto", Ranks(), frames=1, frame_bytes=1 << 40, device=0).how == "one"
+    monkeypatch.setattr(distribution._ext, "gpu_memory", lambda device: (80e9, 96e9))
+    monkeypatch.setattr(distribution._ext, "pinned_copy_rate", lambda device, size, repeats: 50e9)
+    heavy = choose_distribution("auto", job, frames=1, frame_bytes=int(3.2e9), device=0)
+    assert heavy.how == "sort-last" and "64 ms to load at 50 GB/s" in heavy.why
+    assert choose_distribution("auto", job, frames=1, frame_bytes=int(100e9), device=0).why.endswith("80.0 GB free")
+    light = choose_distribution("auto", job, frames=1, frame_bytes=int(160e6), device=0)
+    assert light.how == "one" and "3 ms to load" in light.why
+    assert choose_distribution("auto", job, frames=1, frame_bytes=int(100e9), device=0, sort_last=False).how == "one"
+    with pytest.raises(headrace.UsageError, match="shares frames by time only"):
+        choose_distribution("sort-last", job, frames=1, frame_bytes=1, device=0, sort_last=False)
+    with pytest.raises(headrace.UsageError, match="expected one of auto, one, time, sort-last"):
+        choose_distribution("spread", job, frames=1, frame_bytes=1, device=0)
+
+
+def test_compositing_runs_on_the_host_for_cpu_ranks_and_gpu_compositing_says_what_it_needs():
+    from headrace.workloads.compositing import choose_compositing
+    from headrace.workloads.particles.sort_last import pick_schedule
+
+    assert choose_compositing(Ranks(), 0, "auto") == (None, "one rank: nothing to composite")
+    two = Ranks(rank=0, size=2)
+    assert choose_compositing(two, None, "auto") == (None, "host memory over MPI (the ranks draw on the CPU)")
+    assert choose_compositing(two, 0, "host") == (None, "host memory over MPI (asked for)")
+    with pytest.raises(headrace.UsageError, match="needs the ranks to draw on GPUs"):
+        choose_compositing(two, None, "gpu")
+    assert pick_schedule(4, 1024, 768) == "direct-send"  # 2.4 MB a message
+    assert pick_schedule(64, 1024, 768) == "binary-swap"  # 147 KB a message, 64 a power of two
+    assert pick_schedule(6, 256, 256) == "direct-send"  # not a power of two
+    assert pick_schedule(2, 64, 64) == "direct-send"  # one partner either way
+    with pytest.raises(headrace.UsageError, match="power of two ranks, not 3"):
+        pick_schedule(3, 64, 64, "binary-swap")
+
+
+def test_a_rank_binds_itself_near_its_gpu_or_to_every_cpu_it_may_use(monkeypatch, tmp_path):
+    from headrace import distributed
+
+    before = os.sched_getaffinity(0)
+    try:
+        monkeypatch.setattr(distributed._ext, "gpu_pci_address", lambda ordinal: "no-such-device")
+        said = distributed.bind_near_gpu(0)
+        assert said == f"{len(os.sched_getaffinity(0))} CPUs, every CPU (one NUMA node)"
+        assert distributed._cpu_list("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def _gpus_for_nccl() -> str:
+    from headrace import _ext
+
+    if _ext.gpu_count() < 2:
+        return f"{_ext.gpu_count()} GPU(s): compositing over NCCL needs a GPU a rank, two at least"
+    return _ext.nccl_unavailable_reason()
+
+
+COMPOSITE_SCRIPT = """
+import sys, numpy as np
+from headrace.distributed import fail_together
+from headrace.workloads.particles.sort_last import ParticleShares
+from headrace.workloads.volume.sort_last import VolumeSlabs
+path, kind, compositing, schedule, out = sys.argv[1:6]
+with fail_together("composite test") as job:
+    if kind == "particles":
+        painter = ParticleShares(path, device=0, width=320, height=241, camera="orbit:40,25", compositing=compositing,
+                                 schedule=schedule)
+    else:
+        painter = VolumeSlabs(path, device=0, width=320, height=241, camera="orbit:35,25", compositing=compositing,
+                              opacity="ramp:0.2,0.9,0.6")
+    for frame in (1, 0, 1):  # set up once, drawn again: the compositor's buffers kept across frames
+        image, stats = painter.render(frame)
+    if job.root:
+        np.save(out, image)
+        print("COMPOSITING", stats["compositing"], "|", stats.get("schedule", ""))
+"""
+
+
+@needs_mpi
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [2, 4])
+def test_gpu_compositing_over_nccl_is_the_single_rank_image(cloud, amr, tmp_path, size):
+    from headrace import _ext
+
+    if _gpus_for_nccl() or _ext.gpu_count() < size:
+        pytest.skip(_gpus_for_nccl() or f"{_ext.gpu_count()} GPUs for {size} ranks")
+    script = tmp_path / "composite.py"
+    script.write_text(COMPOSITE_SCRIPT)
+    assert MPIEXEC is not None
+
+    def run(ranks_asked: int, path, kind: str, compositing: str, schedule: str = "auto") -> tuple[np.ndarray, str]:
+        out = tmp_path / f"{kind}-{ranks_asked}-{compositing}-{schedule}.npy"
+        command = [sys.executable, str(script), str(path), kind, compositing, schedule, str(out)]
+        done = subprocess.run(([MPIEXEC, "-n", str(ranks_asked)] if ranks_asked > 1 else []) + command, capture_output=True,
+                              text=True, timeout=RUN_TIMEOUT_S, env={**os.environ, **AS_ROOT, "NCCL_NVLS_ENABLE": "0"})
+        assert done.returncode == 0, done.stderr[-3000:]
+        return np.load(out), done.stdout
+
+    one, _ = run(1, cloud, "particles", "auto")
+    assert (one[..., :3] > 0).any(axis=2).mean() > 0.05
+    for schedule in ("direct-send", "binary-swap"):
+        many, said = run(size, cloud, "particles", "gpu", schedule)
+        assert f"COMPOSITING GPU over NCCL" in said and f"| {schedule}" in said
+        np.testing.assert_array_equal(many, one)  # a key decides a pixel alone: bit for bit
+    one_volume, _ = run(1, amr, "volume", "auto")
+    on_gpu, said = run(size, amr, "volume", "gpu")
+    on_host, _ = run(size, amr, "volume", "host")
+    assert "COMPOSITING GPU over NCCL" in said
+    np.testing.assert_array_equal(on_gpu, on_host)  # the same math, the same order: the host path's bits
+    off, most = _channels_off(on_gpu, one_volume)
+    assert off <= 0.002, f"{off:.2%} of the channels differ from one rank's by more than 2 levels (most {most})"

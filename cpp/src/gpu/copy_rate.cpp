@@ -1,6 +1,7 @@
 #include "headrace/gpu/copy_rate.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -38,6 +39,30 @@ double pinned_copy_rate(int device, std::size_t size_bytes, unsigned repeats) {
     best_ms = i == 0 ? ms : std::min(best_ms, ms);
   }
   return static_cast<double>(size_bytes) / (static_cast<double>(best_ms) / 1e3);
+}
+
+namespace {
+std::size_t copy_size(std::size_t size_bytes) {
+  HEADRACE_EXPECT(size_bytes > 0, UsageError, "copies of 0 bytes");
+  return size_bytes;
+}
+}  // namespace
+
+PinnedCopies::PinnedCopies(int device, std::size_t size_bytes)
+    : device_(device),
+      host_((device_.make_current(), copy_size(size_bytes))),
+      target_(size_bytes) {
+  std::memset(host_.data(), 1, size_bytes);  // pages touched before the clock
+}
+
+double PinnedCopies::run(unsigned copies) const {
+  device_.make_current();
+  const auto& cuda = require_driver();
+  const auto started = std::chrono::steady_clock::now();
+  for (unsigned i = 0; i < copies; ++i)
+    check(cuda.cuMemcpyHtoDAsync(target_.pointer(), host_.data(), host_.size_bytes(), stream_.handle()), "cuMemcpyHtoDAsync");
+  stream_.synchronize();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 }  // namespace headrace::gpu

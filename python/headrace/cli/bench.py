@@ -29,6 +29,7 @@ from pathlib import Path
 import headrace
 from headrace._files import read_rows, replacing, write_rows
 from headrace.bench.cases import particles as study, scaling, streamlines as study_cases
+from headrace.workloads.compositing import COMPOSITING
 from headrace.bench.cases.streamlines import STUDIES
 from headrace.cli._output import console, count_progress
 from headrace.cli._particles import add_particle_space_arguments, expect_particle_container, particle_space
@@ -171,6 +172,11 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                     help="the stream's cache states, comma-separated (hot, cold, drop-all; default hot,cold); "
                          "render and play run hot")
     sc.add_argument("--frames", type=Integer(1, 10_000, "frames"), default=4, help="frames each render job draws (default 4)")
+    sc.add_argument("--workloads", type=Items(Word(scaling.WORKLOADS)), default=",".join(scaling.WORKLOADS),
+                    help=f"what to measure, comma-separated (default all: {','.join(scaling.WORKLOADS)})")
+    sc.add_argument("--compositing", type=Items(Word(COMPOSITING)), default="auto",
+                    help="sort-last compositing measured, comma-separated: auto (the GPUs over NCCL where they can), gpu, "
+                         "host (through host memory over MPI) (default auto)")
     sc.add_argument("--hot-bytes", type=Size(1, 1 << 50), default=8 << 30,
                     help="bytes a hot stream job delivers: the series played again until then (default 8G)")
     sc.add_argument("--repeats", type=Integer(1, 100), default=3, help="jobs per point; the median counts (default 3)")
@@ -189,7 +195,8 @@ def run_scaling(args: argparse.Namespace) -> int:
         expect_cache_state(cache, list(args.files))
     result = scaling.run_study(list(args.files), sorted(set(args.ranks)), str(device), list(dict.fromkeys(args.cache)),
                                args.frames, args.repeats, args.width, args.height, hot_bytes=args.hot_bytes,
-                               say=console.print)
+                               say=console.print, compositing=tuple(dict.fromkeys(args.compositing)),
+                               workloads=tuple(dict.fromkeys(args.workloads)))
     written = scaling.write(result, Path(args.out))
     if result["gpus"] < max(args.ranks) and device != "cpu":
         console.print(f"this machine has {result['gpus']} GPU(s): ranks beyond them shared GPUs, so these numbers say "

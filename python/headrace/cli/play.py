@@ -13,8 +13,10 @@ ahead into GPU slots through its read path, with GPU decompression; value ranges
 ratio to the render-only rate of the same renderer (the frame resident, measured in the same call), and
 the mean time per frame of each kind of work; ``--timeline`` draws them as a timeline, a lane per kind
 of work, and ``--record`` keeps them as JSON (``headrace plot RECORD.json`` draws it again). Under MPI
-(``mpirun -n N headrace play``) each rank plays its block of the frames on its own GPU; rank 0 reports
-its runs (the timeline is its own) and the job's frames per second over the slowest rank's time.
+(``mpirun -n N headrace play``) the job shares the frames as ``--distribute`` says (by default, said with
+why: each rank its block of the frames on its own GPU when there are enough frames, every frame shared by
+space and composited when a frame is too heavy for one GPU, else rank 0 alone); rank 0 reports its runs
+(the timeline is its own) and the job's frames per second over the slowest rank's time.
 ``--cache cold`` evicts the file from the page cache before each run; ``drop-all`` drops the whole
 cache (root).
 
@@ -28,12 +30,15 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import time
+from typing import Any
 
 from rich.console import Console
 
 import headrace
 from headrace import distributed, timeline
 from headrace._files import replacing
+from headrace.cli._many_ranks import add_many_rank_arguments
 from headrace.cli._output import console as shared_console
 from headrace.cli._shared import (
     Budget,
@@ -52,7 +57,9 @@ from headrace.cli._view_options import Camera, Colour, FrameRange, parse_frames
 from headrace.cli._volume_options import add_volume_arguments, volume_options
 from headrace.errors import UsageError
 from headrace.page_cache import CACHE_STATES, uncache, warm_page_cache
+from headrace.workloads.distribution import choose_distribution, frame_bytes
 from headrace.workloads.volume import STAGES, VolumeRenderer, is_volume
+from headrace.workloads.volume.sort_last import VolumeSlabs
 
 __all__ = ["register", "run"]
 
@@ -96,6 +103,7 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser.add_argument("--field", type=Name(), default=None,
                         help="the field to draw (default: the first float32 field of one component)")
     add_volume_arguments(parser)
+    add_many_rank_arguments(parser)
     add_budget_argument(parser, "seconds after which no new run starts (default none)")
     parser.set_defaults(func=run)
 
@@ -106,14 +114,25 @@ def run(args: argparse.Namespace) -> int:
     if not is_volume(ds):
         raise UsageError(f"{ds.path}: not a volume: play draws a grid (layout linear) or AMR (layout amr) field")
     job = distributed.ranks()
-    device = job.device(particle_device(args.device, "playing with"))
+    asked = particle_device(args.device, "playing with")
+    device = job.device(asked)  # this rank's GPU
     frames = list(parse_frames(args.frames, len(ds.frames)) if args.frames else range(len(ds.frames)))
     shown = frames[:: args.stride]
-    if job.size > 1:  # under MPI each rank plays its block of the frames on its own GPU
-        shown = [shown[k] for k in job.frames_of(len(shown))]
-        if not shown:
-            raise UsageError(f"{ds.path}: {len(frames[:: args.stride])} frames to play among {job.size} ranks: "
-                             "fewer ranks, or more frames")
+    spread = None
+    if job.size > 1:
+        spread = choose_distribution(args.distribute, job, frames=len(shown), frame_bytes=frame_bytes(ds, shown[:64]),
+                                     device=device)
+        if job.root:
+            shared_console.print(f"{job.size} ranks: {spread.describe()}")
+        if spread.how == "sort-last":
+            return _play_sort_last(args, ds, asked, shown * args.loops, stages)
+        if spread.how == "one" and not job.root:
+            return 0
+        if spread.how == "time":  # each rank plays its block of the frames on its own GPU
+            shown = [shown[k] for k in job.frames_of(len(shown))]
+            if not shown:
+                raise UsageError(f"{ds.path}: {len(frames[:: args.stride])} frames to play among {job.size} ranks: "
+                                 "fewer ranks, or more frames")
     order = shown * args.loops
     renderer = VolumeRenderer(ds, device=device, **volume_options(args))
     # The render-only rate of the same frames (up to 8 of them: frames differ in cost).
@@ -147,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         delivered = run["frames_shown"] * run["frame_bytes"] / run["seconds"] / 1e9
         console.print(f"  {stage:>8}: {run['fps']:.2f} frames/s{ratio} ({delivered:.2f} GB/s delivered over "
                       f"{run['seconds']:.2f} s)" + (" on rank 0" if job.size > 1 else ""))
-        if job.size > 1:
+        if spread is not None and spread.how == "time":
             everyone = job.gather({"frames": run["frames_shown"], "seconds": run["seconds"], "fps": run["fps"]})
             if everyone is not None:
                 slowest = max(r["seconds"] for r in everyone)
@@ -164,4 +183,50 @@ def run(args: argparse.Namespace) -> int:
     if args.timeline:
         timeline.draw_timeline(record, args.timeline)
         console.print(f"{args.timeline}: the timeline of {len(record['runs'])} runs")
+    return 0
+
+
+def _play_sort_last(args: argparse.Namespace, ds: Any, device: int | str, order: list[int], stages: list[Any]) -> int:
+    """Under MPI, every frame shared by space (a slab a rank, each on GPU ``device`` + its local rank) and
+    composited onto rank 0: the stage all only, one run; per frame its load (io) and its draw, wait and compositing (render), the job's frames per second."""
+    if stages != ["all"]:
+        raise UsageError("--distribute sort-last plays the stage all (each frame read by slabs through the engine)")
+    job = distributed.ranks()
+    slabs = VolumeSlabs(ds, device=device, compositing=args.compositing, **volume_options(args))
+    if args.cache == "hot":
+        warm_page_cache([ds.path])
+    how = uncache([ds.path], args.cache)
+    job.barrier()
+    began = time.perf_counter()
+    played: list[dict[str, Any]] = []
+    ends: list[tuple[float, float]] = []  # each frame's start and end, in seconds since the run began
+    for frame in order:
+        start = time.perf_counter()
+        _, stats = slabs.render(frame)
+        end = time.perf_counter()
+        loaded = start + stats["load_s"]
+        ends.append((start - began, end - began))
+        played.append({"frame": frame, "start": start - began, "end": end - began,
+                       "spans": {"io": [(start - began, loaded - began)], "render": [(loaded - began, end - began)]}})
+    job.barrier()
+    seconds = time.perf_counter() - began
+    steady = ends[1:] or ends  # the first frame fills the pipeline, as a single rank's run counts it
+    fps = len(steady) / max(steady[-1][1] - steady[0][0], 1e-9)
+    if not job.root:
+        return 0
+    bytes_per_frame = slabs.renderer.topology.cell_count * 4
+    run = {"stages": "all", "frames": played, "frames_shown": len(played), "seconds": seconds, "fps": fps,
+           "frame_bytes": bytes_per_frame, "render_only_fps": None, "cache": how or "hot",
+           "notes": f"sort-last: {job.size} ranks, a slab each, composited on {slabs.compositing}",
+           "job": {"ranks": job.size, "frames": len(played), "seconds": seconds}}
+    shared_console.print(f"{ds.path}: {len(played)} frames by {job.size} ranks, a slab each ({slabs.compositing}): "
+                         f"{fps:.2f} frames/s ({fps * bytes_per_frame / 1e9:.2f} GB/s delivered)")
+    record = {"format": timeline.FORMAT, "file": ds.path, "field": slabs.renderer.field,
+              "device": "cpu" if device == "cpu" else f"GPU {device}", "width": args.width, "height": args.height,
+              "frame_bytes": bytes_per_frame, "cache": args.cache, "runs": [run]}
+    if args.record:
+        with replacing(args.record) as partial, open(partial, "w") as out:
+            json.dump(record, out, indent=1)
+    if args.timeline:
+        timeline.draw_timeline(record, args.timeline)
     return 0

@@ -42,6 +42,7 @@ from typing import Any
 
 import headrace
 from headrace import distributed, imaging, tuning
+from headrace.cli._many_ranks import add_many_rank_arguments
 from headrace.cli._output import console, count_progress
 from headrace.cli._point_options import ColourOption, ColourSource, RadiusOption, given_point_options
 from headrace.cli._shared import (
@@ -59,7 +60,8 @@ from headrace.cli._view_options import MOST_FRAME, Camera, Colour, FrameRange, p
 from headrace.cli._volume_options import ValueRange, add_volume_arguments, volume_only_options, volume_options
 from headrace.errors import UsageError
 from headrace.workloads import particles
-from headrace.workloads.particles.sort_last import render_particles as render_particles_sort_last
+from headrace.workloads.distribution import choose_distribution, frame_bytes
+from headrace.workloads.particles.sort_last import ParticleShares
 from headrace.workloads.points import PointSetRenderer, draws_point_set
 from headrace.workloads.volume import VolumeRenderer, is_volume
 from headrace.workloads.volume.sort_last import VolumeSlabs
@@ -173,6 +175,7 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                         help="--colour-by: the values the colour map spans (default: the field's range over every "
                              "frame, from the file's index)")
     add_volume_arguments(parser)
+    add_many_rank_arguments(parser)
     add_budget_argument(parser, "a series: seconds after which no new frame starts (the frames drawn are kept, "
                                 "the animation holds them; default none)")
     parser.set_defaults(func=run)
@@ -197,6 +200,24 @@ def _check_folder_output(path: str) -> None:
         raise UsageError(f"--out {path}: {problem}")
 
 
+def _frames(args: argparse.Namespace, ds) -> range:
+    """The frames this process draws: --frame's, --frames', or its block of them when a job shares them by time."""
+    if getattr(args, "block", None):
+        return args.block
+    return range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
+
+
+def _series_start(args: argparse.Namespace, ds) -> int:
+    """The first frame asked for, whose box frames the camera of every rank's frames."""
+    return args.frame if args.frame is not None else parse_frames(args.frames, len(ds.frames)).start
+
+
+def _block(job: Any, count: int) -> tuple[int, int]:
+    """This rank's block (first, end) of ``count`` frames."""
+    mine = job.frames_of(count)
+    return (mine[0], mine[-1] + 1) if mine else (0, 0)
+
+
 def _write_image(path: str | Path, image: Any) -> None:
     """An image, its folder made first if missing (--out of --frame, as --frames makes its folder)."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -217,9 +238,9 @@ def run(args: argparse.Namespace) -> int:
     if args.frame is not None:
         args.frame = imaging.frame_of(ds, args.frame)
     device = particle_device(args.device, "drawing with")
-    where = "the CPU" if device == "cpu" else f"GPU {device}"
     point_options = given_point_options(args)
-    if is_volume(ds):
+    volume = is_volume(ds)
+    if volume:
         if point_options:
             named = ", ".join("--" + name.replace("_", "-") for name in point_options)
             raise UsageError(f"{named}: point-set options; {ds.path} is a volume (--tf and --range colour it)")
@@ -227,16 +248,29 @@ def run(args: argparse.Namespace) -> int:
                                                   ("--method", args.method)) if value is not None]
         if particle_only:
             raise UsageError(f"{', '.join(particle_only)}: particle options; {ds.path} is a volume")
-        if distributed.ranks().size > 1:
-            return _render_volume_sort_last(args, ds, device)
-        return _render_volume(args, ds, device, where)
-    if volume_only_options(args):
+    elif volume_only_options(args):
         hint = " (points take --colour-map and --colour-range with --colour-by)" if args.tf or args.range else ""
         raise UsageError(f"{', '.join(volume_only_options(args))}: volume options; {ds.path} holds particles{hint}")
-    if draws_point_set(ds, args.field, **point_options):
+    point_set = not volume and draws_point_set(ds, args.field, **point_options)
+    args.block = None  # this rank's frames when the job shares them by time
+    job = distributed.ranks()
+    if job.size > 1:
+        frames = _frames(args, ds)
+        spread = choose_distribution(args.distribute, job, frames=len(frames), frame_bytes=frame_bytes(ds, frames[:64]),
+                                     device=job.device(device), sort_last=not point_set)
+        if job.root:
+            console.print(f"{job.size} ranks: {spread.describe()}")
+        if spread.how == "sort-last":
+            return _render_volume_sort_last(args, ds, device) if volume else _render_particles_sort_last(args, ds, device)
+        args.block = frames[slice(*_block(job, len(frames)))] if spread.how == "time" else (frames if job.root else None)
+        if not args.block:
+            return 0  # nothing for this rank: rank 0 draws alone, or more ranks than frames
+        device = job.device(device) or device
+    where = "the CPU" if device == "cpu" else f"GPU {device}"
+    if volume:
+        return _render_volume(args, ds, device, where)
+    if point_set:
         return _render_points(args, ds, device, where, point_options)
-    if distributed.ranks().size > 1:
-        return _render_particles_sort_last(args, ds, device)
     codecs = ds.codecs
     tuned = tuning.default_configuration(device, codecs[0] if codecs else "none")
     profile_used = False
@@ -250,11 +284,11 @@ def run(args: argparse.Namespace) -> int:
     method = args.method or tuned["method"]
     batch = args.batch if args.batch is not None else tuned["batch"]
     segments = args.segments if args.segments is not None else tuned["segments"]
-    frames = range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
+    frames = _frames(args, ds)
     # One pipeline and one camera (framed on the first frame) for the whole series.
     renderer = particles.StreamingRenderer(ds, camera=args.camera, field=args.field or "particles", width=args.width, height=args.height,
                                         fov=args.fov, background=args.background, batch=batch, segments=segments,
-                                        threads=args.threads, method=method, device=device, camera_frame=frames.start,
+                                        threads=args.threads, method=method, device=device, camera_frame=_series_start(args, ds),
                                         **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
 
     def draw(frame: int, next_frame: int | None = None):
@@ -304,13 +338,10 @@ def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, 
         hint = " (--positions names the positions)" if args.field is not None else ""
         raise UsageError(f"{', '.join(streaming)}: options of a streamed particles record; {ds.path} is drawn as a "
                          f"point set from its fields{hint}")
-    if distributed.ranks().size > 1:
-        raise UsageError(f"{ds.path}: a point set is drawn by one process (under MPI only a particles record is "
-                         "shared among ranks)")
-    frames = range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
+    frames = _frames(args, ds)
     renderer = PointSetRenderer(ds, device=device, camera=args.camera, width=args.width, height=args.height,
                                        fov=args.fov, background=args.background, threads=args.threads,
-                                       camera_frame=frames.start, **options)
+                                       camera_frame=_series_start(args, ds), **options)
     console.print(f"{ds.path}: {renderer.points.describe()}")
 
     def draw(frame: int):
@@ -362,11 +393,10 @@ def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str)
     if ignored:
         raise UsageError(f"{', '.join(ignored)}: under MPI each rank reads its share of a frame with the engine's read "
                          "path and rank 0 writes one image a frame")
-    return _render_sort_last(
-        args, ds, lambda frame: render_particles_sort_last(
-            ds, frame, device=device, camera=args.camera, field=args.field or "particles", width=args.width,
-            height=args.height, fov=args.fov, background=args.background),
-        lambda s: f"{s['chunks']} chunks, {s['particles']} particles", "and composited by depth")
+    shares = ParticleShares(ds, device=device, camera=args.camera, field=args.field or "particles", width=args.width,
+                            height=args.height, fov=args.fov, background=args.background, compositing=args.compositing)
+    return _render_sort_last(args, ds, shares.render, lambda s: f"{s['chunks']} chunks, {s['particles']} particles",
+                             f"and composited by depth ({shares.compositing}, {shares.schedule})")
 
 
 def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
@@ -374,11 +404,11 @@ def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) ->
     rank 0, which writes the images (headrace.workloads.volume.sort_last): the single-rank images up to rounding."""
     if args.video is not None:
         raise UsageError("--video: under MPI rank 0 writes one image a frame")
-    slabs = VolumeSlabs(ds, device=device, **volume_options(args))
+    slabs = VolumeSlabs(ds, device=device, compositing=args.compositing, **volume_options(args))
     return _render_sort_last(
         args, ds, slabs.render,
         lambda s: f"region layers {s['layers'][0]} to {s['layers'][1]}, {s['chunks']} chunks, {s['cells']} cells",
-        "a slab each, composited front to back")
+        f"a slab each, composited front to back ({slabs.compositing})")
 
 
 def _render_sort_last(args: argparse.Namespace, ds, draw, share, how: str) -> int:
@@ -412,7 +442,7 @@ def _render_sort_last(args: argparse.Namespace, ds, draw, share, how: str) -> in
 def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) -> int:
     """A volume or AMR field: every frame through the engine into the renderer (the `all` stage of headrace
     play), one image each; a frame that fails to load stops the run with its error, no image for it."""
-    frames = [args.frame] if args.frame is not None else list(parse_frames(args.frames, len(ds.frames)))
+    frames = list(_frames(args, ds))
     if not 0 <= frames[0] < len(ds.frames):
         raise UsageError(f"--frame {frames[0]}: the file has frames 0 to {len(ds.frames) - 1}")
     renderer = VolumeRenderer(ds, device=device, **volume_options(args))

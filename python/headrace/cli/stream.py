@@ -102,7 +102,8 @@ def _stored_bytes(ds: headrace.Dataset, fields: list[str], frames: list[int] | N
 def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: list[dict]) -> int:
     """Rank 0 reports every rank's summary and the job's: the bytes of all over the slowest one's time."""
     frames = [f["frame"] for f in per_frame]
-    everyone = job.gather({**summary, "rank": job.rank, "local_rank": job.local_rank, "frames_played": frames,
+    cpus = distributed.placement(int(summary["device"])) if summary["device"] != "cpu" else ""
+    everyone = job.gather({**summary, "rank": job.rank, "local_rank": job.local_rank, "frames_played": frames, "cpus": cpus,
                            "per_frame": per_frame if args.stats or args.csv else None})
     if not job.root:
         return 0

@@ -4,10 +4,35 @@
 
 #include <cstddef>
 
+#include "headrace/gpu/device.hpp"
+#include "headrace/gpu/memory.hpp"
+#include "headrace/gpu/stream.hpp"
+
 namespace headrace::gpu {
 
 // Bytes per second of the fastest of `repeats` asynchronous copies of `size_bytes` from page-locked
 // host memory into device memory on GPU `device`, timed by CUDA events (one copy first, untimed).
 [[nodiscard]] double pinned_copy_rate(int device, std::size_t size_bytes, unsigned repeats);
+
+}  // namespace headrace::gpu
+
+namespace headrace::gpu {
+
+// Back-to-back pinned host-to-device copies on one GPU, timed by the wall clock: what several GPUs copying
+// at once reach together (the host's ceiling for N GPUs: `headrace bench scaling` starts one a rank,
+// together). The buffers are made and touched up front.
+class PinnedCopies {
+ public:
+  PinnedCopies(int device, std::size_t size_bytes);
+  // Seconds for `copies` copies of size_bytes, issued on one stream and waited for.
+  [[nodiscard]] double run(unsigned copies) const;
+  [[nodiscard]] std::size_t size_bytes() const noexcept { return host_.size_bytes(); }
+
+ private:
+  Device device_;
+  PinnedBuffer host_;
+  DeviceBuffer target_;
+  Stream stream_;
+};
 
 }  // namespace headrace::gpu

@@ -62,6 +62,11 @@ std::vector<std::uint32_t> FrameSession::image(gpu::CUstream stream) const { ret
 
 std::vector<std::uint64_t> FrameSession::keys(gpu::CUstream stream) const { return gpu_ ? gpu_->keys(stream) : cpu_->keys(); }
 
+const GpuRenderer& FrameSession::gpu_renderer() const {
+  HEADRACE_EXPECT(gpu_.has_value(), UsageError, "the CPU reference renderer draws into host memory, not a GPU's");
+  return *gpu_;
+}
+
 std::vector<std::uint32_t> render_reference(std::span<const Particle> particles, const Camera& camera, std::uint32_t background,
                                             std::uint64_t batch_particles, unsigned threads) {
   HEADRACE_EXPECT(batch_particles > 0, UsageError, "batches need at least one particle");

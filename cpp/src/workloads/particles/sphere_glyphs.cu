@@ -26,3 +26,18 @@ extern "C" __global__ void headrace_clear_frame(std::uint64_t* keys, std::uint32
     rgba[i] = background;
   }
 }
+
+// Sort-last: per pixel, an image (keys, rgba) merged with `others` more (other_keys, other_rgba: `stride`
+// pixels apart) into the first `pixels` of out_rgba, and of out_keys when a later round merges again;
+// out may be the first image itself.
+extern "C" __global__ void headrace_depth_merge(const std::uint64_t* keys, const std::uint32_t* rgba, const std::uint64_t* other_keys,
+                                                const std::uint32_t* other_rgba, std::int32_t others, std::uint64_t stride,
+                                                std::uint64_t pixels, std::uint64_t* out_keys, std::uint32_t* out_rgba) {
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= pixels) return;
+  std::uint64_t key = keys[i];
+  std::uint32_t colour = rgba[i];
+  for (std::int32_t k = 0; k < others; ++k) hp::depth_merge(key, colour, other_keys[i + stride * k], other_rgba[i + stride * k]);
+  if (out_keys != nullptr) out_keys[i] = key;
+  out_rgba[i] = colour;
+}

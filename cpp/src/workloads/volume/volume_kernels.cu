@@ -68,3 +68,15 @@ extern "C" __global__ void headrace_volume_render_layer(hv::VolumeView v, hv::Ca
   const hv::Shaded acc = hv::march(v, camera, x, y);
   reinterpret_cast<float4*>(rgba)[x + static_cast<long long>(camera.width) * y] = make_float4(acc.r, acc.g, acc.b, acc.a);
 }
+
+// Sort-last: `count` slabs' layers of a band of rows (premultiplied RGBA, `stride` floats apart, in slab
+// order along z) composited front to back over the background (composite_slabs): `pixels` pixels from
+// row first_row of the camera's image.
+extern "C" __global__ void headrace_volume_composite(const float* layers, std::int32_t count, std::uint64_t stride, hv::Camera camera,
+                                                     std::int32_t first_row, std::uint64_t pixels, unsigned background, unsigned* out) {
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= pixels) return;
+  const auto x = static_cast<std::int32_t>(i % static_cast<std::uint64_t>(camera.width));
+  const auto y = first_row + static_cast<std::int32_t>(i / static_cast<std::uint64_t>(camera.width));
+  out[i] = hv::over_background(hv::composite_slabs(layers + 4 * i, count, stride, camera.ray_z(x, y)), background);
+}

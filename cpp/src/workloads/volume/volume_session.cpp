@@ -97,9 +97,18 @@ void VolumeSession::share_slab(RegionSlab slab, std::span<const ElementRun> held
 }
 
 std::vector<float> VolumeSession::render_layer_device(gpu::CUdeviceptr scalars, const Camera& camera, gpu::CUstream stream) {
+  draw_layer_device(scalars, camera, stream);
+  return gpu_->layer(stream);
+}
+
+void VolumeSession::draw_layer_device(gpu::CUdeviceptr scalars, const Camera& camera, gpu::CUstream stream) {
   expect_prepared(), expect_gpu();
   gpu_->render_layer(scalars, *resident_, camera, stream);
-  return gpu_->layer(stream);
+}
+
+gpu::CUdeviceptr VolumeSession::layer_pointer() const {
+  expect_gpu();
+  return gpu_->layer_pointer();
 }
 
 std::vector<float> VolumeSession::render_layer_host(std::span<const float> scalars, const Camera& camera) {

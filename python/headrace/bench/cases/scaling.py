@@ -10,12 +10,23 @@ user runs it:
   block of frames into its GPU (``--device cpu``: host memory); the job's bytes delivered over its slowest
   rank's time. Hot: the file read once first, the series played ``--loop`` times, about ``--hot-bytes``;
   cold: evicted (``drop-all``: the machine's page cache dropped, root) before each repeat, played once;
-- ``render`` (every file): ``headrace.workloads.particles.sort_last.render_particles`` or ``headrace.workloads.volume.sort_last.render_volume`` of ``--frames``
-  frames, one after the other, every rank its share of each frame, composited on rank 0: frames per
-  second over the job's time, and per frame the slowest rank's load and draw times, its wait for the
-  others (a barrier before compositing) and the compositing itself;
+- ``stream-python`` (every file, hot): one process a GPU, each streaming the whole file into its GPU with
+  ``ds.stream(device=d)`` (the Python API's defaults) about ``--hot-bytes``, started together: every
+  process's bytes over the slowest one's time (what the command's MPI path is held to);
+- ``render`` (every file): :class:`ParticleShares` or :class:`VolumeSlabs` (set up once, as the command
+  does) drawing ``--frames`` frames, one after the other, every rank its share of each frame, composited
+  on rank 0 by each ``--compositing`` (``auto``: the GPUs over NCCL where they can; ``host``: through host
+  memory over MPI): frames per second over the job's time, and per frame the slowest rank's load and draw
+  times, its wait for the others (a barrier before compositing) and the compositing itself;
+- ``render-auto`` (every file): the same frames as ``mpirun -n N headrace render FILE --frame F`` with its
+  defaults (``--distribute auto``) takes them: sort-last, or rank 0 alone, as it chooses (recorded);
 - ``play`` (volume files): ``headrace play FILE --stages all --render-only 0 --record``, each rank its block
   of frames: the job's frames over its slowest rank's time.
+
+The host's ceilings are measured in the same call, once per job size: ``pinned`` (N processes, one a GPU,
+copying from page-locked buffers at once: the most a hot stream can deliver) and ``page-cache-memcpy``
+(threads copying a hot file's pages out of the page cache: what a path that copies before it DMAs is
+held to). Each stream point is stated against min(N x the one-rank point, the pinned ceiling at N).
 
 Ranks take GPUs by local rank (``headrace.distributed``); on a machine with fewer GPUs than ranks they
 share them, so only a machine of N GPUs says how headrace scales to N GPUs: ``scaling.json`` records the
@@ -40,38 +51,45 @@ import headrace
 from headrace import _ext
 from headrace._files import replacing
 from headrace.bench.harness import Stopwatch, uncache, warm_page_cache, write_rows
-from headrace.distributed import fail_together, ranks
+from headrace.distributed import Ranks, fail_together, ranks
 from headrace.errors import UsageError
-from headrace.workloads.particles.sort_last import render_particles
+from headrace.workloads.compositing import COMPOSITING
+from headrace.workloads.distribution import choose_distribution, frame_bytes
+from headrace.workloads.particles.sort_last import ParticleShares
 from headrace.workloads.volume import VolumeSlabs, is_volume
 
 __all__ = ["main", "run_study", "worker_render"]
 
 MOST_LOOPS = 10_000  # headrace stream --loop
+WORKLOADS = ("stream", "stream-python", "render", "render-auto", "play")
 RESULT = "SCALING-RESULT "  # rank 0's line of a worker's output
 # Open MPI starts more ranks than cores only when told; as root only when told twice. MPICH ignores these.
 MPI_ENVIRONMENT = {"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_ALLOW_RUN_AS_ROOT": "1",
                    "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
 
 
-def worker_render(path: str, device: str, frames: int, width: int, height: int) -> dict[str, Any] | None:
-    """Under mpiexec: ``frames`` frames drawn by every rank and composited; the job's numbers on rank 0."""
+def worker_render(path: str, device: str, frames: int, width: int, height: int, compositing: str = "auto",
+                  distribute: str = "sort-last") -> dict[str, Any] | None:
+    """Under mpiexec: ``frames`` frames drawn by every rank and composited (``distribute`` sort-last), or as
+    ``--distribute auto`` chooses for one frame; the job's numbers on rank 0."""
     job = ranks()
     ds = headrace.open(path)
     given: int | str = "cpu" if device == "cpu" else int(device)
-    if is_volume(ds):
-        slabs = VolumeSlabs(ds, device=given, width=width, height=height)  # set up once, as the CLI does
-        draw = slabs.render
-    else:
-        def draw(frame: int) -> tuple[Any, dict[str, Any]]:
-            return render_particles(ds, frame, device=given, width=width, height=height)
     chosen = [f % len(ds.frames) for f in range(frames)]
-    draw(chosen[0])  # first touch, not timed
+    spread = choose_distribution(distribute, job, frames=1, frame_bytes=frame_bytes(ds, chosen[:1]), device=job.device(given))
+    alone = spread.how != "sort-last" and job.size > 1  # rank 0 draws whole frames, the others idle
+    if is_volume(ds):
+        painter: Any = VolumeSlabs(ds, device=given, width=width, height=height, compositing=compositing) if not alone else None
+    else:
+        painter = ParticleShares(ds, device=given, width=width, height=height, compositing=compositing) if not alone else None
+    if alone:
+        return _worker_alone(ds, given, chosen, width, height, spread.describe())
+    painter.render(chosen[0])  # first touch (and NCCL's connections), not timed
     per_frame = []
     job.barrier()
     watch = Stopwatch()
     for frame in chosen:
-        _, stats = draw(frame)
+        _, stats = painter.render(frame)
         per_frame.append(job.gather(stats))
     job.barrier()
     seconds = watch.seconds()
@@ -80,7 +98,101 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int) 
     slowest = {key: [max(s[key] for s in everyone) for everyone in per_frame]  # type: ignore[union-attr]
                for key in ("load_s", "draw_s", "wait_s", "composite_s")}
     return {"ranks": job.size, "frames": len(chosen), "seconds": seconds, "fps": len(chosen) / seconds,
+            "compositing": painter.compositing, "schedule": getattr(painter, "schedule", "direct-send"),
+            "distribution": spread.describe(),
             **{f"{key}_median": statistics.median(values) for key, values in slowest.items()}}
+
+
+def _worker_alone(ds: Any, device: int | str, frames: list[int], width: int, height: int, chosen: str) -> dict[str, Any] | None:
+    """Rank 0 draws the frames whole (a one-rank job's renderer, set up once), the other ranks wait."""
+    job = ranks()
+    result = None
+    if job.root:
+        alone = Ranks()  # a job of its own: its share is the whole frame
+        if is_volume(ds):
+            whole: Any = VolumeSlabs(ds, device=device, width=width, height=height, job=alone)
+        else:
+            whole = ParticleShares(ds, device=device, width=width, height=height, job=alone)
+        whole.render(frames[0])
+        watch = Stopwatch()
+        for frame in frames:
+            whole.render(frame)
+        seconds = watch.seconds()
+        result = {"ranks": job.size, "frames": len(frames), "seconds": seconds, "fps": len(frames) / seconds,
+                  "compositing": "none", "schedule": "none", "distribution": chosen,
+                  **{f"{key}_median": 0.0 for key in ("load_s", "draw_s", "wait_s", "composite_s")}}
+    job.barrier()
+    return result
+
+
+def worker_stream(path: str, device: str, loop: int) -> dict[str, Any] | None:
+    """Under mpiexec: every rank streams the whole file ``loop`` times into its GPU with ``ds.stream`` (one
+    process a GPU, the Python API's defaults), all starting together; the job's rate on rank 0."""
+    job = ranks()
+    ds = headrace.open(path)
+    target = job.device("cpu" if device == "cpu" else int(device))
+    stream = ds.stream(device=target, loop=loop)
+    delivered = 0
+    job.barrier()
+    watch = Stopwatch()
+    for frame in stream:
+        if target != "cpu":
+            frame.wait()
+        delivered += stream.history[-1].raw_bytes
+        frame.release()
+    seconds = watch.seconds()
+    stream.close()
+    everyone = job.gather((delivered, seconds))
+    if everyone is None:
+        return None
+    slowest = max(s for _, s in everyone)
+    total = sum(b for b, _ in everyone)
+    return {"gbps": total / slowest / 1e9, "seconds": slowest, "bytes": total}
+
+
+PINNED_BYTES = 1 << 30
+PINNED_COPIES = 8
+
+
+def worker_ceiling(device: str) -> dict[str, Any] | None:
+    """Under mpiexec: every rank copies PINNED_COPIES x 1 GiB from page-locked memory into its GPU, all at
+    once (after a barrier); the job's bytes over the slowest rank's time on rank 0."""
+    job = ranks()
+    copies = _ext.PinnedCopies(int(job.device(int(device))), PINNED_BYTES)  # type: ignore[arg-type]
+    copies.run(1)
+    job.barrier()
+    seconds = copies.run(PINNED_COPIES)
+    everyone = job.gather(seconds)
+    if everyone is None:
+        return None
+    return {"gbps": job.size * PINNED_COPIES * PINNED_BYTES / max(everyone) / 1e9, "seconds": max(everyone)}
+
+
+def page_cache_memcpy_gbps(path: str, threads: int) -> float:
+    """Threads copying a hot file's pages (mapped) into memory of their own: the best of three passes."""
+    import mmap
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    warm_page_cache([path])
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        source = np.frombuffer(mapped, dtype=np.uint8)
+        pieces = np.array_split(np.arange(source.size, dtype=np.int64)[:: max(1, source.size // (threads * 64))], threads)
+        bounds = [(int(p[0]), int(pieces[k + 1][0]) if k + 1 < len(pieces) else source.size) for k, p in enumerate(pieces) if p.size]
+        target = np.empty_like(source)
+
+        def copy(bound: tuple[int, int]) -> None:
+            np.copyto(target[bound[0]:bound[1]], source[bound[0]:bound[1]])
+
+        best = 0.0
+        with ThreadPoolExecutor(threads) as pool:
+            for _ in range(3):
+                watch = Stopwatch()
+                list(pool.map(copy, bounds))
+                best = max(best, source.size / watch.seconds() / 1e9)
+        del source, target
+    return best
 
 
 def _gpus() -> int:
@@ -110,13 +222,18 @@ def _stream(path: str, ranks: int, device: str, loop: int, timeout: float) -> di
             "bytes_from_disk": job["bytes_from_disk"], "frames": job["frames"]}
 
 
-def _render(path: str, ranks: int, device: str, frames: int, width: int, height: int, timeout: float) -> dict[str, Any]:
-    out = _run(["-m", "headrace.bench.cases.scaling", "--worker", path, "--device", device, "--frames", str(frames),
-                "--width", str(width), "--height", str(height)], ranks, timeout)
+def _worker(ranks: int, timeout: float, *arguments: str) -> dict[str, Any]:
+    out = _run(["-m", "headrace.bench.cases.scaling", *arguments], ranks, timeout)
     lines = [line for line in out.splitlines() if line.startswith(RESULT)]
     if not lines:
-        raise RuntimeError(f"the render worker said no result: {out[-2000:]}")
+        raise RuntimeError(f"the worker ({' '.join(arguments)}) said no result: {out[-2000:]}")
     return json.loads(lines[-1][len(RESULT):])
+
+
+def _render(path: str, ranks: int, device: str, frames: int, width: int, height: int, timeout: float,
+            compositing: str = "auto", distribute: str = "sort-last") -> dict[str, Any]:
+    return _worker(ranks, timeout, "--worker", path, "--device", device, "--frames", str(frames), "--width", str(width),
+                   "--height", str(height), "--compositing", compositing, "--distribute", distribute)
 
 
 def _play(path: str, ranks: int, device: str, width: int, height: int, timeout: float) -> dict[str, Any]:
@@ -130,10 +247,21 @@ def _play(path: str, ranks: int, device: str, width: int, height: int, timeout: 
 
 
 def run_study(files: list[str], ranks: list[int], device: str, caches: list[str], frames: int, repeats: int,
-              width: int, height: int, hot_bytes: int = 8 << 30, timeout: float = 600.0, say=print) -> dict[str, Any]:
-    """Every point, ``repeats`` times each; the median repeat is the point's value."""
+              width: int, height: int, hot_bytes: int = 8 << 30, timeout: float = 600.0, say=print,
+              compositing: tuple[str, ...] = ("auto",), workloads: tuple[str, ...] = WORKLOADS) -> dict[str, Any]:
+    """The host's ceilings, then every point, ``repeats`` times each; the median repeat is the point's value."""
     gpus = _gpus()
     points: list[dict[str, Any]] = []
+    ceilings: dict[str, Any] = {"pinned_gbps": {}, "page_cache_memcpy_gbps": None}
+    if device != "cpu":
+        for n in ranks:
+            runs = sorted(_worker(n, timeout, "--ceiling", "--device", device)["gbps"] for _ in range(repeats))
+            ceilings["pinned_gbps"][n] = runs[len(runs) // 2]
+            say(f"ceiling pinned H2D, {n} GPU(s) at once: {ceilings['pinned_gbps'][n]:.1f} GB/s")
+    threads = min(32, os.cpu_count() or 1)
+    ceilings["page_cache_memcpy_gbps"] = page_cache_memcpy_gbps(max(files, key=os.path.getsize), threads)
+    ceilings["page_cache_memcpy_threads"] = threads
+    say(f"ceiling memcpy out of the page cache, {threads} threads: {ceilings['page_cache_memcpy_gbps']:.1f} GB/s")
 
     def record(workload: str, path: str, n: int, cache: str, runs: list[dict[str, Any]], key: str) -> None:
         middle = sorted(runs, key=lambda r: r[key])[len(runs) // 2]
@@ -144,7 +272,7 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
     for path in files:
         volume = is_volume(headrace.open(path))
         for n in ranks:
-            for cache in caches:
+            for cache in caches if "stream" in workloads else ():
                 runs = []
                 # Hot: the series played until about hot_bytes have gone (a job of a few ms times little but
                 # its start); cold: once, each frame read from the disk once.
@@ -154,16 +282,28 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
                     runs.append({**_stream(path, n, device, loop, timeout), "cache_method": method, "loop": loop})
                 record("stream", path, n, cache, runs, "gbps")
             warm_page_cache([path])
-            record("render", path, n, "hot", [_render(path, n, device, frames, width, height, timeout) for _ in range(repeats)],
-                   "fps")
-            if volume:
+            hot_loop = min(MOST_LOOPS, max(1, -(-hot_bytes // os.path.getsize(path))))
+            if "stream-python" in workloads:
+                record("stream-python", path, n, "hot", [_worker(n, timeout, "--stream", path, "--device", device, "--loop",
+                                                                 str(hot_loop)) for _ in range(repeats)], "gbps")
+            for how in compositing if "render" in workloads else ():
+                record("render" if how == "auto" else f"render-{how}", path, n, "hot",
+                       [_render(path, n, device, frames, width, height, timeout, how) for _ in range(repeats)], "fps")
+            if "render-auto" in workloads:
+                record("render-auto", path, n, "hot",
+                       [_render(path, n, device, frames, width, height, timeout, "auto", "auto") for _ in range(repeats)], "fps")
+            if volume and "play" in workloads:
                 record("play", path, n, "hot", [_play(path, n, device, width, height, timeout) for _ in range(repeats)], "fps")
     for p in points:  # against N x the one-rank point of the same workload, file and cache
         one = next((q for q in points if q["ranks"] == 1 and all(q[k] == p[k] for k in ("workload", "file", "cache"))), None)
-        key = "gbps" if p["workload"] == "stream" else "fps"
+        key = "gbps" if p["workload"].startswith("stream") else "fps"
         p["over_n_x_one"] = p[key] / (p["ranks"] * one[key]) if one and one[key] else None
+        ceiling = ceilings["pinned_gbps"].get(p["ranks"])
+        if key == "gbps" and p["cache"] == "hot" and one and ceiling:
+            p["ceiling_gbps"] = min(p["ranks"] * one[key], ceiling)
+            p["over_ceiling"] = p[key] / p["ceiling_gbps"]
     return {"device": device, "gpus": gpus, "ranks": ranks, "frames": frames, "width": width, "height": height,
-            "repeats": repeats, "hot_bytes": hot_bytes, "points": points}
+            "repeats": repeats, "hot_bytes": hot_bytes, "ceilings": ceilings, "points": points}
 
 
 def plot(result: dict[str, Any], path: str) -> None:
@@ -175,19 +315,25 @@ def plot(result: dict[str, Any], path: str) -> None:
 
     points = result["points"]
     figure, (rate, fps, split) = plt.subplots(1, 3, figsize=(15, 4.2))
-    for (file, cache) in sorted({(p["file"], p["cache"]) for p in points if p["workload"] == "stream"}):
-        row = sorted((p for p in points if p["workload"] == "stream" and p["file"] == file and p["cache"] == cache),
+    streams = sorted({(p["workload"], p["file"], p["cache"]) for p in points if p["workload"].startswith("stream")})
+    for (workload, file, cache) in streams:
+        row = sorted((p for p in points if p["workload"] == workload and p["file"] == file and p["cache"] == cache),
                      key=lambda p: p["ranks"])
         n = [p["ranks"] for p in row]
-        line = rate.plot(n, [p["gbps"] for p in row], "o-", label=f"{file} {cache}")[0]
+        line = rate.plot(n, [p["gbps"] for p in row], "o-", label=f"{workload} {file} {cache}")[0]
         rate.plot(n, [row[0]["gbps"] * k / row[0]["ranks"] for k in n], ":", color=line.get_color())
+    pinned = result.get("ceilings", {}).get("pinned_gbps", {})
+    if pinned:
+        n = sorted(int(k) for k in pinned)
+        rate.plot(n, [pinned[k] if k in pinned else pinned[str(k)] for k in n], "k--", label="pinned H2D, N GPUs at once")
     rate.set(xlabel="ranks", ylabel="GB/s delivered (the job)", title="stream (dotted: N x one rank)")
-    for (workload, file) in sorted({(p["workload"], p["file"]) for p in points if p["workload"] != "stream"}):
+    for (workload, file) in sorted({(p["workload"], p["file"]) for p in points if not p["workload"].startswith("stream")}):
         row = sorted((p for p in points if p["workload"] == workload and p["file"] == file), key=lambda p: p["ranks"])
         fps.plot([p["ranks"] for p in row], [p["fps"] for p in row], "o-", label=f"{workload} {file}")
     fps.set(xlabel="ranks", ylabel="frames/s", title="render (sort-last) and play (by time)")
-    renders = sorted((p for p in points if p["workload"] == "render"), key=lambda p: (p["file"], p["ranks"]))
-    labels = [f"{p['file']}\n{p['ranks']}" for p in renders]
+    renders = sorted((p for p in points if p["workload"].startswith("render") and p["workload"] != "render-auto"),
+                     key=lambda p: (p["file"], p["workload"], p["ranks"]))
+    labels = [f"{p['file']}\n{p['workload'][7:] or 'auto'} {p['ranks']}" for p in renders]
     bottom = [0.0] * len(renders)
     for key, name in (("load_s_median", "load"), ("draw_s_median", "draw"), ("wait_s_median", "wait"),
                       ("composite_s_median", "composite")):
@@ -209,15 +355,26 @@ def plot(result: dict[str, Any], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--worker", metavar="FILE", help=argparse.SUPPRESS)
+    parser.add_argument("--stream", metavar="FILE", help=argparse.SUPPRESS)
+    parser.add_argument("--ceiling", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--loop", type=int, default=1)
+    parser.add_argument("--compositing", choices=COMPOSITING, default="auto")
+    parser.add_argument("--distribute", default="sort-last")
     parser.add_argument("--device", default="0")
     parser.add_argument("--frames", type=int, default=4)
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--height", type=int, default=768)
     args = parser.parse_args(argv)
-    if not args.worker:
+    if not (args.worker or args.stream or args.ceiling):
         parser.error("run the study as headrace bench scaling")
     with fail_together("bench scaling"):
-        result = worker_render(args.worker, args.device, args.frames, args.width, args.height)
+        if args.ceiling:
+            result = worker_ceiling(args.device)
+        elif args.stream:
+            result = worker_stream(args.stream, args.device, args.loop)
+        else:
+            result = worker_render(args.worker, args.device, args.frames, args.width, args.height, args.compositing,
+                                   args.distribute)
     if result is not None:
         print(RESULT + json.dumps(result), flush=True)
     return 0

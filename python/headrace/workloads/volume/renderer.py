@@ -161,6 +161,18 @@ class VolumeRenderer:
         self._native.prepare_host(flat)
         return self._native.render_layer_host(flat, self.camera)
 
+    def draw_layer(self, scalars: Any, stream: int = 0) -> None:
+        """Like :meth:`layer_of` on a GPU, the layer left in the renderer's GPU memory for :meth:`composited`."""
+        if self.ordinal < 0:
+            raise UsageError("draw_layer leaves the layer in GPU memory: the CPU reference has none (layer_of)")
+        self._native.prepare_device(scalars.pointer, stream)
+        self._native.draw_layer_device(scalars.pointer, self.camera, stream)
+
+    def composited(self, compositor: Any, stream: int = 0) -> np.ndarray | None:
+        """The layer :meth:`draw_layer` drew composited with every rank's by ``compositor``
+        (``_ext.LayerCompositor``, collective): the image on rank 0, None elsewhere."""
+        return compositor.composite(self._native, self.camera, stream)
+
     def play(self, frames: Iterable[int], *, stages: str = "all", on_image: Callable[[int, np.ndarray], bool] | None = None,
              slots: int = 3, **engine_options: Any) -> dict[str, Any]:
         """Seed 003's animation loop over ``frames`` (any order, strides, jumps) with the steps of ``stages``

@@ -11,6 +11,9 @@ Compositing is direct send: each rank owns a band of image rows, receives every 
 (an all-to-all), composites them front to back in each ray's order along z (``_ext.composite_layers``,
 the math the renderer shares with its kernels) and rank 0 gathers the bands. The image equals the
 single-rank image up to rounding (the tests hold it to 2 levels on all but 0.2 % of the channels).
+When every rank draws on a GPU of its own and NCCL loads, the layers never leave the GPUs: the same
+direct send runs over NCCL and a kernel composites each band (``_ext.LayerCompositor``), and only the
+image comes to rank 0's host, equal to the host path's bit for bit.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from headrace import _ext
 from headrace.distributed import Ranks, ranks
 from headrace.imaging import expect_frame
 from headrace.workloads.chunks import frame_chunks, read_chunks
+from headrace.workloads.compositing import choose_compositing
 from headrace.workloads.volume.renderer import VolumeRenderer
 
 __all__ = ["chunks_holding", "composite_front_to_back", "VolumeSlabs", "render_volume"]
@@ -76,10 +80,14 @@ class VolumeSlabs:
     """A volume or AMR field drawn by every rank of the job, a slab each, and composited front to back: the
     renderer, this rank's slab and the runs of a frame it needs set up once, for every frame drawn.
     ``options`` are :class:`headrace.workloads.volume.VolumeRenderer`'s (mode, tf, opacity, camera, width, height,
-    ...), the same on every rank. With one rank its slab is the whole grid."""
+    ...), the same on every rank. With one rank its slab is the whole grid. ``compositing``: ``auto`` (on the
+    GPUs over NCCL when every rank has its own GPU and NCCL, else through host memory over MPI), ``gpu`` or
+    ``host`` (:mod:`headrace.workloads.compositing`); ``job``: the ranks that share the frames (default: the
+    whole job; ``Ranks()``: this process alone)."""
 
-    def __init__(self, source: Any, *, device: int | str | None = "cpu", field: str | None = None, **options: Any) -> None:
-        self.job = ranks()
+    def __init__(self, source: Any, *, device: int | str | None = "cpu", field: str | None = None, compositing: str = "auto",
+                 job: Ranks | None = None, **options: Any) -> None:
+        self.job = job or ranks()
         self.dataset = source if hasattr(source, "read") else headrace.open(os.fspath(source))
         given = self.job.device(device)
         self.ordinal = None if given in (None, "cpu") else int(given)  # type: ignore[arg-type]  # a GPU number here
@@ -89,6 +97,11 @@ class VolumeSlabs:
         self.layers = (int(first), int(last))
         self._runs = self.renderer.topology.slab_cells(first, last)
         self._held: np.ndarray | None = None
+        self.communicator, self.compositing = choose_compositing(self.job, self.ordinal, compositing)
+        self._stream = self._compositor = None
+        if self.communicator is not None and self.ordinal is not None:
+            self._stream = _ext.CudaStream(self.ordinal)
+            self._compositor = _ext.LayerCompositor(self.communicator, self.renderer.camera, self.renderer.background)
 
     def render(self, frame: int) -> tuple[np.ndarray | None, dict[str, Any]]:
         """Frame ``frame``: (the image on rank 0, None elsewhere; this rank's statistics, the times of its load,
@@ -103,21 +116,30 @@ class VolumeSlabs:
         cells = int(held[:, 1].sum()) if len(held) else 0
         buffer = read_chunks(ds, frame, renderer.field, positions, self.ordinal, cells * 4)
         loaded = time.perf_counter()
-        layer = renderer.layer_of(buffer if self.ordinal is not None else buffer.view(np.float32)[:cells])
+        layer = None  # on the GPUs, the layer stays in the renderer's GPU memory
+        if self._compositor is not None and self._stream is not None:
+            renderer.draw_layer(buffer, self._stream.handle)
+            self._stream.synchronize()
+        else:
+            layer = renderer.layer_of(buffer if self.ordinal is not None else buffer.view(np.float32)[:cells])
         drawn = time.perf_counter()
         job.barrier()  # what compositing costs, apart from waiting for the slowest rank's draw
         ready = time.perf_counter()
-        image = composite_front_to_back(job, layer, renderer.camera, renderer.background)
+        if layer is None and self._compositor is not None and self._stream is not None:
+            image = renderer.composited(self._compositor, self._stream.handle)
+        else:
+            assert layer is not None
+            image = composite_front_to_back(job, layer, renderer.camera, renderer.background)
         done = time.perf_counter()
         stats = {"rank": job.rank, "ranks": job.size, "layers": self.layers, "chunks": len(positions), "cells": cells,
                  "load_s": loaded - started, "draw_s": drawn - loaded, "wait_s": ready - drawn, "composite_s": done - ready,
-                 "device": "cpu" if self.ordinal is None else self.ordinal}
+                 "device": "cpu" if self.ordinal is None else self.ordinal, "compositing": self.compositing}
         return image, stats
 
 
 def render_volume(source: Any, frame: int = 0, *, device: int | str | None = "cpu", field: str | None = None,
-                  **options: Any) -> tuple[np.ndarray | None, dict[str, Any]]:
+                  compositing: str = "auto", **options: Any) -> tuple[np.ndarray | None, dict[str, Any]]:
     """Frame ``frame`` of a volume or AMR field drawn by every rank of the job, a slab each, and composited
     front to back (:class:`VolumeSlabs`, set up for this one frame): (the image on rank 0, None elsewhere;
     this rank's statistics)."""
-    return VolumeSlabs(source, device=device, field=field, **options).render(frame)
+    return VolumeSlabs(source, device=device, field=field, compositing=compositing, **options).render(frame)

@@ -43,6 +43,8 @@ class FrameSession {
   [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
   [[nodiscard]] std::vector<std::uint64_t> keys(gpu::CUstream stream) const;
   [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
+  // The GPU renderer (sort-last compositing reads its frame buffer where it lies); UsageError on the CPU reference.
+  [[nodiscard]] const GpuRenderer& gpu_renderer() const;
 
  private:
   Camera camera_;

@@ -34,6 +34,10 @@ class GpuRenderer {
   // what sort-last compositing of several renderers' images compares.
   [[nodiscard]] std::vector<std::uint64_t> keys(gpu::CUstream stream) const;
 
+  // The frame buffer in GPU memory (keys, then colours), for sort-last compositing on the GPU.
+  [[nodiscard]] gpu::CUdeviceptr keys_pointer() const noexcept { return keys_.pointer(); }
+  [[nodiscard]] gpu::CUdeviceptr image_pointer() const noexcept { return rgba_.pointer(); }
+
   [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
   [[nodiscard]] int device() const noexcept { return device_.ordinal(); }
   // Makes its GPU's context current on the calling thread (before allocating beside it).

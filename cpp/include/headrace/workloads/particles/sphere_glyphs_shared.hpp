@@ -167,4 +167,11 @@ HEADRACE_HD inline void color_pass(const Camera& camera, const Particle& record,
     }
 }
 
+// Sort-last: one pixel of another renderer's image merged into this one's, the nearer key winning. Every
+// renderer cleared to the same background, so where none drew the pixel stays the background; keys never
+// tie across renderers (a particle is drawn by one).
+HEADRACE_HD inline void depth_merge(std::uint64_t& key, std::uint32_t& colour, std::uint64_t other_key, std::uint32_t other_colour) {
+  if (other_key < key) key = other_key, colour = other_colour;
+}
+
 }  // namespace headrace::workloads::particles

@@ -87,6 +87,8 @@ class GpuVolumeRenderer {
   // Sort-last: the slab's premultiplied RGBA per pixel (CpuVolumeRenderer::render_layer), then its copy.
   void render_layer(gpu::CUdeviceptr scalars, const GpuRegionState& state, const Camera& camera, gpu::CUstream stream);
   [[nodiscard]] std::vector<float> layer(gpu::CUstream stream) const;
+  // The layer in GPU memory (width x height premultiplied RGBA), for sort-last compositing on the GPU.
+  [[nodiscard]] gpu::CUdeviceptr layer_pointer() const noexcept { return layer_.pointer(); }
   [[nodiscard]] std::vector<ValueRange> ranges_of(const GpuRegionState& state) const;
   [[nodiscard]] std::vector<std::uint8_t> visible_of(const GpuRegionState& state) const;
 

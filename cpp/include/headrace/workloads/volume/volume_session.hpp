@@ -43,6 +43,9 @@ class VolumeSession {
   // buffer of the runs it holds; a layer is the slab's premultiplied RGBA per pixel.
   void share_slab(RegionSlab slab, std::span<const ElementRun> held);
   [[nodiscard]] std::vector<float> render_layer_device(gpu::CUdeviceptr scalars, const Camera& camera, gpu::CUstream stream);
+  // The same layer left in GPU memory (at layer_pointer()) for compositing on the GPU.
+  void draw_layer_device(gpu::CUdeviceptr scalars, const Camera& camera, gpu::CUstream stream);
+  [[nodiscard]] gpu::CUdeviceptr layer_pointer() const;
   [[nodiscard]] std::vector<float> render_layer_host(std::span<const float> scalars, const Camera& camera);
 
   // Seed 003's animation loop (options' field and view are the session's) and its render-only timing.

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Issue 37's run on a machine of several GPUs (device tool, kind nvidia-h100-x4 / -x2), from the repo root,
+# results under $OUT. NCCL_NVLS_ENABLE=0 in every process: NVLink multicast stays off.
+#   call 1: bash bench/many_gpus_on_device.sh setup build data distributed
+#   call 2: RANKS=1,2,4 bash bench/many_gpus_on_device.sh light
+#   call 3: RANKS=1,2,4 bash bench/many_gpus_on_device.sh heavy gputests
+# carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nVCOMP, KvikIO).
+source "$(dirname "$0")/device_session.sh"
+export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
+ranks=${RANKS:-1,2,4}
+
+data() {
+  # Light: 5 M particles a frame (8 frames, 1.3 GB) and a 30 M-cell AMR series (6 frames); heavy: 100 M
+  # particles (one frame, 3.2 GB, 128 KB chunks) and a 200 M-cell AMR frame (0.8 GB).
+  mkdir -p "$work"
+  nvidia-smi topo -m | head -8; nproc; numactl -H 2>/dev/null | head -3
+  for gpu in 0 1 2 3; do cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i $gpu 2>/dev/null | sed 's/^0000//;s/^/0000/' | tr 'A-F' 'a-f')/local_cpulist" 2>/dev/null; done
+  local start=$SECONDS
+  [[ -f $work/p5m.hrc ]] || python3 -m headrace generate particles "$work/p5m.hrc" --particles 5000000 --frames 8 --seed 1 > /dev/null
+  [[ -f $work/amr30m.hrc ]] || python3 -m headrace generate amr "$work/amr30m.hrc" --cells 30000000 --levels 3 --frames 6 \
+    --chunk-size 131072 > /dev/null
+  echo "light data in $(( SECONDS - start )) s"
+  [[ -f $work/p100m.hrc ]] || python3 -m headrace generate particles "$work/p100m.hrc" --particles 100000000 --frames 1 \
+    --chunk-size 128000 > /dev/null
+  [[ -f $work/amr200m.hrc ]] || within 200 python3 -m headrace generate amr "$work/amr200m.hrc" --cells 200000000 --levels 3 \
+    --frames 1 --chunk-size 1048576 > /dev/null
+  sync
+  ls -la "$work"; echo "data in $(( SECONDS - start )) s"
+}
+
+distributed() {
+  # The many-rank tests, the GPU compositing over NCCL among them (2 and 4 ranks, a GPU each).
+  within 300 python3 -m pytest -q -p no:cacheprovider -rfs -o faulthandler_timeout=120 tests/python/test_distributed.py \
+    > "$OUT/distributed.log" 2>&1
+  echo "pytest test_distributed.py: exit $?"
+  grep -E "^(FAILED|ERROR|SKIPPED|E  )|passed|failed" "$OUT/distributed.log" | head -40
+}
+
+light() {
+  within 540 python3 -m headrace bench scaling "$work/p5m.hrc" "$work/amr30m.hrc" --ranks "$ranks" --device 0 --cache hot \
+    --repeats 3 --frames 8 --compositing auto,host --out "$OUT/scaling-light" 2>&1 | grep -v "^\s*$"
+}
+
+heavy() {
+  within 420 python3 -m headrace bench scaling "$work/p100m.hrc" "$work/amr200m.hrc" --ranks "$ranks" --device 0 --cache hot \
+    --repeats 3 --frames 4 --hot-bytes 16G --workloads stream,stream-python,render,render-auto,play \
+    --out "$OUT/scaling-heavy" 2>&1 | grep -v "^\s*$"
+}
+
+run_phases "$@"

@@ -1,0 +1,93 @@
+"""How a many-rank job shares the work of ``headrace render`` and ``headrace play``: never slower than one GPU.
+
+- ``time``: each rank its block of frames, whole (no compositing): a series of at least as many frames as
+  ranks;
+- ``sort-last``: every frame shared by space among the ranks and composited (particles by depth, volumes
+  front to back): fewer frames than ranks, each of which does not fit one GPU's free memory or takes
+  longer than :data:`HEAVY_FRAME_S` to load at the rate this GPU was just measured to take pinned copies
+  (below it, compositing and NCCL's connections cost more than sharing the frame saves);
+- otherwise ``time`` for several light frames (ranks beyond them idle) and ``one`` for one: rank 0 alone.
+
+``auto`` picks in that order; rank 0 decides from its measurements and tells every rank, so all take the
+same path. The choice and its reason are what ``--stats`` prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from headrace import _ext
+from headrace.distributed import Ranks
+from headrace.errors import UsageError
+
+__all__ = ["DISTRIBUTIONS", "HEAVY_FRAME_S", "Distribution", "choose_distribution", "frame_bytes"]
+
+DISTRIBUTIONS = ("auto", "one", "time", "sort-last")
+HEAVY_FRAME_S = 0.05  # a frame this long to load on one GPU repays sharing it (docs/results.md, issue 37)
+FITS_FRACTION = 0.8  # of a GPU's free memory: the rest for the renderer, its buffers and the engine's staging
+RATE_PROBE_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Distribution:
+    how: str  # one of DISTRIBUTIONS but auto
+    why: str
+
+    def describe(self) -> str:
+        return f"{self.how} ({self.why})"
+
+
+def frame_bytes(ds: Any, frames: Sequence[int]) -> int:
+    """The largest of ``frames``' decoded bytes, every field (what a GPU receives to draw the frame)."""
+    container, raw = ds.container, ds.container.chunk_table()["raw_size"]
+    largest = 0
+    for frame in frames:
+        total = 0
+        for index in range(len(ds.container.fields)):
+            _, first, count = container.frame_field(frame, index)
+            total += int(raw[first:first + count].sum())
+        largest = max(largest, total)
+    return largest
+
+
+def choose_distribution(requested: str, job: Ranks, *, frames: int, frame_bytes: int, device: int | str | None,
+                        sort_last: bool = True) -> Distribution:
+    """The job's way through ``frames`` frames of ``frame_bytes`` each (the largest) on this rank's ``device``:
+    ``requested`` itself, or for ``auto`` the cheapest by measured cost (above). Collective under MPI.
+    ``sort_last``: whether the workload can share a frame by space."""
+    if requested not in DISTRIBUTIONS:
+        raise UsageError(f"--distribute {requested}: expected one of {', '.join(DISTRIBUTIONS)}")
+    if requested == "sort-last" and not sort_last:
+        raise UsageError("--distribute sort-last: this workload shares frames by time only")
+    if job.size == 1:
+        return Distribution("one", "one rank")
+    if requested != "auto":
+        return Distribution(requested, "asked for")
+    chosen = _auto(job, frames, frame_bytes, device, sort_last) if job.root else None
+    return job.comm.bcast(chosen, root=0) if job.comm is not None else chosen  # type: ignore[return-value]
+
+
+def _auto(job: Ranks, frames: int, frame_bytes: int, device: int | str | None, sort_last: bool) -> Distribution:
+    if frames >= job.size:
+        return Distribution("time", f"{frames} frames for {job.size} ranks: each rank its block of whole frames")
+    gigabytes = frame_bytes / 1e9
+    if device in (None, "cpu"):
+        return _few_frames(frames, job, f"drawn on the CPU")
+    ordinal = int(device)
+    free, _ = _ext.gpu_memory(ordinal)
+    if sort_last and frame_bytes > FITS_FRACTION * free:
+        return Distribution("sort-last", f"a frame of {gigabytes:.2f} GB does not fit GPU {ordinal}'s {free / 1e9:.1f} GB free")
+    rate = _ext.pinned_copy_rate(ordinal, RATE_PROBE_BYTES, 2)
+    seconds = frame_bytes / rate
+    load = f"a frame of {gigabytes:.2f} GB takes {seconds * 1e3:.0f} ms to load at {rate / 1e9:.0f} GB/s on one GPU"
+    if sort_last and seconds >= HEAVY_FRAME_S:
+        return Distribution("sort-last", f"{load}, at least {HEAVY_FRAME_S * 1e3:.0f} ms: shared by {job.size} ranks")
+    return _few_frames(frames, job, f"{load}, lighter than sharing it costs")
+
+
+def _few_frames(frames: int, job: Ranks, why: str) -> Distribution:
+    if frames >= 2:
+        return Distribution("time", f"{why}; {frames} frames, one a rank, {job.size - frames} rank(s) idle")
+    return Distribution("one", f"{why}; one frame: rank 0 alone")
