@@ -70,7 +70,8 @@ void bind_gpu(nb::module_& m) {
 
   m.def("gpu_memory",
         [](int device) {
-          gpu::Device(device).make_current();
+          const gpu::Device gpu(device);  // its primary context held while asked
+          gpu.make_current();
           std::size_t free_bytes = 0, total_bytes = 0;
           gpu::check(gpu::require_driver().cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo");
           return std::make_pair(free_bytes, total_bytes);
