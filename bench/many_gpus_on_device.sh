@@ -12,7 +12,7 @@ ranks=${RANKS:-1,2,4}
 
 data() {
   # Light: 5 M particles a frame (8 frames, 1.3 GB) and a 30 M-cell AMR series (6 frames); heavy: 100 M
-  # particles (one frame, 3.2 GB, 128 KB chunks) and a 200 M-cell AMR frame (0.8 GB).
+  # particles (one frame, 3.2 GB, 1 MiB chunks: 128 KB ones overrun the queue's status_history when a stream loops) and a 200 M-cell AMR frame (0.8 GB).
   mkdir -p "$work"
   nvidia-smi topo -m | head -8; nproc; numactl -H 2>/dev/null | head -3
   for gpu in 0 1 2 3; do cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i $gpu 2>/dev/null | sed 's/^0000//;s/^/0000/' | tr 'A-F' 'a-f')/local_cpulist" 2>/dev/null; done
@@ -21,8 +21,8 @@ data() {
   [[ -f $work/amr30m.hrc ]] || python3 -m headrace generate amr "$work/amr30m.hrc" --cells 30000000 --levels 3 --frames 6 \
     --chunk-size 131072 > /dev/null
   echo "light data in $(( SECONDS - start )) s"
-  [[ -f $work/p100m.hrc ]] || python3 -m headrace generate particles "$work/p100m.hrc" --particles 100000000 --frames 1 \
-    --chunk-size 128000 > /dev/null
+  [[ -f $work/p100m-1m.hrc ]] || python3 -m headrace generate particles "$work/p100m-1m.hrc" --particles 100000000 --frames 1 \
+    --chunk-size 1048576 > /dev/null
   [[ -f $work/amr200m.hrc ]] || within 200 python3 -m headrace generate amr "$work/amr200m.hrc" --cells 200000000 --levels 3 \
     --frames 1 --chunk-size 1048576 > /dev/null
   sync
@@ -43,7 +43,7 @@ light() {
 }
 
 heavy() {
-  within 420 python3 -m headrace bench scaling "$work/p100m.hrc" "$work/amr200m.hrc" --ranks "$ranks" --device 0 --cache hot \
+  within 420 python3 -m headrace bench scaling "$work/p100m-1m.hrc" "$work/amr200m.hrc" --ranks "$ranks" --device 0 --cache hot \
     --repeats 3 --frames 4 --hot-bytes 16G --workloads stream,stream-python,render,render-auto,play \
     --out "$OUT/scaling-heavy" 2>&1 | grep -v "^\s*$"
 }

@@ -574,6 +574,7 @@ QueueStats Queue::stats() const { return impl_->stats(); }
 std::vector<FlightRecord> Queue::flight_timeline() const { return impl_->flight_timeline(); }
 bool Queue::has_gpu() const noexcept { return impl_->has_gpu(); }
 bool Queue::decodes_on_gpu() const noexcept { return impl_->options().decode_on_gpu; }
+std::uint64_t Queue::status_history() const noexcept { return impl_->options().status_history; }
 std::uintptr_t Queue::copy_stream() const noexcept { return impl_->copy_stream(); }
 void Queue::make_current() const { impl_->make_current(); }
 std::string Queue::describe() const { return impl_->describe(); }

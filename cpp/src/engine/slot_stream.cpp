@@ -46,9 +46,17 @@ std::optional<std::uint64_t> SlotStream::upcoming() const {
   return std::nullopt;
 }
 
-SlotStream::Scheduled SlotStream::schedule(std::uint64_t unit, std::uint32_t slot, bool fenced) {
+std::vector<Request> SlotStream::requests_of(std::uint64_t unit, std::uint32_t slot) const {
+  std::vector<Request> requests = fill_(unit, slot);
+  HEADRACE_EXPECT(requests.size() <= queue_.status_history(), UsageError,
+                  options_.name(unit) + " takes " + std::to_string(requests.size()) + " reads, more than the queue keeps the status of (" +
+                      std::to_string(queue_.status_history()) + ", status_history): store it in larger chunks, or raise status_history");
+  return requests;
+}
+
+SlotStream::Scheduled SlotStream::schedule(std::uint64_t unit, std::uint32_t slot, std::vector<Request> requests, bool fenced) {
   Scheduled scheduled{unit, slot, {}, 0, detail::SteadyClock::now()};
-  for (Request& request : fill_(unit, slot)) {
+  for (Request& request : requests) {
     request.tag = options_.tag;
     request.priority = options_.priority;
     scheduled.requests.push_back(queue_.enqueue(std::move(request)));
@@ -59,12 +67,19 @@ SlotStream::Scheduled SlotStream::schedule(std::uint64_t unit, std::uint32_t slo
 
 void SlotStream::fill() {
   bool scheduled = false;
+  std::uint64_t reading = 0;  // requests of the units in flight, whose statuses next() still reads
+  for (const Scheduled& unit : in_flight_) reading += unit.requests.size();
   while (!free_.empty() && !order_.empty()) {
     const std::uint32_t slot = free_.front();
-    free_.pop_front();
     const std::uint64_t unit = order_.front();
+    std::vector<Request> requests = requests_of(unit, slot);
+    // The queue forgets the oldest statuses past status_history: a unit waits for the one before it
+    // to be handed out rather than push its statuses out (huge frames of small chunks, several ahead).
+    if (!in_flight_.empty() && reading + requests.size() >= queue_.status_history()) break;
+    free_.pop_front();
     order_.pop_front();
-    in_flight_.push_back(schedule(unit, slot, true));
+    reading += requests.size();
+    in_flight_.push_back(schedule(unit, slot, std::move(requests), true));
     scheduled = true;
   }
   if (scheduled) queue_.submit();  // one batch for everything scheduled now
@@ -168,7 +183,7 @@ void SlotStream::settle() {
 void SlotStream::load(std::uint64_t unit, std::uint32_t slot) {
   HEADRACE_EXPECT(slot < options_.slots, UsageError,
                   "no slot " + std::to_string(slot) + " (" + std::to_string(options_.slots) + " slots)");
-  loads_.push_back(schedule(unit, slot, false));  // wait_loaded() fences them all at once
+  loads_.push_back(schedule(unit, slot, requests_of(unit, slot), false));  // wait_loaded() fences them all at once
 }
 
 FenceId SlotStream::wait_loaded(Readiness readiness) {

@@ -193,6 +193,7 @@ class Queue {
   [[nodiscard]] std::vector<FlightRecord> flight_timeline() const;
   [[nodiscard]] bool has_gpu() const noexcept;
   [[nodiscard]] bool decodes_on_gpu() const noexcept;  // its options' decode_on_gpu
+  [[nodiscard]] std::uint64_t status_history() const noexcept;  // its options' status_history
   [[nodiscard]] std::uintptr_t copy_stream() const noexcept;  // the CUstream the GPU work runs on
   // Makes the queue's GPU context current on the calling thread (for events on consumer streams).
   void make_current() const;

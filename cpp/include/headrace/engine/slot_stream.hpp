@@ -112,7 +112,9 @@ class SlotStream {
 
   // Schedules units of the order into free slots; one submit for all.
   void fill();
-  Scheduled schedule(std::uint64_t unit, std::uint32_t slot, bool fenced);
+  Scheduled schedule(std::uint64_t unit, std::uint32_t slot, std::vector<Request> requests, bool fenced);
+  // A unit's requests (fill_), no more than the queue keeps statuses of.
+  [[nodiscard]] std::vector<Request> requests_of(std::uint64_t unit, std::uint32_t slot) const;
   // Frees released slots whose consumer is done; with block, waits for the oldest one.
   void reclaim(bool block);
   void wait_for(FenceId fence, Readiness readiness) const;
