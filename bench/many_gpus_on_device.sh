@@ -3,7 +3,8 @@
 # results under $OUT. NCCL_NVLS_ENABLE=0 in every process: NVLink multicast stays off.
 #   call 1: bash bench/many_gpus_on_device.sh setup build data distributed
 #   call 2: RANKS=1,2,4 bash bench/many_gpus_on_device.sh light
-#   call 3: RANKS=1,2,4 bash bench/many_gpus_on_device.sh heavy gputests
+#   call 3: RANKS=1,2,4 bash bench/many_gpus_on_device.sh heavy
+#   call 4: RANKS=1,2,4 bash bench/many_gpus_on_device.sh setup build data play clicost smallchunks
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nVCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -21,6 +22,8 @@ data() {
   [[ -f $work/amr30m.hrc ]] || python3 -m headrace generate amr "$work/amr30m.hrc" --cells 30000000 --levels 3 --frames 6 \
     --chunk-size 131072 > /dev/null
   echo "light data in $(( SECONDS - start )) s"
+  [[ -f $work/p100m.hrc ]] || python3 -m headrace generate particles "$work/p100m.hrc" --particles 100000000 --frames 1 \
+    --chunk-size 128000 > /dev/null
   [[ -f $work/p100m-1m.hrc ]] || python3 -m headrace generate particles "$work/p100m-1m.hrc" --particles 100000000 --frames 1 \
     --chunk-size 1048576 > /dev/null
   [[ -f $work/amr200m.hrc ]] || within 200 python3 -m headrace generate amr "$work/amr200m.hrc" --cells 200000000 --levels 3 \
@@ -46,6 +49,33 @@ heavy() {
   within 420 python3 -m headrace bench scaling "$work/p100m-1m.hrc" "$work/amr200m.hrc" --ranks "$ranks" --device 0 --cache hot \
     --repeats 3 --frames 4 --hot-bytes 16G --workloads stream,stream-python,render,render-auto,play \
     --out "$OUT/scaling-heavy" 2>&1 | grep -v "^\s*$"
+}
+
+play() {  # play as the command chooses: the 6-frame series by time, 4 times over; the one heavy frame by slabs
+  within 300 python3 -m headrace bench scaling "$work/amr30m.hrc" "$work/amr200m.hrc" --ranks "$ranks" --device 0 --repeats 3 --workloads play \
+    --play-loops "${PLAY_LOOPS:-4}" --out "$OUT/scaling-play" 2>&1 | grep -v "^\s*$"
+}
+
+clicost() {  # a user's single frame, each command a fresh process, setup and first frame counted
+  echo "file,ranks,distribute,seconds" > "$OUT/cli.csv"
+  local file how n
+  for file in p5m p100m-1m amr30m; do
+    for round in 1 2 3; do
+      for how in one-process one sort-last auto; do
+        n=2; [[ $how == one-process ]] && n=1
+        local start=$EPOCHREALTIME
+        if [[ $n == 1 ]]; then within 60 python3 -m headrace render "$work/$file.hrc" --frame 0 --device 0 --out build/cli.png > /dev/null
+        else within 60 mpiexec -n 2 python3 -m headrace render "$work/$file.hrc" --frame 0 --device 0 --distribute "$how" --out build/cli.png > build/cli.log 2>&1 || tail -3 build/cli.log; fi
+        echo "$file,$n,$how,$(awk "BEGIN { print $EPOCHREALTIME - $start }")" >> "$OUT/cli.csv"
+      done
+    done
+  done
+  grep -h "ranks:" build/cli.log | head -2
+  cat "$OUT/cli.csv"
+}
+
+smallchunks() {  # a looped stream of a frame of 25,600 chunks (128 KB): no status retired under it
+  within 90 python3 -m headrace stream "$work/p100m.hrc" --device 0 --loop 6 --json | python3 -c "import json, sys; d = json.load(sys.stdin); print('p100m 128 KB chunks, loop 6:', d['frames'], 'frames', round(d['delivered_gbps'], 1), 'GB/s')"
 }
 
 run_phases "$@"

@@ -392,6 +392,8 @@ def test_auto_distribution_chooses_by_frames_fit_and_measured_load(monkeypatch):
     monkeypatch.setattr(distribution._ext, "pinned_copy_rate", lambda device, size, repeats: 50e9)
     heavy = choose_distribution("auto", job, frames=1, frame_bytes=int(3.2e9), device=0)
     assert heavy.how == "sort-last" and "64 ms to load at 50 GB/s" in heavy.why
+    drawn = choose_distribution("auto", job, frames=1, frame_bytes=int(0.8e9), elements=200_000_000, kind="volume", device=0)
+    assert drawn.how == "sort-last" and "(16 ms to load at 50 GB/s, 74 ms to draw)" in drawn.why  # an AMR frame
     assert choose_distribution("auto", job, frames=1, frame_bytes=int(100e9), device=0).why.endswith("80.0 GB free")
     light = choose_distribution("auto", job, frames=1, frame_bytes=int(160e6), device=0)
     assert light.how == "one" and "3 ms to load" in light.why

@@ -174,6 +174,8 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     sc.add_argument("--frames", type=Integer(1, 10_000, "frames"), default=4, help="frames each render job draws (default 4)")
     sc.add_argument("--workloads", type=Items(Word(scaling.WORKLOADS)), default=",".join(scaling.WORKLOADS),
                     help=f"what to measure, comma-separated (default all: {','.join(scaling.WORKLOADS)})")
+    sc.add_argument("--play-loops", type=Integer(1, 1000), default=1, dest="play_loops",
+                    help="times each rank plays its block of a volume's frames (default 1)")
     sc.add_argument("--compositing", type=Items(Word(COMPOSITING)), default="auto",
                     help="sort-last compositing measured, comma-separated: auto (the GPUs over NCCL where they can), gpu, "
                          "host (through host memory over MPI) (default auto)")
@@ -196,7 +198,7 @@ def run_scaling(args: argparse.Namespace) -> int:
     result = scaling.run_study(list(args.files), sorted(set(args.ranks)), str(device), list(dict.fromkeys(args.cache)),
                                args.frames, args.repeats, args.width, args.height, hot_bytes=args.hot_bytes,
                                say=console.print, compositing=tuple(dict.fromkeys(args.compositing)),
-                               workloads=tuple(dict.fromkeys(args.workloads)))
+                               workloads=tuple(dict.fromkeys(args.workloads)), play_loops=args.play_loops)
     written = scaling.write(result, Path(args.out))
     if result["gpus"] < max(args.ranks) and device != "cpu":
         console.print(f"this machine has {result['gpus']} GPU(s): ranks beyond them shared GPUs, so these numbers say "

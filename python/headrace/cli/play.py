@@ -57,7 +57,7 @@ from headrace.cli._view_options import Camera, Colour, FrameRange, parse_frames
 from headrace.cli._volume_options import add_volume_arguments, volume_options
 from headrace.errors import UsageError
 from headrace.page_cache import CACHE_STATES, uncache, warm_page_cache
-from headrace.workloads.distribution import choose_distribution, frame_bytes
+from headrace.workloads.distribution import choose_distribution, frame_work
 from headrace.workloads.volume import STAGES, VolumeRenderer, is_volume
 from headrace.workloads.volume.sort_last import VolumeSlabs
 
@@ -120,8 +120,8 @@ def run(args: argparse.Namespace) -> int:
     shown = frames[:: args.stride]
     spread = None
     if job.size > 1:
-        spread = choose_distribution(args.distribute, job, frames=len(shown), frame_bytes=frame_bytes(ds, shown[:64]),
-                                     device=device)
+        spread = choose_distribution(args.distribute, job, frames=len(shown), device=device,
+                                     **frame_work(ds, shown[:64], volume=True))
         if job.root:
             shared_console.print(f"{job.size} ranks: {spread.describe()}")
         if spread.how == "sort-last":

@@ -4,8 +4,9 @@
   ranks;
 - ``sort-last``: every frame shared by space among the ranks and composited (particles by depth, volumes
   front to back): fewer frames than ranks, each of which does not fit one GPU's free memory or takes
-  longer than :data:`HEAVY_FRAME_S` to load at the rate this GPU was just measured to take pinned copies
-  (below it, compositing and NCCL's connections cost more than sharing the frame saves);
+  longer than :data:`HEAVY_FRAME_S` on one GPU: its load at the rate this GPU was just measured to take
+  pinned copies, and its drawing at :data:`DRAW_RATES` (below it, compositing and NCCL's connections cost
+  more than sharing the frame saves);
 - otherwise ``time`` for several light frames (ranks beyond them idle) and ``one`` for one: rank 0 alone.
 
 ``auto`` picks in that order; rank 0 decides from its measurements and tells every rank, so all take the
@@ -22,10 +23,13 @@ from headrace import _ext
 from headrace.distributed import Ranks
 from headrace.errors import UsageError
 
-__all__ = ["DISTRIBUTIONS", "HEAVY_FRAME_S", "Distribution", "choose_distribution", "frame_bytes"]
+__all__ = ["DISTRIBUTIONS", "DRAW_RATES", "HEAVY_FRAME_S", "Distribution", "choose_distribution", "frame_bytes", "frame_work"]
 
 DISTRIBUTIONS = ("auto", "one", "time", "sort-last")
-HEAVY_FRAME_S = 0.05  # a frame this long to load on one GPU repays sharing it (docs/results.md, issue 37)
+HEAVY_FRAME_S = 0.05  # a frame this long on one GPU repays sharing it (docs/results.md, issue 37)
+# Elements one GPU draws a second (an H200, issue 37's scaling study: 100 M particles in 15 ms, 200 M AMR
+# cells in 74 ms at 1024 x 768): the drawing half of a frame's cost, which no copy rate says.
+DRAW_RATES = {"particles": 6.5e9, "volume": 2.7e9}
 FITS_FRACTION = 0.8  # of a GPU's free memory: the rest for the renderer, its buffers and the engine's staging
 RATE_PROBE_BYTES = 64 << 20
 
@@ -52,11 +56,20 @@ def frame_bytes(ds: Any, frames: Sequence[int]) -> int:
     return largest
 
 
+def frame_work(ds: Any, frames: Sequence[int], volume: bool) -> dict[str, Any]:
+    """What :func:`choose_distribution` weighs of ``frames`` (the largest): bytes, and the particles (32-byte
+    records) or cells (a float32 per field) a GPU draws."""
+    largest = frame_bytes(ds, frames)
+    per_element = 4 * max(1, len(ds.container.fields)) if volume else 32
+    return {"frame_bytes": largest, "elements": largest // per_element, "kind": "volume" if volume else "particles"}
+
+
 def choose_distribution(requested: str, job: Ranks, *, frames: int, frame_bytes: int, device: int | str | None,
-                        sort_last: bool = True) -> Distribution:
-    """The job's way through ``frames`` frames of ``frame_bytes`` each (the largest) on this rank's ``device``:
-    ``requested`` itself, or for ``auto`` the cheapest by measured cost (above). Collective under MPI.
-    ``sort_last``: whether the workload can share a frame by space."""
+                        sort_last: bool = True, elements: int = 0, kind: str = "particles") -> Distribution:
+    """The job's way through ``frames`` frames of ``frame_bytes`` each (the largest, of ``elements`` particles
+    or cells of a ``kind`` of :data:`DRAW_RATES`) on this rank's ``device``: ``requested`` itself, or for
+    ``auto`` the cheapest by measured cost (above). Collective under MPI. ``sort_last``: whether the
+    workload can share a frame by space."""
     if requested not in DISTRIBUTIONS:
         raise UsageError(f"--distribute {requested}: expected one of {', '.join(DISTRIBUTIONS)}")
     if requested == "sort-last" and not sort_last:
@@ -65,11 +78,12 @@ def choose_distribution(requested: str, job: Ranks, *, frames: int, frame_bytes:
         return Distribution("one", "one rank")
     if requested != "auto":
         return Distribution(requested, "asked for")
-    chosen = _auto(job, frames, frame_bytes, device, sort_last) if job.root else None
+    draw = elements / DRAW_RATES[kind] if kind in DRAW_RATES else 0.0
+    chosen = _auto(job, frames, frame_bytes, draw, device, sort_last) if job.root else None
     return job.comm.bcast(chosen, root=0) if job.comm is not None else chosen  # type: ignore[return-value]
 
 
-def _auto(job: Ranks, frames: int, frame_bytes: int, device: int | str | None, sort_last: bool) -> Distribution:
+def _auto(job: Ranks, frames: int, frame_bytes: int, draw: float, device: int | str | None, sort_last: bool) -> Distribution:
     if frames >= job.size:
         return Distribution("time", f"{frames} frames for {job.size} ranks: each rank its block of whole frames")
     gigabytes = frame_bytes / 1e9
@@ -80,8 +94,9 @@ def _auto(job: Ranks, frames: int, frame_bytes: int, device: int | str | None, s
     if sort_last and frame_bytes > FITS_FRACTION * free:
         return Distribution("sort-last", f"a frame of {gigabytes:.2f} GB does not fit GPU {ordinal}'s {free / 1e9:.1f} GB free")
     rate = _ext.pinned_copy_rate(ordinal, RATE_PROBE_BYTES, 2)
-    seconds = frame_bytes / rate
-    load = f"a frame of {gigabytes:.2f} GB takes {seconds * 1e3:.0f} ms to load at {rate / 1e9:.0f} GB/s on one GPU"
+    seconds = frame_bytes / rate + draw
+    load = (f"a frame of {gigabytes:.2f} GB takes {seconds * 1e3:.0f} ms on one GPU ({frame_bytes / rate * 1e3:.0f} ms to load at "
+            f"{rate / 1e9:.0f} GB/s, {draw * 1e3:.0f} ms to draw)")
     if sort_last and seconds >= HEAVY_FRAME_S:
         return Distribution("sort-last", f"{load}, at least {HEAVY_FRAME_S * 1e3:.0f} ms: shared by {job.size} ranks")
     return _few_frames(frames, job, f"{load}, lighter than sharing it costs")

@@ -20,8 +20,9 @@ user runs it:
   times, its wait for the others (a barrier before compositing) and the compositing itself;
 - ``render-auto`` (every file): the same frames as ``mpirun -n N headrace render FILE --frame F`` with its
   defaults (``--distribute auto``) takes them: sort-last, or rank 0 alone, as it chooses (recorded);
-- ``play`` (volume files): ``headrace play FILE --stages all --render-only 0 --record``, each rank its block
-  of frames: the job's frames over its slowest rank's time.
+- ``play`` (volume files): ``headrace play FILE --stages all --render-only 0 --loops L --record``, each rank its
+  block of frames (``--play-loops`` L times: a short series is mostly its first frame, which fills each
+  rank's pipeline): the job's frames over its slowest rank's time.
 
 The host's ceilings are measured in the same call, once per job size: ``pinned`` (N processes, one a GPU,
 copying from page-locked buffers at once: the most a hot stream can deliver) and ``page-cache-memcpy``
@@ -54,7 +55,7 @@ from headrace.bench.harness import Stopwatch, uncache, warm_page_cache, write_ro
 from headrace.distributed import Ranks, fail_together, ranks
 from headrace.errors import UsageError
 from headrace.workloads.compositing import COMPOSITING
-from headrace.workloads.distribution import choose_distribution, frame_bytes
+from headrace.workloads.distribution import choose_distribution, frame_work
 from headrace.workloads.particles.sort_last import ParticleShares
 from headrace.workloads.volume import VolumeSlabs, is_volume
 
@@ -76,7 +77,7 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int, 
     ds = headrace.open(path)
     given: int | str = "cpu" if device == "cpu" else int(device)
     chosen = [f % len(ds.frames) for f in range(frames)]
-    spread = choose_distribution(distribute, job, frames=1, frame_bytes=frame_bytes(ds, chosen[:1]), device=job.device(given))
+    spread = choose_distribution(distribute, job, frames=1, device=job.device(given), **frame_work(ds, chosen[:1], is_volume(ds)))
     alone = spread.how != "sort-last" and job.size > 1  # rank 0 draws whole frames, the others idle
     if is_volume(ds):
         painter: Any = VolumeSlabs(ds, device=given, width=width, height=height, compositing=compositing) if not alone else None
@@ -236,11 +237,11 @@ def _render(path: str, ranks: int, device: str, frames: int, width: int, height:
                    "--height", str(height), "--compositing", compositing, "--distribute", distribute)
 
 
-def _play(path: str, ranks: int, device: str, width: int, height: int, timeout: float) -> dict[str, Any]:
+def _play(path: str, ranks: int, device: str, width: int, height: int, timeout: float, loops: int = 1) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         record = Path(folder) / "run.json"
         _run(["-m", "headrace", "play", path, "--device", device, "--stages", "all", "--render-only", "0", "--width",
-              str(width), "--height", str(height), "--record", str(record)], ranks, timeout)
+              str(width), "--height", str(height), "--loops", str(loops), "--record", str(record)], ranks, timeout)
         run = json.loads(record.read_text())["runs"][0]
     job = run.get("job") or {"frames": run["frames_shown"], "seconds": run["seconds"]}
     return {"fps": job["frames"] / job["seconds"] if job["seconds"] else 0.0, "frames": job["frames"], "seconds": job["seconds"]}
@@ -248,7 +249,7 @@ def _play(path: str, ranks: int, device: str, width: int, height: int, timeout: 
 
 def run_study(files: list[str], ranks: list[int], device: str, caches: list[str], frames: int, repeats: int,
               width: int, height: int, hot_bytes: int = 8 << 30, timeout: float = 600.0, say=print,
-              compositing: tuple[str, ...] = ("auto",), workloads: tuple[str, ...] = WORKLOADS) -> dict[str, Any]:
+              compositing: tuple[str, ...] = ("auto",), workloads: tuple[str, ...] = WORKLOADS, play_loops: int = 1) -> dict[str, Any]:
     """The host's ceilings, then every point, ``repeats`` times each; the median repeat is the point's value."""
     gpus = _gpus()
     points: list[dict[str, Any]] = []
@@ -293,7 +294,8 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
                 record("render-auto", path, n, "hot",
                        [_render(path, n, device, frames, width, height, timeout, "auto", "auto") for _ in range(repeats)], "fps")
             if volume and "play" in workloads:
-                record("play", path, n, "hot", [_play(path, n, device, width, height, timeout) for _ in range(repeats)], "fps")
+                record("play", path, n, "hot", [{**_play(path, n, device, width, height, timeout, play_loops), "loops": play_loops}
+                                                for _ in range(repeats)], "fps")
     for p in points:  # against N x the one-rank point of the same workload, file and cache
         one = next((q for q in points if q["ranks"] == 1 and all(q[k] == p[k] for k in ("workload", "file", "cache"))), None)
         key = "gbps" if p["workload"].startswith("stream") else "fps"
