@@ -5,6 +5,7 @@
 #   call 2: RANKS=1,2,4 bash bench/many_gpus_on_device.sh light
 #   call 3: RANKS=1,2,4 bash bench/many_gpus_on_device.sh heavy
 #   call 4: RANKS=1,2,4 bash bench/many_gpus_on_device.sh setup build data play clicost smallchunks
+#   call 5: bash bench/many_gpus_on_device.sh setup build clidata clicost trace distributed
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nVCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -72,6 +73,32 @@ clicost() {  # a user's single frame, each command a fresh process, setup and fi
   done
   grep -h "ranks:" build/cli.log | head -2
   cat "$OUT/cli.csv"
+}
+
+clidata() {  # what clicost and trace read
+  mkdir -p "$work"
+  [[ -f $work/p5m.hrc ]] || python3 -m headrace generate particles "$work/p5m.hrc" --particles 5000000 --frames 8 --seed 1 > /dev/null
+  [[ -f $work/amr30m.hrc ]] || python3 -m headrace generate amr "$work/amr30m.hrc" --cells 30000000 --levels 3 --frames 6 \
+    --chunk-size 131072 > /dev/null
+  [[ -f $work/p100m-1m.hrc ]] || python3 -m headrace generate particles "$work/p100m-1m.hrc" --particles 100000000 --frames 1 \
+    --chunk-size 1048576 > /dev/null
+  [[ -f $work/flow256.hrc ]] || python3 -m headrace generate flow "$work/flow256.hrc" --dims 256 256 256 > /dev/null
+  ls -la "$work"
+}
+
+trace() {  # lines handed between ranks: a 201 MB field, a cache of 130 MB a rank (one rank: out of core)
+  echo "ranks,round,seconds" > "$OUT/trace.csv"
+  local n round start
+  for round in 1 2 3; do
+    for n in 1 2; do
+      start=$EPOCHREALTIME
+      within 90 mpiexec -n $n python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 1000 --device 0 \
+        --cache-bytes 130M --out build/lines.npz --json > "build/trace-$n.json" 2> build/trace.err || tail -3 build/trace.err
+      echo "$n,$round,$(awk "BEGIN { print $EPOCHREALTIME - $start }")" >> "$OUT/trace.csv"
+    done
+  done
+  cat "$OUT/trace.csv"
+  python3 -c "import json; d = json.load(open('build/trace-2.json')); print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})" | cut -c1-600
 }
 
 smallchunks() {  # a looped stream of a frame of 25,600 chunks (128 KB): no status retired under it

@@ -390,10 +390,14 @@ def test_auto_distribution_chooses_by_frames_fit_and_measured_load(monkeypatch):
     assert choose_distribution("auto", Ranks(), frames=1, frame_bytes=1 << 40, device=0).how == "one"
     monkeypatch.setattr(distribution._ext, "gpu_memory", lambda device: (80e9, 96e9))
     monkeypatch.setattr(distribution._ext, "pinned_copy_rate", lambda device, size, repeats: 50e9)
-    heavy = choose_distribution("auto", job, frames=1, frame_bytes=int(3.2e9), device=0)
-    assert heavy.how == "sort-last" and "64 ms to load at 50 GB/s" in heavy.why
-    drawn = choose_distribution("auto", job, frames=1, frame_bytes=int(0.8e9), elements=200_000_000, kind="volume", device=0)
-    assert drawn.how == "sort-last" and "(16 ms to load at 50 GB/s, 74 ms to draw)" in drawn.why  # an AMR frame
+    # A frame that fits: its time on one GPU, saved 3/4 times over, against sharing's setup.
+    heavy = choose_distribution("auto", job, frames=1, frame_bytes=int(3.2e9), elements=100_000_000, device=0)
+    assert heavy.how == "one" and "(64 ms to load at 50 GB/s, 15 ms to draw)" in heavy.why
+    assert "saves 58 ms, less than its 1.2 s of setup; one frame: rank 0 alone" in heavy.why
+    drawn = choose_distribution("auto", job, frames=3, frame_bytes=int(0.8e9), elements=200_000_000, kind="volume", device=0)
+    assert drawn.how == "time" and "(16 ms to load at 50 GB/s, 74 ms to draw)" in drawn.why  # an AMR frame
+    slow = choose_distribution("auto", job, frames=2, frame_bytes=int(40e9), elements=1_250_000_000, device=0)
+    assert slow.how == "sort-last" and "more than its 1.2 s of setup" in slow.why
     assert choose_distribution("auto", job, frames=1, frame_bytes=int(100e9), device=0).why.endswith("80.0 GB free")
     light = choose_distribution("auto", job, frames=1, frame_bytes=int(160e6), device=0)
     assert light.how == "one" and "3 ms to load" in light.why
@@ -418,6 +422,7 @@ def test_compositing_runs_on_the_host_for_cpu_ranks_and_gpu_compositing_says_wha
     assert pick_schedule(64, 1024, 768) == "binary-swap"  # 147 KB a message, 64 a power of two
     assert pick_schedule(6, 256, 256) == "direct-send"  # not a power of two
     assert pick_schedule(2, 64, 64) == "direct-send"  # one partner either way
+    assert pick_schedule(8, 1024, 768, nodes=2) == "binary-swap"  # the last round alone crosses the network
     with pytest.raises(headrace.UsageError, match="power of two ranks, not 3"):
         pick_schedule(3, 64, 64, "binary-swap")
 

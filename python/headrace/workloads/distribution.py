@@ -1,16 +1,17 @@
 """How a many-rank job shares the work of ``headrace render`` and ``headrace play``: never slower than one GPU.
 
-- ``time``: each rank its block of frames, whole (no compositing): a series of at least as many frames as
-  ranks;
+- ``time``: each rank its block of frames, whole (no compositing, no setup beyond one rank's): a series of
+  at least as many frames as ranks;
 - ``sort-last``: every frame shared by space among the ranks and composited (particles by depth, volumes
-  front to back): fewer frames than ranks, each of which does not fit one GPU's free memory or takes
-  longer than :data:`HEAVY_FRAME_S` on one GPU: its load at the rate this GPU was just measured to take
-  pinned copies, and its drawing at :data:`DRAW_RATES` (below it, compositing and NCCL's connections cost
-  more than sharing the frame saves);
-- otherwise ``time`` for several light frames (ranks beyond them idle) and ``one`` for one: rank 0 alone.
+  front to back): fewer frames than ranks, each of which does not fit one GPU's free memory, or whose
+  time on one GPU, saved (N - 1) / N times over, repays what sharing costs: :data:`SORT_LAST_SETUP_S` once
+  (the other GPUs' contexts, NCCL's communicator and connections) and :data:`COMPOSITE_S` a frame. A
+  frame's time on one GPU is its load at the rate this GPU was just measured to take pinned copies, and
+  its drawing at :data:`DRAW_RATES`;
+- otherwise ``time`` for several frames (ranks beyond them idle) and ``one`` for one: rank 0 alone.
 
 ``auto`` picks in that order; rank 0 decides from its measurements and tells every rank, so all take the
-same path. The choice and its reason are what ``--stats`` prints.
+same path. The choice and its reason are what the commands print.
 """
 
 from __future__ import annotations
@@ -23,12 +24,17 @@ from headrace import _ext
 from headrace.distributed import Ranks
 from headrace.errors import UsageError
 
-__all__ = ["DISTRIBUTIONS", "DRAW_RATES", "HEAVY_FRAME_S", "Distribution", "choose_distribution", "frame_bytes", "frame_work"]
+__all__ = ["COMPOSITE_S", "DISTRIBUTIONS", "DRAW_RATES", "SORT_LAST_SETUP_S", "Distribution", "choose_distribution",
+           "frame_bytes", "frame_work"]
 
 DISTRIBUTIONS = ("auto", "one", "time", "sort-last")
-HEAVY_FRAME_S = 0.05  # a frame this long on one GPU repays sharing it (docs/results.md, issue 37)
-# Elements one GPU draws a second (an H200, issue 37's scaling study: 100 M particles in 15 ms, 200 M AMR
-# cells in 74 ms at 1024 x 768): the drawing half of a frame's cost, which no copy rate says.
+# Measured on 2 x H200 (docs/results.md, issue 37), each command a fresh process: `mpirun -n 2 headrace
+# render --frame 0 --distribute sort-last` takes 1.2 to 1.3 s longer than `--distribute one` for the same
+# frame; compositing a 1024 x 768 frame over NCCL takes 1.8 (particles) to 2.0 ms (volume layers).
+SORT_LAST_SETUP_S = 1.2
+COMPOSITE_S = 0.002
+# Elements one GPU draws a second (an H200, the same study: 100 M particles in 15 ms, 200 M AMR cells in
+# 74 ms at 1024 x 768): the drawing half of a frame's time, which no copy rate says.
 DRAW_RATES = {"particles": 6.5e9, "volume": 2.7e9}
 FITS_FRACTION = 0.8  # of a GPU's free memory: the rest for the renderer, its buffers and the engine's staging
 RATE_PROBE_BYTES = 64 << 20
@@ -49,7 +55,7 @@ def frame_bytes(ds: Any, frames: Sequence[int]) -> int:
     largest = 0
     for frame in frames:
         total = 0
-        for index in range(len(ds.container.fields)):
+        for index in range(len(container.fields)):
             _, first, count = container.frame_field(frame, index)
             total += int(raw[first:first + count].sum())
         largest = max(largest, total)
@@ -88,18 +94,20 @@ def _auto(job: Ranks, frames: int, frame_bytes: int, draw: float, device: int | 
         return Distribution("time", f"{frames} frames for {job.size} ranks: each rank its block of whole frames")
     gigabytes = frame_bytes / 1e9
     if device in (None, "cpu"):
-        return _few_frames(frames, job, f"drawn on the CPU")
+        return _few_frames(frames, job, "drawn on the CPU")
     ordinal = int(device)
     free, _ = _ext.gpu_memory(ordinal)
     if sort_last and frame_bytes > FITS_FRACTION * free:
         return Distribution("sort-last", f"a frame of {gigabytes:.2f} GB does not fit GPU {ordinal}'s {free / 1e9:.1f} GB free")
     rate = _ext.pinned_copy_rate(ordinal, RATE_PROBE_BYTES, 2)
     seconds = frame_bytes / rate + draw
-    load = (f"a frame of {gigabytes:.2f} GB takes {seconds * 1e3:.0f} ms on one GPU ({frame_bytes / rate * 1e3:.0f} ms to load at "
-            f"{rate / 1e9:.0f} GB/s, {draw * 1e3:.0f} ms to draw)")
-    if sort_last and seconds >= HEAVY_FRAME_S:
-        return Distribution("sort-last", f"{load}, at least {HEAVY_FRAME_S * 1e3:.0f} ms: shared by {job.size} ranks")
-    return _few_frames(frames, job, f"{load}, lighter than sharing it costs")
+    saved = frames * (seconds * (1 - 1 / job.size) - COMPOSITE_S)
+    cost = (f"a frame of {gigabytes:.2f} GB takes {seconds * 1e3:.0f} ms on one GPU ({frame_bytes / rate * 1e3:.0f} ms to "
+            f"load at {rate / 1e9:.0f} GB/s, {draw * 1e3:.0f} ms to draw); sharing {frames} among {job.size} saves "
+            f"{saved * 1e3:.0f} ms")
+    if sort_last and saved > SORT_LAST_SETUP_S:
+        return Distribution("sort-last", f"{cost}, more than its {SORT_LAST_SETUP_S:.1f} s of setup")
+    return _few_frames(frames, job, f"{cost}, less than its {SORT_LAST_SETUP_S:.1f} s of setup" if sort_last else cost)
 
 
 def _few_frames(frames: int, job: Ranks, why: str) -> Distribution:

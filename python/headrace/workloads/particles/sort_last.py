@@ -87,9 +87,11 @@ SMALLEST_DIRECT_SEND_MESSAGE = 256 << 10
 PIXEL_BYTES = 12  # a depth key (8) and a colour (4)
 
 
-def pick_schedule(ranks: int, width: int, height: int, schedule: str = "auto") -> str:
-    """The GPU compositing schedule for ``ranks`` images of width x height: direct send, unless binary swap
-    is asked for or (``auto``) the ranks are a power of two above 2 whose direct-send messages would be small."""
+def pick_schedule(ranks: int, width: int, height: int, schedule: str = "auto", nodes: int = 1) -> str:
+    """The GPU compositing schedule for ``ranks`` images of width x height on ``nodes`` nodes: direct send,
+    unless binary swap is asked for or (``auto``) the ranks are a power of two above 2 whose direct-send
+    messages would be small, or spread over several nodes (binary swap's last rounds alone cross the
+    network, the first ones stay on NVLink: a quarter of direct send's bytes between 2 nodes of 4 GPUs)."""
     if schedule not in SCHEDULES:
         raise UsageError(f"schedule {schedule!r}: expected one of {', '.join(SCHEDULES)}")
     power_of_two = ranks > 0 and ranks & (ranks - 1) == 0
@@ -98,7 +100,7 @@ def pick_schedule(ranks: int, width: int, height: int, schedule: str = "auto") -
     if schedule != "auto":
         return schedule
     small = width * height * PIXEL_BYTES / max(ranks, 1) < SMALLEST_DIRECT_SEND_MESSAGE
-    return "binary-swap" if power_of_two and ranks > 2 and small else "direct-send"
+    return "binary-swap" if power_of_two and ranks > 2 and (small or nodes > 1) else "direct-send"
 
 
 class ParticleShares:
@@ -124,7 +126,8 @@ class ParticleShares:
         self.field, self.camera, self.width, self.height, self.fov = field, camera, width, height, fov
         self.background = packed_background(background)
         self.communicator, self.compositing = choose_compositing(self.job, self.ordinal, compositing)
-        self.schedule = pick_schedule(self.job.size, width, height, schedule) if self.communicator is not None else "mpi"
+        nodes = max(1, self.job.size // max(1, self.job.local_size))
+        self.schedule = pick_schedule(self.job.size, width, height, schedule, nodes) if self.communicator is not None else "mpi"
         self._renderer: Any = None
         self._stream = _ext.CudaStream(self.ordinal) if self.ordinal is not None else None
         self._compositor = _ext.DepthCompositor(self.communicator, width, height) if self.communicator is not None else None
