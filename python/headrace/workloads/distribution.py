@@ -38,6 +38,10 @@ COMPOSITE_S = 0.002
 DRAW_RATES = {"particles": 6.5e9, "volume": 2.7e9}
 FITS_FRACTION = 0.8  # of a GPU's free memory: the rest for the renderer, its buffers and the engine's staging
 RATE_PROBE_BYTES = 64 << 20
+# Below these, the GPU is not asked (a context made and a copy timed cost rank 0 a quarter of a second):
+# a frame that would save less than the setup even loaded at SLOWEST_RATE, and fits any GPU we run on.
+SLOWEST_RATE = 10e9
+SMALLEST_GPU_BYTES = 16 << 30
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,11 @@ def _auto(job: Ranks, frames: int, frame_bytes: int, draw: float, device: int | 
     if device in (None, "cpu"):
         return _few_frames(frames, job, "drawn on the CPU")
     ordinal = int(device)
+    bound = frames * ((frame_bytes / SLOWEST_RATE + draw) * (1 - 1 / job.size) - COMPOSITE_S)
+    if not sort_last or (bound <= SORT_LAST_SETUP_S and frame_bytes <= FITS_FRACTION * SMALLEST_GPU_BYTES):
+        cost = (f"{frames} frame(s) of {gigabytes:.2f} GB: sharing them among {job.size} would save at most "
+                f"{max(bound, 0.0) * 1e3:.0f} ms (loaded at {SLOWEST_RATE / 1e9:.0f} GB/s or faster, {draw * 1e3:.0f} ms to draw)")
+        return _few_frames(frames, job, f"{cost}, less than its {SORT_LAST_SETUP_S:.1f} s of setup" if sort_last else cost)
     free, _ = _ext.gpu_memory(ordinal)
     if sort_last and frame_bytes > FITS_FRACTION * free:
         return Distribution("sort-last", f"a frame of {gigabytes:.2f} GB does not fit GPU {ordinal}'s {free / 1e9:.1f} GB free")
