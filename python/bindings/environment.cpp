@@ -37,6 +37,7 @@ void bind_environment(nb::module_& m) {
     d["cufile"] = library_dict(env.cufile);
     d["nvcomp"] = library_dict(env.nvcomp);
     d["nvcomp_cpu"] = library_dict(env.nvcomp_cpu);
+    d["nccl"] = library_dict(env.nccl);
     d["cufile_mode"] = shim::to_string(env.cufile_mode);
     d["cufile_mode_reason"] = env.cufile_mode_reason;
     nb::list gpus;

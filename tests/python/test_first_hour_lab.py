@@ -173,8 +173,9 @@ def test_bench_scaling_streams_and_renders_each_kind_of_file(files, tmp_path):
     rows = list(csv.DictReader((out / "scaling.csv").open()))
     for name in names:
         mine = {r["workload"]: r for r in rows if r["file"] == f"{name}.hrc"}
-        assert set(mine) == {"stream", "render"}, name
+        assert set(mine) == {"stream", "stream-python", "render", "render-auto"}, name
         finite(mine["stream"], "gbps", "seconds")
+        finite(mine["stream-python"], "gbps", "seconds")
         finite(mine["render"], "fps", "seconds", "load_s_median", "draw_s_median")
         assert float(mine["stream"]["gbps"]) > 0 and float(mine["render"]["fps"]) > 0
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "headrace/shim/nccl.hpp"
 #include "headrace/shim/shared_library.hpp"
 
 namespace headrace::shim {
@@ -130,6 +131,16 @@ void query_nvcomp(GpuEnvironment& environment) {
   environment.nvcomp_cpu = status_of(nvcomp_cpu);
 }
 
+void query_nccl(GpuEnvironment& environment) {
+  if (const Nccl* loaded = nccl()) {
+    environment.nccl.available = true;
+    environment.nccl.path = loaded->path;
+    environment.nccl.version = loaded->version_text();
+  } else {
+    environment.nccl.why = why_no_nccl();
+  }
+}
+
 }  // namespace
 
 GpuEnvironment query_gpu_environment() {
@@ -139,6 +150,7 @@ GpuEnvironment query_gpu_environment() {
   query_cuda_runtime(environment);
   query_cufile(environment);
   query_nvcomp(environment);
+  query_nccl(environment);
   return environment;
 }
 

@@ -1,5 +1,5 @@
 """Says what headrace can use on this machine: its version, the read backends (and why one cannot run),
-GPUs, CUDA and driver, cuFile mode, liburing, nvCOMP, and the streaming engine's defaults and memory
+GPUs, CUDA and driver, cuFile mode, liburing, nvCOMP, NCCL, and the streaming engine's defaults and memory
 limits."""
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ def collect(directory: str) -> dict:
         "cufile_mode_reason": environment["cufile_mode_reason"],
         "nvcomp": environment["nvcomp"],
         "nvcomp_cpu": environment["nvcomp_cpu"],
+        "nccl": environment["nccl"],
         "settings": _ext.Settings.current().to_dict(),
         "engine": engine_limits(),
     }
@@ -107,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"CUDA runtime: {_library_line(report['cuda_runtime'])}")
     console.print(f"cuFile: {_library_line(report['cufile'])}; mode {report['cufile_mode']} ({report['cufile_mode_reason']})")
     console.print(f"nvCOMP: {_library_line(report['nvcomp'])}; CPU codecs: {_library_line(report['nvcomp_cpu'])}")
+    console.print(f"NCCL (compositing on several GPUs): {_library_line(report['nccl'])}")
     console.print(f"liburing: {'[green]yes[/]' if report['liburing'] else '[red]no[/]: ' + report['backends']['uring']['why']}")
     limits = report["engine"]
     queue = limits["queue"]

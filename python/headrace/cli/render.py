@@ -279,8 +279,9 @@ def run(args: argparse.Namespace) -> int:
         if profile:
             profile_used = True
             tuned.update({k: profile[k] for k in tuned if k in profile})
-            console.print(f"this machine's tuned profile ({tuning.profile_path()}): {tuned['method']}, "
-                          f"{tuned['batch']} particles per batch, {tuned['segments']} in flight")
+            if distributed.ranks().root:  # every rank of a job reads the same profile: said once
+                console.print(f"this machine's tuned profile ({tuning.profile_path()}): {tuned['method']}, "
+                              f"{tuned['batch']} particles per batch, {tuned['segments']} in flight")
     method = args.method or tuned["method"]
     batch = args.batch if args.batch is not None else tuned["batch"]
     segments = args.segments if args.segments is not None else tuned["segments"]

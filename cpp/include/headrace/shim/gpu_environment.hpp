@@ -39,6 +39,7 @@ struct GpuEnvironment {
   LibraryStatus cufile;
   LibraryStatus nvcomp;
   LibraryStatus nvcomp_cpu;    // nvCOMP's CPU codecs
+  LibraryStatus nccl;          // what compositing on several GPUs uses (shim/nccl.hpp)
   std::vector<GpuDevice> gpus;
   CufileMode cufile_mode = CufileMode::unavailable;
   std::string cufile_mode_reason;
