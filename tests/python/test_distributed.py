@@ -506,3 +506,19 @@ def test_gpu_compositing_over_nccl_is_the_single_rank_image(cloud, amr, tmp_path
     np.testing.assert_array_equal(on_gpu, on_host)  # the same math, the same order: the host path's bits
     off, most = _channels_off(on_gpu, one_volume)
     assert off <= 0.002, f"{off:.2%} of the channels differ from one rank's by more than 2 levels (most {most})"
+
+
+@needs_mpi
+def test_play_can_share_each_frame_by_slabs_and_reports_the_job(amr, tmp_path):
+    done = _mpiexec(2, "play", str(amr), "--device", "cpu", "--stages", "all", "--render-only", "0", "--width", "64",
+                    "--height", "48", "--distribute", "sort-last", "--loops", "2", "--record", str(tmp_path / "run.json"))
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "2 ranks: sort-last (asked for)" in said
+    assert "4 frames by 2 ranks, a slab each (host memory over MPI (the ranks draw on the CPU))" in said
+    run = json.loads((tmp_path / "run.json").read_text())["runs"][0]
+    assert [f["frame"] for f in run["frames"]] == [0, 1, 0, 1] and run["fps"] > 0
+    assert run["job"] == {"ranks": 2, "frames": 4, "seconds": run["seconds"]}
+    done = _mpiexec(2, "play", str(amr), "--device", "cpu", "--stages", "baseline", "--render-only", "0",
+                    "--distribute", "sort-last")
+    assert done.returncode != 0 and "--distribute sort-last plays the stage all" in done.stderr
