@@ -104,7 +104,10 @@ def bind_near_gpu(ordinal: int) -> str:
     the CPUs of GPU ``ordinal``'s NUMA node (its PCI device's ``local_cpulist``), replacing whatever binding
     the launcher made: Open MPI binds a job of 2 ranks or fewer to one core a rank, which leaves the
     engine's threads one core. Where the machine says nothing (no such file, a VM of one node), every CPU
-    the process may use. Returns what it did, for the statistics."""
+    the process may use. ``HEADRACE_BIND_NEAR_GPU=0`` keeps the launcher's binding (a site's own policy).
+    Returns what it did, for the statistics."""
+    if os.environ.get("HEADRACE_BIND_NEAR_GPU", "1") == "0":
+        return "left as the launcher bound it (HEADRACE_BIND_NEAR_GPU=0)"
     try:
         address = _ext.gpu_pci_address(ordinal)
         near = _cpu_list(Path(f"/sys/bus/pci/devices/{address}/local_cpulist").read_text())

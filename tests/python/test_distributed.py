@@ -440,6 +440,10 @@ def test_a_rank_binds_itself_near_its_gpu_or_to_every_cpu_it_may_use(monkeypatch
         said = distributed.bind_near_gpu(0)
         assert said == f"{len(os.sched_getaffinity(0))} CPUs, every CPU (one NUMA node)"
         assert distributed._cpu_list("0-3,8,10-11\n") == {0, 1, 2, 3, 8, 10, 11}
+        os.sched_setaffinity(0, {min(before)})
+        monkeypatch.setenv("HEADRACE_BIND_NEAR_GPU", "0")
+        assert distributed.bind_near_gpu(0) == "left as the launcher bound it (HEADRACE_BIND_NEAR_GPU=0)"
+        assert os.sched_getaffinity(0) == {min(before)}
     finally:
         os.sched_setaffinity(0, before)
 
@@ -522,3 +526,18 @@ def test_play_can_share_each_frame_by_slabs_and_reports_the_job(amr, tmp_path):
     done = _mpiexec(2, "play", str(amr), "--device", "cpu", "--stages", "baseline", "--render-only", "0",
                     "--distribute", "sort-last")
     assert done.returncode != 0 and "--distribute sort-last plays the stage all" in done.stderr
+
+
+@needs_mpi
+def test_a_video_under_mpi_is_drawn_and_written_by_one_rank(series, tmp_path):
+    common = ["--frames", "0:4", "--device", "cpu", "--width", "40", "--height", "30"]
+    done = _mpiexec(2, "render", str(series), "--out", str(tmp_path / "frames"), "--video", str(tmp_path / "v.gif"), *common)
+    assert done.returncode == 0, done.stderr
+    assert "2 ranks: one (--video: one rank writes the animation)" in " ".join(done.stdout.split())
+    from PIL import Image
+
+    assert Image.open(tmp_path / "v.gif").n_frames == 4
+    done = _mpiexec(2, "render", str(series), "--out", str(tmp_path / "f2"), "--video", str(tmp_path / "w.gif"),
+                    "--distribute", "time", *common)
+    assert done.returncode == 2 and "--video with --distribute time: one animation is written by one rank" in done.stderr
+    assert not (tmp_path / "w.gif").exists()

@@ -60,7 +60,7 @@ from headrace.cli._view_options import MOST_FRAME, Camera, Colour, FrameRange, p
 from headrace.cli._volume_options import ValueRange, add_volume_arguments, volume_only_options, volume_options
 from headrace.errors import UsageError
 from headrace.workloads import particles
-from headrace.workloads.distribution import choose_distribution, frame_work
+from headrace.workloads.distribution import Distribution, choose_distribution, frame_work
 from headrace.workloads.particles.sort_last import ParticleShares
 from headrace.workloads.points import PointSetRenderer, draws_point_set
 from headrace.workloads.volume import VolumeRenderer, is_volume
@@ -256,8 +256,14 @@ def run(args: argparse.Namespace) -> int:
     job = distributed.ranks()
     if job.size > 1:
         frames = _frames(args, ds)
-        spread = choose_distribution(args.distribute, job, frames=len(frames), device=job.device(device), sort_last=not point_set,
-                                     **frame_work(ds, frames[:64], volume))
+        if args.video is not None and args.distribute not in ("auto", "one"):
+            raise UsageError(f"--video with --distribute {args.distribute}: one animation is written by one rank "
+                             "(--distribute one, which auto takes with --video)")
+        if args.video is not None:  # one animation: one rank draws its frames in order and writes it
+            spread = Distribution("one", "--video: one rank writes the animation")
+        else:
+            spread = choose_distribution(args.distribute, job, frames=len(frames), device=job.device(device),
+                                         sort_last=not point_set, **frame_work(ds, frames[:64], volume))
         if job.root:
             console.print(f"{job.size} ranks: {spread.describe()}")
         if spread.how == "sort-last":
