@@ -4,10 +4,13 @@
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
+
+#include <algorithm>
 
 #include "bindings.hpp"
 #include "headrace/codec/chain_writer.hpp"
@@ -104,7 +107,24 @@ void bind_format(nb::module_& m) {
              const auto lo = c.range_min(info);
              const auto hi = c.range_max(info);
              return std::make_tuple(std::vector<double>(lo.begin(), lo.end()), std::vector<double>(hi.begin(), hi.end()));
-           }, "chunk"_a, "Per component (minima, maxima) of one chunk.");
+           }, "chunk"_a, "Per component (minima, maxima) of one chunk.")
+      .def("chunk_ranges", [](const Container& c, std::uint64_t first, std::uint64_t count) {
+             HEADRACE_EXPECT(first + count <= c.chunks().size() && first + count >= first, UsageError,
+                             "chunks " + std::to_string(first) + " to " + std::to_string(first + count) + " of " +
+                                 std::to_string(c.chunks().size()));
+             const std::size_t components = count ? c.range_min(c.chunks()[first]).size() : 0;
+             std::vector<double> lows(count * components), highs(count * components);
+             for (std::uint64_t k = 0; k < count; ++k) {
+               const auto& info = c.chunks()[first + k];
+               const auto lo = c.range_min(info), hi = c.range_max(info);
+               HEADRACE_EXPECT(lo.size() == components, UsageError, "chunks of one field: every range has as many components");
+               std::copy(lo.begin(), lo.end(), lows.begin() + static_cast<std::ptrdiff_t>(k * components));
+               std::copy(hi.begin(), hi.end(), highs.begin() + static_cast<std::ptrdiff_t>(k * components));
+             }
+             return std::make_pair(owned_array(std::move(lows), {count, components}), owned_array(std::move(highs), {count, components}));
+           }, "first"_a, "count"_a,
+           "Per chunk and component, the minima and maxima of chunks first..first + count (one field's): two (count, "
+           "components) float64 arrays.");
 
   nb::class_<ChainedWriter>(m, "ContainerWriter")
       .def("__init__", [](ChainedWriter* self, const std::string& path,

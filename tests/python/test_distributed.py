@@ -132,6 +132,13 @@ def test_a_frames_chunks_are_shared_by_space_each_once(cloud, size):
     centre_x = [[np.mean([ds.container.chunk_range(int(rows[c]))[k][0] for k in (0, 1)]) for c in share] for share in shares]
     for left, right in zip(centre_x, centre_x[1:]):  # the longest axis here is x: the ranks' runs follow it
         assert max(left) <= min(right)
+    lows, highs = ds.container.chunk_ranges(int(rows[0]), rows.size)  # what share_chunks reads, in one call
+    assert lows.shape == highs.shape == (40, 8)
+    for k in (0, 17, 39):
+        np.testing.assert_array_equal(lows[k], ds.container.chunk_range(int(rows[k]))[0])
+        np.testing.assert_array_equal(highs[k], ds.container.chunk_range(int(rows[k]))[1])
+    with pytest.raises(headrace.UsageError, match="chunks 100 to 200 of 120"):
+        ds.container.chunk_ranges(100, 100)
 
 
 @needs_mpi

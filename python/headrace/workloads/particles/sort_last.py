@@ -45,9 +45,7 @@ def share_chunks(ds: Any, frame: int, field: str, size: int) -> list[list[int]]:
     rows = frame_chunks(container, frame, field)
     if rows.size == 0:
         return [[] for _ in range(size)]
-    ranges = [container.chunk_range(int(k)) for k in rows]
-    lows = np.array([r[0][:3] for r in ranges], dtype=np.float64)
-    highs = np.array([r[1][:3] for r in ranges], dtype=np.float64)
+    lows, highs = (np.asarray(a)[:, :3] for a in container.chunk_ranges(int(rows[0]), int(rows.size)))
     centres = np.where(np.isfinite(lows + highs), (lows + highs) / 2, 0.0)
     axis = int(np.argmax(centres.max(axis=0) - centres.min(axis=0)))
     order = np.argsort(centres[:, axis], kind="stable")
