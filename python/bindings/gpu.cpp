@@ -96,8 +96,7 @@ void bind_gpu(nb::module_& m) {
                                 "Back-to-back pinned host-to-device copies on one GPU, the buffers made up front.")
       .def(nb::init<int, std::size_t>(), "device"_a, "size_bytes"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("run", &gpu::PinnedCopies::run, "copies"_a, nb::call_guard<nb::gil_scoped_release>(),
-           "Seconds (wall clock) for `copies` copies on one stream, waited for.")
-      .def_prop_ro("size_bytes", &gpu::PinnedCopies::size_bytes);
+           "Seconds (wall clock) for `copies` copies on one stream, waited for.");
   m.def("pinned_copy_rate", &gpu::pinned_copy_rate, "device"_a, "size_bytes"_a = std::size_t{256} << 20, "repeats"_a = 3u,
         nb::call_guard<nb::gil_scoped_release>(),
         "Bytes per second of the fastest of `repeats` page-locked host-to-device copies of `size_bytes` (CUDA events).");

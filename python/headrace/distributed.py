@@ -181,22 +181,17 @@ def gpu_communicator(job: Ranks, device: int) -> tuple[Any, str]:
     if job.comm is None or job.size == 1:
         return None, "one rank"
     reason = _ext.nccl_unavailable_reason() or _ext.gpu_unavailable_reason()
-    seen = job.allgather((reason, _node_name(), device))
+    seen = job.allgather((reason, os.uname().nodename, device))
     missing = [f"rank {rank}: {why}" for rank, (why, _, _) in enumerate(seen) if why]
     shared = len({(node, gpu) for _, node, gpu in seen}) < len(seen)
     if missing or shared:
         result: tuple[Any, str] = (None, missing[0] if missing else "ranks share a GPU (NCCL joins one rank a GPU)")
     else:
-        os.environ["NCCL_NVLS_ENABLE"] = "0"  # never NVLink multicast (the communicator sets it too)
         unique_id = job.comm.bcast(_ext.nccl_unique_id() if job.root else None, root=0)
         communicator = _ext.GpuCommunicator(unique_id, job.size, job.rank, device)
         result = (communicator, communicator.describe())
     _communicators[device] = result
     return result
-
-
-def _node_name() -> str:
-    return os.uname().nodename
 
 
 def abort(code: int, message: str = "") -> None:

@@ -15,13 +15,6 @@ struct Loaded {
   bool ok = false;
 };
 
-template <typename Function>
-bool bind(const shim::SharedLibrary& library, Function& slot, const char* name, std::string& why) {
-  slot = library.function<Function>(name);
-  if (slot == nullptr && why.empty()) why = library.path() + " has no " + name;
-  return slot != nullptr;
-}
-
 Loaded& loaded() {
   static Loaded state;
   static std::once_flag once;
@@ -33,46 +26,46 @@ Loaded& loaded() {
     }
     auto& a = s.api;
     bool all = true;
-    all &= bind(s.library, a.cuInit, "cuInit", s.why);
-    all &= bind(s.library, a.cuGetErrorName, "cuGetErrorName", s.why);
-    all &= bind(s.library, a.cuDeviceGetCount, "cuDeviceGetCount", s.why);
-    all &= bind(s.library, a.cuDeviceGet, "cuDeviceGet", s.why);
-    all &= bind(s.library, a.cuDeviceGetAttribute, "cuDeviceGetAttribute", s.why);
-    all &= bind(s.library, a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", s.why);
-    all &= bind(s.library, a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", s.why);
-    all &= bind(s.library, a.cuCtxSetCurrent, "cuCtxSetCurrent", s.why);
-    all &= bind(s.library, a.cuMemAlloc, "cuMemAlloc_v2", s.why);
-    all &= bind(s.library, a.cuMemFree, "cuMemFree_v2", s.why);
-    all &= bind(s.library, a.cuMemHostAlloc, "cuMemHostAlloc", s.why);
-    all &= bind(s.library, a.cuMemFreeHost, "cuMemFreeHost", s.why);
-    all &= bind(s.library, a.cuMemHostRegister, "cuMemHostRegister_v2", s.why);
-    all &= bind(s.library, a.cuMemHostUnregister, "cuMemHostUnregister", s.why);
-    all &= bind(s.library, a.cuMemGetInfo, "cuMemGetInfo_v2", s.why);
-    all &= bind(s.library, a.cuMemGetAddressRange, "cuMemGetAddressRange_v2", s.why);
-    all &= bind(s.library, a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", s.why);
-    all &= bind(s.library, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", s.why);
-    all &= bind(s.library, a.cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", s.why);
-    all &= bind(s.library, a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", s.why);
-    all &= bind(s.library, a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", s.why);
-    all &= bind(s.library, a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", s.why);
-    all &= bind(s.library, a.cuMemsetD8Async, "cuMemsetD8Async", s.why);
-    all &= bind(s.library, a.cuStreamCreate, "cuStreamCreate", s.why);
-    all &= bind(s.library, a.cuStreamDestroy, "cuStreamDestroy_v2", s.why);
-    all &= bind(s.library, a.cuStreamSynchronize, "cuStreamSynchronize", s.why);
-    all &= bind(s.library, a.cuStreamWaitEvent, "cuStreamWaitEvent", s.why);
-    all &= bind(s.library, a.cuStreamWaitValue32, "cuStreamWaitValue32_v2", s.why);
-    all &= bind(s.library, a.cuStreamWriteValue32, "cuStreamWriteValue32_v2", s.why);
-    all &= bind(s.library, a.cuLaunchHostFunc, "cuLaunchHostFunc", s.why);
-    all &= bind(s.library, a.cuEventCreate, "cuEventCreate", s.why);
-    all &= bind(s.library, a.cuEventDestroy, "cuEventDestroy_v2", s.why);
-    all &= bind(s.library, a.cuEventRecord, "cuEventRecord", s.why);
-    all &= bind(s.library, a.cuEventQuery, "cuEventQuery", s.why);
-    all &= bind(s.library, a.cuEventSynchronize, "cuEventSynchronize", s.why);
-    all &= bind(s.library, a.cuEventElapsedTime, "cuEventElapsedTime", s.why);
-    all &= bind(s.library, a.cuModuleLoadData, "cuModuleLoadData", s.why);
-    all &= bind(s.library, a.cuModuleUnload, "cuModuleUnload", s.why);
-    all &= bind(s.library, a.cuModuleGetFunction, "cuModuleGetFunction", s.why);
-    all &= bind(s.library, a.cuLaunchKernel, "cuLaunchKernel", s.why);
+    all &= s.library.bind(a.cuInit, "cuInit", s.why);
+    all &= s.library.bind(a.cuGetErrorName, "cuGetErrorName", s.why);
+    all &= s.library.bind(a.cuDeviceGetCount, "cuDeviceGetCount", s.why);
+    all &= s.library.bind(a.cuDeviceGet, "cuDeviceGet", s.why);
+    all &= s.library.bind(a.cuDeviceGetAttribute, "cuDeviceGetAttribute", s.why);
+    all &= s.library.bind(a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", s.why);
+    all &= s.library.bind(a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", s.why);
+    all &= s.library.bind(a.cuCtxSetCurrent, "cuCtxSetCurrent", s.why);
+    all &= s.library.bind(a.cuMemAlloc, "cuMemAlloc_v2", s.why);
+    all &= s.library.bind(a.cuMemFree, "cuMemFree_v2", s.why);
+    all &= s.library.bind(a.cuMemHostAlloc, "cuMemHostAlloc", s.why);
+    all &= s.library.bind(a.cuMemFreeHost, "cuMemFreeHost", s.why);
+    all &= s.library.bind(a.cuMemHostRegister, "cuMemHostRegister_v2", s.why);
+    all &= s.library.bind(a.cuMemHostUnregister, "cuMemHostUnregister", s.why);
+    all &= s.library.bind(a.cuMemGetInfo, "cuMemGetInfo_v2", s.why);
+    all &= s.library.bind(a.cuMemGetAddressRange, "cuMemGetAddressRange_v2", s.why);
+    all &= s.library.bind(a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", s.why);
+    all &= s.library.bind(a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", s.why);
+    all &= s.library.bind(a.cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", s.why);
+    all &= s.library.bind(a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", s.why);
+    all &= s.library.bind(a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", s.why);
+    all &= s.library.bind(a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", s.why);
+    all &= s.library.bind(a.cuMemsetD8Async, "cuMemsetD8Async", s.why);
+    all &= s.library.bind(a.cuStreamCreate, "cuStreamCreate", s.why);
+    all &= s.library.bind(a.cuStreamDestroy, "cuStreamDestroy_v2", s.why);
+    all &= s.library.bind(a.cuStreamSynchronize, "cuStreamSynchronize", s.why);
+    all &= s.library.bind(a.cuStreamWaitEvent, "cuStreamWaitEvent", s.why);
+    all &= s.library.bind(a.cuStreamWaitValue32, "cuStreamWaitValue32_v2", s.why);
+    all &= s.library.bind(a.cuStreamWriteValue32, "cuStreamWriteValue32_v2", s.why);
+    all &= s.library.bind(a.cuLaunchHostFunc, "cuLaunchHostFunc", s.why);
+    all &= s.library.bind(a.cuEventCreate, "cuEventCreate", s.why);
+    all &= s.library.bind(a.cuEventDestroy, "cuEventDestroy_v2", s.why);
+    all &= s.library.bind(a.cuEventRecord, "cuEventRecord", s.why);
+    all &= s.library.bind(a.cuEventQuery, "cuEventQuery", s.why);
+    all &= s.library.bind(a.cuEventSynchronize, "cuEventSynchronize", s.why);
+    all &= s.library.bind(a.cuEventElapsedTime, "cuEventElapsedTime", s.why);
+    all &= s.library.bind(a.cuModuleLoadData, "cuModuleLoadData", s.why);
+    all &= s.library.bind(a.cuModuleUnload, "cuModuleUnload", s.why);
+    all &= s.library.bind(a.cuModuleGetFunction, "cuModuleGetFunction", s.why);
+    all &= s.library.bind(a.cuLaunchKernel, "cuLaunchKernel", s.why);
     if (!all) return;
     if (const CUresult result = a.cuInit(0); result != cuda_success) {
       const char* name = "?";

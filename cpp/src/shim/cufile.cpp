@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "headrace/shim/shared_library.hpp"
 
@@ -74,13 +73,6 @@ std::string op_error_text(int code) {
   return "unknown cuFile error (" + std::to_string(code) + ")";
 }
 
-template <typename Function>
-bool bind(const SharedLibrary& library, Function& slot, const char* name, std::string& why) {
-  slot = library.function<Function>(name);
-  if (slot == nullptr && why.empty()) why = library.path() + " has no " + name;
-  return slot != nullptr;
-}
-
 struct Loaded {
   // Never unloaded: libcufile keeps worker threads, which a dlclose from a static destructor would race.
   SharedLibrary* library = new SharedLibrary({"libcufile.so.0", "libcufile.so"});
@@ -94,26 +86,21 @@ struct Loaded {
       return;
     }
     bool all = true;
-    all &= bind(*library, api.cuFileDriverOpen, "cuFileDriverOpen", why);
+    all &= library->bind(api.cuFileDriverOpen, "cuFileDriverOpen", why);
     api.cuFileDriverClose = library->function<decltype(api.cuFileDriverClose)>("cuFileDriverClose_v2");
-    if (api.cuFileDriverClose == nullptr) all &= bind(*library, api.cuFileDriverClose, "cuFileDriverClose", why);
-    all &= bind(*library, api.cuFileDriverGetProperties, "cuFileDriverGetProperties", why);
-    all &= bind(*library, api.cuFileHandleRegister, "cuFileHandleRegister", why);
-    all &= bind(*library, api.cuFileHandleDeregister, "cuFileHandleDeregister", why);
-    all &= bind(*library, api.cuFileBufRegister, "cuFileBufRegister", why);
-    all &= bind(*library, api.cuFileBufDeregister, "cuFileBufDeregister", why);
-    all &= bind(*library, api.cuFileRead, "cuFileRead", why);
+    if (api.cuFileDriverClose == nullptr) all &= library->bind(api.cuFileDriverClose, "cuFileDriverClose", why);
+    all &= library->bind(api.cuFileDriverGetProperties, "cuFileDriverGetProperties", why);
+    all &= library->bind(api.cuFileHandleRegister, "cuFileHandleRegister", why);
+    all &= library->bind(api.cuFileHandleDeregister, "cuFileHandleDeregister", why);
+    all &= library->bind(api.cuFileBufRegister, "cuFileBufRegister", why);
+    all &= library->bind(api.cuFileBufDeregister, "cuFileBufDeregister", why);
+    all &= library->bind(api.cuFileRead, "cuFileRead", why);
     api.cuFileGetVersion = library->function<decltype(api.cuFileGetVersion)>("cuFileGetVersion");
     ok = all;
   }
 };
 
-Loaded& loaded() {
-  static Loaded& state = *new Loaded;
-  static std::once_flag once;
-  std::call_once(once, [] { state.load(); });
-  return state;
-}
+Loaded& loaded() { return load_once<Loaded>(); }
 
 }  // namespace
 

@@ -1,7 +1,5 @@
 #include "headrace/shim/nccl.hpp"
 
-#include <mutex>
-#include <type_traits>
 
 #include "headrace/error.hpp"
 #include "headrace/shim/shared_library.hpp"
@@ -43,11 +41,7 @@ struct NcclLoader {
     }
     api.path = library->path();
     bool found = true;
-    auto resolve = [&](auto*& slot, const char* symbol) {
-      slot = library->function<std::remove_reference_t<decltype(slot)>>(symbol);
-      if (slot == nullptr && found) why = api.path + " has no " + symbol;
-      found = found && slot != nullptr;
-    };
+    auto resolve = [&](auto*& slot, const char* symbol) { found = library->bind(slot, symbol, why) && found; };
     resolve(api.get_version, "ncclGetVersion");
     resolve(api.get_unique_id, "ncclGetUniqueId");
     resolve(api.comm_init_rank, "ncclCommInitRank");
@@ -59,8 +53,6 @@ struct NcclLoader {
     resolve(api.group_end, "ncclGroupEnd");
     resolve(api.send, "ncclSend");
     resolve(api.recv, "ncclRecv");
-    resolve(api.all_reduce, "ncclAllReduce");
-    resolve(api.all_gather, "ncclAllGather");
     if (!found) return;
     if (api.get_version(&api.version) != nccl_success) {
       why = api.path + ": ncclGetVersion failed";
@@ -74,12 +66,7 @@ struct NcclLoader {
   }
 };
 
-NcclLoader& loader() {
-  static NcclLoader& loaded = *new NcclLoader;
-  static std::once_flag once;
-  std::call_once(once, [] { loaded.load(); });
-  return loaded;
-}
+NcclLoader& loader() { return load_once<NcclLoader>(); }
 
 }  // namespace
 

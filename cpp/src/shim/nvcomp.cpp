@@ -1,8 +1,6 @@
 #include "headrace/shim/nvcomp.hpp"
 
 #include <iterator>
-#include <mutex>
-#include <type_traits>
 
 #include "headrace/shim/shared_library.hpp"
 
@@ -99,10 +97,7 @@ struct NvcompLoader {
       const std::string prefix = std::string("nvcompBatched") + names.name;
       // Resolves prefix + suffix into *slot; false (and the name in *missing) when absent.
       auto resolve = [&](auto*& slot, const char* suffix, std::string& missing) {
-        const std::string symbol = prefix + suffix;
-        slot = library->function<std::remove_reference_t<decltype(slot)>>(symbol.c_str());
-        if (slot == nullptr && missing.empty()) missing = api.path_ + " has no " + symbol;
-        return slot != nullptr;
+        return library->bind(slot, (prefix + suffix).c_str(), missing);
       };
       NvcompDecompressApi& decompress = api.apis_[index];
       bool found = resolve(decompress.get_required_alignments, "DecompressGetRequiredAlignments", api.missing_[index]);
@@ -121,11 +116,7 @@ struct NvcompLoader {
     }
     NvcompBitcompHost& host = api.bitcomp_host_;
     bool found = true;
-    auto host_function = [&](auto*& slot, const char* symbol) {
-      slot = library->function<std::remove_reference_t<decltype(slot)>>(symbol);
-      if (slot == nullptr && found) api.bitcomp_missing_ = api.path_ + " has no " + symbol;
-      found = found && slot != nullptr;
-    };
+    auto host_function = [&](auto*& slot, const char* symbol) { found = library->bind(slot, symbol, api.bitcomp_missing_) && found; };
     host_function(host.create_plan, "bitcompCreatePlan");
     host_function(host.create_plan_from_compressed, "bitcompCreatePlanFromCompressedData");
     host_function(host.destroy_plan, "bitcompDestroyPlan");
@@ -142,12 +133,7 @@ struct NvcompLoader {
 };
 
 namespace {
-NvcompLoader& nvcomp_loader() {
-  static NvcompLoader& loader = *new NvcompLoader;
-  static std::once_flag once;
-  std::call_once(once, [] { loader.load(); });
-  return loader;
-}
+NvcompLoader& nvcomp_loader() { return load_once<NvcompLoader>(); }
 }  // namespace
 
 std::string Nvcomp::version() const { return semantic_version(properties_.version); }
@@ -217,12 +203,7 @@ struct CpuLoader {
   }
 };
 
-CpuLoader& cpu_loader() {
-  static CpuLoader& loader = *new CpuLoader;
-  static std::once_flag once;
-  std::call_once(once, [] { loader.load(); });
-  return loader;
-}
+CpuLoader& cpu_loader() { return load_once<CpuLoader>(); }
 
 }  // namespace
 

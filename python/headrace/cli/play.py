@@ -199,19 +199,17 @@ def _play_sort_last(args: argparse.Namespace, ds: Any, device: int | str, order:
     job.barrier()
     began = time.perf_counter()
     played: list[dict[str, Any]] = []
-    ends: list[tuple[float, float]] = []  # each frame's start and end, in seconds since the run began
     for frame in order:
         start = time.perf_counter()
         _, stats = slabs.render(frame)
         end = time.perf_counter()
         loaded = start + stats["load_s"]
-        ends.append((start - began, end - began))
         played.append({"frame": frame, "start": start - began, "end": end - began,
                        "spans": {"io": [(start - began, loaded - began)], "render": [(loaded - began, end - began)]}})
     job.barrier()
     seconds = time.perf_counter() - began
-    steady = ends[1:] or ends  # the first frame fills the pipeline, as a single rank's run counts it
-    fps = len(steady) / max(steady[-1][1] - steady[0][0], 1e-9)
+    steady = played[1:] or played  # the first frame fills the pipeline, as a single rank's run counts it
+    fps = len(steady) / max(steady[-1]["end"] - steady[0]["start"], 1e-9)
     if not job.root:
         return 0
     bytes_per_frame = slabs.renderer.topology.cell_count * 4

@@ -202,7 +202,7 @@ def _check_folder_output(path: str) -> None:
 
 def _frames(args: argparse.Namespace, ds) -> range:
     """The frames this process draws: --frame's, --frames', or its block of them when a job shares them by time."""
-    if getattr(args, "block", None):
+    if args.block:
         return args.block
     return range(args.frame, args.frame + 1) if args.frame is not None else parse_frames(args.frames, len(ds.frames))
 
@@ -395,8 +395,8 @@ def _write_animation(path: str, images: list, fps: float) -> None:
 def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
     """Under MPI: every rank draws its share of each frame (by space), composited by depth onto rank 0, which
     writes the images (headrace.workloads.particles.sort_last): the single-rank images, bit for bit."""
-    ignored = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method),
-                                        ("--video", args.video)) if value is not None]
+    ignored = [name for name, value in (("--batch", args.batch), ("--segments", args.segments), ("--method", args.method))
+               if value is not None]
     if ignored:
         raise UsageError(f"{', '.join(ignored)}: under MPI each rank reads its share of a frame with the engine's read "
                          "path and rank 0 writes one image a frame")
@@ -409,8 +409,6 @@ def _render_particles_sort_last(args: argparse.Namespace, ds, device: int | str)
 def _render_volume_sort_last(args: argparse.Namespace, ds, device: int | str) -> int:
     """Under MPI: every rank ray-marches its slab of each frame (by space), composited front to back onto
     rank 0, which writes the images (headrace.workloads.volume.sort_last): the single-rank images up to rounding."""
-    if args.video is not None:
-        raise UsageError("--video: under MPI rank 0 writes one image a frame")
     slabs = VolumeSlabs(ds, device=device, compositing=args.compositing, **volume_options(args))
     return _render_sort_last(
         args, ds, slabs.render,

@@ -55,7 +55,7 @@ class Distribution:
 
 def frame_bytes(ds: Any, frames: Sequence[int]) -> int:
     """The largest of ``frames``' decoded bytes, every field (what a GPU receives to draw the frame)."""
-    container, raw = ds.container, ds.container.chunk_table()["raw_size"]
+    container, raw = ds.container, ds.chunk_columns["raw_size"]
     largest = 0
     for frame in frames:
         total = 0

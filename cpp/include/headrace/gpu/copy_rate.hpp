@@ -26,7 +26,6 @@ class PinnedCopies {
   PinnedCopies(int device, std::size_t size_bytes);
   // Seconds for `copies` copies of size_bytes, issued on one stream and waited for.
   [[nodiscard]] double run(unsigned copies) const;
-  [[nodiscard]] std::size_t size_bytes() const noexcept { return host_.size_bytes(); }
 
  private:
   Device device_;

@@ -1,6 +1,6 @@
 // NCCL, loaded at run time (libnccl.so.2 from the nvidia-nccl-cu13 wheel, or the system's): the few entry
-// points headrace's GPU collectives use (a communicator per job, grouped point-to-point sends, all-reduce
-// and all-gather). No NCCL header is needed to build: the C types are declared here with nccl.h's ABI
+// points headrace's GPU collectives use (a communicator per job, grouped point-to-point sends and
+// receives). No NCCL header is needed to build: the C types are declared here with nccl.h's ABI
 // (NCCL 2.x, which has kept these signatures since 2.7).
 #pragma once
 
@@ -20,8 +20,7 @@ struct NcclUniqueId {  // ncclUniqueId: passed by value, as nccl.h's struct is
   char internal[nccl_unique_id_bytes];
 };
 
-enum class NcclType : int { int8 = 0, uint8 = 1, int32 = 2, uint32 = 3, int64 = 4, uint64 = 5, float32 = 7, float64 = 8 };
-enum class NcclReduction : int { sum = 0, product = 1, max = 2, min = 3 };
+enum class NcclType : int { uint8 = 1 };  // ncclDataType_t: transfers move bytes
 
 struct Nccl {
   NcclResult (*get_version)(int*) = nullptr;
@@ -35,8 +34,6 @@ struct Nccl {
   NcclResult (*group_end)() = nullptr;
   NcclResult (*send)(const void*, std::size_t, NcclType, int, NcclComm, CUstream) = nullptr;
   NcclResult (*recv)(void*, std::size_t, NcclType, int, NcclComm, CUstream) = nullptr;
-  NcclResult (*all_reduce)(const void*, void*, std::size_t, NcclType, NcclReduction, NcclComm, CUstream) = nullptr;
-  NcclResult (*all_gather)(const void*, void*, std::size_t, NcclType, NcclComm, CUstream) = nullptr;
   int version = 0;  // major * 10000 + minor * 100 + patch (NCCL_VERSION_CODE)
   std::string path;
 

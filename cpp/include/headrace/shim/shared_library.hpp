@@ -2,6 +2,7 @@
 // runs on a machine without them and says why a path is unavailable instead of failing to load.
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,29 @@ class SharedLibrary {
   [[nodiscard]] Function function(const char* name) const noexcept {
     return reinterpret_cast<Function>(symbol(name));
   }
+  // Sets `slot` to the symbol `name`; when there is none, says so in `why` (unless it already names a
+  // missing symbol) and returns false.
+  template <typename Function>
+  bool bind(Function& slot, const char* name, std::string& why) const {
+    slot = function<Function>(name);
+    if (slot == nullptr && why.empty()) why = path_ + " has no " + name;
+    return slot != nullptr;
+  }
 
  private:
   void* handle_ = nullptr;
   std::string path_;
   std::string why_;
 };
+
+// The process's one `Loader`, its load() run once on first use (whichever thread comes first) and never
+// destroyed: the libraries' own threads may outlive static destructors.
+template <class Loader>
+Loader& load_once() {
+  static Loader& loader = *new Loader;
+  static std::once_flag once;
+  std::call_once(once, [] { loader.load(); });
+  return loader;
+}
 
 }  // namespace headrace::shim

@@ -78,13 +78,9 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int, 
     given: int | str = "cpu" if device == "cpu" else int(device)
     chosen = [f % len(ds.frames) for f in range(frames)]
     spread = choose_distribution(distribute, job, frames=1, device=job.device(given), **frame_work(ds, chosen[:1], is_volume(ds)))
-    alone = spread.how != "sort-last" and job.size > 1  # rank 0 draws whole frames, the others idle
-    if is_volume(ds):
-        painter: Any = VolumeSlabs(ds, device=given, width=width, height=height, compositing=compositing) if not alone else None
-    else:
-        painter = ParticleShares(ds, device=given, width=width, height=height, compositing=compositing) if not alone else None
-    if alone:
+    if spread.how != "sort-last" and job.size > 1:  # rank 0 draws whole frames, the others idle
         return _worker_alone(ds, given, chosen, width, height, spread.describe())
+    painter = _painter(ds, given, width, height, compositing, job)
     painter.render(chosen[0])  # first touch (and NCCL's connections), not timed
     per_frame = []
     job.barrier()
@@ -104,16 +100,18 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int, 
             **{f"{key}_median": statistics.median(values) for key, values in slowest.items()}}
 
 
+def _painter(ds: Any, device: int | str, width: int, height: int, compositing: str, job: Ranks) -> Any:
+    """The sort-last renderer of the file's kind for ``job``, set up once, as the command sets it up."""
+    kind = VolumeSlabs if is_volume(ds) else ParticleShares
+    return kind(ds, device=device, width=width, height=height, compositing=compositing, job=job)
+
+
 def _worker_alone(ds: Any, device: int | str, frames: list[int], width: int, height: int, chosen: str) -> dict[str, Any] | None:
     """Rank 0 draws the frames whole (a one-rank job's renderer, set up once), the other ranks wait."""
     job = ranks()
     result = None
     if job.root:
-        alone = Ranks()  # a job of its own: its share is the whole frame
-        if is_volume(ds):
-            whole: Any = VolumeSlabs(ds, device=device, width=width, height=height, job=alone)
-        else:
-            whole = ParticleShares(ds, device=device, width=width, height=height, job=alone)
+        whole = _painter(ds, device, width, height, "auto", Ranks())  # a job of its own: its share is the whole frame
         whole.render(frames[0])
         watch = Stopwatch()
         for frame in frames:
@@ -179,8 +177,8 @@ def page_cache_memcpy_gbps(path: str, threads: int) -> float:
     warm_page_cache([path])
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
         source = np.frombuffer(mapped, dtype=np.uint8)
-        pieces = np.array_split(np.arange(source.size, dtype=np.int64)[:: max(1, source.size // (threads * 64))], threads)
-        bounds = [(int(p[0]), int(pieces[k + 1][0]) if k + 1 < len(pieces) else source.size) for k, p in enumerate(pieces) if p.size]
+        edges = np.linspace(0, source.size, threads + 1, dtype=np.int64)
+        bounds = [(int(low), int(high)) for low, high in zip(edges[:-1], edges[1:]) if high > low]
         target = np.empty_like(source)
 
         def copy(bound: tuple[int, int]) -> None:

@@ -40,8 +40,7 @@ NO_KEY = np.iinfo(np.int64).max  # where a rank drew nothing, in the signed keys
 def share_chunks(ds: Any, frame: int, field: str, size: int) -> list[list[int]]:
     """Each rank's chunks of one frame's field (positions among the frame's chunks), by space: sorted by their
     centres along the frame's longest axis, cut into runs of about equal element counts."""
-    container = ds.container
-    table = container.chunk_table()
+    container, table = ds.container, ds.chunk_columns
     rows = frame_chunks(container, frame, field)
     if rows.size == 0:
         return [[] for _ in range(size)]
@@ -136,7 +135,7 @@ class ParticleShares:
         ds, job = self.dataset, self.job
         expect_frame(ds, frame)
         mine = share_chunks(ds, frame, self.field, job.size)[job.rank]
-        table = ds.container.chunk_table()
+        table = ds.chunk_columns
         rows = frame_chunks(ds.container, frame, self.field)
         firsts = [int(table["first_element"][rows[c]]) for c in mine]
         counts = [int(table["raw_size"][rows[c]]) // 32 for c in mine]

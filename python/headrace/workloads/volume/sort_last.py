@@ -98,10 +98,11 @@ class VolumeSlabs:
         self._runs = self.renderer.topology.slab_cells(first, last)
         self._held: np.ndarray | None = None
         self.communicator, self.compositing = choose_compositing(self.job, self.ordinal, compositing)
-        self._stream = self._compositor = None
+        # On the GPUs: a stream of this rank's and the compositor, the layers never leaving GPU memory.
+        self._on_gpus: tuple[Any, Any] | None = None
         if self.communicator is not None and self.ordinal is not None:
-            self._stream = _ext.CudaStream(self.ordinal)
-            self._compositor = _ext.LayerCompositor(self.communicator, self.renderer.camera, self.renderer.background)
+            self._on_gpus = (_ext.CudaStream(self.ordinal),
+                             _ext.LayerCompositor(self.communicator, self.renderer.camera, self.renderer.background))
 
     def render(self, frame: int) -> tuple[np.ndarray | None, dict[str, Any]]:
         """Frame ``frame``: (the image on rank 0, None elsewhere; this rank's statistics, the times of its load,
@@ -117,16 +118,18 @@ class VolumeSlabs:
         buffer = read_chunks(ds, frame, renderer.field, positions, self.ordinal, cells * 4)
         loaded = time.perf_counter()
         layer = None  # on the GPUs, the layer stays in the renderer's GPU memory
-        if self._compositor is not None and self._stream is not None:
-            renderer.draw_layer(buffer, self._stream.handle)
-            self._stream.synchronize()
+        if self._on_gpus is not None:
+            stream, compositor = self._on_gpus
+            renderer.draw_layer(buffer, stream.handle)
+            stream.synchronize()
         else:
             layer = renderer.layer_of(buffer if self.ordinal is not None else buffer.view(np.float32)[:cells])
         drawn = time.perf_counter()
         job.barrier()  # what compositing costs, apart from waiting for the slowest rank's draw
         ready = time.perf_counter()
-        if layer is None and self._compositor is not None and self._stream is not None:
-            image = renderer.composited(self._compositor, self._stream.handle)
+        if self._on_gpus is not None:
+            stream, compositor = self._on_gpus
+            image = renderer.composited(compositor, stream.handle)
         else:
             assert layer is not None
             image = composite_front_to_back(job, layer, renderer.camera, renderer.background)
