@@ -298,9 +298,23 @@ def test_a_page_of_another_site_may_not_open_the_socket(server):
     _run(scenario())
 
 
+def _in_order_within(shown: list[int], rendered: list[int]) -> bool:
+    """Whether ``shown`` is ``rendered`` with some left out, nothing reordered."""
+    remaining = iter(rendered)
+    return all(any(frame == r for r in remaining) for frame in shown)
+
+
+def _holds_run(frames: list[int], run: list[int]) -> bool:
+    return any(frames[k:k + len(run)] == run for k in range(len(frames) - len(run) + 1))
+
+
 def test_hello_play_seek_and_stride(server):
+    viewer, url = server
+
+    def rendered() -> list[int]:
+        return [r.frame for session in list(viewer.sessions.values()) for r in list(session.records)]
+
     async def scenario():
-        _, url = server
         async with aiohttp.ClientSession() as http:
             browser, hello = await _connect(http, url)
             assert [f["kind"] for f in hello["files"]] == ["particles", "volume"]
@@ -312,11 +326,14 @@ def test_hello_play_seek_and_stride(server):
             assert browser.shown[0].frame == 0 and browser.shown[0].payload[:2] == b"\xff\xd8"  # a JPEG
             await browser.send({"type": "play"})
             await browser.pump(until=lambda b: len(b.shown) >= 12)
-            shown = [s.frame for s in browser.shown]
-            assert shown[:10] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1]  # in order, around again (loop is on)
+            # Every frame rendered in order, around again (loop is on); the browser sees them in that order but
+            # may miss one replaced before it was sent (the latest image wins: a busy machine drops some).
+            assert rendered()[:10] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1]
+            assert _in_order_within([s.frame for s in browser.shown], rendered())
             await browser.send({"type": "set", "stride": 3})
             await browser.send({"type": "seek", "frame": 2})
-            await browser.pump(until=lambda b: [s.frame for s in b.shown][-4:] == [2, 5, 0, 3])
+            before = len(rendered())
+            await browser.pump(until=lambda b: _holds_run(rendered()[before:], [2, 5, 0, 3]))
             await browser.send({"type": "pause"})
             await browser.send({"type": "set", "stride": 1, "loop": False})
             await browser.send({"type": "seek", "frame": 6})
