@@ -5,7 +5,7 @@
 #   call 2: RANKS=1,2,4 bash bench/many_gpus_on_device.sh light
 #   call 3: RANKS=1,2,4 bash bench/many_gpus_on_device.sh heavy
 #   call 4: RANKS=1,2,4 bash bench/many_gpus_on_device.sh setup build data play clicost smallchunks
-#   call 5: bash bench/many_gpus_on_device.sh setup build clidata clicost trace distributed
+#   call 5: RANKS=1,2,4 bash bench/many_gpus_on_device.sh setup build clidata clicost trace distributed
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nVCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -86,19 +86,25 @@ clidata() {  # what clicost and trace read
   ls -la "$work"
 }
 
-trace() {  # lines handed between ranks: a 201 MB field, a cache of 130 MB a rank (one rank: out of core)
-  echo "ranks,round,seconds" > "$OUT/trace.csv"
+trace() {
+  # Lines handed between ranks on a field 4 x a rank's cache (201 MB, 50 MB a rank): one rank traces out of
+  # core; at 2 and 4 ranks a rank's planes and their neighbours outgrow its cache too, loaded as its lines
+  # wait. Wall seconds of the command (setup, first frame, writing 8 M points included) and the trace's
+  # own seconds (the slowest rank's, its reads included) from --json.
+  echo "ranks,round,wall_s,trace_s,lines_handed,bytes_read" > "$OUT/trace.csv"
   local n round start
   for round in 1 2 3; do
-    for n in 1 2; do
+    for n in ${ranks//,/ }; do
       start=$EPOCHREALTIME
-      within 90 mpiexec -n $n python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 1000 --device 0 \
-        --cache-bytes 130M --out build/lines.npz --json > "build/trace-$n.json" 2> build/trace.err || tail -3 build/trace.err
-      echo "$n,$round,$(awk "BEGIN { print $EPOCHREALTIME - $start }")" >> "$OUT/trace.csv"
+      within 120 mpiexec -n $n python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 1000 --device 0 \
+        --cache-bytes 50M --out build/lines.npz --json > "build/trace-$n.json" 2> build/trace.err || tail -3 build/trace.err
+      local wall; wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
+      python3 -c "import json, sys; d = json.load(open('build/trace-$n.json')); print(f\"$n,$round,$wall,{d['seconds']},{d.get('lines_handed', 0)},{d['bytes_read']}\")" \
+        >> "$OUT/trace.csv"
     done
   done
   cat "$OUT/trace.csv"
-  python3 -c "import json; d = json.load(open('build/trace-2.json')); print({k: v for k, v in d.items() if not isinstance(v, (list, dict))})" | cut -c1-600
+  cp build/trace-*.json "$OUT/" 2>/dev/null
 }
 
 smallchunks() {  # a looped stream of a frame of 25,600 chunks (128 KB): no status retired under it

@@ -280,15 +280,17 @@ def test_one_rank_handing_off_traces_one_tracers_lines(flow):
 
 
 @needs_mpi
-@pytest.mark.parametrize("size,distribute", [(2, "hand-off"), (4, "hand-off"), (3, "auto")])
-def test_streamlines_handed_between_ranks_are_the_single_rank_lines(flow, tmp_path, size, distribute):
+# auto hands off at 600 KiB: the frame's 737 KB of velocity blocks do not fit; a rank's share does. At 100 KiB
+# (16 blocks) a rank's share does not either: its cache loads its blocks as its lines wait for them.
+@pytest.mark.parametrize("size,distribute,cache", [(2, "hand-off", "1G"), (4, "hand-off", "1G"), (3, "auto", "600K"),
+                                                   (2, "auto", "100K")])
+def test_streamlines_handed_between_ranks_are_the_single_rank_lines(flow, tmp_path, size, distribute, cache):
     common = ["--seeds", "uniform:300", "--steps", "300", "--direction", "both", "--device", "cpu", "--threads", "1",
               "--integrator", "rk45"]
     subprocess.run([sys.executable, "-m", "headrace", "trace", str(flow), "--out", str(tmp_path / "one.npz"), *common],
                    check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
-    # auto hands off here: the frame's 737 KB of velocity blocks do not fit a cache of 600 KiB; a rank's share does
     done = _mpiexec(size, "trace", str(flow), "--out", str(tmp_path / "many.npz"), "--distribute", distribute,
-                    "--cache-bytes", "600K" if distribute == "auto" else "1G", *common)
+                    "--cache-bytes", cache, *common)
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
     assert f"by {size} ranks" in said and "hand-off-managed" in said

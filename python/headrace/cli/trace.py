@@ -216,7 +216,7 @@ def _report(args: argparse.Namespace, result, ranks: int, seeds: int, budget: Bu
                           f"up to {stats['max_loads_in_flight']} reads at once")
         elif stats["manager"] == "hand-off":
             console.print(f"  hand-off: {stats['lines_handed']} lines handed between ranks in {stats['exchanges']} exchanges; "
-                          f"blocks resident per rank {stats['resident_blocks']}, {stats['bytes_read'] / 1e6:.1f} MB read in "
+                          f"each rank's cache of {stats['resident_blocks']} blocks, {stats['bytes_read'] / 1e6:.1f} MB read in "
                           f"{stats['resident_load_seconds']:.3f} s, stepping {stats['resident_advance_seconds']:.3f} s")
         else:
             console.print(f"  mmap: {stats['madvise_calls']} madvise calls, {stats['budget_drops']} budget drops")

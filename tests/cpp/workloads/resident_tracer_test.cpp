@@ -184,6 +184,25 @@ TEST(HandOffTrace, LinesHandedBetweenRanksAreOneTracersLines) {
     }
 }
 
+// A rank whose blocks do not fit its cache loads them as its lines wait for them: the lines are still
+// one tracer's, its reads more than its blocks.
+TEST(HandOffTrace, ARankWhoseBlocksOutgrowItsCacheLoadsThemRoundByRound) {
+  testing::BlockedFlow flow(32, 24, 16);  // 4 planes of 48 blocks of 768 bytes
+  ContainerTraceOptions options = resident_options();
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 40 * 768;  // under a plane
+  const std::vector<Vec3> seeds = swirl_seeds(40);
+  const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
+  for (const std::uint32_t ranks : {1u, 2u, 4u}) {
+    std::uint64_t handed = 0;
+    const Polylines lines = trace_handed(flow.path, seeds, options, ranks, handed);
+    EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1), lines)) << ranks << " ranks";
+  }
+  const HandOffTrace rank(open_flow(flow.path, 0), 1, 2, options);
+  EXPECT_EQ(rank.resident_blocks(), 40u);
+  EXPECT_EQ(rank.stats().units_loaded, 0u);  // nothing read before its lines ask
+}
+
 TEST(HandOffTrace, ARankHoldsItsPlanesOfBlocksAndTheirNeighboursOnly) {
   testing::BlockedFlow flow(32, 24, 16);
   const FlowField opened = open_flow(flow.path, 0);
@@ -196,7 +215,7 @@ TEST(HandOffTrace, ARankHoldsItsPlanesOfBlocksAndTheirNeighboursOnly) {
   EXPECT_EQ(first.owner_of(47), 0u);
   EXPECT_EQ(first.owner_of(48), 1u);
   EXPECT_EQ(first.stats().bytes_read, 2u * 48 * 768);
-  options.cache_bytes = 2 * 48 * 768 - 1;
+  options.cache_bytes = 8 * 768 - 1;  // fewer than 8 blocks
   EXPECT_THROW(HandOffTrace(opened, 0, 4, options), UsageError);
   options.cache_bytes = 1 << 20;
   EXPECT_THROW(HandOffTrace(opened, 0, 5, options), UsageError);  // more ranks than planes
@@ -210,14 +229,16 @@ TEST(HandOffTraceGpu, LinesHandedBetweenGpuRanksAreTheHostsLines) {
   if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
   testing::BlockedFlow flow(32, 24, 16);
   ContainerTraceOptions options = resident_options();
-  options.cache_bytes = 1 << 20;
   options.device = 0;
   const std::vector<Vec3> seeds = swirl_seeds(200);
   const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
-  std::uint64_t handed = 0;
-  const Polylines lines = trace_handed(flow.path, seeds, options, 3, handed);
-  EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1), lines));
-  EXPECT_GT(handed, 0u);
+  for (const std::uint64_t cache_bytes : {std::uint64_t{1} << 20, std::uint64_t{40} * 768}) {  // blocks resident; loaded by rounds
+    options.cache_bytes = cache_bytes;
+    std::uint64_t handed = 0;
+    const Polylines lines = trace_handed(flow.path, seeds, options, 3, handed);
+    EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1), lines)) << cache_bytes << " bytes of cache";
+    EXPECT_GT(handed, 0u);
+  }
 }
 
 // The GPU's kernel against the host executor: the same rounds, the same math with IEEE operations

@@ -9,8 +9,7 @@
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 #include "headrace/workloads/streamlines/resident_tracer.hpp"
 #include "half_lines.hpp"
-#include "round_runner.hpp"
-#include "unit_loads.hpp"
+#include "round_loop.hpp"
 
 namespace headrace::workloads::streamlines {
 namespace {
@@ -28,13 +27,18 @@ struct HandOffTrace::State {
   UnitTable table;
   std::uint32_t rank = 0, ranks = 1;
   std::uint64_t planes = 1, per_plane = 1;  // planes of blocks along z, blocks in one
+  std::uint64_t first_unit = 0, end_unit = 0;  // the blocks this rank may hold: its planes and the plane either side
   std::unique_ptr<RoundRunner<BlockLayout>> runner;
   RoundState round;
+  std::unique_ptr<SlotTable> slot_table;
+  std::unique_ptr<UnitLoads<BlockLayout>> loads;  // after the runner, so destroyed before it: its reads go into the pool
   std::vector<HandedLine> held;
   std::vector<TracedSegment> segments;
   std::vector<TracedPoint> points;
   std::vector<HandedLine> ended;
   ResidentStats stats;
+
+  [[nodiscard]] bool holds(std::uint64_t unit) const { return unit >= first_unit && unit < end_unit; }
 };
 
 HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint32_t ranks, const ContainerTraceOptions& options)
@@ -61,30 +65,33 @@ HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint3
   st.round = RoundState{0, 0, 0, std::vector<std::int32_t>(units, -1), std::vector<std::uint32_t>(units, 0),
                         std::vector<std::uint32_t>(units, 0)};
   const auto first_plane = [&](std::uint64_t r) { return (r * st.planes + ranks - 1) / ranks; };
-  const std::uint64_t first = std::max<std::uint64_t>(first_plane(rank), 1) - 1;
-  const std::uint64_t last = std::min<std::uint64_t>(first_plane(rank + 1) + 1, st.planes);
-  std::vector<std::uint64_t> resident(static_cast<std::size_t>((last - first) * st.per_plane));
-  std::iota(resident.begin(), resident.end(), first * st.per_plane);
-  const std::uint64_t bytes = resident.size() * st.table.unit_bytes;
-  HEADRACE_EXPECT(bytes <= options.cache_bytes, UsageError,
-                  st.path + ": rank " + std::to_string(rank) + "'s blocks and their neighbours take " + std::to_string(bytes) +
-                      " bytes, more than its cache of " + std::to_string(options.cache_bytes) + ": run more ranks or give more bytes");
-  const std::uint64_t slots = std::max<std::uint64_t>(resident.size(), 1);
+  st.first_unit = (std::max<std::uint64_t>(first_plane(rank), 1) - 1) * st.per_plane;
+  st.end_unit = std::min<std::uint64_t>(first_plane(rank + 1) + 1, st.planes) * st.per_plane;
+  // Resident for the whole trace when they fit the cache; otherwise the cache holds those its lines wait
+  // for, round by round, as one tracer's does over the whole field.
+  const std::uint64_t region = st.end_unit - st.first_unit;
+  const std::uint64_t slots = std::min(options.cache_bytes / st.table.unit_bytes, region);
+  HEADRACE_EXPECT(slots >= std::min<std::uint64_t>(8, region), UsageError,
+                  st.path + ": rank " + std::to_string(rank) + "'s cache needs room for 8 blocks of " +
+                      std::to_string(st.table.unit_bytes) + " bytes, got " + std::to_string(options.cache_bytes) + " bytes");
+  st.stats.slots = slots;
   st.runner = make_round_runner(options.device, st.layout, st.trace, st.table.unit_bytes, slots, units, std::vector<HalfLine>{},
                                 options.threads);
-  const auto load_start = Clock::now();
-  {
-    UnitLoads<BlockLayout> loads(st.path, st.table, *st.runner, options, slots);
-    for (std::uint32_t slot = 0; slot < resident.size(); ++slot) {
-      loads.load(resident[slot], slot);
-      st.round.slot_of_unit[resident[slot]] = static_cast<std::int32_t>(slot);
+  st.slot_table = std::make_unique<SlotTable>(slots, st.round);
+  st.loads = std::make_unique<UnitLoads<BlockLayout>>(st.path, st.table, *st.runner, options, slots);
+  if (slots == region) {
+    const auto load_start = Clock::now();
+    std::vector<std::uint64_t> all(region);
+    std::iota(all.begin(), all.end(), st.first_unit);
+    bool forced = false;
+    for (const auto& [unit, slot] : st.slot_table->assign(all, st.stats.evictions, forced)) {
+      st.loads->load(unit, slot);
+      ++st.stats.units_loaded;
+      st.stats.bytes_read += st.table.size[unit];
     }
-    loads.wait(*st.runner);
+    st.loads->wait(*st.runner);
+    st.stats.load_seconds = seconds_since(load_start);
   }
-  st.stats.slots = resident.size();
-  st.stats.units_loaded = resident.size();
-  st.stats.bytes_read = bytes;
-  st.stats.load_seconds = seconds_since(load_start);
 }
 
 HandOffTrace::~HandOffTrace() = default;
@@ -113,12 +120,9 @@ std::vector<HandedLine> HandOffTrace::run() {
   std::vector<HalfLine> lines;
   for (const HandedLine& h : st.held) lines.push_back(h.line);
   st.runner->restart(lines);
-  ++st.round.round;
   st.round.first_line = 0, st.round.window = lines.size();
-  const auto advance_start = Clock::now();
-  (void)st.runner->run(st.round);
-  st.stats.advance_seconds += seconds_since(advance_start);
-  ++st.stats.rounds;
+  (void)run_rounds(*st.runner, *st.loads, *st.slot_table, st.round, st.table, lines.size(),
+                   [&st](std::uint64_t unit) { return st.holds(unit); }, [](std::uint64_t) { return true; }, st.stats, st.path);
   std::vector<HalfLine> after;
   std::vector<TracedPoint> points;
   st.runner->collect(after, points);
@@ -137,7 +141,7 @@ std::vector<HandedLine> HandOffTrace::run() {
       st.ended.push_back(h);
       continue;
     }
-    HEADRACE_EXPECT(waits[i] < st.table.offset.size() && st.round.slot_of_unit[waits[i]] < 0, Error,
+    HEADRACE_EXPECT(waits[i] < st.table.offset.size() && !st.holds(waits[i]), Error,
                     st.path + ": half-line " + std::to_string(h.id) + " stopped neither ended nor waiting for a block held elsewhere");
     HEADRACE_EXPECT(h.idle_hops <= 2 * st.ranks, UsageError,
                     st.path + ": half-line " + std::to_string(h.id) + " was handed between ranks " + std::to_string(h.idle_hops) +

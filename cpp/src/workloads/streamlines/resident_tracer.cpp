@@ -8,9 +8,7 @@
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
 #include "half_lines.hpp"
-#include "round_runner.hpp"
-#include "slot_table.hpp"
-#include "unit_loads.hpp"
+#include "round_loop.hpp"
 
 namespace headrace::workloads::streamlines {
 namespace {
@@ -18,19 +16,6 @@ namespace {
 using Clock = headrace::detail::SteadyClock;
 using headrace::detail::seconds_since;
 using namespace resident;
-
-// Units wanted by the last round, most wanted first (ties: lower unit first, so runs repeat).
-std::vector<std::uint64_t> wanted_units(const RoundState& state) {
-  std::vector<std::uint64_t> units;
-  for (std::uint64_t u = 0; u < state.wanted.size(); ++u)
-    if (state.wanted[u] != 0) units.push_back(u);
-  std::stable_sort(units.begin(), units.end(),
-                   [&](std::uint64_t a, std::uint64_t b) { return state.wanted[a] > state.wanted[b]; });
-  return units;
-}
-
-// Rounds of a single half-line without progress before the cache is declared too small for one step.
-constexpr unsigned max_idle_rounds = 32;
 
 template <typename Units>
 ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const UnitTable& table,
@@ -61,48 +46,14 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   SlotTable slot_table(slots, state);
   const auto start = Clock::now();
   auto told_at = start;
-  bool stopped = false;
-  std::uint64_t unfinished = line_count;
-  for (unsigned idle = 0; unfinished > 0;) {
-    if (options.progress && seconds_since(told_at) >= 0.1) {
-      told_at = Clock::now();
-      // Told in lines (seeds): a line of both directions is two half-lines here.
-      if (!options.progress((line_count - unfinished) * seeds.size() / std::max<std::uint64_t>(line_count, 1), seeds.size())) {
-        stopped = true;
-        break;
-      }
-    }
-    ++state.round;
-    const auto advance_start = Clock::now();
-    const RoundCounters counters = runner->run(state);
-    stats.advance_seconds += seconds_since(advance_start);
-    ++stats.rounds;
-    unfinished -= counters.ended;
-    const std::vector<std::uint64_t> wanted = wanted_units(state);
-    if (wanted.empty()) {  // every line of the window has ended (those before it had): the next lines
-      state.first_line += state.window;
-      state.window = std::min(state.window, line_count - std::min(line_count, state.first_line));
-      continue;
-    }
-    // Lines that all wait while the cache cannot hold what they need at once thrash: run fewer at once
-    // (an operating system lowers its degree of multiprogramming so), and more again once they move.
-    const bool progress = counters.steps + counters.ended > 0;
-    if (!progress) state.window = std::max<std::uint64_t>(1, state.window / 2);
-    idle = progress || state.window > 1 ? 0 : idle + 1;
-    HEADRACE_EXPECT(idle < max_idle_rounds, UsageError,
-                    path + ": the resident cache of " + std::to_string(slots) + " units of " + std::to_string(table.unit_bytes) +
-                        " bytes cannot hold the units of one step of one line; give it more bytes");
-    const auto load_start = Clock::now();
-    bool forced = false;
-    for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions, forced)) {
-      loads.load(unit, static_cast<std::uint32_t>(slot));
-      ++stats.units_loaded;
-      stats.bytes_read += table.size[unit];
-    }
-    if (progress && !forced) state.window = std::min(line_count - state.first_line, 2 * state.window);
-    loads.wait(*runner);
-    stats.load_seconds += seconds_since(load_start);
-  }
+  const auto keep_going = [&](std::uint64_t ended) {
+    if (!options.progress || seconds_since(told_at) < 0.1) return true;
+    told_at = Clock::now();
+    // Told in lines (seeds): a line of both directions is two half-lines here.
+    return options.progress(ended * seeds.size() / std::max<std::uint64_t>(line_count, 1), seeds.size());
+  };
+  const bool stopped = !run_rounds(*runner, loads, slot_table, state, table, line_count, [](std::uint64_t) { return true; },
+                                   keep_going, stats, path);
   std::vector<HalfLine> ended;
   std::vector<TracedPoint> points;
   runner->collect(ended, points);

@@ -46,20 +46,21 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
                  cache_bytes: int = 1 << 30, backend: str = "uring", **tuning: float) -> TraceResult | None:
     """Every seed traced by the ranks of the job (under MPI; one process is a job of one rank), lines handed
     between them: each rank starts its block of the seeds and holds its planes of blocks along z and their
-    neighbours (at most ``cache_bytes``) in ``device``'s memory; rounds of stepping alternate with an
+    neighbours in a cache of ``cache_bytes`` in ``device``'s memory (all resident when they fit, else
+    loaded as its lines wait for them); rounds of stepping alternate with an
     all-to-all of the lines that wait for a block held elsewhere, until no rank holds one. The lines on
     rank 0 (None elsewhere): one tracer's, bit for bit. Stats: the slowest rank's seconds, lines handed."""
     job = ranks()
     seeds = as_seeds(seeds)
     ordinal = device_ordinal(device)
+    job.barrier()
+    started = time.perf_counter()  # reading the blocks that stay resident counts, as in one tracer's time
     tracer = _ext.HandOffTrace(path_of(source), job.rank, job.size, frame=int(frame), integrator=integrator,
                                direction=direction, step_size=float(step_size), max_steps=int(steps), threads=int(threads),
                                cache_bytes=int(cache_bytes), device=ordinal, backend=backend, **tuning)
     share = job.frames_of(len(seeds))
     if share:
         tracer.start(np.ascontiguousarray(seeds[share]), share[0])
-    job.barrier()
-    started = time.perf_counter()
     handed = exchanges = 0
     while True:
         leaving, to = tracer.run()

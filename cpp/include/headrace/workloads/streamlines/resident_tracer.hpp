@@ -23,9 +23,10 @@ namespace headrace::workloads::streamlines {
 
 // A trace shared by the ranks of a job by space (headrace.distributed, issue 21): each rank holds the
 // native blocks of its run of block planes along z, and the blocks next to them (so that a cell on its
-// border is sampled whole), resident for the whole trace. Its half-lines step in rounds (the GPU
-// tracer's, above) until each ends or waits for a block another rank holds; it then leaves for the rank
-// that holds that block, which steps it on from the same state: the points are those one tracer traces.
+// border is sampled whole): resident for the whole trace when they fit its cache, else loaded as its
+// lines wait for them (the GPU tracer's rounds, above, over those blocks only). Its half-lines step until
+// each ends or waits for a block another rank holds; it then leaves for the rank that holds that block,
+// which steps it on from the same state: the points are those one tracer traces.
 
 // A half-line on the move: its number in the whole trace (seed i's backward and forward half-lines are
 // 2i and 2i + 1 when tracing both ways, i otherwise), where it stands, the block it waits for, and the
@@ -45,15 +46,16 @@ struct TracedSegment {
 
 class HandOffTrace {
  public:
-  // Rank `rank` of `ranks`. Reads its blocks and their neighbours into options.device's memory (the
-  // host's for -1). UsageError for the Hilbert layout (its units have no neighbours to hold), for more
-  // ranks than planes of blocks, or when the blocks need more than options.cache_bytes.
+  // Rank `rank` of `ranks`, its cache of options.cache_bytes in options.device's memory (the host's for
+  // -1): its blocks and their neighbours read now when they fit. UsageError for the Hilbert layout (its
+  // units have no neighbours to hold), for more ranks than planes of blocks, or for a cache of fewer than
+  // 8 blocks.
   HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint32_t ranks, const ContainerTraceOptions& options);
   ~HandOffTrace();
   HandOffTrace(const HandOffTrace&) = delete;
   HandOffTrace& operator=(const HandOffTrace&) = delete;
 
-  // The rank that holds block `unit`, and the blocks this rank holds resident.
+  // The rank that holds block `unit`, and the blocks this rank's cache holds.
   [[nodiscard]] std::uint32_t owner_of(std::uint64_t unit) const;
   [[nodiscard]] std::uint64_t resident_blocks() const;
   // The half-lines of seeds first_seed, first_seed + 1, ... of the whole trace start here.
@@ -61,9 +63,10 @@ class HandOffTrace {
   // Half-lines handed here by other ranks.
   void add(std::span<const HandedLine> lines);
   [[nodiscard]] std::uint64_t held() const;
-  // One round over the half-lines held: each steps until it ends or waits for a block held elsewhere.
-  // Returns those that wait (to hand to owner_of(waits_for)); none is held here after it. UsageError for
-  // a line handed on 2 x ranks times without a step.
+  // Rounds over the half-lines held until each ends or waits for a block held elsewhere, loading this
+  // rank's blocks they wait for between rounds. Returns those that wait (to hand to
+  // owner_of(waits_for)); none is held here after it. UsageError for a line handed on 2 x ranks times
+  // without a step, or a cache that cannot hold the blocks of one step.
   [[nodiscard]] std::vector<HandedLine> run();
 
   // What this rank traced: runs of points (in order) and the half-lines that ended here.

@@ -1,0 +1,81 @@
+// The GPU tracer's loop of rounds (private to it and HandOffTrace): step the half-lines, load the units they
+// wait for into the cache, again, until none waits for a unit the cache may hold.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "headrace/detail/seconds.hpp"
+#include "headrace/error.hpp"
+#include "headrace/workloads/streamlines/trace_container.hpp"
+#include "round_runner.hpp"
+#include "slot_table.hpp"
+#include "unit_loads.hpp"
+
+namespace headrace::workloads::streamlines::resident {
+
+// Rounds of a single half-line without progress before the cache is declared too small for one step.
+inline constexpr unsigned max_idle_rounds = 32;
+
+// Units wanted by the last round that `holds` lets this cache load, most wanted first (ties: lower unit
+// first, so runs repeat).
+template <typename Holds>
+std::vector<std::uint64_t> wanted_units(const RoundState& state, Holds holds) {
+  std::vector<std::uint64_t> units;
+  for (std::uint64_t u = 0; u < state.wanted.size(); ++u)
+    if (state.wanted[u] != 0 && holds(u)) units.push_back(u);
+  std::stable_sort(units.begin(), units.end(),
+                   [&](std::uint64_t a, std::uint64_t b) { return state.wanted[a] > state.wanted[b]; });
+  return units;
+}
+
+// The runner's half-lines from state.first_line up to line_count, in rounds, until each has ended or
+// waits for a unit `holds` refuses (one another rank holds); between rounds the units they wait for are
+// loaded into the slots. `keep_going(ended)`, asked before every round with the half-lines ended so far,
+// stops it early: false then.
+template <typename Units, typename Holds, typename KeepGoing>
+bool run_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& slot_table, RoundState& state,
+                const UnitTable& table, std::uint64_t line_count, Holds holds, KeepGoing keep_going, ResidentStats& stats,
+                const std::string& path) {
+  using Clock = headrace::detail::SteadyClock;
+  using headrace::detail::seconds_since;
+  std::uint64_t ended = 0;
+  for (unsigned idle = 0; state.first_line < line_count;) {
+    if (!keep_going(ended)) return false;
+    ++state.round;
+    const auto advance_start = Clock::now();
+    const RoundCounters counters = runner.run(state);
+    stats.advance_seconds += seconds_since(advance_start);
+    ++stats.rounds;
+    ended += counters.ended;
+    const std::vector<std::uint64_t> wanted = wanted_units(state, holds);
+    if (wanted.empty()) {  // every line of the window has ended or waits elsewhere (those before it had): the next lines
+      state.first_line += state.window;
+      state.window = std::min(state.window, line_count - std::min(line_count, state.first_line));
+      continue;
+    }
+    // Lines that all wait while the cache cannot hold what they need at once thrash: run fewer at once
+    // (an operating system lowers its degree of multiprogramming so), and more again once they move.
+    const bool progress = counters.steps + counters.ended > 0;
+    if (!progress) state.window = std::max<std::uint64_t>(1, state.window / 2);
+    idle = progress || state.window > 1 ? 0 : idle + 1;
+    HEADRACE_EXPECT(idle < max_idle_rounds, UsageError,
+                    path + ": the resident cache of " + std::to_string(stats.slots) + " units of " +
+                        std::to_string(table.unit_bytes) + " bytes cannot hold the units of one step of one line; give it more bytes");
+    const auto load_start = Clock::now();
+    bool forced = false;
+    for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions, forced)) {
+      loads.load(unit, slot);
+      ++stats.units_loaded;
+      stats.bytes_read += table.size[unit];
+    }
+    if (progress && !forced) state.window = std::min(line_count - state.first_line, 2 * state.window);
+    loads.wait(runner);
+    stats.load_seconds += seconds_since(load_start);
+  }
+  return true;
+}
+
+}  // namespace headrace::workloads::streamlines::resident
