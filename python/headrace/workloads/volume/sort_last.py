@@ -35,10 +35,12 @@ from headrace.workloads.volume.renderer import VolumeRenderer
 __all__ = ["chunks_holding", "composite_front_to_back", "VolumeSlabs", "render_volume"]
 
 
-def chunks_holding(container: Any, frame: int, field: str, runs: np.ndarray) -> tuple[list[int], np.ndarray]:
+def chunks_holding(container: Any, frame: int, field: str, runs: np.ndarray,
+                   table: dict[str, Any] | None = None) -> tuple[list[int], np.ndarray]:
     """The chunks of a frame's field that hold the element runs ((first, count) rows, ascending): their
-    positions among the frame's chunks and their own runs, (first element, element count) rows."""
-    table = container.chunk_table()
+    positions among the frame's chunks and their own runs, (first element, element count) rows. ``table``:
+    the container's chunk table when the caller keeps it (``Dataset.chunk_columns``), else made here."""
+    table = container.chunk_table() if table is None else table
     rows = frame_chunks(container, frame, field)
     firsts = table["first_element"][rows].astype(np.uint64)
     counts = (table["raw_size"][rows] // container.fields[container.field_index(field)].element_bytes).astype(np.uint64)
@@ -110,7 +112,7 @@ class VolumeSlabs:
         ds, job, renderer = self.dataset, self.job, self.renderer
         expect_frame(ds, frame)
         started = time.perf_counter()
-        positions, held = chunks_holding(ds.container, frame, renderer.field, self._runs)
+        positions, held = chunks_holding(ds.container, frame, renderer.field, self._runs, ds.chunk_columns)
         if self._held is None or not np.array_equal(held, self._held):  # frames chunked alike share one topology
             renderer.share_slab(self.layers[0], self.layers[1], held)
             self._held = held
