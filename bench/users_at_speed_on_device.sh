@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# Issue 38's run on the GPU machine (device tool, one GPU), from the repo root, results under $OUT: the user's
+# commands exactly as the issue writes them, each in a fresh process with its defaults (setup and first frame
+# counted), beside the yardsticks of the same call, then one table (bench/users_at_speed_table.py).
+#   call 1: bash bench/users_at_speed_on_device.sh setup build data   (again if cut: finished files are kept, a cut one is never half written)
+#   call 2: bash bench/users_at_speed_on_device.sh setup build yardsticks render play trace overlap compressed table
+# carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
+source "$(dirname "$0")/device_session.sh"
+work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
+rounds=${ROUNDS:-3}
+
+data() {
+  # 100 M particles (3.2 GB, one frame) and the same in GDeflate; 10 M particles x 16 frames; a 100 M-cell
+  # AMR series of 24 frames (3 levels, 400 MB a frame); a 256^3 flow (201 MB).
+  mkdir -p "$work"
+  local start=$SECONDS
+  [[ -f $work/p100.hrc ]] || within 300 python3 -m headrace generate particles "$work/p100.hrc" --particles 100000000 \
+    --frames 1 --seed 1 > /dev/null
+  [[ -f $work/p10m.hrc ]] || within 200 python3 -m headrace generate particles "$work/p10m.hrc" --particles 10000000 \
+    --frames 16 --seed 2 > /dev/null
+  [[ -f $work/flow256.hrc ]] || python3 -m headrace generate flow "$work/flow256.hrc" --dims 256 256 256 > /dev/null
+  [[ -f $work/p100-gdeflate.hrc ]] || within 200 python3 -m headrace compress "$work/p100.hrc" "$work/p100-gdeflate.hrc" \
+    --codec gdeflate > /dev/null
+  [[ -f $work/amr100m.hrc ]] || within 500 python3 -m headrace generate amr "$work/amr100m.hrc" --cells 100000000 --levels 3 \
+    --frames 24 > /dev/null
+  sync
+  ls -la "$work"; echo "data in $(( SECONDS - start )) s"
+}
+
+cold() {  # the page cache dropped; a fresh process follows, so no page-locked pages survive
+  sync; echo 3 > /proc/sys/vm/drop_caches
+}
+
+timed() {  # timed NAME COMMAND...: wall seconds of one fresh process into users.csv, its output kept
+  local name=$1 start wall status
+  shift
+  start=$EPOCHREALTIME
+  within 300 "$@" > "$OUT/$name.log" 2> "build/$name.err"
+  status=$?
+  wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
+  [[ -f $OUT/users.csv ]] || echo "name,seconds,exit" > "$OUT/users.csv"
+  echo "$name,$wall,$status" >> "$OUT/users.csv"
+  (( status == 0 )) || tail -3 "build/$name.err"
+}
+
+yardsticks() {
+  local round
+  for round in $(seq "$rounds"); do
+    # The bare process start: interpreter, import headrace, the CUDA context.
+    timed "start-$round" python3 -c "import headrace; from headrace import _ext; _ext.CudaStream(0)"
+  done
+  python3 -c "from headrace import _ext; print(f'pinned_h2d_gbps,{_ext.pinned_copy_rate(0) / 1e9:.2f}')" >> "$OUT/ceilings.csv"
+  cold
+  local start=$EPOCHREALTIME
+  dd if="$work/p100.hrc" of=/dev/null bs=16M iflag=direct status=none
+  awk "BEGIN { printf \"disk_read_gbps,%.3f\n\", $(stat -c %s "$work/p100.hrc") / ($EPOCHREALTIME - $start) / 1e9 }" >> "$OUT/ceilings.csv"
+  start=$EPOCHREALTIME
+  dd if=/dev/zero of="$work/write-probe" bs=16M count=64 oflag=direct status=none; rm -f "$work/write-probe"
+  awk "BEGIN { printf \"disk_write_gbps,%.3f\n\", 1073741824 / ($EPOCHREALTIME - $start) / 1e9 }" >> "$OUT/ceilings.csv"
+  cat "$OUT/ceilings.csv"
+}
+
+render() {
+  local round
+  cat "$work/p100.hrc" "$work/p10m.hrc" > /dev/null  # hot
+  for round in $(seq "$rounds"); do
+    timed "render-p100-$round" python3 -m headrace render "$work/p100.hrc" --frame 0 --stats --out build/p100.png
+    timed "render-p10m-series-$round" python3 -m headrace render "$work/p10m.hrc" --frames 0:16 --stats --out build/p10m/
+  done
+  grep -h "frame 0:" "$OUT"/render-p100-*.log | head -3
+}
+
+play() {
+  local round
+  cat "$work/amr100m.hrc" > /dev/null
+  for round in $(seq "$rounds"); do
+    timed "play-amr-hot-$round" python3 -m headrace play "$work/amr100m.hrc" --device 0 --record "$OUT/play-hot-$round.json"
+  done
+  for round in $(seq "$rounds"); do
+    cold
+    timed "play-amr-cold-$round" python3 -m headrace play "$work/amr100m.hrc" --device 0 --record "$OUT/play-cold-$round.json"
+  done
+  tail -4 "$OUT/play-amr-hot-1.log" "$OUT/play-amr-cold-1.log"
+}
+
+trace() {
+  # Resident (the field fits the GPU cache) and at 4 x the cache; the 16-thread CPU tracer, same lines.
+  local round
+  cat "$work/flow256.hrc" > /dev/null
+  for round in $(seq "$rounds"); do
+    timed "trace-gpu-$round" python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 2000 --device 0 \
+      --out build/lines-gpu.npz --json
+    timed "trace-gpu-quarter-cache-$round" python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 2000 \
+      --device 0 --cache-bytes 50M --out build/lines-quarter.npz --json
+  done
+  timed "trace-cpu16-1" python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 2000 --device cpu \
+    --threads 16 --out build/lines-cpu.npz --json
+  python3 - <<'EOF'
+import numpy as np
+gpu, cpu = np.load("build/lines-gpu.npz"), np.load("build/lines-cpu.npz")
+same = all(np.array_equal(gpu[k], cpu[k]) for k in ("points", "offsets"))
+print("GPU lines equal the CPU's:", same)
+EOF
+}
+
+overlap() {
+  # ds.stream with a CuPy kernel on every frame, the kernel sized to the stream's time: both against each alone.
+  # Hot in one process; cold, the stream alone and both, each in a fresh process after the cache is dropped.
+  cat "$work/p10m.hrc" > /dev/null
+  within 200 python3 bench/users_at_speed_overlap.py "$work/p10m.hrc" > "$OUT/overlap.csv"
+  local passes; passes=$(awk -F, 'NR == 2 { print $4 }' "$OUT/overlap.csv")
+  local what
+  for what in stream both; do
+    cold
+    within 200 python3 bench/users_at_speed_overlap.py "$work/p10m.hrc" --cold "$what" --passes "$passes" | tail -1 >> "$OUT/overlap.csv"
+  done
+  cat "$OUT/overlap.csv"
+}
+
+compressed() {
+  local round name
+  for round in $(seq "$rounds"); do
+    for name in p100 p100-gdeflate; do
+      cold
+      timed "render-$name-cold-$round" python3 -m headrace render "$work/$name.hrc" --frame 0 --stats --out build/c.png
+    done
+  done
+}
+
+table() {
+  python3 bench/users_at_speed_table.py "$OUT" --lines build/lines-gpu.npz | tee "$OUT/users.md"
+}
+
+run_phases "$@"
