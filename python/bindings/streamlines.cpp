@@ -230,16 +230,15 @@ void bind_streamlines(nb::module_& m) {
   m.def("sample_flow",
         [](const std::string& path, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> points,
            std::uint32_t frame, unsigned threads) {
-          std::vector<sl::Vec3> at(points.shape(0));
-          std::memcpy(at.data(), points.data(), at.size() * sizeof(sl::Vec3));
-          std::vector<sl::Vec3> velocities;
+          static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
+          const std::size_t count = points.shape(0);
+          std::vector<float> flat(3 * count);
           {
             nb::gil_scoped_release release;
-            velocities = sl::sample_flow(path, at, frame, threads);
+            sl::sample_flow(path, {reinterpret_cast<const sl::Vec3*>(points.data()), count},
+                            {reinterpret_cast<sl::Vec3*>(flat.data()), count}, frame, threads);
           }
-          std::vector<float> flat(3 * velocities.size());
-          std::memcpy(flat.data(), velocities.data(), flat.size() * sizeof(float));
-          return owned_array(std::move(flat), {velocities.size(), 3});
+          return owned_array(std::move(flat), {count, 3});
         },
         "path"_a, "points"_a, "frame"_a = 0u, "threads"_a = 0u,
         "The flow's velocity at (N, 3) float32 points, trilinear as the tracers sample it (NaN outside the grid).");

@@ -394,6 +394,10 @@ def test_lines_carry_what_paraviews_stream_tracer_gives(flows, tmp_path, directi
     saved = np.load(npz)
     np.testing.assert_array_equal(saved["IntegrationTime"], times)
     np.testing.assert_array_equal(saved["Velocity"], velocity)
+    np.testing.assert_array_equal(saved["Speed"], np.linalg.norm(velocity, axis=1).astype(np.float32))
+    np.testing.assert_array_equal(saved["points"], result.points)
+    np.testing.assert_array_equal(saved["offsets"], result.offsets)
+    assert list(saved["ends"]) == result.ends
     for line, (start, end) in enumerate(zip(result.offsets[:-1], result.offsets[1:])):
         backward_end, forward_end = result.ends[line].split("/")
         seed_at = start + (np.flatnonzero(times[start:end] == 0)[0] if direction != "forward" else 0)
@@ -412,3 +416,14 @@ def test_lines_carry_what_paraviews_stream_tracer_gives(flows, tmp_path, directi
                                    manager="resident", device="cpu", cache_bytes=1 << 20)
     np.testing.assert_array_equal(rounds.points, result.points)  # the GPU tracer's rounds keep the same times
     np.testing.assert_array_equal(rounds.times, result.times)
+
+
+def test_a_trace_whose_velocities_cannot_be_sampled_leaves_no_file(flows, tmp_path):
+    """The velocities are sampled while the lines are written: a sampling that fails fails the write whole."""
+    blocks, _ = flows
+    result = streamlines.trace_run(blocks, streamlines.uniform_seeds(blocks, 8), steps=20, step_size=0.05)
+    result.stats["file"] = str(tmp_path / "gone.hrc")
+    for name in ("lines.npz", "lines.vtp"):
+        with pytest.raises(headrace.Error):
+            streamlines.write_traced(tmp_path / name, result)
+        assert sorted(p.name for p in tmp_path.iterdir()) == []

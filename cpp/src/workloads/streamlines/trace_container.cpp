@@ -112,9 +112,9 @@ std::vector<Vec3> feature_seeds(const std::string& path, float low, float high, 
   return seeds;
 }
 
-std::vector<Vec3> sample_flow(const std::string& path, const std::vector<Vec3>& points, std::uint32_t frame,
-                              unsigned threads) {
-  std::vector<Vec3> velocities(points.size());
+void sample_flow(const std::string& path, std::span<const Vec3> points, std::span<Vec3> velocities, std::uint32_t frame,
+                 unsigned threads) {
+  HEADRACE_EXPECT(velocities.size() == points.size(), UsageError, "a velocity for every point: as many of both");
   with_mapped_sampler(open_flow(path, frame), {.madvise_interval_s = 0, .memory_budget_bytes = 0},
                       [&](const auto& sampler, const GridGeometry&, MappedUnits&) {
                         headrace::detail::parallel_for(points.size(), threads, [&](std::uint64_t i) {
@@ -124,7 +124,6 @@ std::vector<Vec3> sample_flow(const std::string& path, const std::vector<Vec3>& 
                           }
                         });
                       });
-  return velocities;
 }
 
 ContainerTraceRun trace_container(const std::string& path, const std::vector<Vec3>& seeds,

@@ -4,6 +4,8 @@ gives its lines (:func:`write_traced`)."""
 from __future__ import annotations
 
 import os
+import zipfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +25,15 @@ TERMINATION_CODES = {"left_domain": 1, "max_steps": 5, "stagnant": 6, "stopped":
 _VTK_TYPES = {np.dtype("float32"): "Float32", np.dtype("int64"): "Int64", np.dtype("int32"): "Int32"}
 
 
-def _vtp(points: np.ndarray, offsets: np.ndarray, point_data: dict[str, np.ndarray],
-         line_data: dict[str, np.ndarray]) -> bytes:
+def _write_vtp(out: Any, points: np.ndarray, offsets: np.ndarray, point_data: dict[str, np.ndarray],
+               line_data: dict[str, np.ndarray]) -> None:
     """VTK XML PolyData with the lines and their point and cell (line) data, appended raw (UInt64
-    headers): ParaView opens it."""
+    headers): ParaView opens it. The arrays go to ``out`` as they are, not gathered into one buffer first."""
     connectivity = np.arange(len(points), dtype=np.int64)
     ends = offsets[1:].astype(np.int64)
-    arrays: list[np.ndarray] = [np.ascontiguousarray(points, dtype=np.float32), connectivity, ends,
-                                *point_data.values(), *line_data.values()]
-    head: list[int] = []
-    body, at = b"", 0
-    for array in arrays:
-        raw = np.ascontiguousarray(array).tobytes()
-        head.append(at)
-        body += np.uint64(len(raw)).tobytes() + raw
-        at += 8 + len(raw)
+    arrays = [np.ascontiguousarray(a) for a in (np.asarray(points, dtype=np.float32), connectivity, ends,
+                                                *point_data.values(), *line_data.values())]
+    head = np.concatenate([[0], np.cumsum([8 + a.nbytes for a in arrays])[:-1]]).tolist()
 
     def described(data: dict[str, np.ndarray], first: int) -> str:
         return "".join(
@@ -60,15 +56,30 @@ def _vtp(points: np.ndarray, offsets: np.ndarray, point_data: dict[str, np.ndarr
         "</Lines>\n</Piece>\n</PolyData>\n"
         '<AppendedData encoding="raw">\n_'
     )
-    return xml.encode() + body + b"\n</AppendedData>\n</VTKFile>\n"
+    out.write(xml.encode())
+    for array in arrays:
+        out.write(np.uint64(array.nbytes).tobytes())
+        out.write(array.reshape(-1).view(np.uint8).data)
+    out.write(b"\n</AppendedData>\n</VTKFile>\n")
+
+
+def _write_npz(out: Any, arrays: dict[str, np.ndarray | Future]) -> None:
+    """An uncompressed ``.npz`` (what ``np.savez`` writes) of ``arrays``, each written straight to ``out``; an
+    array still being made (a Future) is written last, once it is ready, so the others are on their way."""
+    with zipfile.ZipFile(out, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True) as npz:
+        for name, array in sorted(arrays.items(), key=lambda item: isinstance(item[1], Future)):
+            ready = np.asanyarray(array.result() if isinstance(array, Future) else array)
+            with npz.open(f"{name}.npy", mode="w", force_zip64=True) as entry:
+                np.lib.format.write_array(entry, ready, allow_pickle=False)
 
 
 def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray, *,
-                point_data: dict[str, np.ndarray] | None = None, line_data: dict[str, np.ndarray] | None = None,
-                **extra: Any) -> Path:
+                point_data: dict[str, np.ndarray | Future] | None = None,
+                line_data: dict[str, np.ndarray] | None = None, **extra: Any) -> Path:
     """Writes ``.npz`` (``points``, ``offsets``, the ``point_data`` and ``line_data`` arrays by name, and
     ``extra`` arrays) or ``.vtp`` (point data and cell data, one cell a line) through a temporary file and
-    rename, so a failure leaves nothing."""
+    rename, so a failure leaves nothing. A point array may be a Future (made meanwhile, on another thread):
+    an ``.npz`` writes the others first."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".npz", ".vtp"):
@@ -77,11 +88,11 @@ def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray
     with replacing(path) as partial:
         with open(partial, "wb") as out:
             if suffix == ".npz":
-                arrays: dict[str, Any] = {"points": np.asarray(points, dtype=np.float32),
-                                          "offsets": np.asarray(offsets, dtype=np.int64), **point_data, **line_data, **extra}
-                np.savez(out, **arrays)
+                _write_npz(out, {"points": np.asarray(points, dtype=np.float32),
+                                 "offsets": np.asarray(offsets, dtype=np.int64), **point_data, **line_data, **extra})
             else:
-                out.write(_vtp(np.asarray(points), np.asarray(offsets), point_data, line_data))
+                ready = {name: a.result() if isinstance(a, Future) else a for name, a in point_data.items()}
+                _write_vtp(out, np.asarray(points), np.asarray(offsets), ready, line_data)
             out.flush()
             os.fsync(out.fileno())
     return path
@@ -93,7 +104,6 @@ def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0)
     ``SeedIds`` and ``ReasonForTermination`` (ParaView's codes, :data:`TERMINATION_CODES`; the forward
     end, or the backward end of a backward trace; ``BackwardReasonForTermination`` too when both
     directions were traced). An ``.npz`` also keeps ``ends``, the reasons as text."""
-    velocities = result.velocities(threads)
     direction = result.stats.get("direction", "forward")
     backward_ends = [end.split("/")[0] for end in result.ends]
     forward_ends = [end.split("/")[-1] for end in result.ends]
@@ -105,7 +115,17 @@ def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0)
                  "ReasonForTermination": codes(backward_ends if direction == "backward" else forward_ends)}
     if direction == "both":
         line_data["BackwardReasonForTermination"] = codes(backward_ends)
-    point_data = {"IntegrationTime": np.asarray(result.times, dtype=np.float32),
-                  "Velocity": velocities, "Speed": np.linalg.norm(velocities, axis=1).astype(np.float32)}
     extra = {"ends": np.array(result.ends)} if Path(path).suffix.lower() == ".npz" else {}
-    return write_lines(path, result.points, result.offsets, point_data=point_data, line_data=line_data, **extra)
+    # The velocities are sampled (a pass over the flow) while the lines' own arrays are written.
+    with ThreadPoolExecutor(1, thread_name_prefix="headrace-sample") as sampler:
+        velocities = sampler.submit(result.velocities, threads)
+        speeds = sampler.submit(lambda: _speeds(velocities.result()))
+        point_data: dict[str, np.ndarray | Future] = {"IntegrationTime": np.asarray(result.times, dtype=np.float32),
+                                                       "Velocity": velocities, "Speed": speeds}
+        return write_lines(path, result.points, result.offsets, point_data=point_data, line_data=line_data, **extra)
+
+
+def _speeds(velocities: np.ndarray) -> np.ndarray:
+    """Each vector's length in float32, summed x, y, z in that order (np.linalg.norm's, without its copies)."""
+    x, y, z = (np.ascontiguousarray(velocities[:, k], dtype=np.float32) for k in range(3))
+    return np.sqrt(x * x + y * y + z * z)

@@ -40,10 +40,10 @@ def chunks_holding(container: Any, frame: int, field: str, runs: np.ndarray,
     """The chunks of a frame's field that hold the element runs ((first, count) rows, ascending): their
     positions among the frame's chunks and their own runs, (first element, element count) rows. ``table``:
     the container's chunk table when the caller keeps it (``Dataset.chunk_columns``), else made here."""
-    table = container.chunk_table() if table is None else table
+    columns = table if table is not None else container.chunk_table()
     rows = frame_chunks(container, frame, field)
-    firsts = table["first_element"][rows].astype(np.uint64)
-    counts = (table["raw_size"][rows] // container.fields[container.field_index(field)].element_bytes).astype(np.uint64)
+    firsts = columns["first_element"][rows].astype(np.uint64)
+    counts = (columns["raw_size"][rows] // container.fields[container.field_index(field)].element_bytes).astype(np.uint64)
     # The chunks from the one holding a run's first element to the one holding its last, marked as ranges
     # (+1 where a range starts, -1 past its end) and summed: no Python loop over a frame's many bricks.
     edges = np.zeros(rows.size + 1, dtype=np.int64)

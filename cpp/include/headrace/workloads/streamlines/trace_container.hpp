@@ -4,6 +4,7 @@
 // the GPU tracer of issue 5).
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,10 +72,11 @@ struct ContainerTraceRun {
 [[nodiscard]] ContainerTraceRun trace_container(const std::string& path, const std::vector<Vec3>& seeds,
                                                 const ContainerTraceOptions& options);
 
-// The velocity at each point, trilinear as the tracers sample it (NaN outside the grid): the vectors a
-// line's points carry for colouring (ParaView's stream tracer gives them). Read through a mapping.
-[[nodiscard]] std::vector<Vec3> sample_flow(const std::string& path, const std::vector<Vec3>& points,
-                                            std::uint32_t frame = 0, unsigned threads = 0);
+// The velocity at each point into `velocities` (as many), trilinear as the tracers sample it (NaN outside
+// the grid): the vectors a line's points carry for colouring (ParaView's stream tracer gives them). Read
+// through a mapping.
+void sample_flow(const std::string& path, std::span<const Vec3> points, std::span<Vec3> velocities, std::uint32_t frame = 0,
+                 unsigned threads = 0);
 
 // Feature-based seeding (seed 002): the interior grid points, every `stride`-th along each axis, where
 // the vorticity magnitude |curl v| (central differences) lies in [low, high), x fastest; the file is
