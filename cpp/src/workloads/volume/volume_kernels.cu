@@ -6,17 +6,21 @@ namespace hv = headrace::workloads::volume;
 
 namespace {
 
-constexpr int range_threads = 256;
+constexpr int range_warps = 8;  // regions a block at once, a warp each
 
 }  // namespace
 
-// One block per region (grid-stride over regions): the block's threads share the cells of the region's
-// bricks, each keeps its own min and max, and the block reduces them in shared memory, so no global
-// atomics (seed 003, section 7) and no thread walks a whole brick alone.
-extern "C" __global__ void __launch_bounds__(range_threads)
+// One warp per region (grid-stride over regions): the warp's lanes share the cells of the region's
+// bricks, each keeps its own min and max, and the warp reduces them by shuffles, so no global atomics
+// (seed 003, section 7), no shared memory or block barrier, and no lane walks a whole brick alone. A
+// region is tens to thousands of cells: a block of its own each left most of the block idle and paid a
+// barrier a region. Minima and maxima do not depend on the order: the CPU's ranges, bit for bit.
+extern "C" __global__ void __launch_bounds__(range_warps * 32)
     headrace_volume_ranges(hv::VolumeView v, hv::ValueRange* out, unsigned long long regions) {
-  __shared__ float lows[range_threads / 32], highs[range_threads / 32];
-  for (unsigned long long region = blockIdx.x; region < regions; region += gridDim.x) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned long long warps = static_cast<unsigned long long>(gridDim.x) * range_warps;
+  for (unsigned long long region = static_cast<unsigned long long>(blockIdx.x) * range_warps + threadIdx.x / 32; region < regions;
+       region += warps) {
     const int rx = static_cast<int>(region % v.regions[0]);
     const int ry = static_cast<int>((region / v.regions[0]) % v.regions[1]);
     const int rz = static_cast<int>(region / (static_cast<unsigned long long>(v.regions[0]) * v.regions[1]));
@@ -29,7 +33,7 @@ extern "C" __global__ void __launch_bounds__(range_threads)
       const int nx = chi[0] - clo[0] + 1, ny = chi[1] - clo[1] + 1, nz = chi[2] - clo[2] + 1;
       if (nx <= 0 || ny <= 0 || nz <= 0) continue;
       const unsigned cells = static_cast<unsigned>(nx) * ny * nz;
-      for (unsigned c = threadIdx.x; c < cells; c += blockDim.x) {
+      for (unsigned c = lane; c < cells; c += 32) {
         const int x = clo[0] + static_cast<int>(c % nx), y = clo[1] + static_cast<int>((c / nx) % ny),
                   z = clo[2] + static_cast<int>(c / (static_cast<unsigned>(nx) * ny));
         const float s = v.scalars[b.first_cell + x + static_cast<unsigned long long>(b.size[0]) * (y + static_cast<unsigned long long>(b.size[1]) * z)];
@@ -37,16 +41,10 @@ extern "C" __global__ void __launch_bounds__(range_threads)
       }
     }
     for (int offset = 16; offset > 0; offset /= 2) {
-      lo = fminf(lo, __shfl_down_sync(0xffffffffu, lo, offset));
-      hi = fmaxf(hi, __shfl_down_sync(0xffffffffu, hi, offset));
+      lo = fminf(lo, __shfl_xor_sync(0xffffffffu, lo, offset));
+      hi = fmaxf(hi, __shfl_xor_sync(0xffffffffu, hi, offset));
     }
-    if (threadIdx.x % 32 == 0) lows[threadIdx.x / 32] = lo, highs[threadIdx.x / 32] = hi;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int w = 1; w < range_threads / 32; ++w) lo = fminf(lo, lows[w]), hi = fmaxf(hi, highs[w]);
-      out[region] = hv::ValueRange{lo, hi};
-    }
-    __syncthreads();
+    if (lane == 0) out[region] = hv::ValueRange{lo, hi};
   }
 }
 

@@ -226,8 +226,10 @@ void GpuVolumeRenderer::ranges(gpu::CUdeviceptr scalars, GpuRegionState& state, 
   auto* out = reinterpret_cast<ValueRange*>(state.ranges.pointer());
   unsigned long long regions = regions_;
   void* args[] = {&v, &out, &regions};
-  const auto blocks = static_cast<unsigned>(std::min<std::uint64_t>(regions_, 1u << 20));
-  gpu::check(gpu::require_driver().cuLaunchKernel(ranges_, std::max(blocks, 1u), 1, 1, 256, 1, 1, 0, stream, args, nullptr),
+  constexpr std::uint64_t warps_a_block = 8;  // volume_kernels.cu's range_warps: a region a warp
+  const auto blocks = static_cast<unsigned>(std::min<std::uint64_t>((regions_ + warps_a_block - 1) / warps_a_block, 1u << 20));
+  gpu::check(gpu::require_driver().cuLaunchKernel(ranges_, std::max(blocks, 1u), 1, 1, warps_a_block * 32, 1, 1, 0, stream, args,
+                                                  nullptr),
              "cuLaunchKernel(headrace_volume_ranges)");
 }
 
