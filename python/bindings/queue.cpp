@@ -221,6 +221,8 @@ void bind_queue(nb::module_& m) {
            }, "options"_a)
       .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("close_file", &Queue::close_file, "file"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("close_path", &Queue::close_path, "path"_a, nb::call_guard<nb::gil_scoped_release>(),
+           "Closes every open version of the file (its pages unlocked); how many there were.")
       .def("enqueue", [](Queue& q, queue::FileId file, std::uint64_t offset, std::uint64_t stored_size, std::uint64_t raw_size,
                          std::uintptr_t destination, const std::string& kind, const std::string& codec,
                          std::optional<std::uint64_t> checksum, int priority, std::uint64_t tag, const std::string& label) {

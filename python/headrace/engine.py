@@ -29,7 +29,7 @@ from headrace import _ext
 from headrace.queue import Queue
 from headrace.settings import device_ordinal, queue_options
 
-__all__ = ["MAX_SHARED_ENGINES", "SPARE_SLOT_BYTES", "Engine", "release_engines", "shared_engine", "shared_engines"]
+__all__ = ["MAX_SHARED_ENGINES", "SPARE_SLOT_BYTES", "Engine", "release_engines", "release_file", "shared_engine", "shared_engines"]
 
 # Distinct (device, options) engines the process keeps; the least recently used beyond is dropped
 # (a stream that still holds it keeps it alive until it closes).
@@ -50,7 +50,6 @@ class Engine:
         self.queue = Queue(self.options)
         self._tags = itertools.count(1)
         self._lock = threading.Lock()
-        self._files: dict[str, int] = {}
         self._spare: list[Any] = []  # slot buffers of closed streams, oldest first
 
     def slot_buffer(self, size: int) -> Any:
@@ -76,20 +75,12 @@ class Engine:
 
     def add_file(self, path: str | os.PathLike[str]) -> int:
         """The file's id in the queue: opened (and page-locked, by ``pin_files``) once per version of it."""
-        file = self.queue.add_file(path)
-        with self._lock:
-            self._files[os.fspath(path)] = file
-        return file
+        return self.queue.add_file(path)
 
     def close_file(self, path: str | os.PathLike[str]) -> bool:
-        """Lets go of a file (unpins it, closes it); False when the engine does not hold it. UsageError
-        while a stream still reads it."""
-        with self._lock:
-            file = self._files.pop(os.fspath(path), None)
-        if file is None:
-            return False
-        self.queue.close_file(file)
-        return True
+        """Lets go of a file, however it was added (unpins it, closes it); False when the engine does not
+        hold it. UsageError while a stream still reads it."""
+        return self.queue.close_path(path) > 0
 
     def new_tag(self) -> int:
         """A tag no other user of the engine has: cancelling it touches only the caller's requests."""
@@ -139,6 +130,12 @@ def shared_engines() -> list[Engine]:
     """The engines kept, least recently used first."""
     with _shared_lock:
         return list(_shared.values())
+
+
+def release_file(path: str | os.PathLike[str]) -> int:
+    """Every kept engine lets go of the file (its pages unlocked): what a cold run needs before the file is
+    evicted, since page-locked pages stay cached. How many engines held it."""
+    return sum(engine.close_file(path) for engine in shared_engines())
 
 
 def release_engines() -> None:

@@ -146,6 +146,11 @@ class Queue:
         request of it still waits for or does its read."""
         self.native.close_file(file)
 
+    def close_path(self, path: str | os.PathLike[str]) -> int:
+        """Closes every open version of the file as :meth:`close_file` does (its pages unlocked: evicting it
+        then makes it cold); how many there were."""
+        return self.native.close_path(os.fspath(path))
+
     def enqueue(self, file: int, offset: int, stored_size: int, destination: Any, *, codec: str = "none",
                 checksum: int | None = None, priority: int = 0, tag: int = 0, label: str = "") -> int:
         """Reads ``stored_size`` bytes at ``offset`` of ``file``, decodes them with ``codec`` into

@@ -3,6 +3,8 @@ reference (the GPU kernels run the same math: test_volume_gpu.py holds them to i
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -263,3 +265,25 @@ def test_the_dataset_opens_a_volume_renderer_and_the_cli_plays_and_renders(volum
     assert main(["render", str(eight), "--device", "cpu", "--frame", "0", "--out", str(tmp_path / "x.png"),
                  "--segments", "2"]) == 2
     assert "particle options" in capsys.readouterr().err
+
+
+def test_a_cold_play_counts_every_frame_from_its_start_and_says_when_it_is_mostly_start(volumes, tmp_path, capsys):
+    """Cold: the file let go by this process's engines (locked pages would stay cached), evicted, and the
+    rate over every frame from the run's start; too few frames for the frames loaded ahead are said."""
+    from headrace.cli.main import main
+    from headrace.engine import release_file, shared_engine
+
+    one, *_ = volumes
+    record = tmp_path / "cold.json"
+    assert main(["play", str(one), "--device", "cpu", "--stages", "all,all", "--cache", "cold", "--width", "32",
+                 "--height", "24", "--render-only", "0", "--record", str(record)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a cold run of 3 frames with 3 loaded ahead is mostly its start: play at least 12 frames" in out
+    runs = json.loads(record.read_text())["runs"]
+    for run in runs:
+        assert run["cache"] != "hot" and run["fps"] == run["fps_from_start"]
+        assert run["fps_from_start"] == pytest.approx(run["frames_shown"] / run["frames"][-1]["end"])
+    # The engine the runs streamed through holds the file open until a cold run's next eviction lets it go.
+    engine = shared_engine("cpu", decode_on="cpu")
+    engine.add_file(one)
+    assert release_file(one) >= 1 and release_file(one) == 0

@@ -212,6 +212,17 @@ void Queue::Impl::close_file(FileId id) {
   use_context();
 }
 
+std::size_t Queue::Impl::close_path(const std::string& path) {
+  std::vector<FileId> open;
+  {
+    std::lock_guard lock(mutex_);
+    for (FileId id = 0; id < files_.size(); ++id)
+      if (!files_[id].closed && files_[id].path == path) open.push_back(id);
+  }
+  for (const FileId id : open) close_file(id);
+  return open.size();
+}
+
 void Queue::Impl::note_fallback_locked(const std::string& fallback) const {
   if (std::find(fallbacks_.begin(), fallbacks_.end(), fallback) == fallbacks_.end()) fallbacks_.push_back(fallback);
 }
@@ -558,6 +569,7 @@ Queue::Queue(QueueOptions options) : impl_(std::make_unique<Impl>(std::move(opti
 Queue::~Queue() noexcept = default;
 FileId Queue::add_file(const std::string& path) { return impl_->add_file(path); }
 void Queue::close_file(FileId file) { impl_->close_file(file); }
+std::size_t Queue::close_path(const std::string& path) { return impl_->close_path(path); }
 RequestId Queue::enqueue(Request request) { return impl_->enqueue(std::move(request)); }
 FenceId Queue::enqueue_signal() { return impl_->enqueue_signal(); }
 void Queue::submit() { impl_->submit(); }

@@ -123,6 +123,7 @@ class Queue::Impl {
 
   FileId add_file(const std::string& path);
   void close_file(FileId id);
+  std::size_t close_path(const std::string& path);
   RequestId enqueue(Request request);
   FenceId enqueue_signal();
   void submit();

@@ -9,7 +9,8 @@ pageable copy, region lists rebuilt, all synchronous), double (the next frame re
 (page-locked upload), direct (O_DIRECT), flat (pre-flattened scalars: no CPU pass), refit (region lists
 kept, classification redone), overlap (the next copy beside this render), all (the engine streams frames
 ahead into GPU slots through its read path, with GPU decompression; value ranges overlapped too).
-``every`` runs them all in turn. For each run: frames per second over the frames after the first, the
+``every`` runs them all in turn. For each run: frames per second (hot: over the frames after the first,
+the pipeline filled; cold: over every frame from the run's start), the
 ratio to the render-only rate of the same renderer (the frame resident, measured in the same call), and
 the mean time per frame of each kind of work; ``--timeline`` draws them as a timeline, a lane per kind
 of work, and ``--record`` keeps them as JSON (``headrace plot RECORD.json`` draws it again). Under MPI
@@ -17,8 +18,9 @@ of work, and ``--record`` keeps them as JSON (``headrace plot RECORD.json`` draw
 why: each rank its block of the frames on its own GPU when there are enough frames, every frame shared by
 space and composited when a frame is too heavy for one GPU, else rank 0 alone); rank 0 reports its runs
 (the timeline is its own) and the job's frames per second over the slowest rank's time.
-``--cache cold`` evicts the file from the page cache before each run; ``drop-all`` drops the whole
-cache (root).
+``--cache cold`` evicts the file from the page cache before each run, once this process has let go of
+any pages it page-locked (locked pages stay cached); ``drop-all`` drops the whole cache (root). A cold
+run of fewer than 4 x ``--slots`` frames is mostly its start, which the command says.
 
 Where this comes from: the stages are the steps by which the study of the NASA Exajet's time-varying
 AMR data on GPU workstations (rendered with ExaBricks) hid its I/O, and the timeline is drawn as that
@@ -55,6 +57,7 @@ from headrace.cli._shared import (
 )
 from headrace.cli._view_options import Camera, Colour, FrameRange, parse_frames
 from headrace.cli._volume_options import add_volume_arguments, volume_options
+from headrace.engine import release_file
 from headrace.errors import UsageError
 from headrace.page_cache import CACHE_STATES, uncache, warm_page_cache
 from headrace.workloads.distribution import choose_distribution, frame_work
@@ -149,16 +152,20 @@ def run(args: argparse.Namespace) -> int:
               "frame_bytes": renderer.topology.cell_count * 4, "cache": args.cache, "runs": []}
     if args.cache == "hot":
         warm_page_cache([ds.path])
+    else:
+        _say_if_mostly_start(console, len(order), args.slots)
     budget = Budget(args.budget)
     for n, stage in enumerate(stages):
         if budget.spent(n):
             console.print(budget.said(n, len(stages), "runs done"))
             break
-        how = uncache([ds.path], args.cache)
+        how = _made_cold([ds.path], args.cache)
         job.barrier()  # the ranks start each run together: the job's time is the slowest rank's
         run = renderer.play(order, stages=stage, slots=args.slots, backend=args.read_path)
         run["render_only_fps"] = render_only
         run["cache"] = how or "hot"
+        if args.cache != "hot":  # cold: the first frame counts, from the run's start
+            run["fps"] = run["fps_from_start"]
         record["runs"].append(run)
         if run["notes"].startswith("on the CPU"):
             console.print(f"  {run['notes'].split(';')[0]}")
@@ -186,6 +193,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _made_cold(paths: list[str], cache: str) -> str:
+    """Before a run: a cold cache evicts the files once this process's engines let go of them (pages they
+    page-locked for a run before would stay cached)."""
+    if cache != "hot":
+        for path in paths:
+            release_file(path)
+    return uncache(paths, cache)
+
+
+def _say_if_mostly_start(console: Any, frames: int, ahead: int) -> None:
+    """A cold run of few frames is mostly the frames loaded ahead at its start: said, with what to play."""
+    if frames < 4 * ahead:
+        console.print(f"  a cold run of {frames} frames with {ahead} loaded ahead is mostly its start: play at least "
+                      f"{4 * ahead} frames (--frames, --loops) for a cold rate")
+
+
 def _play_sort_last(args: argparse.Namespace, ds: Any, device: int | str, order: list[int], stages: list[Any]) -> int:
     """Under MPI, every frame shared by space (a slab a rank, each on GPU ``device`` + its local rank) and
     composited onto rank 0: the stage all only, one run; per frame its load (io) and its draw, wait and compositing (render), the job's frames per second."""
@@ -195,7 +218,9 @@ def _play_sort_last(args: argparse.Namespace, ds: Any, device: int | str, order:
     slabs = VolumeSlabs(ds, device=device, compositing=args.compositing, **volume_options(args))
     if args.cache == "hot":
         warm_page_cache([ds.path])
-    how = uncache([ds.path], args.cache)
+    elif job.root:
+        _say_if_mostly_start(shared_console, len(order), 1)
+    how = _made_cold([ds.path], args.cache)
     job.barrier()
     began = time.perf_counter()
     played: list[dict[str, Any]] = []
@@ -208,7 +233,8 @@ def _play_sort_last(args: argparse.Namespace, ds: Any, device: int | str, order:
                        "spans": {"io": [(start - began, loaded - began)], "render": [(loaded - began, end - began)]}})
     job.barrier()
     seconds = time.perf_counter() - began
-    steady = played[1:] or played  # the first frame fills the pipeline, as a single rank's run counts it
+    # Hot: the first frame fills the pipeline, as a single rank's run counts it; cold: every frame counts.
+    steady = (played[1:] or played) if args.cache == "hot" else played
     fps = len(steady) / max(steady[-1]["end"] - steady[0]["start"], 1e-9)
     if not job.root:
         return 0

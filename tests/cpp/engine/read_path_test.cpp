@@ -288,7 +288,12 @@ TEST(ReadPath, AFileIsOpenedOncePerVersionAndClosedOnlyWhenIdle) {
   queue.cancel(pending);
   queue.close_file(second);
   EXPECT_THROW(queue.close_file(second), UsageError);
-  EXPECT_NE(queue.add_file(path), second);  // opened anew
+  const FileId third = queue.add_file(path);
+  EXPECT_NE(third, second);  // opened anew
+  // By path: every open version (here one) closed, whoever added it; then none is left.
+  EXPECT_EQ(queue.close_path(path), 1u);
+  EXPECT_EQ(queue.close_path(path), 0u);
+  EXPECT_THROW(queue.close_file(third), UsageError);
 }
 
 TEST(ReadPath, TheHistoryIsBoundedWhileRecentIdsStayValid) {

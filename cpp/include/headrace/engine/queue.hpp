@@ -165,6 +165,9 @@ class Queue {
   // stream hands out a frame when its copies are issued); throws UsageError while a request still
   // waits for or does its read. Adding the path again opens it anew with a new id.
   void close_file(FileId file);
+  // Closes every open version of path as close_file does (its pages unlocked, so that evicting it from
+  // the page cache makes it cold); how many there were.
+  std::size_t close_path(const std::string& path);
   // Throws UsageError for a request that cannot be served (bad file id, sizes, a device destination
   // without a GPU, a stored size larger than staging).
   RequestId enqueue(Request request);

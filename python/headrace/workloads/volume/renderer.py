@@ -177,7 +177,9 @@ class VolumeRenderer:
              slots: int = 3, **engine_options: Any) -> dict[str, Any]:
         """Seed 003's animation loop over ``frames`` (any order, strides, jumps) with the steps of ``stages``
         (:data:`STAGES`, cumulative): a run of the timeline record (``headrace.timeline``): per frame its spans
-        of work in seconds since the run began, the frames per second over the frames after the first."""
+        of work in seconds since the run began, the frames per second over the frames after the first
+        (``fps``: the steady rate, the pipeline filled) and over every frame from the run's start
+        (``fps_from_start``: what a cold run is judged by)."""
         order = [int(f) for f in frames]
         if stages not in STAGES:
             raise UsageError(f"stages {stages!r}: expected one of {', '.join(STAGES)}")
@@ -194,8 +196,9 @@ class VolumeRenderer:
         frames_out = result["frames"]
         steady = frames_out[-1]["end"] - frames_out[0]["end"] if len(frames_out) > 1 else 0.0
         fps = (len(frames_out) - 1) / steady if steady > 0 else (1.0 / result["seconds"] if result["seconds"] > 0 else 0.0)
+        fps_from_start = len(frames_out) / frames_out[-1]["end"] if frames_out and frames_out[-1]["end"] > 0 else 0.0
         return {"stages": stages, "enabled": list(STAGES[: STAGES.index(stages) + 1]), "seconds": result["seconds"],
-                "frames_shown": len(frames_out), "fps": fps, "frames": [
+                "frames_shown": len(frames_out), "fps": fps, "fps_from_start": fps_from_start, "frames": [
                     {"frame": f["frame"], "start": f["start"], "end": f["end"],
                      "spans": {kind: [list(s) for s in spans] for kind, spans in f["spans"].items()}} for f in frames_out],
                 "frame_bytes": result["frame_bytes"], "stored_bytes": result["stored_bytes"], "notes": result["notes"]}
