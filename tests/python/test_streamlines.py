@@ -141,6 +141,8 @@ def test_trace_command_writes_lines_and_statistics(flows, tmp_path, capsys):
                  "--stats", str(stats), "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["seeds"] == 8 and summary["layout"] == "hilbert" and summary["cache_misses"] > 0
+    # The command's time apart from the interpreter's start: the trace and the writing within it.
+    assert 0 < summary["write_seconds"] and summary["seconds"] + summary["write_seconds"] <= summary["command_seconds"]
     saved = np.load(out)
     assert saved["points"].dtype == np.float32 and saved["offsets"].dtype == np.int64
     assert saved["offsets"][-1] == len(saved["points"]) == summary["points"]
