@@ -1,10 +1,9 @@
-// A trace handed between the ranks of a job (resident_tracer.hpp's HandOffTrace): each rank's blocks resident,
-// its half-lines stepped in the GPU tracer's rounds, and the lines of every rank's share put together.
+// A trace handed between the ranks of a job (resident_tracer.hpp's HandOffTrace): each rank's blocks in its
+// cache, its half-lines stepped in the GPU tracer's rounds, and the lines of every rank's share put together.
 #include <algorithm>
 #include <memory>
 #include <numeric>
 
-#include "headrace/detail/seconds.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 #include "headrace/workloads/streamlines/resident_tracer.hpp"
@@ -14,8 +13,6 @@
 namespace headrace::workloads::streamlines {
 namespace {
 
-using Clock = headrace::detail::SteadyClock;
-using headrace::detail::seconds_since;
 using namespace resident;
 
 }  // namespace
@@ -80,17 +77,9 @@ HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint3
   st.slot_table = std::make_unique<SlotTable>(slots, st.round);
   st.loads = std::make_unique<UnitLoads<BlockLayout>>(st.path, st.table, *st.runner, options, slots);
   if (slots == region) {
-    const auto load_start = Clock::now();
     std::vector<std::uint64_t> all(region);
     std::iota(all.begin(), all.end(), st.first_unit);
-    bool forced = false;
-    for (const auto& [unit, slot] : st.slot_table->assign(all, st.stats.evictions, forced)) {
-      st.loads->load(unit, slot);
-      ++st.stats.units_loaded;
-      st.stats.bytes_read += st.table.size[unit];
-    }
-    st.loads->wait(*st.runner);
-    st.stats.load_seconds = seconds_since(load_start);
+    (void)load_units(*st.runner, *st.loads, *st.slot_table, st.table, all, st.stats);
   }
 }
 

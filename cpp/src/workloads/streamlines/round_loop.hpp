@@ -31,6 +31,23 @@ std::vector<std::uint64_t> wanted_units(const RoundState& state, Holds holds) {
   return units;
 }
 
+// Reads `wanted` (most wanted first) into the slots slot_table gives them and waits, so that the next
+// round sees them; counted in stats. Returns whether the table had to evict units the last round read.
+template <typename Units>
+bool load_units(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& slot_table, const UnitTable& table,
+                const std::vector<std::uint64_t>& wanted, ResidentStats& stats) {
+  const auto load_start = headrace::detail::SteadyClock::now();
+  bool forced = false;
+  for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions, forced)) {
+    loads.load(unit, slot);
+    ++stats.units_loaded;
+    stats.bytes_read += table.size[unit];
+  }
+  loads.wait(runner);
+  stats.load_seconds += headrace::detail::seconds_since(load_start);
+  return forced;
+}
+
 // The runner's half-lines from state.first_line up to line_count, in rounds, until each has ended or
 // waits for a unit `holds` refuses (one another rank holds); between rounds the units they wait for are
 // loaded into the slots. `keep_going(ended)`, asked before every round with the half-lines ended so far,
@@ -64,16 +81,8 @@ bool run_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& 
     HEADRACE_EXPECT(idle < max_idle_rounds, UsageError,
                     path + ": the resident cache of " + std::to_string(stats.slots) + " units of " +
                         std::to_string(table.unit_bytes) + " bytes cannot hold the units of one step of one line; give it more bytes");
-    const auto load_start = Clock::now();
-    bool forced = false;
-    for (const auto& [unit, slot] : slot_table.assign(wanted, stats.evictions, forced)) {
-      loads.load(unit, slot);
-      ++stats.units_loaded;
-      stats.bytes_read += table.size[unit];
-    }
+    const bool forced = load_units(runner, loads, slot_table, table, wanted, stats);
     if (progress && !forced) state.window = std::min(line_count - state.first_line, 2 * state.window);
-    loads.wait(runner);
-    stats.load_seconds += seconds_since(load_start);
   }
   return true;
 }
