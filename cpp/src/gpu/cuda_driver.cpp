@@ -1,82 +1,78 @@
 #include "headrace/gpu/cuda_driver.hpp"
 
-#include <mutex>
-
 #include "headrace/error.hpp"
 #include "headrace/shim/shared_library.hpp"
 
 namespace headrace::gpu {
 namespace {
 
+// The driver's entry points, loaded once (shim::load_once) and never unloaded: libcuda's own threads and
+// the static destructors that free GPU memory may outlive the rest.
 struct Loaded {
   shim::SharedLibrary library{{"libcuda.so.1", "libcuda.so"}};
   CudaDriver api{};
   std::string why;
   bool ok = false;
-};
 
-Loaded& loaded() {
-  static Loaded state;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    auto& s = state;
-    if (!s.library.loaded()) {
-      s.why = "no CUDA driver: " + s.library.why();
+  void load() {
+    if (!library.loaded()) {
+      why = "no CUDA driver: " + library.why();
       return;
     }
-    auto& a = s.api;
+    auto& a = api;  // the table filled below
     bool all = true;
-    all &= s.library.bind(a.cuInit, "cuInit", s.why);
-    all &= s.library.bind(a.cuGetErrorName, "cuGetErrorName", s.why);
-    all &= s.library.bind(a.cuDeviceGetCount, "cuDeviceGetCount", s.why);
-    all &= s.library.bind(a.cuDeviceGet, "cuDeviceGet", s.why);
-    all &= s.library.bind(a.cuDeviceGetAttribute, "cuDeviceGetAttribute", s.why);
-    all &= s.library.bind(a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", s.why);
-    all &= s.library.bind(a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", s.why);
-    all &= s.library.bind(a.cuCtxSetCurrent, "cuCtxSetCurrent", s.why);
-    all &= s.library.bind(a.cuMemAlloc, "cuMemAlloc_v2", s.why);
-    all &= s.library.bind(a.cuMemFree, "cuMemFree_v2", s.why);
-    all &= s.library.bind(a.cuMemHostAlloc, "cuMemHostAlloc", s.why);
-    all &= s.library.bind(a.cuMemFreeHost, "cuMemFreeHost", s.why);
-    all &= s.library.bind(a.cuMemHostRegister, "cuMemHostRegister_v2", s.why);
-    all &= s.library.bind(a.cuMemHostUnregister, "cuMemHostUnregister", s.why);
-    all &= s.library.bind(a.cuMemGetInfo, "cuMemGetInfo_v2", s.why);
-    all &= s.library.bind(a.cuMemGetAddressRange, "cuMemGetAddressRange_v2", s.why);
-    all &= s.library.bind(a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", s.why);
-    all &= s.library.bind(a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", s.why);
-    all &= s.library.bind(a.cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", s.why);
-    all &= s.library.bind(a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", s.why);
-    all &= s.library.bind(a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", s.why);
-    all &= s.library.bind(a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", s.why);
-    all &= s.library.bind(a.cuMemsetD8Async, "cuMemsetD8Async", s.why);
-    all &= s.library.bind(a.cuStreamCreate, "cuStreamCreate", s.why);
-    all &= s.library.bind(a.cuStreamDestroy, "cuStreamDestroy_v2", s.why);
-    all &= s.library.bind(a.cuStreamSynchronize, "cuStreamSynchronize", s.why);
-    all &= s.library.bind(a.cuStreamWaitEvent, "cuStreamWaitEvent", s.why);
-    all &= s.library.bind(a.cuStreamWaitValue32, "cuStreamWaitValue32_v2", s.why);
-    all &= s.library.bind(a.cuStreamWriteValue32, "cuStreamWriteValue32_v2", s.why);
-    all &= s.library.bind(a.cuLaunchHostFunc, "cuLaunchHostFunc", s.why);
-    all &= s.library.bind(a.cuEventCreate, "cuEventCreate", s.why);
-    all &= s.library.bind(a.cuEventDestroy, "cuEventDestroy_v2", s.why);
-    all &= s.library.bind(a.cuEventRecord, "cuEventRecord", s.why);
-    all &= s.library.bind(a.cuEventQuery, "cuEventQuery", s.why);
-    all &= s.library.bind(a.cuEventSynchronize, "cuEventSynchronize", s.why);
-    all &= s.library.bind(a.cuEventElapsedTime, "cuEventElapsedTime", s.why);
-    all &= s.library.bind(a.cuModuleLoadData, "cuModuleLoadData", s.why);
-    all &= s.library.bind(a.cuModuleUnload, "cuModuleUnload", s.why);
-    all &= s.library.bind(a.cuModuleGetFunction, "cuModuleGetFunction", s.why);
-    all &= s.library.bind(a.cuLaunchKernel, "cuLaunchKernel", s.why);
+    all &= library.bind(a.cuInit, "cuInit", why);
+    all &= library.bind(a.cuGetErrorName, "cuGetErrorName", why);
+    all &= library.bind(a.cuDeviceGetCount, "cuDeviceGetCount", why);
+    all &= library.bind(a.cuDeviceGet, "cuDeviceGet", why);
+    all &= library.bind(a.cuDeviceGetAttribute, "cuDeviceGetAttribute", why);
+    all &= library.bind(a.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", why);
+    all &= library.bind(a.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", why);
+    all &= library.bind(a.cuCtxSetCurrent, "cuCtxSetCurrent", why);
+    all &= library.bind(a.cuMemAlloc, "cuMemAlloc_v2", why);
+    all &= library.bind(a.cuMemFree, "cuMemFree_v2", why);
+    all &= library.bind(a.cuMemHostAlloc, "cuMemHostAlloc", why);
+    all &= library.bind(a.cuMemFreeHost, "cuMemFreeHost", why);
+    all &= library.bind(a.cuMemHostRegister, "cuMemHostRegister_v2", why);
+    all &= library.bind(a.cuMemHostUnregister, "cuMemHostUnregister", why);
+    all &= library.bind(a.cuMemGetInfo, "cuMemGetInfo_v2", why);
+    all &= library.bind(a.cuMemGetAddressRange, "cuMemGetAddressRange_v2", why);
+    all &= library.bind(a.cuMemcpyHtoD, "cuMemcpyHtoD_v2", why);
+    all &= library.bind(a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", why);
+    all &= library.bind(a.cuMemcpy2DAsync, "cuMemcpy2DAsync_v2", why);
+    all &= library.bind(a.cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2", why);
+    all &= library.bind(a.cuMemcpyDtoH, "cuMemcpyDtoH_v2", why);
+    all &= library.bind(a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", why);
+    all &= library.bind(a.cuMemsetD8Async, "cuMemsetD8Async", why);
+    all &= library.bind(a.cuStreamCreate, "cuStreamCreate", why);
+    all &= library.bind(a.cuStreamDestroy, "cuStreamDestroy_v2", why);
+    all &= library.bind(a.cuStreamSynchronize, "cuStreamSynchronize", why);
+    all &= library.bind(a.cuStreamWaitEvent, "cuStreamWaitEvent", why);
+    all &= library.bind(a.cuStreamWaitValue32, "cuStreamWaitValue32_v2", why);
+    all &= library.bind(a.cuStreamWriteValue32, "cuStreamWriteValue32_v2", why);
+    all &= library.bind(a.cuLaunchHostFunc, "cuLaunchHostFunc", why);
+    all &= library.bind(a.cuEventCreate, "cuEventCreate", why);
+    all &= library.bind(a.cuEventDestroy, "cuEventDestroy_v2", why);
+    all &= library.bind(a.cuEventRecord, "cuEventRecord", why);
+    all &= library.bind(a.cuEventQuery, "cuEventQuery", why);
+    all &= library.bind(a.cuEventSynchronize, "cuEventSynchronize", why);
+    all &= library.bind(a.cuEventElapsedTime, "cuEventElapsedTime", why);
+    all &= library.bind(a.cuModuleLoadData, "cuModuleLoadData", why);
+    all &= library.bind(a.cuModuleUnload, "cuModuleUnload", why);
+    all &= library.bind(a.cuModuleGetFunction, "cuModuleGetFunction", why);
+    all &= library.bind(a.cuLaunchKernel, "cuLaunchKernel", why);
     if (!all) return;
     if (const CUresult result = a.cuInit(0); result != cuda_success) {
       const char* name = "?";
       a.cuGetErrorName(result, &name);
-      s.why = std::string("cuInit failed: ") + name + (result == 100 ? " (no GPU)" : "");
+      why = std::string("cuInit failed: ") + name + (result == 100 ? " (no GPU)" : "");
       return;
     }
-    s.ok = true;
-  });
-  return state;
-}
+    ok = true;
+  }
+};
+
+Loaded& loaded() { return shim::load_once<Loaded>(); }
 
 }  // namespace
 
