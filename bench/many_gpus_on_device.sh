@@ -6,31 +6,45 @@
 #   call 3: RANKS=1,2,4 bash bench/many_gpus_on_device.sh heavy
 #   call 4: RANKS=1,2,4 bash bench/many_gpus_on_device.sh setup build data play clicost smallchunks
 #   call 5: RANKS=1,2,4 bash bench/many_gpus_on_device.sh setup build clidata clicost trace distributed
+# LIGHT_WORKLOADS, HEAVY_WORKLOADS and COMPOSITING narrow the studies where a call's 600 s cannot hold them all.
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nVCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 export NCCL_NVLS_ENABLE=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 ranks=${RANKS:-1,2,4}
 
-data() {
-  # Light: 5 M particles a frame (8 frames, 1.3 GB) and a 30 M-cell AMR series (6 frames); heavy: 100 M
-  # particles (one frame, 3.2 GB, 1 MiB chunks: 128 KB ones overrun the queue's status_history when a stream loops) and a 200 M-cell AMR frame (0.8 GB).
-  mkdir -p "$work"
+topology() {
   nvidia-smi topo -m | head -8; nproc; numactl -H 2>/dev/null | head -3
-  for gpu in 0 1 2 3; do cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i $gpu 2>/dev/null | sed 's/^0000//;s/^/0000/' | tr 'A-F' 'a-f')/local_cpulist" 2>/dev/null; done
+  for gpu in 0 1 2 3; do cat "/sys/bus/pci/devices/$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader -i $gpu 2>/dev/null | sed 's/^0000//;s/^/0000/' | tr 'A-F' 'a-f')/local_cpulist" 2>/dev/null; done; return 0
+}
+
+lightdata() {  # 5 M particles a frame (8 frames, 1.3 GB) and a 30 M-cell AMR series (6 frames)
+  mkdir -p "$work"
   local start=$SECONDS
   [[ -f $work/p5m.hrc ]] || python3 -m headrace generate particles "$work/p5m.hrc" --particles 5000000 --frames 8 --seed 1 > /dev/null
   [[ -f $work/amr30m.hrc ]] || python3 -m headrace generate amr "$work/amr30m.hrc" --cells 30000000 --levels 3 --frames 6 \
     --chunk-size 131072 > /dev/null
   echo "light data in $(( SECONDS - start )) s"
-  [[ -f $work/p100m.hrc ]] || python3 -m headrace generate particles "$work/p100m.hrc" --particles 100000000 --frames 1 \
-    --chunk-size 128000 > /dev/null
+}
+
+heavydata() {  # 100 M particles (one frame, 3.2 GB, 1 MiB chunks) and a 200 M-cell AMR frame (0.8 GB)
+  mkdir -p "$work"
+  local start=$SECONDS
   [[ -f $work/p100m-1m.hrc ]] || python3 -m headrace generate particles "$work/p100m-1m.hrc" --particles 100000000 --frames 1 \
     --chunk-size 1048576 > /dev/null
   [[ -f $work/amr200m.hrc ]] || within 200 python3 -m headrace generate amr "$work/amr200m.hrc" --cells 200000000 --levels 3 \
     --frames 1 --chunk-size 1048576 > /dev/null
+  echo "heavy data in $(( SECONDS - start )) s"
+}
+
+data() {  # all of the studies' files, and one frame of 128 KB chunks (they overran status_history when a stream looped)
+  topology
+  lightdata
+  heavydata
+  [[ -f $work/p100m.hrc ]] || python3 -m headrace generate particles "$work/p100m.hrc" --particles 100000000 --frames 1 \
+    --chunk-size 128000 > /dev/null
   sync
-  ls -la "$work"; echo "data in $(( SECONDS - start )) s"
+  ls -la "$work"
 }
 
 distributed() {
@@ -43,12 +57,13 @@ distributed() {
 
 light() {
   within 540 python3 -m headrace bench scaling "$work/p5m.hrc" "$work/amr30m.hrc" --ranks "$ranks" --device 0 --cache hot \
-    --repeats 3 --frames 8 --compositing auto,host --out "$OUT/scaling-light" 2>&1 | grep -v "^\s*$"
+    --repeats 3 --frames 8 --compositing "${COMPOSITING:-auto,host}" --workloads "${LIGHT_WORKLOADS:-stream,stream-python,render,render-auto,play}" \
+    --out "$OUT/scaling-light" 2>&1 | grep -v "^\s*$"
 }
 
 heavy() {
   within 420 python3 -m headrace bench scaling "$work/p100m-1m.hrc" "$work/amr200m.hrc" --ranks "$ranks" --device 0 --cache hot \
-    --repeats 3 --frames 4 --hot-bytes 16G --workloads stream,stream-python,render,render-auto,play \
+    --repeats 3 --frames 4 --hot-bytes 16G --workloads "${HEAVY_WORKLOADS:-stream,stream-python,render,render-auto,play}" \
     --out "$OUT/scaling-heavy" 2>&1 | grep -v "^\s*$"
 }
 
@@ -76,14 +91,15 @@ clicost() {  # a user's single frame, each command a fresh process, setup and fi
 }
 
 clidata() {  # what clicost and trace read
-  mkdir -p "$work"
-  [[ -f $work/p5m.hrc ]] || python3 -m headrace generate particles "$work/p5m.hrc" --particles 5000000 --frames 8 --seed 1 > /dev/null
-  [[ -f $work/amr30m.hrc ]] || python3 -m headrace generate amr "$work/amr30m.hrc" --cells 30000000 --levels 3 --frames 6 \
-    --chunk-size 131072 > /dev/null
-  [[ -f $work/p100m-1m.hrc ]] || python3 -m headrace generate particles "$work/p100m-1m.hrc" --particles 100000000 --frames 1 \
-    --chunk-size 1048576 > /dev/null
-  [[ -f $work/flow256.hrc ]] || python3 -m headrace generate flow "$work/flow256.hrc" --dims 256 256 256 > /dev/null
+  lightdata
+  heavydata
+  flowdata
   ls -la "$work"
+}
+
+flowdata() {  # the 201 MB flow field trace reads
+  mkdir -p "$work"
+  [[ -f $work/flow256.hrc ]] || python3 -m headrace generate flow "$work/flow256.hrc" --dims 256 256 256 > /dev/null
 }
 
 trace() {
@@ -96,7 +112,7 @@ trace() {
   for round in 1 2 3; do
     for n in ${ranks//,/ }; do
       start=$EPOCHREALTIME
-      within 120 mpiexec -n $n python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 1000 --device 0 \
+      within 120 mpiexec -n $n python3 -m headrace trace "$work/flow256.hrc" --seeds "uniform:${TRACE_SEEDS:-65536}" --steps 1000 --device 0 \
         --cache-bytes 50M --out build/lines.npz --json > "build/trace-$n.json" 2> build/trace.err || tail -3 build/trace.err
       local wall; wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
       python3 -c "import json, sys; d = json.load(open('build/trace-$n.json')); print(f\"$n,$round,$wall,{d['seconds']},{d.get('lines_handed', 0)},{d['bytes_read']}\")" \

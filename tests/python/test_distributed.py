@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,6 +52,15 @@ def _mpiexec(ranks_asked: int, *command: str) -> subprocess.CompletedProcess:
     assert MPIEXEC is not None
     return subprocess.run([MPIEXEC, "-n", str(ranks_asked), sys.executable, "-m", "headrace", *command],
                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env={**os.environ, **AS_ROOT})
+
+
+def _mpiexec_script(folder: Path, ranks_asked: int, text: str) -> subprocess.CompletedProcess:
+    """A Python script of ``text``, run by ``ranks_asked`` ranks."""
+    assert MPIEXEC is not None
+    script = folder / "job.py"
+    script.write_text(text)
+    return subprocess.run([MPIEXEC, "-n", str(ranks_asked), sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=RUN_TIMEOUT_S, env={**os.environ, **AS_ROOT})
 
 
 def test_one_process_is_one_rank_as_without_mpi():
@@ -304,17 +314,43 @@ def test_streamlines_handed_between_ranks_are_the_single_rank_lines(flow, tmp_pa
 
 @needs_mpi
 def test_fail_together_stops_every_rank_from_python(tmp_path):
-    script = tmp_path / "job.py"
-    script.write_text(
-        "from headrace.distributed import fail_together\n"
-        "with fail_together('my job') as job:\n"
-        "    if job.rank == 1:\n"
-        "        raise ValueError('no frame 99 here')\n"
-        "    job.barrier()  # rank 0 would wait here forever for rank 1\n")
-    assert MPIEXEC is not None
-    done = subprocess.run([MPIEXEC, "-n", "2", sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=RUN_TIMEOUT_S, env={**os.environ, **AS_ROOT})
+    done = _mpiexec_script(tmp_path, 2,
+                           "from headrace.distributed import fail_together\n"
+                           "with fail_together('my job') as job:\n"
+                           "    if job.rank == 1:\n"
+                           "        raise ValueError('no frame 99 here')\n"
+                           "    job.barrier()  # rank 0 would wait here forever for rank 1\n")
     assert done.returncode != 0 and "my job (rank 1 of 2): no frame 99 here; stopping every rank" in done.stderr
+
+
+@needs_mpi
+def test_rows_of_every_rank_arrive_on_rank_0_in_rank_order_as_bytes(tmp_path):
+    done = _mpiexec_script(tmp_path, 3,
+        "import numpy as np\n"
+        "from headrace.distributed import ranks\n"
+        "job = ranks()\n"
+        "rows = np.arange(job.rank * 4, dtype=np.float32).reshape(job.rank, 4) + job.rank * 100\n"  # rank 0: none
+        "got = job.gather_rows(rows)\n"
+        "if job.root:\n"
+        "    want = np.concatenate([np.arange(r * 4, dtype=np.float32).reshape(r, 4) + r * 100 for r in range(job.size)])\n"
+        "    assert got.dtype == np.float32 and got.shape == want.shape and (got == want).all(), (got, want)\n"
+        "    print('rows', got.shape[0])\n"
+        "else:\n"
+        "    assert got is None\n")
+    assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr
+
+
+@needs_mpi
+def test_play_of_one_frame_on_two_ranks_is_rank_0_alone_and_ends(tmp_path):
+    from headrace.generate import generate_volume
+
+    # auto gives one light frame to rank 0 alone; its runs waited at a barrier for the rank that had left.
+    volume = generate_volume(tmp_path / "v.hrc", dims=(24, 20, 16), frames=1, seed=5)
+    done = _mpiexec(2, "play", str(volume), "--device", "cpu", "--stages", "all", "--render-only", "0", "--width", "48",
+                    "--height", "36", "--loops", "2")
+    assert done.returncode == 0, done.stderr
+    text = " ".join(done.stdout.split())
+    assert "rank 0 alone" in text and "frames/s" in text
 
 
 @needs_mpi

@@ -129,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
             shared_console.print(f"{job.size} ranks: {spread.describe()}")
         if spread.how == "sort-last":
             return _play_sort_last(args, ds, asked, shown * args.loops, stages)
-        if spread.how == "one" and not job.root:
-            return 0
+        if spread.how == "one":  # rank 0 plays alone: its runs wait for no other rank (they have left)
+            if not job.root:
+                return 0
+            job = distributed.Ranks()
         if spread.how == "time":  # each rank plays its block of the frames on its own GPU
             shown = [shown[k] for k in job.frames_of(len(shown))]
             if not shown:

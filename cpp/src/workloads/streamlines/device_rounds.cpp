@@ -31,6 +31,7 @@ class DeviceRounds final : public RoundRunner<Units> {
         module_((device_.make_current(), resident_kernel_image()), "the GPU tracer's kernels (resident_rounds.cu)",
                 "trace on the CPU instead"),
         kernel_(module_.function(kernel_name<Units>())),
+        gather_(module_.function("headrace_gather_points")),
         params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),
         pool_(slots * unit_bytes),
@@ -74,12 +75,33 @@ class DeviceRounds final : public RoundRunner<Units> {
   void loaded(const engine::Queue& queue, queue::FenceId fence) override {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
   }
-  void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
+  void collect(std::span<const std::uint32_t> from, std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
+    device_.make_current();
     lines.resize(count_);
-    points.resize(count_ * params_.point_capacity);
     stream_.synchronize();
-    gpu::copy_to_host(lines.data(), lines_.pointer(), lines.size() * sizeof(HalfLine));
-    gpu::copy_to_host(points.data(), points_.pointer(), points.size() * sizeof(TracedPoint));
+    if (count_ > 0) gpu::copy_to_host(lines.data(), lines_.pointer(), lines.size() * sizeof(HalfLine));
+    // The points the lines took, gathered on the GPU: a line's capacity is its longest (max_steps), most
+    // lines end far short of it, and copying every slot took most of a trace's time.
+    const std::vector<std::uint64_t> offsets = gathered_offsets(lines, from);
+    points.resize(offsets.back());
+    if (points.empty()) return;
+    const std::vector<std::uint32_t> starts = starting_steps(from, count_);
+    gpu::DeviceBuffer starts_on_device(starts.size() * sizeof(std::uint32_t)), offsets_on_device(offsets.size() * sizeof(std::uint64_t)),
+        gathered(points.size() * sizeof(TracedPoint));
+    const gpu::CudaDriver& cuda = gpu::require_driver();
+    const gpu::CUstream stream = stream_.handle();
+    gpu::check(cuda.cuMemcpyHtoDAsync(starts_on_device.pointer(), starts.data(), starts_on_device.size_bytes(), stream),
+               "cuMemcpyHtoDAsync");
+    gpu::check(cuda.cuMemcpyHtoDAsync(offsets_on_device.pointer(), offsets.data(), offsets_on_device.size_bytes(), stream),
+               "cuMemcpyHtoDAsync");
+    GatherParams gather{params_.points, params_.point_capacity, reinterpret_cast<const std::uint32_t*>(starts_on_device.pointer()),
+                        reinterpret_cast<const std::uint64_t*>(offsets_on_device.pointer()), count_,
+                        reinterpret_cast<TracedPoint*>(gathered.pointer())};
+    std::uint64_t total = points.size();
+    void* args[] = {&gather, &total};
+    gpu::launch_1d(gather_, total, 256, stream, args);
+    gpu::check(cuda.cuMemcpyDtoHAsync(points.data(), gathered.pointer(), gathered.size_bytes(), stream), "cuMemcpyDtoHAsync");
+    stream_.synchronize();
   }
   void restart(const std::vector<HalfLine>& lines) override {
     device_.make_current();
@@ -108,7 +130,7 @@ class DeviceRounds final : public RoundRunner<Units> {
  private:
   gpu::Device device_;
   gpu::KernelModule module_;
-  gpu::CUfunction kernel_;
+  gpu::CUfunction kernel_, gather_;
   gpu::Stream stream_;
   RoundParams<Units> params_;
   std::uint64_t unit_bytes_;

@@ -107,24 +107,21 @@ std::vector<HandedLine> HandOffTrace::run() {
   std::vector<HandedLine> leaving;
   if (st.held.empty()) return leaving;
   std::vector<HalfLine> lines;
-  for (const HandedLine& h : st.held) lines.push_back(h.line);
+  std::vector<std::uint32_t> before;  // the steps each line had: only the points after them come back
+  for (const HandedLine& h : st.held) lines.push_back(h.line), before.push_back(h.line.steps);
   st.runner->restart(lines);
   st.round.first_line = 0, st.round.window = lines.size();
   (void)run_rounds(*st.runner, *st.loads, *st.slot_table, st.round, st.table, lines.size(),
                    [&st](std::uint64_t unit) { return st.holds(unit); }, [](std::uint64_t) { return true; }, st.stats, st.path);
   std::vector<HalfLine> after;
   std::vector<TracedPoint> points;
-  st.runner->collect(after, points);
+  st.runner->collect(before, after, points);
   const std::vector<std::uint64_t> waits = st.runner->waits_for();
+  st.points.insert(st.points.end(), points.begin(), points.end());  // the segments below, in order
   for (std::size_t i = 0; i < after.size(); ++i) {
     HandedLine h = st.held[i];
-    const std::uint32_t before = h.line.steps;
-    if (after[i].steps > before) {
-      st.segments.push_back({h.id, before, after[i].steps - before});
-      const TracedPoint* first = points.data() + i * st.trace.max_steps;
-      st.points.insert(st.points.end(), first + before, first + after[i].steps);
-    }
-    h.idle_hops = after[i].steps > before ? 0 : h.idle_hops + 1;
+    if (after[i].steps > before[i]) st.segments.push_back({h.id, before[i], after[i].steps - before[i]});
+    h.idle_hops = after[i].steps > before[i] ? 0 : h.idle_hops + 1;
     h.line = after[i];
     if (h.line.ended) {
       st.ended.push_back(h);
@@ -159,14 +156,16 @@ Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& op
   }
   for (std::uint64_t id = 0; id < count; ++id)
     HEADRACE_EXPECT(seen[id], UsageError, "half-line " + std::to_string(id) + " did not end on any rank");
-  std::vector<TracedPoint> all(count * options.max_steps);
+  // Each half-line's points back to back (assemble's order), its segments put in place.
+  const std::vector<std::uint64_t> begins = gathered_offsets(lines, {});
+  std::vector<TracedPoint> all(begins.back());
   std::vector<std::uint64_t> filled(count, 0);
   std::uint64_t at = 0;
   for (const TracedSegment& s : segments) {
-    HEADRACE_EXPECT(s.id < count && std::uint64_t{s.first_step} + s.count <= options.max_steps && at + s.count <= points.size(),
+    HEADRACE_EXPECT(s.id < count && std::uint64_t{s.first_step} + s.count <= lines[s.id].steps && at + s.count <= points.size(),
                     UsageError, "a segment of half-line " + std::to_string(s.id) + " lies outside the trace");
     std::copy(points.begin() + static_cast<std::ptrdiff_t>(at), points.begin() + static_cast<std::ptrdiff_t>(at + s.count),
-              all.begin() + static_cast<std::ptrdiff_t>(s.id * options.max_steps + s.first_step));
+              all.begin() + static_cast<std::ptrdiff_t>(begins[s.id] + s.first_step));
     filled[s.id] += s.count, at += s.count;
   }
   for (std::uint64_t id = 0; id < count; ++id)

@@ -44,9 +44,13 @@ class HostRounds final : public RoundRunner<Units> {
     return counters;
   }
   void loaded(const engine::Queue&, queue::FenceId) override {}  // the queue's wait saw the bytes land
-  void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
+  void collect(std::span<const std::uint32_t> from, std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
+    const std::vector<std::uint64_t> offsets = gathered_offsets(lines_, from);
+    const std::vector<std::uint32_t> starts = starting_steps(from, lines_.size());
+    points.resize(offsets.back());
+    const GatherParams gather{points_.data(), params_.point_capacity, starts.data(), offsets.data(), lines_.size(), points.data()};
+    headrace::detail::parallel_for(points.size(), threads_, [&](std::uint64_t k) { gather_point(gather, k); });
     lines = std::move(lines_);
-    points = std::move(points_);
   }
   void restart(const std::vector<HalfLine>& lines) override {
     lines_ = lines;

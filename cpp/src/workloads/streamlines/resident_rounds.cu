@@ -14,3 +14,7 @@ __device__ void advance_all(const hs::RoundParams<Units>& params) {
 
 extern "C" __global__ void headrace_advance_blocks(hs::RoundParams<hs::BlockLayout> params) { advance_all(params); }
 extern "C" __global__ void headrace_advance_hilbert(hs::RoundParams<hs::HilbertUnits> params) { advance_all(params); }
+extern "C" __global__ void headrace_gather_points(hs::GatherParams params, std::uint64_t total) {
+  const std::uint64_t k = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < total) hs::gather_point(params, k);
+}

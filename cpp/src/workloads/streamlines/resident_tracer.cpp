@@ -29,6 +29,9 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
                       std::to_string(options.cache_bytes) + " bytes");
   const std::string& path = flow.container.path();
 
+  // From the tracer's making (its buffers, kernels and reads) to the lines on the host, as HandOffTrace's
+  // job is timed: the two are compared.
+  const auto start = Clock::now();
   std::vector<HalfLine> lines = start_lines(seeds, trace);
   const std::uint64_t line_count = lines.size();
   const std::unique_ptr<RoundRunner<Units>> runner =
@@ -44,8 +47,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   RoundState state{0, 0, line_count, std::vector<std::int32_t>(unit_count, -1), std::vector<std::uint32_t>(unit_count, 0),
                    std::vector<std::uint32_t>(unit_count, 0)};
   SlotTable slot_table(slots, state);
-  const auto start = Clock::now();
-  auto told_at = start;
+  auto told_at = Clock::now();
   const auto keep_going = [&](std::uint64_t ended) {
     if (!options.progress || seconds_since(told_at) < 0.1) return true;
     told_at = Clock::now();
@@ -56,7 +58,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
                                    keep_going, stats, path);
   std::vector<HalfLine> ended;
   std::vector<TracedPoint> points;
-  runner->collect(ended, points);
+  runner->collect({}, ended, points);
   if (stopped)
     for (HalfLine& line : ended)
       if (!line.ended) line.end = Termination::stopped;

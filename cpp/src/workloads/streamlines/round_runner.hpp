@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "headrace/engine/queue.hpp"
@@ -31,13 +32,30 @@ class RoundRunner {
   virtual RoundCounters run(RoundState& state) = 0;
   // After the queue loaded units up to `fence`: the next round must see them.
   virtual void loaded(const engine::Queue& queue, queue::FenceId fence) = 0;
-  // The half-lines and their points after the last round.
-  virtual void collect(std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) = 0;
+  // The half-lines after the last round, and of each its points from step from[i] (none given: 0) to
+  // its last, back to back in half-line order (gathered_offsets says where each line's begin).
+  virtual void collect(std::span<const std::uint32_t> from, std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) = 0;
   // Other half-lines from now on (the pool stays): a rank's lines change between a job's rounds.
   virtual void restart(const std::vector<HalfLine>& lines) = 0;
   // Per half-line, the unit it waits for after the last round (all ones: none).
   virtual std::vector<std::uint64_t> waits_for() = 0;
 };
+
+// Where each half-line's points begin among those collect gathers from steps `from` (empty: 0), and
+// their total last: count + 1 offsets.
+inline std::vector<std::uint64_t> gathered_offsets(const std::vector<HalfLine>& lines, std::span<const std::uint32_t> from) {
+  std::vector<std::uint64_t> offsets(lines.size() + 1, 0);
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::uint32_t first = from.empty() ? 0 : from[i];
+    offsets[i + 1] = offsets[i] + (lines[i].steps > first ? lines[i].steps - first : 0);
+  }
+  return offsets;
+}
+
+// The starting steps `from` as collect's gather reads them: zeros for none given.
+inline std::vector<std::uint32_t> starting_steps(std::span<const std::uint32_t> from, std::size_t count) {
+  return from.empty() ? std::vector<std::uint32_t>(count, 0) : std::vector<std::uint32_t>(from.begin(), from.end());
+}
 
 // The parameters every round of a runner shares; the pointers are the runner's to set.
 template <typename Units>

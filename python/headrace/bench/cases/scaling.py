@@ -266,7 +266,12 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
         middle = sorted(runs, key=lambda r: r[key])[len(runs) // 2]
         points.append({"workload": workload, "file": Path(path).name, "ranks": n, "gpus": gpus, "cache": cache,
                        "repeats": [r[key] for r in runs], **middle})
-        say(f"{workload:7s} {Path(path).name} ranks {n} {cache}: {key} {middle[key]:.3f}")
+        # Each point said in full as it comes: a study cut at a deadline still leaves its numbers in the log.
+        detail = "".join(f", {name} {middle[field] * 1e3:.2f} ms" for name, field in
+                         (("load", "load_s_median"), ("draw", "draw_s_median"), ("composite", "composite_s_median"))
+                         if middle.get(field))
+        chosen = f", {middle['distribution']}" if middle.get("distribution") else ""
+        say(f"{workload:7s} {Path(path).name} ranks {n} {cache}: {key} {middle[key]:.3f}{detail}{chosen}")
 
     for path in files:
         volume = is_volume(headrace.open(path))

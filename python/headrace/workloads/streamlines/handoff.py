@@ -49,12 +49,13 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
     neighbours in a cache of ``cache_bytes`` in ``device``'s memory (all resident when they fit, else
     loaded as its lines wait for them); rounds of stepping alternate with an
     all-to-all of the lines that wait for a block held elsewhere, until no rank holds one. The lines on
-    rank 0 (None elsewhere): one tracer's, bit for bit. Stats: the slowest rank's seconds, lines handed."""
+    rank 0 (None elsewhere): one tracer's, bit for bit. Stats: the job's seconds (to the lines on rank 0),
+    the slowest rank's own, lines handed."""
     job = ranks()
     seeds = as_seeds(seeds)
     ordinal = device_ordinal(device)
     job.barrier()
-    started = time.perf_counter()  # reading the blocks that stay resident counts, as in one tracer's time
+    started = time.perf_counter()  # making the tracer and reading its resident blocks count, as in one tracer's time
     tracer = _ext.HandOffTrace(path_of(source), job.rank, job.size, frame=int(frame), integrator=integrator,
                                direction=direction, step_size=float(step_size), max_steps=int(steps), threads=int(threads),
                                cache_bytes=int(cache_bytes), device=ordinal, backend=backend, **tuning)
@@ -73,15 +74,16 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
         exchanges += 1
         if job.comm.allreduce(tracer.held) == 0:
             break
-    seconds = time.perf_counter() - started
     mine = tracer.result()
-    everyone = job.gather({**mine, "handed": handed, "seconds": seconds})
+    ended, segments, points = (job.gather_rows(mine.pop(k)) for k in ("ended", "segments", "points"))
+    everyone = job.gather({**mine, "handed": handed, "seconds": time.perf_counter() - started})
     if not job.root:
         return None
-    assert everyone is not None
-    run = _ext.assemble_handed(seeds, direction, int(steps), *(np.concatenate([r[k] for r in everyone])
-                                                                for k in ("ended", "segments", "points")))
-    stats = {"seconds": max(r["seconds"] for r in everyone), "layout": "blocks", "manager": "hand-off",
+    assert everyone is not None and ended is not None and segments is not None and points is not None
+    run = _ext.assemble_handed(seeds, direction, int(steps), ended, segments, points)
+    # The job's: from the ranks' start together to the lines on rank 0, as one tracer's run is timed.
+    seconds = time.perf_counter() - started
+    stats = {"seconds": seconds, "slowest_rank_seconds": max(r["seconds"] for r in everyone), "layout": "blocks", "manager": "hand-off",
              "device": "cpu" if ordinal < 0 else ordinal, "threads": threads, "seeds": len(seeds),
              "points": len(run["points"]), "file": path_of(source), "frame": int(frame), "direction": direction,
              "ranks": job.size, "lines_handed": sum(r["handed"] for r in everyone), "exchanges": exchanges,

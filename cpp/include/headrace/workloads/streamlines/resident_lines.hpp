@@ -120,6 +120,30 @@ struct RoundParams {
   std::uint64_t* waits_for = nullptr;
 };
 
+// What collect gathers: of each of `count` half-lines, its points from step from[i] up to its last,
+// back to back in half-line order; offsets[i] is where line i's begin among them, offsets[count] their
+// total. Only these leave the GPU, not the point_capacity slots of every line.
+struct GatherParams {
+  const TracedPoint* points = nullptr;
+  std::uint32_t point_capacity = 0;
+  const std::uint32_t* from = nullptr;
+  const std::uint64_t* offsets = nullptr;
+  std::uint64_t count = 0;
+  TracedPoint* out = nullptr;
+};
+
+// The k-th gathered point: its half-line is the last whose offset is at most k (lines without points
+// share their successor's offset).
+HEADRACE_HD inline void gather_point(const GatherParams& a, std::uint64_t k) {
+  std::uint64_t low = 0, high = a.count;
+  while (high - low > 1) {
+    const std::uint64_t middle = low + (high - low) / 2;
+    if (a.offsets[middle] <= k) low = middle;
+    else high = middle;
+  }
+  a.out[k] = a.points[low * a.point_capacity + a.from[low] + (k - a.offsets[low])];
+}
+
 // Runs the k-th half-line of the round's window.
 template <typename Units>
 HEADRACE_HD void advance_resident_line(const RoundParams<Units>& a, std::uint64_t k) {
