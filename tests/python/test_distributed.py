@@ -283,6 +283,11 @@ def test_one_rank_handing_off_traces_one_tracers_lines(flow):
     one = trace_run(flow, seeds, steps=150, direction="both", device="cpu", threads=2)
     handed = trace_handed(flow, seeds, steps=150, direction="both", device="cpu", threads=2)
     assert handed is not None and handed.stats["lines_handed"] == 0
+    # Where the time went: the phases, one after another, add up to the trace's seconds.
+    phases = handed.stats["phase_seconds"]
+    assert list(phases) == ["made", "stepping", "exchanging", "to_rank_0", "assembling"]
+    assert all(t >= 0 for t in phases.values()) and phases["stepping"] > 0
+    assert sum(phases.values()) == pytest.approx(handed.stats["seconds"], rel=1e-6)
     np.testing.assert_array_equal(handed.points, one.points)
     np.testing.assert_array_equal(handed.offsets, one.offsets)
     np.testing.assert_array_equal(handed.times, one.times)
@@ -303,7 +308,8 @@ def test_streamlines_handed_between_ranks_are_the_single_rank_lines(flow, tmp_pa
                     "--cache-bytes", cache, *common)
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
-    assert f"by {size} ranks" in said and "hand-off-managed" in said
+    assert f"by {size} ranks (to the lines on rank 0)" in said and "hand-off-managed" in said
+    assert "the job's time (each phase's slowest rank): made" in said
     handed = int(said.split("hand-off: ")[1].split(" lines handed")[0])
     assert handed > 0  # the lines cross the ranks' planes
     one, many = np.load(tmp_path / "one.npz"), np.load(tmp_path / "many.npz")

@@ -209,7 +209,8 @@ def _report(args: argparse.Namespace, result, ranks: int, seeds: int, budget: Bu
     if args.json:
         print(json.dumps(stats, indent=2))
     else:
-        by = f" by {ranks} ranks (the slowest's time)" if ranks > 1 else ""
+        timed = "to the lines on rank 0" if stats["manager"] == "hand-off" else "the slowest's time"
+        by = f" by {ranks} ranks ({timed})" if ranks > 1 else ""
         console.print(f"{args.file}: {stats['seeds']} streamlines, {stats['points']} points in {stats['seconds']:.3f} s{by} "
                       f"({stats['layout']} layout, {stats['manager']}-managed on {device_name(stats['device'])}) -> {args.out}")
         if stats["manager"] == "resident":
@@ -225,6 +226,8 @@ def _report(args: argparse.Namespace, result, ranks: int, seeds: int, budget: Bu
             console.print(f"  hand-off: {stats['lines_handed']} lines handed between ranks in {stats['exchanges']} exchanges; "
                           f"each rank's cache of {stats['resident_blocks']} blocks, {stats['bytes_read'] / 1e6:.1f} MB read in "
                           f"{stats['resident_load_seconds']:.3f} s, stepping {stats['resident_advance_seconds']:.3f} s")
+            console.print("  the job's time (each phase's slowest rank): " +
+                          ", ".join(f"{name.replace('_', ' ')} {seconds:.3f} s" for name, seconds in stats["phase_seconds"].items()))
         else:
             console.print(f"  mmap: {stats['madvise_calls']} madvise calls, {stats['budget_drops']} budget drops")
     return 0

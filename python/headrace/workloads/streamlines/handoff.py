@@ -41,6 +41,21 @@ def distribution(source: Any, asked: str, cache_bytes: int, frame: int = 0) -> s
     return "hand-off" if layout == "blocks" and raw > cache_bytes else "replicate"
 
 
+class _PhaseClock:
+    """Seconds spent in each phase of a rank's part of a handed-off trace, lap by lap."""
+
+    NAMES = ("made", "stepping", "exchanging", "to_rank_0")
+
+    def __init__(self, started: float) -> None:
+        self.at = started
+        self.phases: dict[str, float] = dict.fromkeys(self.NAMES, 0.0)
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        self.phases[name] += now - self.at
+        self.at = now
+
+
 def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 0.01, integrator: str = "rk4",
                  direction: str = "forward", device: int | str | None = "cpu", threads: int = 0, frame: int = 0,
                  cache_bytes: int = 1 << 30, backend: str = "uring", **tuning: float) -> TraceResult | None:
@@ -56,15 +71,18 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
     ordinal = device_ordinal(device)
     job.barrier()
     started = time.perf_counter()  # making the tracer and reading its resident blocks count, as in one tracer's time
+    clock = _PhaseClock(started)
     tracer = _ext.HandOffTrace(path_of(source), job.rank, job.size, frame=int(frame), integrator=integrator,
                                direction=direction, step_size=float(step_size), max_steps=int(steps), threads=int(threads),
                                cache_bytes=int(cache_bytes), device=ordinal, backend=backend, **tuning)
     share = job.frames_of(len(seeds))
     if share:
         tracer.start(np.ascontiguousarray(seeds[share]), share[0])
+    clock.lap("made")
     handed = exchanges = 0
     while True:
         leaving, to = tracer.run()
+        clock.lap("stepping")
         handed += len(to)
         if job.comm is None:  # one rank holds every block: no line leaves
             break
@@ -72,17 +90,23 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
             if len(part):
                 tracer.add(part)
         exchanges += 1
-        if job.comm.allreduce(tracer.held) == 0:
+        held = job.comm.allreduce(tracer.held)
+        clock.lap("exchanging")
+        if held == 0:
             break
     mine = tracer.result()
     ended, segments, points = (job.gather_rows(mine.pop(k)) for k in ("ended", "segments", "points"))
-    everyone = job.gather({**mine, "handed": handed, "seconds": time.perf_counter() - started})
+    clock.lap("to_rank_0")
+    everyone = job.gather({**mine, "handed": handed, "seconds": time.perf_counter() - started, "phases": clock.phases})
     if not job.root:
         return None
     assert everyone is not None and ended is not None and segments is not None and points is not None
     run = _ext.assemble_handed(seeds, direction, int(steps), ended, segments, points)
     # The job's: from the ranks' start together to the lines on rank 0, as one tracer's run is timed.
     seconds = time.perf_counter() - started
+    # Where the time went: each phase's longest among the ranks, and rank 0 joining the lines.
+    phases = {name: max(r["phases"].get(name, 0.0) for r in everyone) for name in _PhaseClock.NAMES}
+    phases["assembling"] = started + seconds - clock.at
     stats = {"seconds": seconds, "slowest_rank_seconds": max(r["seconds"] for r in everyone), "layout": "blocks", "manager": "hand-off",
              "device": "cpu" if ordinal < 0 else ordinal, "threads": threads, "seeds": len(seeds),
              "points": len(run["points"]), "file": path_of(source), "frame": int(frame), "direction": direction,
@@ -90,5 +114,6 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
              "resident_rounds": max(r["rounds"] for r in everyone), "bytes_read": sum(r["bytes_read"] for r in everyone),
              "resident_blocks": [r["resident_blocks"] for r in everyone],
              "resident_load_seconds": max(r["load_seconds"] for r in everyone),
-             "resident_advance_seconds": max(r["advance_seconds"] for r in everyone)}
+             "resident_advance_seconds": max(r["advance_seconds"] for r in everyone),
+             "phase_seconds": phases}
     return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats, run["times"])
