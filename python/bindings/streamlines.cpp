@@ -196,7 +196,9 @@ void bind_streamlines(nb::module_& m) {
              out["load_seconds"] = s.load_seconds, out["advance_seconds"] = s.advance_seconds;
              return out;
            },
-           "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), and its counters.");
+           "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), and its counters.")
+      .def("forget_lines", &sl::HandOffTrace::forget_lines,
+           "Forgets the lines traced and the counters, keeping the cache and the blocks it holds (the next trace starts warm).");
   m.def("assemble_handed",
         [](nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds, const std::string& direction,
            std::uint32_t max_steps, RecordBytes ended, RecordBytes segments, RecordBytes points) {

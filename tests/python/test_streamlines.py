@@ -94,6 +94,48 @@ def test_gpu_tracer_lines_equal_the_cpu_reference(flows):
             assert gpu.ends == cpu.ends
 
 
+@pytest.mark.parametrize("cache_bytes", [1 << 30, 16 * 6144])  # every block resident; 16 of the 64 blocks
+def test_a_held_tracer_traces_again_and_gives_one_tracers_lines(flows, cache_bytes):
+    blocks, _ = flows
+    seeds = streamlines.uniform_seeds(blocks, 300)
+    options = dict(steps=200, step_size=0.05, direction="both", threads=2)
+    with streamlines.TraceSession(blocks, cache_bytes=cache_bytes, **options) as tracer:
+        resident = cache_bytes > 64 * 6144
+        assert tracer.setup["bytes_read"] == (64 * 6144 if resident else 0)  # read up front when they fit
+        for part in (seeds, seeds[::3], seeds):
+            held = tracer.trace(part)
+            one = streamlines.trace_run(blocks, part, **options)
+            np.testing.assert_array_equal(held.points, one.points)
+            np.testing.assert_array_equal(held.offsets, one.offsets)
+            np.testing.assert_array_equal(held.times, one.times)
+            assert held.ends == one.ends and held.stats["seeds"] == len(part)
+            if resident:
+                assert held.stats["bytes_read"] == 0  # the blocks stayed in the cache between traces
+        assert tracer.traces == 3
+    with pytest.raises(ValueError, match="closed"):
+        tracer.trace(seeds)
+
+
+def test_a_held_tracer_needs_native_blocks(flows):
+    _, hilbert = flows
+    with pytest.raises(headrace.UsageError, match="native blocks"):
+        streamlines.TraceSession(hilbert)
+
+
+@pytest.mark.gpu
+def test_a_held_gpu_tracer_gives_the_cpu_references_lines_without_reading_again(flows):
+    blocks, _ = flows
+    seeds = streamlines.uniform_seeds(blocks, 512)
+    options = dict(steps=300, step_size=0.05, direction="both")
+    with streamlines.TraceSession(blocks, device=0, **options) as gpu, streamlines.TraceSession(blocks, **options) as cpu:
+        for part in (seeds, seeds[1::2]):
+            on_gpu, on_cpu = gpu.trace(part), cpu.trace(part)
+            assert on_gpu.stats["device"] == 0 and on_gpu.stats["bytes_read"] == 0
+            np.testing.assert_array_equal(on_gpu.offsets, on_cpu.offsets)
+            np.testing.assert_allclose(on_gpu.points, on_cpu.points, atol=1e-5)
+            assert on_gpu.ends == on_cpu.ends
+
+
 @pytest.mark.gpu
 def test_gpu_tracer_takes_partial_blocks_and_partitions(tmp_path):
     """The kernel locates points with the CPU's layouts (units_along): partial units at the edges."""

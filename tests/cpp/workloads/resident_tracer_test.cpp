@@ -203,6 +203,30 @@ TEST(HandOffTrace, ARankWhoseBlocksOutgrowItsCacheLoadsThemRoundByRound) {
   EXPECT_EQ(rank.stats().units_loaded, 0u);  // nothing read before its lines ask
 }
 
+// A tracer held across traces (TraceSession): forgetting the lines keeps the cache's blocks, so tracing
+// again gives the same lines and reads nothing; a trace with lines still held refuses to forget them.
+TEST(HandOffTrace, ForgettingTheLinesKeepsTheBlocksForTheNextTrace) {
+  testing::BlockedFlow flow(32, 24, 16);
+  ContainerTraceOptions options = resident_options();
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 1 << 20;  // every block
+  const std::vector<Vec3> seeds = swirl_seeds(40);
+  const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
+  HandOffTrace tracer(open_flow(flow.path, 0), 0, 1, options);
+  EXPECT_EQ(tracer.stats().bytes_read, 4u * 48 * 768);
+  for (int trace = 0; trace < 2; ++trace) {
+    tracer.forget_lines();
+    EXPECT_EQ(tracer.stats().bytes_read, 0u);
+    tracer.start(seeds, 0);
+    EXPECT_TRUE(tracer.run().empty());  // one rank holds every block
+    EXPECT_EQ(tracer.stats().bytes_read, 0u);
+    EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1),
+                                    assemble_handed(seeds, options.trace, tracer.ended(), tracer.segments(), tracer.points())));
+  }
+  tracer.start(seeds, 0);
+  EXPECT_THROW(tracer.forget_lines(), UsageError);
+}
+
 TEST(HandOffTrace, ARankHoldsItsPlanesOfBlocksAndTheirNeighboursOnly) {
   testing::BlockedFlow flow(32, 24, 16);
   const FlowField opened = open_flow(flow.path, 0);

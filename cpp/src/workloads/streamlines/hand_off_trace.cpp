@@ -145,6 +145,13 @@ const std::vector<TracedPoint>& HandOffTrace::points() const { return state_->po
 const std::vector<HandedLine>& HandOffTrace::ended() const { return state_->ended; }
 const ResidentStats& HandOffTrace::stats() const { return state_->stats; }
 
+void HandOffTrace::forget_lines() {
+  State& st = *state_;
+  HEADRACE_EXPECT(st.held.empty(), UsageError, "lines are still held: run them to their ends (or hand them on) first");
+  st.segments.clear(), st.points.clear(), st.ended.clear();
+  st.stats = ResidentStats{.slots = st.stats.slots};
+}
+
 Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options, std::span<const HandedLine> ended,
                           std::span<const TracedSegment> segments, std::span<const TracedPoint> points) {
   const std::uint64_t count = seeds.size() * (options.direction == Direction::both ? 2 : 1);

@@ -19,6 +19,9 @@ way :func:`distribution` picks: *replicate*, every rank reading any unit its lin
 cache (the field is shared through the file), or *hand-off* (:func:`trace_handed`), every rank holding
 its run of block planes along z and the blocks next to them, and a line that needs a block held elsewhere
 handed to the rank that holds it. Both give one tracer's lines, bit for bit.
+
+:class:`TraceSession` holds one tracer (its GPU context, kernels, queue and cached blocks) across traces
+of one field: a notebook's second call or a viewer's next seeds pay no setup and read no block again.
 """
 
 from headrace.workloads.streamlines.flow import VELOCITY_COMPONENTS, VELOCITY_NAMES, grid_of, velocity_of
@@ -28,10 +31,11 @@ from headrace.workloads.streamlines.layouts import (DEFAULT_BLOCK, DEFAULT_HILBE
 from headrace.workloads.streamlines.lines import TERMINATION_CODES, write_lines, write_traced
 from headrace.workloads.streamlines.notes import TraceNote
 from headrace.workloads.streamlines.seeds import feature_seeds, load_seeds, rake_seeds, uniform_seeds
+from headrace.workloads.streamlines.session import TraceSession
 from headrace.workloads.streamlines.traceable import traceable
 from headrace.workloads.streamlines.tracer import MOST_MADVISE_INTERVAL_S, TraceResult, trace, trace_run
 
-__all__ = ["TraceResult", "trace", "trace_run", "trace_handed", "distribution", "DISTRIBUTIONS", "grid_of",
+__all__ = ["TraceResult", "trace", "trace_run", "trace_handed", "TraceSession", "distribution", "DISTRIBUTIONS", "grid_of",
            "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds", "write_lines", "write_traced",
            "TERMINATION_CODES", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
            "MOST_MADVISE_INTERVAL_S", "TraceNote", "velocity_of", "fitted_block", "fitted_hilbert_bits",

@@ -74,6 +74,9 @@ class HandOffTrace {
   [[nodiscard]] const std::vector<TracedPoint>& points() const;
   [[nodiscard]] const std::vector<HandedLine>& ended() const;
   [[nodiscard]] const ResidentStats& stats() const;
+  // Forgets the lines traced and the counters, keeping the cache with the blocks it holds: the next
+  // trace of the same field (other seeds) starts with them resident, as a notebook's second call would.
+  void forget_lines();
 
  private:
   struct State;
