@@ -103,6 +103,10 @@ gpu, cpu = np.load("build/lines-gpu.npz"), np.load("build/lines-cpu.npz")
 same = all(np.array_equal(gpu[k], cpu[k]) for k in ("points", "offsets"))
 print("GPU lines equal the CPU's:", same)
 EOF
+  # A tracer held in one process (a notebook's second call) against the 16-thread CPU tracer, same lines.
+  within 240 python3 bench/held_trace.py "$work/flow256.hrc" --seeds 65536 --steps 2000 --device 0 --threads 16 \
+    --rounds "$rounds" > "$OUT/held-trace.csv"
+  cat "$OUT/held-trace.csv"
 }
 
 overlap() {
