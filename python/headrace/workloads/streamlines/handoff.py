@@ -103,10 +103,11 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
     assert everyone is not None and ended is not None and segments is not None and points is not None
     run = _ext.assemble_handed(seeds, direction, int(steps), ended, segments, points)
     # The job's: from the ranks' start together to the lines on rank 0, as one tracer's run is timed.
-    seconds = time.perf_counter() - started
+    assembled = time.perf_counter()
+    seconds = assembled - started
     # Where the time went: each phase's longest among the ranks, and rank 0 joining the lines.
-    phases = {name: max(r["phases"].get(name, 0.0) for r in everyone) for name in _PhaseClock.NAMES}
-    phases["assembling"] = started + seconds - clock.at
+    phases = {name: max(r["phases"][name] for r in everyone) for name in _PhaseClock.NAMES}
+    phases["assembling"] = assembled - clock.at
     stats = {"seconds": seconds, "slowest_rank_seconds": max(r["seconds"] for r in everyone), "layout": "blocks", "manager": "hand-off",
              "device": "cpu" if ordinal < 0 else ordinal, "threads": threads, "seeds": len(seeds),
              "points": len(run["points"]), "file": path_of(source), "frame": int(frame), "direction": direction,
