@@ -26,6 +26,12 @@ sl::Integrator parse_integrator(const std::string& name) { return detail::parse_
 
 sl::Direction parse_direction(const std::string& name) { return detail::parse_name(sl::direction_names, name, "direction"); }
 
+// "auto": the engine's read path; else the host backend named.
+std::optional<io::BackendKind> backend_of(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  return io::parse_backend_kind(name);
+}
+
 sl::DataManager parse_manager(const std::string& name) { return detail::parse_name(sl::data_manager_names, name, "manager"); }
 
 sl::TraceOptions trace_options_of(const std::string& integrator, const std::string& direction, float step_size,
@@ -42,9 +48,9 @@ sl::TraceOptions trace_options_of(const std::string& integrator, const std::stri
 void put_lines(nb::dict& result, sl::Polylines&& lines) {
   static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
   const std::size_t count = lines.points.size();
-  std::vector<float> flat(3 * count);
-  std::memcpy(flat.data(), lines.points.data(), flat.size() * sizeof(float));
-  result["points"] = owned_array(std::move(flat), {count, 3});
+  auto* points = new std::vector<sl::Vec3>(std::move(lines.points));  // viewed as (count, 3) floats, not copied
+  nb::capsule owner(points, [](void* p) noexcept { delete static_cast<std::vector<sl::Vec3>*>(p); });
+  result["points"] = nb::ndarray<nb::numpy, float>(reinterpret_cast<float*>(points->data()), {count, 3}, owner);
   result["times"] = owned_array(std::move(lines.times), {count});
   const std::size_t offsets = lines.offsets.size();
   result["offsets"] = owned_array(std::move(lines.offsets), {offsets});
@@ -62,21 +68,35 @@ std::vector<sl::Vec3> seeds_of(const nb::ndarray<const float, nb::shape<-1, 3>, 
 
 // Records of trivially copyable structs as rows of bytes (what ranks send one another), and back.
 template <typename T>
-nb::ndarray<nb::numpy, std::uint8_t> record_bytes(std::span<const T> records) {
-  std::vector<std::uint8_t> bytes(records.size_bytes());
-  if (!bytes.empty()) std::memcpy(bytes.data(), records.data(), bytes.size());
-  return owned_array(std::move(bytes), {records.size(), sizeof(T)});
+nb::ndarray<nb::numpy, std::uint8_t> record_bytes(std::vector<T>&& records) {
+  const std::size_t count = records.size();
+  auto* heap = new std::vector<T>(std::move(records));  // rows of sizeof(T) bytes over the records themselves
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::ndarray<nb::numpy, std::uint8_t>(reinterpret_cast<std::uint8_t*>(heap->data()), {count, sizeof(T)}, owner);
 }
 
 using RecordBytes = nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 template <typename T>
-std::vector<T> records_of(const RecordBytes& bytes, const char* what) {
+void expect_rows_of(const RecordBytes& bytes, const char* what) {
   HEADRACE_EXPECT(bytes.shape(1) == sizeof(T) || bytes.shape(0) == 0, UsageError,
                   std::string(what) + " come as rows of " + std::to_string(sizeof(T)) + " bytes, got " + std::to_string(bytes.shape(1)));
+}
+
+template <typename T>
+std::vector<T> records_of(const RecordBytes& bytes, const char* what) {
+  expect_rows_of<T>(bytes, what);
   std::vector<T> out(bytes.shape(0));
   if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
   return out;
+}
+
+// The rows as records where they lie (aligned for T, as NumPy's buffers are), else a copy kept in `copy`.
+template <typename T>
+std::span<const T> records_in(const RecordBytes& bytes, const char* what, std::vector<T>& copy) {
+  expect_rows_of<T>(bytes, what);
+  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % alignof(T) != 0) return copy = records_of<T>(bytes, what);
+  return {reinterpret_cast<const T*>(bytes.data()), bytes.shape(0)};
 }
 
 }  // namespace
@@ -107,7 +127,7 @@ void bind_streamlines(nb::module_& m) {
           options.unit_pages = unit_pages;
           options.mapped = {madvise_interval_s, memory_budget_bytes};
           options.device = device;
-          options.backend = headrace::io::parse_backend_kind(backend);
+          options.backend = backend_of(backend);
           const std::vector<sl::Vec3> points = seeds_of(seeds);
           sl::ContainerTraceRun run;
           {
@@ -140,7 +160,7 @@ void bind_streamlines(nb::module_& m) {
         "max_steps"_a = 1000u, "stagnant_speed"_a = 1e-6f, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
         "manager"_a = "user", "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "banks"_a = 1u, "direct"_a = false,
         "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0}, "device"_a = -1,
-        "backend"_a = "uring", "progress"_a = nb::none(),
+        "backend"_a = "auto", "progress"_a = nb::none(),
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics. "
         "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'.");
 
@@ -156,13 +176,13 @@ void bind_streamlines(nb::module_& m) {
              options.trace = trace_options_of(integrator, direction, step_size, max_steps, stagnant_speed, tolerance, min_step,
                                               max_step);
              options.frame = frame, options.threads = threads, options.cache_bytes = cache_bytes, options.device = device;
-             options.backend = headrace::io::parse_backend_kind(backend);
+             options.backend = backend_of(backend);
              nb::gil_scoped_release release;
              new (self) sl::HandOffTrace(sl::open_flow(path, frame), rank, ranks, options);
            },
            "path"_a, "rank"_a, "ranks"_a, "frame"_a = 0, "integrator"_a = "rk4", "direction"_a = "forward", "step_size"_a = 0.01f,
            "max_steps"_a = 1000u, "stagnant_speed"_a = 1e-6f, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
-           "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "device"_a = -1, "backend"_a = "uring")
+           "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "device"_a = -1, "backend"_a = "auto")
       .def_prop_ro("resident_blocks", &sl::HandOffTrace::resident_blocks)
       .def_prop_ro("held", &sl::HandOffTrace::held)
       .def("owner_of", &sl::HandOffTrace::owner_of, "unit"_a)
@@ -180,23 +200,25 @@ void bind_streamlines(nb::module_& m) {
              std::vector<std::uint32_t> to;
              for (const auto& h : leaving) to.push_back(self.owner_of(h.waits_for));
              const std::size_t n = to.size();
-             return nb::make_tuple(record_bytes<sl::HandedLine>(leaving), owned_array(std::move(to), {n}));
+             return nb::make_tuple(record_bytes(std::move(leaving)), owned_array(std::move(to), {n}));
            },
            "One round over the lines held: (the lines that leave, as rows of bytes; the rank each goes to).")
       .def("add", [](sl::HandOffTrace& self, RecordBytes lines) { self.add(records_of<sl::HandedLine>(lines, "handed lines")); },
            "lines"_a, "Lines handed here (rows of bytes from another rank's run()).")
       .def("result",
-           [](const sl::HandOffTrace& self) {
+           [](sl::HandOffTrace& self) {
              nb::dict out;
-             out["segments"] = record_bytes<sl::TracedSegment>(self.segments());
-             out["points"] = record_bytes<sl::TracedPoint>(self.points());
-             out["ended"] = record_bytes<sl::HandedLine>(self.ended());
+             sl::HandOffTrace::Traced traced = self.take_traced();
+             out["segments"] = record_bytes(std::move(traced.segments));
+             out["points"] = record_bytes(std::move(traced.points));
+             out["ended"] = record_bytes(std::move(traced.ended));
              const sl::ResidentStats& s = self.stats();
              out["rounds"] = s.rounds, out["resident_blocks"] = s.slots, out["bytes_read"] = s.bytes_read;
              out["load_seconds"] = s.load_seconds, out["advance_seconds"] = s.advance_seconds;
              return out;
            },
-           "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), and its counters.")
+           "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), handed over "
+           "(a second call gives none of them), and its counters.")
       .def("forget_lines", &sl::HandOffTrace::forget_lines,
            "Forgets the lines traced and the counters, keeping the cache and the blocks it holds (the next trace starts warm).");
   m.def("assemble_handed",
@@ -205,9 +227,18 @@ void bind_streamlines(nb::module_& m) {
           sl::TraceOptions options;
           options.direction = parse_direction(direction);
           options.max_steps = max_steps;
-          auto lines = sl::assemble_handed(seeds_of(seeds), options, records_of<sl::HandedLine>(ended, "ended lines"),
-                                                 records_of<sl::TracedSegment>(segments, "segments"),
-                                                 records_of<sl::TracedPoint>(points, "points"));
+          std::vector<sl::HandedLine> ended_copy;
+          std::vector<sl::TracedSegment> segments_copy;
+          std::vector<sl::TracedPoint> points_copy;
+          sl::Polylines lines;
+          const std::vector<sl::Vec3> starts = seeds_of(seeds);
+          const auto ended_rows = records_in(ended, "ended lines", ended_copy);
+          const auto segment_rows = records_in(segments, "segments", segments_copy);
+          const auto point_rows = records_in(points, "points", points_copy);
+          {
+            nb::gil_scoped_release release;
+            lines = sl::assemble_handed(starts, options, ended_rows, segment_rows, point_rows);
+          }
           nb::dict result;
           put_lines(result, std::move(lines));
           return result;

@@ -90,8 +90,9 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser.add_argument("--device", type=Device(), default="cpu",
                         help="where to trace (default cpu); a GPU runs the GPU tracer, and where there is none the CPU "
                              "traces instead, said once")
-    parser.add_argument("--backend", default="uring", choices=("posix", "direct", "mmap", "uring"),
-                        help="resident: the queue's backend (default uring)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "posix", "direct", "mmap", "uring"),
+                        help="resident: the queue's backend (default auto: the engine's read path, a file cached whole "
+                             "page-locked and copied by DMA)")
     parser.add_argument("--cache-bytes", type=Size(4096, 1 << 40), default=1 << 30,
                         help="user, resident: cache capacity (default 1G)")
     parser.add_argument("--banks", type=Integer(1, 1024), default=1, help="user: cache banks (default 1)")

@@ -83,11 +83,12 @@ class DeviceRounds final : public RoundRunner<Units> {
     // The points the lines took, gathered on the GPU: a line's capacity is its longest (max_steps), most
     // lines end far short of it, and copying every slot took most of a trace's time.
     const std::vector<std::uint64_t> offsets = gathered_offsets(lines, from);
-    points.resize(offsets.back());
-    if (points.empty()) return;
+    const std::size_t at = points.size();
+    if (offsets.back() == 0) return;
+    points.resize(at + offsets.back());
     const std::vector<std::uint32_t> starts = starting_steps(from, count_);
     gpu::DeviceBuffer starts_on_device(starts.size() * sizeof(std::uint32_t)), offsets_on_device(offsets.size() * sizeof(std::uint64_t)),
-        gathered(points.size() * sizeof(TracedPoint));
+        gathered(offsets.back() * sizeof(TracedPoint));
     const gpu::CudaDriver& cuda = gpu::require_driver();
     const gpu::CUstream stream = stream_.handle();
     gpu::check(cuda.cuMemcpyHtoDAsync(starts_on_device.pointer(), starts.data(), starts_on_device.size_bytes(), stream),
@@ -97,10 +98,10 @@ class DeviceRounds final : public RoundRunner<Units> {
     GatherParams gather{params_.points, params_.point_capacity, reinterpret_cast<const std::uint32_t*>(starts_on_device.pointer()),
                         reinterpret_cast<const std::uint64_t*>(offsets_on_device.pointer()), count_,
                         reinterpret_cast<TracedPoint*>(gathered.pointer())};
-    std::uint64_t total = points.size();
+    std::uint64_t total = offsets.back();
     void* args[] = {&gather, &total};
     gpu::launch_1d(gather_, total, 256, stream, args);
-    gpu::check(cuda.cuMemcpyDtoHAsync(points.data(), gathered.pointer(), gathered.size_bytes(), stream), "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(points.data() + at, gathered.pointer(), gathered.size_bytes(), stream), "cuMemcpyDtoHAsync");
     stream_.synchronize();
   }
   void restart(const std::vector<HalfLine>& lines) override {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <memory>
 #include <numeric>
+#include <utility>
 
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
@@ -114,10 +115,8 @@ std::vector<HandedLine> HandOffTrace::run() {
   (void)run_rounds(*st.runner, *st.loads, *st.slot_table, st.round, st.table, lines.size(),
                    [&st](std::uint64_t unit) { return st.holds(unit); }, [](std::uint64_t) { return true; }, st.stats, st.path);
   std::vector<HalfLine> after;
-  std::vector<TracedPoint> points;
-  st.runner->collect(before, after, points);
+  st.runner->collect(before, after, st.points);  // the points of the segments below, in order
   const std::vector<std::uint64_t> waits = st.runner->waits_for();
-  st.points.insert(st.points.end(), points.begin(), points.end());  // the segments below, in order
   for (std::size_t i = 0; i < after.size(); ++i) {
     HandedLine h = st.held[i];
     if (after[i].steps > before[i]) st.segments.push_back({h.id, before[i], after[i].steps - before[i]});
@@ -145,6 +144,11 @@ const std::vector<TracedPoint>& HandOffTrace::points() const { return state_->po
 const std::vector<HandedLine>& HandOffTrace::ended() const { return state_->ended; }
 const ResidentStats& HandOffTrace::stats() const { return state_->stats; }
 
+HandOffTrace::Traced HandOffTrace::take_traced() {
+  State& st = *state_;
+  return {std::exchange(st.segments, {}), std::exchange(st.points, {}), std::exchange(st.ended, {})};
+}
+
 void HandOffTrace::forget_lines() {
   State& st = *state_;
   HEADRACE_EXPECT(st.held.empty(), UsageError, "lines are still held: run them to their ends (or hand them on) first");
@@ -154,7 +158,8 @@ void HandOffTrace::forget_lines() {
 
 Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options, std::span<const HandedLine> ended,
                           std::span<const TracedSegment> segments, std::span<const TracedPoint> points) {
-  const std::uint64_t count = seeds.size() * (options.direction == Direction::both ? 2 : 1);
+  const std::uint64_t per_seed = options.direction == Direction::both ? 2 : 1;
+  const std::uint64_t count = seeds.size() * per_seed;
   std::vector<HalfLine> lines(count);
   std::vector<std::uint8_t> seen(count, 0);
   for (const HandedLine& h : ended) {
@@ -163,23 +168,50 @@ Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& op
   }
   for (std::uint64_t id = 0; id < count; ++id)
     HEADRACE_EXPECT(seen[id], UsageError, "half-line " + std::to_string(id) + " did not end on any rank");
-  // Each half-line's points back to back (assemble's order), its segments put in place.
-  const std::vector<std::uint64_t> begins = gathered_offsets(lines, {});
-  std::vector<TracedPoint> all(begins.back());
+  // assemble's layout (per seed: its backward half reversed, the seed, its forward half), each segment's
+  // points written straight to their places: one pass over the points, as they came from the ranks.
+  const bool backward = options.direction != Direction::forward;
+  Polylines out;
+  out.lines.resize(seeds.size());
+  out.offsets.resize(seeds.size() + 1);
+  std::vector<std::int64_t> seed_at(count);  // per half-line, where its seed lies in out.points
+  for (std::uint64_t s = 0; s < seeds.size(); ++s) {
+    const std::uint64_t first = s * per_seed;
+    const std::uint32_t behind = backward ? lines[first].steps : 0;
+    for (std::uint64_t k = 0; k < per_seed; ++k) seed_at[first + k] = out.offsets[s] + behind;
+    std::uint64_t total = 1;
+    for (std::uint64_t k = 0; k < per_seed; ++k) total += lines[first + k].steps;
+    out.offsets[s + 1] = out.offsets[s] + static_cast<std::int64_t>(total);
+    if (backward) out.lines[s].backward_end = lines[first].end;
+    if (options.direction != Direction::backward) out.lines[s].forward_end = lines[first + per_seed - 1].end;
+  }
+  out.points.resize(static_cast<std::size_t>(out.offsets.back()));
+  out.times.resize(out.points.size());
+  for (std::uint64_t s = 0; s < seeds.size(); ++s) {
+    const auto at = static_cast<std::size_t>(seed_at[s * per_seed]);
+    out.points[at] = seeds[s], out.times[at] = 0.0f;
+  }
+  // A half-line's step k (0: the first after the seed) lies k + 1 after its seed, or before it backward.
   std::vector<std::uint64_t> filled(count, 0);
-  std::uint64_t at = 0;
-  for (const TracedSegment& s : segments) {
-    HEADRACE_EXPECT(s.id < count && std::uint64_t{s.first_step} + s.count <= lines[s.id].steps && at + s.count <= points.size(),
-                    UsageError, "a segment of half-line " + std::to_string(s.id) + " lies outside the trace");
-    std::copy(points.begin() + static_cast<std::ptrdiff_t>(at), points.begin() + static_cast<std::ptrdiff_t>(at + s.count),
-              all.begin() + static_cast<std::ptrdiff_t>(begins[s.id] + s.first_step));
-    filled[s.id] += s.count, at += s.count;
+  std::uint64_t taken = 0;
+  for (const TracedSegment& seg : segments) {
+    HEADRACE_EXPECT(seg.id < count && std::uint64_t{seg.first_step} + seg.count <= lines[seg.id].steps && taken + seg.count <= points.size(),
+                    UsageError, "a segment of half-line " + std::to_string(seg.id) + " lies outside the trace");
+    const bool reversed = backward && seg.id % per_seed == 0;
+    const TracedPoint* from = points.data() + taken;
+    const std::int64_t seed = seed_at[seg.id];
+    for (std::uint32_t k = 0; k < seg.count; ++k) {
+      const std::int64_t step = seg.first_step + k + 1;
+      const auto at = static_cast<std::size_t>(reversed ? seed - step : seed + step);
+      out.points[at] = from[k].p, out.times[at] = from[k].time;
+    }
+    filled[seg.id] += seg.count, taken += seg.count;
   }
   for (std::uint64_t id = 0; id < count; ++id)
     HEADRACE_EXPECT(filled[id] == lines[id].steps, UsageError,
                     "half-line " + std::to_string(id) + " took " + std::to_string(lines[id].steps) + " steps, its segments hold " +
                         std::to_string(filled[id]) + " points");
-  return assemble(seeds, options, lines, all);
+  return out;
 }
 
 }  // namespace headrace::workloads::streamlines

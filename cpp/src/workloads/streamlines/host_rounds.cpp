@@ -47,9 +47,10 @@ class HostRounds final : public RoundRunner<Units> {
   void collect(std::span<const std::uint32_t> from, std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
     const std::vector<std::uint64_t> offsets = gathered_offsets(lines_, from);
     const std::vector<std::uint32_t> starts = starting_steps(from, lines_.size());
-    points.resize(offsets.back());
-    const GatherParams gather{points_.data(), params_.point_capacity, starts.data(), offsets.data(), lines_.size(), points.data()};
-    headrace::detail::parallel_for(points.size(), threads_, [&](std::uint64_t k) { gather_point(gather, k); });
+    const std::size_t at = points.size();
+    points.resize(at + offsets.back());
+    const GatherParams gather{points_.data(), params_.point_capacity, starts.data(), offsets.data(), lines_.size(), points.data() + at};
+    headrace::detail::parallel_for(offsets.back(), threads_, [&](std::uint64_t k) { gather_point(gather, k); });
     lines = std::move(lines_);
   }
   void restart(const std::vector<HalfLine>& lines) override {

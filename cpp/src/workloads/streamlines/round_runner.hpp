@@ -33,7 +33,8 @@ class RoundRunner {
   // After the queue loaded units up to `fence`: the next round must see them.
   virtual void loaded(const engine::Queue& queue, queue::FenceId fence) = 0;
   // The half-lines after the last round, and of each its points from step from[i] (none given: 0) to
-  // its last, back to back in half-line order (gathered_offsets says where each line's begin).
+  // its last, appended to `points` back to back in half-line order (gathered_offsets says where each
+  // line's begin after the points there were): a rank's runs add to what it traced, with no copy.
   virtual void collect(std::span<const std::uint32_t> from, std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) = 0;
   // Other half-lines from now on (the pool stays): a rank's lines change between a job's rounds.
   virtual void restart(const std::vector<HalfLine>& lines) = 0;

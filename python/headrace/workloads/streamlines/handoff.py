@@ -58,7 +58,7 @@ class _PhaseClock:
 
 def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float = 0.01, integrator: str = "rk4",
                  direction: str = "forward", device: int | str | None = "cpu", threads: int = 0, frame: int = 0,
-                 cache_bytes: int = 1 << 30, backend: str = "uring", **tuning: float) -> TraceResult | None:
+                 cache_bytes: int = 1 << 30, backend: str = "auto", **tuning: float) -> TraceResult | None:
     """Every seed traced by the ranks of the job (under MPI; one process is a job of one rank), lines handed
     between them: each rank starts its block of the seeds and holds its planes of blocks along z and their
     neighbours in a cache of ``cache_bytes`` in ``device``'s memory (all resident when they fit, else

@@ -33,7 +33,7 @@ class TraceSession:
 
     def __init__(self, source: Any, *, steps: int = 1000, step_size: float = 0.01, integrator: str = "rk4",
                  direction: str = "forward", device: int | str | None = "cpu", threads: int = 0, frame: int = 0,
-                 cache_bytes: int = 1 << 30, backend: str = "uring", **tuning: float) -> None:
+                 cache_bytes: int = 1 << 30, backend: str = "auto", **tuning: float) -> None:
         self.path = path_of(source)
         self.steps, self.direction, self.threads, self.frame = int(steps), direction, int(threads), int(frame)
         self.ordinal = device_ordinal(device)

@@ -81,7 +81,7 @@ def trace_run(source: Any, seeds: Any, *, field: str | Sequence[str] | None = No
               step_size: float = 0.01, integrator: str = "rk4", direction: str = "forward", manager: str | None = None,
               device: int | str | None = "cpu", threads: int = 0, frame: int = 0, cache_bytes: int = 1 << 30,
               banks: int = 1, direct: bool = False, unit_pages: int = 96, madvise_interval_s: float = 4.0,
-              memory_budget_bytes: int = 0, backend: str = "uring", progress: Callable[[int, int], bool] | None = None,
+              memory_budget_bytes: int = 0, backend: str = "auto", progress: Callable[[int, int], bool] | None = None,
               say: Callable[[str], None] | None = None, **tuning: float) -> TraceResult:
     """Traces every seed; see the module docstring. ``tuning``: stagnant_speed, tolerance, min_step, max_step.
 

@@ -74,6 +74,13 @@ class HandOffTrace {
   [[nodiscard]] const std::vector<TracedPoint>& points() const;
   [[nodiscard]] const std::vector<HandedLine>& ended() const;
   [[nodiscard]] const ResidentStats& stats() const;
+  // The same, moved out (the rank's points run to hundreds of MB: no copy); this rank holds none after.
+  struct Traced {
+    std::vector<TracedSegment> segments;
+    std::vector<TracedPoint> points;
+    std::vector<HandedLine> ended;
+  };
+  [[nodiscard]] Traced take_traced();
   // Forgets the lines traced and the counters, keeping the cache with the blocks it holds: the next
   // trace of the same field (other seeds) starts with them resident, as a notebook's second call would.
   void forget_lines();

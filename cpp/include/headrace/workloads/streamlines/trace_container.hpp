@@ -4,6 +4,7 @@
 // the GPU tracer of issue 5).
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -43,9 +44,10 @@ struct ContainerTraceOptions {
   bool direct_io = false;         // O_DIRECT reads (the direct backend) instead of the page cache (posix)
   std::uint32_t unit_pages = 96;  // Hilbert: pages a cache unit holds (a multiple of 3; seed 002's best)
   // resident: cache_bytes and unit_pages as above; the device (-1: host memory and threads), and the
-  // backend of the engine's queue that reads the units
+  // backend of the engine's queue that reads the units: none, the engine's read path (a file cached
+  // whole is page-locked and copied by DMA, the rest read O_DIRECT), what every other workload uses
   int device = -1;
-  io::BackendKind backend = io::BackendKind::uring;
+  std::optional<io::BackendKind> backend;
   // kernel-managed
   MappedUnitsOptions mapped;
   // Lines ended so far, now and then; false stops the run (tracer.hpp). The resident manager tells it
