@@ -4,6 +4,7 @@
 # counted), beside the yardsticks of the same call, then one table (bench/users_at_speed_table.py).
 #   call 1: bash bench/users_at_speed_on_device.sh setup build data   (again if cut: finished files are kept, a cut one is never half written)
 #   call 2: bash bench/users_at_speed_on_device.sh setup build yardsticks render play trace overlap compressed table
+# The trace alone (its data made here, where writing its lines goes): setup build flowdata starts trace writeparts
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
@@ -27,6 +28,15 @@ data() {
   ls -la "$work"; echo "data in $(( SECONDS - start )) s"
 }
 
+flowdata() {  # only what the trace phase reads
+  mkdir -p "$work"
+  [[ -f $work/flow256.hrc ]] || python3 -m headrace generate flow "$work/flow256.hrc" --dims 256 256 256 > /dev/null
+}
+
+writeparts() {  # where writing the GPU trace's lines goes (after trace)
+  within 120 python3 bench/trace_write_parts.py build/lines-gpu.npz "$work/flow256.hrc" --rounds "$rounds" | tee "$OUT/write-parts.txt"
+}
+
 cold() {  # the page cache dropped; a fresh process follows, so no page-locked pages survive
   sync; echo 3 > /proc/sys/vm/drop_caches
 }
@@ -43,12 +53,15 @@ timed() {  # timed NAME COMMAND...: wall seconds of one fresh process into users
   (( status == 0 )) || tail -3 "build/$name.err"
 }
 
-yardsticks() {
+starts() {  # the bare process start: interpreter, import headrace, the CUDA context
   local round
   for round in $(seq "$rounds"); do
-    # The bare process start: interpreter, import headrace, the CUDA context.
     timed "start-$round" python3 -c "import headrace; from headrace import _ext; _ext.CudaStream(0)"
   done
+}
+
+yardsticks() {
+  starts
   python3 -c "from headrace import _ext; print(f'pinned_h2d_gbps,{_ext.pinned_copy_rate(0) / 1e9:.2f}')" >> "$OUT/ceilings.csv"
   cold
   local start=$EPOCHREALTIME

@@ -45,12 +45,18 @@ sl::TraceOptions trace_options_of(const std::string& integrator, const std::stri
 }
 
 // Points (N, 3), their integration times, the lines' offsets and "backward/forward" ends of each line.
-void put_lines(nb::dict& result, sl::Polylines&& lines) {
+// The vectors as a (count, 3) float32 array over their own memory (moved, not copied).
+nb::ndarray<nb::numpy, float> vector_array(std::vector<sl::Vec3>&& vectors) {
   static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
+  const std::size_t count = vectors.size();
+  auto* heap = new std::vector<sl::Vec3>(std::move(vectors));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<sl::Vec3>*>(p); });
+  return nb::ndarray<nb::numpy, float>(reinterpret_cast<float*>(heap->data()), {count, 3}, owner);
+}
+
+void put_lines(nb::dict& result, sl::Polylines&& lines) {
   const std::size_t count = lines.points.size();
-  auto* points = new std::vector<sl::Vec3>(std::move(lines.points));  // viewed as (count, 3) floats, not copied
-  nb::capsule owner(points, [](void* p) noexcept { delete static_cast<std::vector<sl::Vec3>*>(p); });
-  result["points"] = nb::ndarray<nb::numpy, float>(reinterpret_cast<float*>(points->data()), {count, 3}, owner);
+  result["points"] = vector_array(std::move(lines.points));
   result["times"] = owned_array(std::move(lines.times), {count});
   const std::size_t offsets = lines.offsets.size();
   result["offsets"] = owned_array(std::move(lines.offsets), {offsets});
@@ -108,7 +114,7 @@ void bind_streamlines(nb::module_& m) {
            std::uint32_t max_steps, float stagnant_speed, float tolerance, float min_step, float max_step,
            const std::string& manager, unsigned threads, std::uint64_t cache_bytes, unsigned banks, bool direct,
            std::uint32_t unit_pages, double madvise_interval_s, std::uint64_t memory_budget_bytes, int device,
-           const std::string& backend, std::function<bool(std::uint64_t, std::uint64_t)> progress) {
+           const std::string& backend, std::function<bool(std::uint64_t, std::uint64_t)> progress, bool velocities) {
           sl::ContainerTraceOptions options;
           if (progress) {
             options.progress = [progress](std::uint64_t ended, std::uint64_t lines) {
@@ -128,6 +134,7 @@ void bind_streamlines(nb::module_& m) {
           options.mapped = {madvise_interval_s, memory_budget_bytes};
           options.device = device;
           options.backend = backend_of(backend);
+          options.sample_velocities = velocities;
           const std::vector<sl::Vec3> points = seeds_of(seeds);
           sl::ContainerTraceRun run;
           {
@@ -136,6 +143,10 @@ void bind_streamlines(nb::module_& m) {
           }
           nb::dict result;
           put_lines(result, std::move(run.lines));
+          if (!run.velocities.empty()) {
+            result["velocities"] = vector_array(std::move(run.velocities));
+            result["velocity_seconds"] = run.velocity_seconds;
+          }
           result["seconds"] = run.seconds;
           result["layout"] = run.layout;
           result["unit_bytes"] = run.unit_bytes;
@@ -160,9 +171,11 @@ void bind_streamlines(nb::module_& m) {
         "max_steps"_a = 1000u, "stagnant_speed"_a = 1e-6f, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
         "manager"_a = "user", "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "banks"_a = 1u, "direct"_a = false,
         "unit_pages"_a = 96u, "madvise_interval_s"_a = 4.0, "memory_budget_bytes"_a = std::uint64_t{0}, "device"_a = -1,
-        "backend"_a = "auto", "progress"_a = nb::none(),
+        "backend"_a = "auto", "progress"_a = nb::none(), "velocities"_a = false,
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics. "
-        "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'.");
+        "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'. "
+        "velocities (resident): the flow's velocity at every point too, sampled through the cache when it holds the "
+        "whole field ('velocities', (N, 3) float32, NaN outside the grid; absent otherwise).");
 
   nb::class_<sl::HandOffTrace>(m, "HandOffTrace",
                                 "One rank's share of a trace handed between the ranks of a job (native blocks): its planes of "
@@ -219,6 +232,23 @@ void bind_streamlines(nb::module_& m) {
            },
            "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), handed over "
            "(a second call gives none of them), and its counters.")
+      .def("lines",
+           [](const sl::HandOffTrace& self, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds) {
+             const std::vector<sl::Vec3> starts = seeds_of(seeds);
+             sl::Polylines lines;
+             {
+               nb::gil_scoped_release release;
+               lines = self.own_lines(starts);
+             }
+             nb::dict result;
+             put_lines(result, std::move(lines));
+             const sl::ResidentStats& s = self.stats();
+             result["rounds"] = s.rounds, result["resident_blocks"] = s.slots, result["bytes_read"] = s.bytes_read;
+             result["load_seconds"] = s.load_seconds, result["advance_seconds"] = s.advance_seconds;
+             return result;
+           },
+           "seeds"_a, "A job of one rank: the lines of seeds (points, times, offsets, ends) and its counters; what it traced "
+           "stays held, its memory reused by the next trace after forget_lines.")
       .def("forget_lines", &sl::HandOffTrace::forget_lines,
            "Forgets the lines traced and the counters, keeping the cache and the blocks it holds (the next trace starts warm).");
   m.def("assemble_handed",

@@ -94,6 +94,21 @@ def test_gpu_tracer_lines_equal_the_cpu_reference(flows):
             assert gpu.ends == cpu.ends
 
 
+@pytest.mark.gpu
+def test_the_gpu_samples_the_lines_velocities_as_the_file_gives_them(flows, tmp_path):
+    blocks, hilbert = flows
+    seeds = streamlines.uniform_seeds(blocks, 512)
+    for path in (blocks, hilbert):
+        gpu = streamlines.trace_run(path, seeds, steps=300, step_size=0.05, direction="both", device=0, unit_pages=3)
+        assert gpu.sampled is not None and gpu.stats["velocity_seconds"] > 0  # the cache held the whole field
+        mapped = headrace._ext.sample_flow(str(path), gpu.points, 0, 2)
+        np.testing.assert_array_equal(gpu.sampled.view(np.uint32), mapped.view(np.uint32))  # NaN outside, the same bits
+        small = streamlines.trace_run(path, seeds, steps=300, step_size=0.05, device=0, unit_pages=3, cache_bytes=16 * 6144)
+        assert small.sampled is None  # out of core: the file's mapping samples them when they are written
+    written = streamlines.write_traced(tmp_path / "lines.npz", gpu)
+    np.testing.assert_array_equal(np.load(written)["Velocity"].view(np.uint32), gpu.sampled.view(np.uint32))
+
+
 @pytest.mark.parametrize("cache_bytes", [1 << 30, 16 * 6144])  # every block resident; 16 of the 64 blocks
 def test_a_held_tracer_traces_again_and_gives_one_tracers_lines(flows, cache_bytes):
     blocks, _ = flows

@@ -86,7 +86,8 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser.add_argument("--direction", choices=("forward", "backward", "both"), default="forward",
                         help="along the flow, against it, or both from each seed (default forward)")
     parser.add_argument("--manager", choices=("user", "mmap", "resident"), default=None,
-                        help="data manager (default: user on the CPU, resident on a GPU)")
+                        help="data manager (default: resident, the GPU tracer's rounds on a GPU or on CPU threads; "
+                             "user when --banks or --direct is given)")
     parser.add_argument("--device", type=Device(), default="cpu",
                         help="where to trace (default cpu); a GPU runs the GPU tracer, and where there is none the CPU "
                              "traces instead, said once")
@@ -136,7 +137,7 @@ def say(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     args.started = time.perf_counter()  # the statistics say the setup and the writing apart from the trace
     device = choose_device(args.device, "tracing on the CPU instead")
-    manager = args.manager or ("resident" if device != "cpu" else "user")
+    manager = args.manager or streamlines.default_manager(args.banks, args.direct)
     fit = None if manager == "mmap" else args.cache_bytes  # blocks made on the fly fit the cache
     with streamlines.traceable(args.file, say=say, field=args.field, cache_bytes=fit, banks=args.banks) as flow:
         return _trace(args, flow, device)

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -85,6 +87,33 @@ TEST(ResidentTracer, ABigCacheLoadsEachUnitOnce) {
   EXPECT_LE(run.resident.units_loaded, 192u);
   const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
   EXPECT_TRUE(testing::same_lines(trace_all(in_core, swirl_seeds(40), options.trace, 1), run.lines));
+}
+
+// Velocities sampled through a cache holding the whole field are sample_flow's (the file's mapping), bit
+// for bit, NaN outside the grid; a cache that cannot hold it leaves them to sample_flow.
+bool same_bits(const std::vector<Vec3>& a, const std::vector<Vec3>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Vec3)) == 0;
+}
+
+TEST(ResidentTracer, SamplesTheLinesVelocitiesAsTheFileGivesThem) {
+  testing::BlockedFlow flow(32, 24, 16);
+  const std::string hilbert = flow.dir.file("hilbert.hrc");
+  (void)convert_blocks_to_hilbert(flow.path, hilbert, 2, 3);
+  ContainerTraceOptions options = resident_options();
+  options.sample_velocities = true;
+  for (const std::string& path : {flow.path, hilbert}) {
+    options.cache_bytes = 1 << 20;  // every unit
+    const auto run = trace_container(path, swirl_seeds(40), options);
+    ASSERT_EQ(run.velocities.size(), run.lines.points.size()) << path;
+    std::vector<Vec3> mapped(run.lines.points.size());
+    sample_flow(path, run.lines.points, mapped, 0, 2);
+    EXPECT_TRUE(same_bits(run.velocities, mapped)) << path;
+    std::vector<Vec3> outside{{-5.0f, 0.5f, 0.5f}}, sampled(1);
+    sample_flow(path, outside, sampled, 0, 1);
+    EXPECT_TRUE(std::isnan(sampled[0].x));
+    options.cache_bytes = run.unit_bytes * 8;  // out of core: the file's mapping samples them instead
+    EXPECT_TRUE(trace_container(path, swirl_seeds(40), options).velocities.empty()) << path;
+  }
 }
 
 TEST(ResidentTracer, RefusesACacheOfFewerThanEightUnits) {
@@ -222,9 +251,12 @@ TEST(HandOffTrace, ForgettingTheLinesKeepsTheBlocksForTheNextTrace) {
     EXPECT_EQ(tracer.stats().bytes_read, 0u);
     EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1),
                                     assemble_handed(seeds, options.trace, tracer.ended(), tracer.segments(), tracer.points())));
+    EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1), tracer.own_lines(seeds)));
   }
   tracer.start(seeds, 0);
   EXPECT_THROW(tracer.forget_lines(), UsageError);
+  HandOffTrace rank_0_of_2(open_flow(flow.path, 0), 0, 2, options);
+  EXPECT_THROW((void)rank_0_of_2.own_lines(seeds), UsageError);  // rank 0 joins every rank's lines
 }
 
 TEST(HandOffTrace, ARankHoldsItsPlanesOfBlocksAndTheirNeighboursOnly) {
@@ -288,6 +320,17 @@ TEST(ResidentTracerGpu, TheKernelTracesTheHostExecutorsLines) {
       EXPECT_GT(gpu.resident.rounds, 2u);
       EXPECT_GT(gpu.resident.evictions, 0u);
     }
+  }
+  // The kernel's velocities at the lines' points are the host executor's (and so sample_flow's).
+  options.sample_velocities = true;
+  for (const std::string& path : {flow.path, hilbert}) {
+    options.cache_bytes = 1 << 20;
+    options.device = -1;
+    const auto host = trace_container(path, seeds, options);
+    options.device = 0;
+    const auto gpu = trace_container(path, seeds, options);
+    ASSERT_FALSE(gpu.velocities.empty()) << path;
+    EXPECT_TRUE(same_bits(host.velocities, gpu.velocities)) << path;
   }
 }
 

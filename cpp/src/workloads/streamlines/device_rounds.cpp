@@ -15,12 +15,19 @@ namespace headrace::workloads::streamlines::resident {
 
 namespace {
 
+// The kernels of resident_rounds.cu for a layout: its round, and its sampling of the lines' velocities.
 template <typename Units>
-constexpr const char* kernel_name();
+struct Kernels;
 template <>
-constexpr const char* kernel_name<BlockLayout>() { return "headrace_advance_blocks"; }
+struct Kernels<BlockLayout> {
+  static constexpr const char* advance = "headrace_advance_blocks";
+  static constexpr const char* sample = "headrace_sample_blocks";
+};
 template <>
-constexpr const char* kernel_name<HilbertUnits>() { return "headrace_advance_hilbert"; }
+struct Kernels<HilbertUnits> {
+  static constexpr const char* advance = "headrace_advance_hilbert";
+  static constexpr const char* sample = "headrace_sample_hilbert";
+};
 
 template <typename Units>
 class DeviceRounds final : public RoundRunner<Units> {
@@ -30,8 +37,9 @@ class DeviceRounds final : public RoundRunner<Units> {
       : device_(ordinal),
         module_((device_.make_current(), resident_kernel_image()), "the GPU tracer's kernels (resident_rounds.cu)",
                 "trace on the CPU instead"),
-        kernel_(module_.function(kernel_name<Units>())),
+        kernel_(module_.function(Kernels<Units>::advance)),
         gather_(module_.function("headrace_gather_points")),
+        sample_(module_.function(Kernels<Units>::sample)),
         params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),
         pool_(slots * unit_bytes),
@@ -104,6 +112,25 @@ class DeviceRounds final : public RoundRunner<Units> {
     gpu::check(cuda.cuMemcpyDtoHAsync(points.data() + at, gathered.pointer(), gathered.size_bytes(), stream), "cuMemcpyDtoHAsync");
     stream_.synchronize();
   }
+  std::vector<Vec3> sample(const RoundState& state, const std::vector<Vec3>& points) override {
+    std::vector<Vec3> velocities(points.size());
+    if (points.empty()) return velocities;
+    device_.make_current();
+    const gpu::CudaDriver& cuda = gpu::require_driver();
+    const gpu::CUstream stream = stream_.handle();
+    const std::uint64_t bytes = points.size() * sizeof(Vec3);
+    gpu::DeviceBuffer on_device(bytes), sampled(bytes);
+    gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream), "cuMemcpyHtoDAsync");
+    gpu::check(cuda.cuMemcpyHtoDAsync(on_device.pointer(), points.data(), bytes, stream), "cuMemcpyHtoDAsync");
+    SampleParams<Units> params = sample_params(params_, points.size());  // the cache's wanted and last_used: scratch now
+    params.points = reinterpret_cast<const Vec3*>(on_device.pointer());
+    params.velocities = reinterpret_cast<Vec3*>(sampled.pointer());
+    void* args[] = {&params};
+    gpu::launch_1d(sample_, params.count, 128, stream, args);
+    gpu::check(cuda.cuMemcpyDtoHAsync(velocities.data(), sampled.pointer(), bytes, stream), "cuMemcpyDtoHAsync");
+    stream_.synchronize();
+    return velocities;
+  }
   void restart(const std::vector<HalfLine>& lines) override {
     device_.make_current();
     count_ = lines.size();
@@ -131,7 +158,7 @@ class DeviceRounds final : public RoundRunner<Units> {
  private:
   gpu::Device device_;
   gpu::KernelModule module_;
-  gpu::CUfunction kernel_, gather_;
+  gpu::CUfunction kernel_, gather_, sample_;
   gpu::Stream stream_;
   RoundParams<Units> params_;
   std::uint64_t unit_bytes_;

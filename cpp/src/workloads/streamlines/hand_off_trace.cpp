@@ -149,6 +149,12 @@ HandOffTrace::Traced HandOffTrace::take_traced() {
   return {std::exchange(st.segments, {}), std::exchange(st.points, {}), std::exchange(st.ended, {})};
 }
 
+Polylines HandOffTrace::own_lines(const std::vector<Vec3>& seeds) const {
+  const State& st = *state_;
+  HEADRACE_EXPECT(st.ranks == 1, UsageError, "a job of " + std::to_string(st.ranks) + " ranks: rank 0 assembles every rank's lines");
+  return assemble_handed(seeds, st.trace, st.ended, st.segments, st.points);
+}
+
 void HandOffTrace::forget_lines() {
   State& st = *state_;
   HEADRACE_EXPECT(st.held.empty(), UsageError, "lines are still held: run them to their ends (or hand them on) first");

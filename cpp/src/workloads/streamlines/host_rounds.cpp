@@ -53,6 +53,19 @@ class HostRounds final : public RoundRunner<Units> {
     headrace::detail::parallel_for(offsets.back(), threads_, [&](std::uint64_t k) { gather_point(gather, k); });
     lines = std::move(lines_);
   }
+  std::vector<Vec3> sample(const RoundState& state, const std::vector<Vec3>& points) override {
+    std::vector<Vec3> velocities(points.size());
+    std::vector<std::uint32_t> wanted(state.wanted.size(), 0), last_used(state.last_used);  // the rounds' own stay as they were
+    SampleParams<Units> params = sample_params(params_, points.size());
+    params.cache.slot_of_unit = state.slot_of_unit.data();
+    params.cache.pool = reinterpret_cast<const float*>(pool_.data());
+    params.cache.wanted = wanted.data();
+    params.cache.last_used = last_used.data();
+    params.points = points.data();
+    params.velocities = velocities.data();
+    headrace::detail::parallel_for(points.size(), threads_, [&](std::uint64_t k) { sample_resident_point(params, k); });
+    return velocities;
+  }
   void restart(const std::vector<HalfLine>& lines) override {
     lines_ = lines;
     points_.resize(lines_.size() * params_.point_capacity);

@@ -40,6 +40,9 @@ class RoundRunner {
   virtual void restart(const std::vector<HalfLine>& lines) = 0;
   // Per half-line, the unit it waits for after the last round (all ones: none).
   virtual std::vector<std::uint64_t> waits_for() = 0;
+  // The flow's velocity at each point (NaN outside the grid) through the cache, which must hold every
+  // unit (state.slot_of_unit says where).
+  virtual std::vector<Vec3> sample(const RoundState& state, const std::vector<Vec3>& points) = 0;
 };
 
 // Where each half-line's points begin among those collect gathers from steps `from` (empty: 0), and
@@ -67,6 +70,16 @@ RoundParams<Units> round_params(const Units& units, const TraceOptions& options,
   params.cache.unit_floats = unit_bytes / sizeof(float);
   params.point_capacity = options.max_steps;
   return params;
+}
+
+// The sampling's parameters over `count` points.
+template <typename Units>
+SampleParams<Units> sample_params(const RoundParams<Units>& params, std::uint64_t count) {
+  SampleParams<Units> s;
+  s.units = params.units;
+  s.cache = params.cache;
+  s.count = count;
+  return s;
 }
 
 // The shared parameters for the round and window of `state`.

@@ -8,11 +8,11 @@ seed order. The container holds a ``velocity`` field (float32 x 3) in the native
 (``headrace generate flow``) or the Hilbert layout (``convert_to_hilbert``); any other flow field in grid
 order is made traceable on the fly (:func:`traceable`). ``manager="user"`` reads through the block cache
 (``cache_bytes``, ``banks``, ``direct``; Hilbert units of ``unit_pages`` pages); ``manager="mmap"`` maps
-the file (``madvise_interval_s``, ``memory_budget_bytes``). ``device=0`` traces on the GPU
-(``manager="resident"``, its default there): the engine's queue reads the units the lines ask for
-(``backend``) into a cache of ``cache_bytes`` in GPU memory, and every half-line steps on its own GPU
-thread; ``manager="resident"`` with ``device="cpu"`` runs the same rounds on CPU threads, the reference
-the GPU's lines equal bit for bit.
+the file (``madvise_interval_s``, ``memory_budget_bytes``). ``manager="resident"`` (the default,
+:func:`default_manager`) runs in rounds: the engine's queue reads the units the lines ask for
+(``backend``) into a cache of ``cache_bytes``, in GPU memory with ``device=0`` where every half-line steps
+on its own GPU thread, or in host memory with ``device="cpu"`` where CPU threads run the same rounds (the
+reference the GPU's lines equal bit for bit; all managers give the same lines).
 
 Under MPI (``headrace.distributed``) the seeds are shared in blocks among the ranks, and the field either
 way :func:`distribution` picks: *replicate*, every rank reading any unit its lines need through its own
@@ -33,9 +33,9 @@ from headrace.workloads.streamlines.notes import TraceNote
 from headrace.workloads.streamlines.seeds import feature_seeds, load_seeds, rake_seeds, uniform_seeds
 from headrace.workloads.streamlines.session import TraceSession
 from headrace.workloads.streamlines.traceable import traceable
-from headrace.workloads.streamlines.tracer import MOST_MADVISE_INTERVAL_S, TraceResult, trace, trace_run
+from headrace.workloads.streamlines.tracer import MOST_MADVISE_INTERVAL_S, TraceResult, default_manager, trace, trace_run
 
-__all__ = ["TraceResult", "trace", "trace_run", "trace_handed", "TraceSession", "distribution", "DISTRIBUTIONS", "grid_of",
+__all__ = ["TraceResult", "trace", "trace_run", "default_manager", "trace_handed", "TraceSession", "distribution", "DISTRIBUTIONS", "grid_of",
            "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds", "write_lines", "write_traced",
            "TERMINATION_CODES", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
            "MOST_MADVISE_INTERVAL_S", "TraceNote", "velocity_of", "fitted_block", "fitted_hilbert_bits",

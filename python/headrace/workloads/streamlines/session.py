@@ -57,15 +57,14 @@ class TraceSession:
         self._tracer.forget_lines()
         self._tracer.start(seeds, 0)
         self._tracer.run()  # a job of one rank: no line waits for a block held elsewhere
-        mine = self._tracer.result()
-        run = _ext.assemble_handed(seeds, self.direction, self.steps, mine["ended"], mine["segments"], mine["points"])
+        run = self._tracer.lines(seeds)
         self.traces += 1
         stats = {"seconds": time.perf_counter() - started, "layout": "blocks", "manager": "resident (held)",
                  "device": "cpu" if self.ordinal < 0 else self.ordinal, "threads": self.threads, "seeds": len(seeds),
                  "points": len(run["points"]), "file": self.path, "frame": self.frame, "direction": self.direction,
-                 "trace": self.traces, "resident_rounds": mine["rounds"], "resident_blocks": mine["resident_blocks"],
-                 "bytes_read": mine["bytes_read"], "resident_load_seconds": mine["load_seconds"],
-                 "resident_advance_seconds": mine["advance_seconds"],
+                 "trace": self.traces, "resident_rounds": run["rounds"], "resident_blocks": run["resident_blocks"],
+                 "bytes_read": run["bytes_read"], "resident_load_seconds": run["load_seconds"],
+                 "resident_advance_seconds": run["advance_seconds"],
                  "setup_seconds": self.setup["seconds"], "setup_bytes_read": self.setup["bytes_read"]}
         return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats, run["times"])
 

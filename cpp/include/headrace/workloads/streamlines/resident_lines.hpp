@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "headrace/workloads/streamlines/line_stepper.hpp"
 #include "headrace/workloads/streamlines/unit_layouts.hpp"
@@ -142,6 +143,34 @@ HEADRACE_HD inline void gather_point(const GatherParams& a, std::uint64_t k) {
     else high = middle;
   }
   a.out[k] = a.points[low * a.point_capacity + a.from[low] + (k - a.offsets[low])];
+}
+
+// The flow's velocity at `count` points through a cache that holds every unit (the lines' output: the
+// vectors ParaView colours them by), NaN outside the grid: the tracer's own sampler, so the very values
+// its steps read.
+template <typename Units>
+struct SampleParams {
+  Units units;
+  ResidentUnits cache;
+  const Vec3* points = nullptr;
+  Vec3* velocities = nullptr;
+  std::uint64_t count = 0;
+};
+
+template <typename Units>
+HEADRACE_HD void sample_resident_point(const SampleParams<Units>& a, std::uint64_t k) {
+  bool missing = false;
+  const ResidentSampler<Units> sample{a.units, a.cache, &missing};
+  Vec3 v;
+  if (!sample(a.points[k], v)) {
+#if defined(__CUDA_ARCH__)
+    const float nan = __int_as_float(0x7fc00000);  // quiet_NaN's bits, as sample_flow's
+#else
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+#endif
+    v = {nan, nan, nan};
+  }
+  a.velocities[k] = v;
 }
 
 // Runs the k-th half-line of the round's window.

@@ -81,6 +81,10 @@ class HandOffTrace {
     std::vector<HandedLine> ended;
   };
   [[nodiscard]] Traced take_traced();
+  // A job of one rank: the lines of `seeds` (those started here from seed 0), put together from what it
+  // traced, which it keeps (forget_lines then clears it, the memory kept for the next trace: a held
+  // tracer's second trace writes its points where the first's lay). UsageError for a job of several.
+  [[nodiscard]] Polylines own_lines(const std::vector<Vec3>& seeds) const;
   // Forgets the lines traced and the counters, keeping the cache with the blocks it holds: the next
   // trace of the same field (other seeds) starts with them resident, as a notebook's second call would.
   void forget_lines();

@@ -48,6 +48,10 @@ struct ContainerTraceOptions {
   // whole is page-locked and copied by DMA, the rest read O_DIRECT), what every other workload uses
   int device = -1;
   std::optional<io::BackendKind> backend;
+  // The flow's velocity at every point of the lines, sampled through the cache after the trace (the
+  // whole field read into it first) when the cache holds every unit; ContainerTraceRun::velocities is
+  // empty otherwise (sample_flow then reads them from the file).
+  bool sample_velocities = false;
   // kernel-managed
   MappedUnitsOptions mapped;
   // Lines ended so far, now and then; false stops the run (tracer.hpp). The resident manager tells it
@@ -63,6 +67,8 @@ struct ContainerTraceRun {
   BlockCacheStats cache;         // user-managed
   MappedUnitsStats mapped;       // kernel-managed
   ResidentStats resident;        // the GPU tracer
+  std::vector<Vec3> velocities;  // resident, sample_velocities: per point of lines.points (NaN outside the grid)
+  double velocity_seconds = 0;   // their sampling, the field's last units read for it included
 };
 
 [[nodiscard]] constexpr const char* to_string(DataManager manager) noexcept {
