@@ -174,8 +174,8 @@ void bind_streamlines(nb::module_& m) {
         "backend"_a = "auto", "progress"_a = nb::none(), "velocities"_a = false,
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics. "
         "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'. "
-        "velocities (resident): the flow's velocity at every point too, sampled through the cache when it holds the "
-        "whole field ('velocities', (N, 3) float32, NaN outside the grid; absent otherwise).");
+        "velocities (resident): the flow's velocity at every point too, sampled through the cache in rounds "
+        "('velocities', (N, 3) float32, NaN outside the grid; absent if a cache too small for a cell's corners stopped them).");
 
   nb::class_<sl::HandOffTrace>(m, "HandOffTrace",
                                 "One rank's share of a trace handed between the ranks of a job (native blocks): its planes of "

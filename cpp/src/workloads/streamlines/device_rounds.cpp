@@ -62,23 +62,8 @@ class DeviceRounds final : public RoundRunner<Units> {
     return pool_.pointer() + std::uint64_t{slot} * unit_bytes_;
   }
   RoundCounters run(RoundState& state) override {
-    const gpu::CudaDriver& cuda = gpu::require_driver();
-    const gpu::CUstream stream = stream_.handle();
-    device_.make_current();
-    gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream),
-               "cuMemcpyHtoDAsync");
-    gpu::check(cuda.cuMemsetD8Async(wanted_.pointer(), 0, wanted_.size_bytes(), stream), "cuMemsetD8Async");
-    gpu::check(cuda.cuMemsetD8Async(counters_.pointer(), 0, counters_.size_bytes(), stream), "cuMemsetD8Async");
-    RoundParams<Units> params = window_of(params_, state);
-    void* args[] = {&params};
-    gpu::launch_1d(kernel_, params.line_count, 128, stream, args);
-    RoundCounters counters;
-    gpu::check(cuda.cuMemcpyDtoHAsync(state.wanted.data(), wanted_.pointer(), wanted_.size_bytes(), stream), "cuMemcpyDtoHAsync");
-    gpu::check(cuda.cuMemcpyDtoHAsync(state.last_used.data(), last_used_.pointer(), last_used_.size_bytes(), stream),
-               "cuMemcpyDtoHAsync");
-    gpu::check(cuda.cuMemcpyDtoHAsync(&counters, counters_.pointer(), sizeof counters, stream), "cuMemcpyDtoHAsync");
-    stream_.synchronize();
-    return counters;
+    const RoundParams<Units> params = window_of(params_, state);
+    return launch_round<RoundCounters>(state, kernel_, params, params.line_count);
   }
   void loaded(const engine::Queue& queue, queue::FenceId fence) override {
     queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
@@ -112,23 +97,33 @@ class DeviceRounds final : public RoundRunner<Units> {
     gpu::check(cuda.cuMemcpyDtoHAsync(points.data() + at, gathered.pointer(), gathered.size_bytes(), stream), "cuMemcpyDtoHAsync");
     stream_.synchronize();
   }
-  std::vector<Vec3> sample(const RoundState& state, const std::vector<Vec3>& points) override {
-    std::vector<Vec3> velocities(points.size());
-    if (points.empty()) return velocities;
+  void start_sampling(const std::vector<Vec3>& points) override {
     device_.make_current();
+    sample_count_ = points.size();
+    const std::uint64_t bytes = std::max<std::uint64_t>(sample_count_, 1) * sizeof(Vec3);
+    sample_points_ = gpu::DeviceBuffer(bytes);
+    velocities_ = gpu::DeviceBuffer(bytes);
+    done_ = gpu::DeviceBuffer(std::max<std::uint64_t>(sample_count_, 1));
     const gpu::CudaDriver& cuda = gpu::require_driver();
-    const gpu::CUstream stream = stream_.handle();
-    const std::uint64_t bytes = points.size() * sizeof(Vec3);
-    gpu::DeviceBuffer on_device(bytes), sampled(bytes);
-    gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream), "cuMemcpyHtoDAsync");
-    gpu::check(cuda.cuMemcpyHtoDAsync(on_device.pointer(), points.data(), bytes, stream), "cuMemcpyHtoDAsync");
-    SampleParams<Units> params = sample_params(params_, points.size());  // the cache's wanted and last_used: scratch now
-    params.points = reinterpret_cast<const Vec3*>(on_device.pointer());
-    params.velocities = reinterpret_cast<Vec3*>(sampled.pointer());
-    void* args[] = {&params};
-    gpu::launch_1d(sample_, params.count, 128, stream, args);
-    gpu::check(cuda.cuMemcpyDtoHAsync(velocities.data(), sampled.pointer(), bytes, stream), "cuMemcpyDtoHAsync");
+    if (sample_count_ > 0)
+      gpu::check(cuda.cuMemcpyHtoDAsync(sample_points_.pointer(), points.data(), sample_count_ * sizeof(Vec3), stream_.handle()),
+                 "cuMemcpyHtoDAsync");
+    gpu::check(cuda.cuMemsetD8Async(done_.pointer(), 0, done_.size_bytes(), stream_.handle()), "cuMemsetD8Async");
+  }
+  SampleCounters sample_round(RoundState& state, std::uint64_t first, std::uint64_t window) override {
+    SampleParams<Units> params = sample_params(params_, state, first, window);
+    params.points = reinterpret_cast<const Vec3*>(sample_points_.pointer());
+    params.velocities = reinterpret_cast<Vec3*>(velocities_.pointer());
+    params.done = reinterpret_cast<std::uint8_t*>(done_.pointer());
+    params.counters = reinterpret_cast<SampleCounters*>(counters_.pointer());
+    return launch_round<SampleCounters>(state, sample_, params, window);
+  }
+  std::vector<Vec3> sampled() override {
+    std::vector<Vec3> velocities(sample_count_);
     stream_.synchronize();
+    if (sample_count_ > 0) gpu::copy_to_host(velocities.data(), velocities_.pointer(), sample_count_ * sizeof(Vec3));
+    sample_points_ = {}, velocities_ = {}, done_ = {};
+    sample_count_ = 0;
     return velocities;
   }
   void restart(const std::vector<HalfLine>& lines) override {
@@ -156,6 +151,29 @@ class DeviceRounds final : public RoundRunner<Units> {
   }
 
  private:
+  // A round of `kernel` on `threads` threads: the slot table in; the wanted units, the units' last use
+  // and the round's counters (a Counters in counters_) out.
+  template <typename Counters, typename Params>
+  Counters launch_round(RoundState& state, gpu::CUfunction kernel, Params params, std::uint64_t threads) {
+    static_assert(sizeof(Counters) <= sizeof(RoundCounters));
+    const gpu::CudaDriver& cuda = gpu::require_driver();
+    const gpu::CUstream stream = stream_.handle();
+    device_.make_current();
+    gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream),
+               "cuMemcpyHtoDAsync");
+    gpu::check(cuda.cuMemsetD8Async(wanted_.pointer(), 0, wanted_.size_bytes(), stream), "cuMemsetD8Async");
+    gpu::check(cuda.cuMemsetD8Async(counters_.pointer(), 0, counters_.size_bytes(), stream), "cuMemsetD8Async");
+    void* args[] = {&params};
+    if (threads > 0) gpu::launch_1d(kernel, threads, 128, stream, args);
+    Counters counters;
+    gpu::check(cuda.cuMemcpyDtoHAsync(state.wanted.data(), wanted_.pointer(), wanted_.size_bytes(), stream), "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(state.last_used.data(), last_used_.pointer(), last_used_.size_bytes(), stream),
+               "cuMemcpyDtoHAsync");
+    gpu::check(cuda.cuMemcpyDtoHAsync(&counters, counters_.pointer(), sizeof counters, stream), "cuMemcpyDtoHAsync");
+    stream_.synchronize();
+    return counters;
+  }
+
   gpu::Device device_;
   gpu::KernelModule module_;
   gpu::CUfunction kernel_, gather_, sample_;
@@ -164,6 +182,8 @@ class DeviceRounds final : public RoundRunner<Units> {
   std::uint64_t unit_bytes_;
   gpu::DeviceBuffer pool_, table_, wanted_, last_used_, counters_, lines_, points_, waits_for_;
   std::uint64_t count_ = 0;  // half-lines now
+  gpu::DeviceBuffer sample_points_, velocities_, done_;  // while sampling
+  std::uint64_t sample_count_ = 0;
 };
 
 }  // namespace

@@ -53,18 +53,30 @@ class HostRounds final : public RoundRunner<Units> {
     headrace::detail::parallel_for(offsets.back(), threads_, [&](std::uint64_t k) { gather_point(gather, k); });
     lines = std::move(lines_);
   }
-  std::vector<Vec3> sample(const RoundState& state, const std::vector<Vec3>& points) override {
-    std::vector<Vec3> velocities(points.size());
-    std::vector<std::uint32_t> wanted(state.wanted.size(), 0), last_used(state.last_used);  // the rounds' own stay as they were
-    SampleParams<Units> params = sample_params(params_, points.size());
+  void start_sampling(const std::vector<Vec3>& points) override {
+    sample_points_ = &points;
+    velocities_.assign(points.size(), Vec3{});
+    done_.assign(points.size(), 0);
+  }
+  SampleCounters sample_round(RoundState& state, std::uint64_t first, std::uint64_t window) override {
+    std::fill(state.wanted.begin(), state.wanted.end(), 0u);
+    SampleCounters counters;
+    SampleParams<Units> params = sample_params(params_, state, first, window);
     params.cache.slot_of_unit = state.slot_of_unit.data();
     params.cache.pool = reinterpret_cast<const float*>(pool_.data());
-    params.cache.wanted = wanted.data();
-    params.cache.last_used = last_used.data();
-    params.points = points.data();
-    params.velocities = velocities.data();
-    headrace::detail::parallel_for(points.size(), threads_, [&](std::uint64_t k) { sample_resident_point(params, k); });
-    return velocities;
+    params.cache.wanted = state.wanted.data();
+    params.cache.last_used = state.last_used.data();
+    params.points = sample_points_->data();
+    params.velocities = velocities_.data();
+    params.done = done_.data();
+    params.counters = &counters;
+    headrace::detail::parallel_for(params.count, threads_, [&](std::uint64_t k) { sample_resident_point(params, k); });
+    return counters;
+  }
+  std::vector<Vec3> sampled() override {
+    sample_points_ = nullptr;
+    done_ = {};
+    return std::move(velocities_);
   }
   void restart(const std::vector<HalfLine>& lines) override {
     lines_ = lines;
@@ -81,6 +93,9 @@ class HostRounds final : public RoundRunner<Units> {
   std::vector<TracedPoint> points_;
   std::vector<std::uint64_t> waits_for_;
   unsigned threads_;
+  const std::vector<Vec3>* sample_points_ = nullptr;  // while sampling
+  std::vector<Vec3> velocities_;
+  std::vector<std::uint8_t> done_;
 };
 
 }  // namespace

@@ -64,15 +64,10 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
       if (!line.ended) line.end = Termination::stopped;
   run.lines = assemble(seeds, trace, ended, points);
   run.seconds = seconds_since(start);
-  if (options.sample_velocities && slots == unit_count) {
-    // The units the lines never asked for are read now (into free slots: the cache holds every unit).
+  if (options.sample_velocities) {
     const auto sample_start = Clock::now();
-    std::vector<std::uint64_t> absent;
-    for (std::uint64_t u = 0; u < unit_count; ++u)
-      if (state.slot_of_unit[u] < 0) absent.push_back(u);
     ResidentStats reads;
-    if (!absent.empty()) (void)load_units(*runner, loads, slot_table, table, absent, reads);
-    run.velocities = runner->sample(state, run.lines.points);
+    run.velocities = sample_in_rounds(*runner, loads, slot_table, state, table, run.lines.points, reads);
     run.velocity_seconds = seconds_since(sample_start);
   }
   return run;

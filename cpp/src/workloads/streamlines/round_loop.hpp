@@ -87,4 +87,38 @@ bool run_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& 
   return true;
 }
 
+// The flow's velocity at `points` through the cache, in rounds with the units the waiting points want
+// loaded between them (most wanted first), as the lines' rounds load theirs. Empty when rounds stop
+// making progress (a cache too small for the cells of the points waiting at once): the caller then
+// samples them another way. Its reads go into `reads`, apart from the trace's.
+template <typename Units>
+std::vector<Vec3> sample_in_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& slot_table, RoundState& state,
+                                   const UnitTable& table, const std::vector<Vec3>& points, ResidentStats& reads) {
+  // A window of points, halved when a round makes no progress and doubled again when one does, as
+  // run_rounds' lines: one point's cell needs at most 8 units, so a window of one always moves.
+  runner.start_sampling(points);
+  const std::uint64_t count = points.size();
+  std::uint64_t first = 0, window = count;
+  for (unsigned idle = 0; first < count;) {
+    ++state.round;
+    const SampleCounters counters = runner.sample_round(state, first, window);
+    const bool progress = counters.sampled > 0;
+    if (counters.waiting == 0) {  // the window is sampled: the next points, more of them
+      first += window;
+      window = std::min(2 * window, count - first);
+      idle = 0;
+      continue;
+    }
+    if (!progress) window = std::max<std::uint64_t>(1, window / 2);
+    idle = progress || window > 1 ? 0 : idle + 1;
+    if (idle == max_idle_rounds) {  // a cache of fewer units than a cell has corners
+      (void)runner.sampled();
+      return {};
+    }
+    const bool forced = load_units(runner, loads, slot_table, table, wanted_units(state, [](std::uint64_t) { return true; }), reads);
+    if (progress && !forced) window = std::min(count - first, 2 * window);
+  }
+  return runner.sampled();
+}
+
 }  // namespace headrace::workloads::streamlines::resident

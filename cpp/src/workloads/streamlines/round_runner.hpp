@@ -40,9 +40,12 @@ class RoundRunner {
   virtual void restart(const std::vector<HalfLine>& lines) = 0;
   // Per half-line, the unit it waits for after the last round (all ones: none).
   virtual std::vector<std::uint64_t> waits_for() = 0;
-  // The flow's velocity at each point (NaN outside the grid) through the cache, which must hold every
-  // unit (state.slot_of_unit says where).
-  virtual std::vector<Vec3> sample(const RoundState& state, const std::vector<Vec3>& points) = 0;
+  // The flow's velocity at `points` (which must outlive the sampling) in rounds: each sample_round samples
+  // the points of [first, first + window) whose units are resident and fills state.wanted with the absent
+  // units of the others; sampled() gives the velocities (NaN outside the grid) and lets go of the rest.
+  virtual void start_sampling(const std::vector<Vec3>& points) = 0;
+  virtual SampleCounters sample_round(RoundState& state, std::uint64_t first, std::uint64_t window) = 0;
+  virtual std::vector<Vec3> sampled() = 0;
 };
 
 // Where each half-line's points begin among those collect gathers from steps `from` (empty: 0), and
@@ -72,13 +75,15 @@ RoundParams<Units> round_params(const Units& units, const TraceOptions& options,
   return params;
 }
 
-// The sampling's parameters over `count` points.
+// The sampling's parameters over the window of points in the round of `state`.
 template <typename Units>
-SampleParams<Units> sample_params(const RoundParams<Units>& params, std::uint64_t count) {
+SampleParams<Units> sample_params(const RoundParams<Units>& params, const RoundState& state, std::uint64_t first,
+                                  std::uint64_t window) {
   SampleParams<Units> s;
   s.units = params.units;
   s.cache = params.cache;
-  s.count = count;
+  s.cache.round = state.round;
+  s.first = first, s.count = window;
   return s;
 }
 

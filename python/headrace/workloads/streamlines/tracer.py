@@ -125,8 +125,8 @@ def trace_run(source: Any, seeds: Any, *, field: str | Sequence[str] | None = No
                                unit_pages=int(unit_pages), madvise_interval_s=float(madvise_interval_s),
                                memory_budget_bytes=int(memory_budget_bytes), device=ordinal, backend=backend,
                                progress=progress, velocities=ordinal >= 0, **tuning)
-    # A GPU samples the lines' velocities where its cache holds the whole field (milliseconds, where the
-    # file's mapping takes most of a second for 8 M points); the CPU leaves them to write time, as before.
+    # A GPU samples the lines' velocities through its cache (milliseconds, where the file's mapping takes
+    # most of a second for 8 M points); the CPU leaves them to write time, through the mapping.
     stats = {k: v for k, v in run.items() if k not in ("points", "offsets", "ends", "times", "velocities")}
     stats.update(manager=manager, device="cpu" if ordinal < 0 else ordinal, threads=threads, seeds=len(run["ends"]),
                  points=len(run["points"]), file=path, frame=int(frame), direction=direction)

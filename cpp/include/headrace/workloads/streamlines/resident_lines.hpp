@@ -145,24 +145,38 @@ HEADRACE_HD inline void gather_point(const GatherParams& a, std::uint64_t k) {
   a.out[k] = a.points[low * a.point_capacity + a.from[low] + (k - a.offsets[low])];
 }
 
-// The flow's velocity at `count` points through a cache that holds every unit (the lines' output: the
-// vectors ParaView colours them by), NaN outside the grid: the tracer's own sampler, so the very values
-// its steps read.
+// The flow's velocity at `count` points through the cache (the lines' output: the vectors ParaView colours
+// them by), in rounds as the lines are traced: a point whose cell's units are all resident is sampled
+// (NaN outside the grid) and done; the others count their absent units as wanted and wait for the next
+// round. The tracer's own sampler, so the very values its steps read.
+// What a sampling round reports: points sampled in it, and points of its window still waiting.
+struct SampleCounters {
+  unsigned long long sampled = 0, waiting = 0;
+};
+
 template <typename Units>
 struct SampleParams {
   Units units;
   ResidentUnits cache;
   const Vec3* points = nullptr;
   Vec3* velocities = nullptr;
-  std::uint64_t count = 0;
+  std::uint8_t* done = nullptr;
+  SampleCounters* counters = nullptr;
+  std::uint64_t first = 0, count = 0;  // the window of points this round samples
 };
 
 template <typename Units>
-HEADRACE_HD void sample_resident_point(const SampleParams<Units>& a, std::uint64_t k) {
+HEADRACE_HD void sample_resident_point(const SampleParams<Units>& a, std::uint64_t i) {
+  const std::uint64_t k = a.first + i;
+  if (a.done[k]) return;
   bool missing = false;
   const ResidentSampler<Units> sample{a.units, a.cache, &missing};
   Vec3 v;
   if (!sample(a.points[k], v)) {
+    if (missing) {
+      detail::add(&a.counters->waiting, 1);
+      return;
+    }
 #if defined(__CUDA_ARCH__)
     const float nan = __int_as_float(0x7fc00000);  // quiet_NaN's bits, as sample_flow's
 #else
@@ -171,6 +185,8 @@ HEADRACE_HD void sample_resident_point(const SampleParams<Units>& a, std::uint64
     v = {nan, nan, nan};
   }
   a.velocities[k] = v;
+  a.done[k] = 1;
+  detail::add(&a.counters->sampled, 1);
 }
 
 // Runs the k-th half-line of the round's window.

@@ -48,9 +48,9 @@ struct ContainerTraceOptions {
   // whole is page-locked and copied by DMA, the rest read O_DIRECT), what every other workload uses
   int device = -1;
   std::optional<io::BackendKind> backend;
-  // The flow's velocity at every point of the lines, sampled through the cache after the trace (the
-  // whole field read into it first) when the cache holds every unit; ContainerTraceRun::velocities is
-  // empty otherwise (sample_flow then reads them from the file).
+  // The flow's velocity at every point of the lines, sampled through the cache after the trace in
+  // rounds as the lines' (units loaded as the points want them); ContainerTraceRun::velocities is empty
+  // when a cache too small for the points' cells at once stops them (sample_flow then reads the file).
   bool sample_velocities = false;
   // kernel-managed
   MappedUnitsOptions mapped;
