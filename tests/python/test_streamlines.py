@@ -46,6 +46,19 @@ def test_every_layout_and_manager_trace_the_same_lines(flows):
     assert points.shape == (33, 3) and list(offsets) == [0, 11, 22, 33]
 
 
+def test_a_trace_without_a_manager_runs_the_resident_rounds_unless_the_user_caches_options_ask(flows):
+    blocks, _ = flows
+    seeds = streamlines.uniform_seeds(blocks, 27)
+    options = dict(steps=200, step_size=0.05, threads=2, cache_bytes=64 << 10)
+    default = streamlines.trace_run(blocks, seeds, **options)
+    user = streamlines.trace_run(blocks, seeds, manager="user", **options)
+    assert default.stats["manager"] == "resident" and default.stats["device"] == "cpu"
+    np.testing.assert_array_equal(default.points, user.points)
+    np.testing.assert_array_equal(default.offsets, user.offsets)
+    assert streamlines.trace_run(blocks, seeds, banks=2, **options).stats["manager"] == "user"
+    assert streamlines.trace_run(blocks, seeds, direct=True, **options).stats["manager"] == "user"
+
+
 def test_the_gpu_tracers_rounds_trace_the_same_lines_on_cpu_threads(flows, tmp_path, capsys):
     blocks, hilbert = flows
     seeds = streamlines.uniform_seeds(blocks, 27)

@@ -79,7 +79,7 @@ class TraceResult:
 
 def default_manager(banks: int = 1, direct: bool = False) -> str:
     """The data manager a trace gets when none is named: the resident rounds, on a GPU or on CPU threads
-    (the same lines; on the CPU 6.5 x faster than the user cache's locked LRU, docs/results.md), or the
+    (the same lines; on 16 CPU threads 24 x faster than the user cache's locked LRU, docs/results.md), or the
     user cache when its own options (more banks, O_DIRECT) ask for it."""
     return "user" if banks != 1 or direct else "resident"
 
