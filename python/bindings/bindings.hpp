@@ -41,12 +41,18 @@ void bind_volume(nanobind::module_& m);
 inline gpu::CUstream cuda_stream(std::uintptr_t handle) { return reinterpret_cast<gpu::CUstream>(handle); }
 
 using workloads::common::CameraSpec;
+// A NumPy array of `shape` and element type As over the memory of `values`, which it owns (freed with
+// the array; moved in, not copied): As is T, or what a T is made of (a Vec3 as 3 floats, records as bytes).
+template <typename As, typename T>
+nanobind::ndarray<nanobind::numpy, As> owned_array_as(std::vector<T>&& values, std::initializer_list<std::size_t> shape) {
+  auto* heap = new std::vector<T>(std::move(values));
+  nanobind::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nanobind::ndarray<nanobind::numpy, As>(reinterpret_cast<As*>(heap->data()), shape.size(), shape.begin(), owner);
+}
 // A NumPy array of `shape` that owns `values` (freed with the array).
 template <typename T>
 nanobind::ndarray<nanobind::numpy, T> owned_array(std::vector<T>&& values, std::initializer_list<std::size_t> shape) {
-  auto* heap = new std::vector<T>(std::move(values));
-  nanobind::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nanobind::ndarray<nanobind::numpy, T>(heap->data(), shape.size(), shape.begin(), owner);
+  return owned_array_as<T>(std::move(values), shape);
 }
 // Row-major RGBA8 pixels as a (height, width, 4) uint8 array.
 [[nodiscard]] nanobind::ndarray<nanobind::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rgba,

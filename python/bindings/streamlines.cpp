@@ -44,16 +44,14 @@ sl::TraceOptions trace_options_of(const std::string& integrator, const std::stri
   return o;
 }
 
-// Points (N, 3), their integration times, the lines' offsets and "backward/forward" ends of each line.
 // The vectors as a (count, 3) float32 array over their own memory (moved, not copied).
 nb::ndarray<nb::numpy, float> vector_array(std::vector<sl::Vec3>&& vectors) {
   static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
   const std::size_t count = vectors.size();
-  auto* heap = new std::vector<sl::Vec3>(std::move(vectors));
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<sl::Vec3>*>(p); });
-  return nb::ndarray<nb::numpy, float>(reinterpret_cast<float*>(heap->data()), {count, 3}, owner);
+  return owned_array_as<float>(std::move(vectors), {count, 3});
 }
 
+// Points (N, 3), their integration times, the lines' offsets and "backward/forward" ends of each line.
 void put_lines(nb::dict& result, sl::Polylines&& lines) {
   const std::size_t count = lines.points.size();
   result["points"] = vector_array(std::move(lines.points));
@@ -76,9 +74,13 @@ std::vector<sl::Vec3> seeds_of(const nb::ndarray<const float, nb::shape<-1, 3>, 
 template <typename T>
 nb::ndarray<nb::numpy, std::uint8_t> record_bytes(std::vector<T>&& records) {
   const std::size_t count = records.size();
-  auto* heap = new std::vector<T>(std::move(records));  // rows of sizeof(T) bytes over the records themselves
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::ndarray<nb::numpy, std::uint8_t>(reinterpret_cast<std::uint8_t*>(heap->data()), {count, sizeof(T)}, owner);
+  return owned_array_as<std::uint8_t>(std::move(records), {count, sizeof(T)});  // rows over the records themselves
+}
+
+// A rank's counters, as result() and lines() give them.
+void put_resident_stats(nb::dict& out, const sl::ResidentStats& s) {
+  out["rounds"] = s.rounds, out["resident_blocks"] = s.slots, out["bytes_read"] = s.bytes_read;
+  out["load_seconds"] = s.load_seconds, out["advance_seconds"] = s.advance_seconds;
 }
 
 using RecordBytes = nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
@@ -225,9 +227,7 @@ void bind_streamlines(nb::module_& m) {
              out["segments"] = record_bytes(std::move(traced.segments));
              out["points"] = record_bytes(std::move(traced.points));
              out["ended"] = record_bytes(std::move(traced.ended));
-             const sl::ResidentStats& s = self.stats();
-             out["rounds"] = s.rounds, out["resident_blocks"] = s.slots, out["bytes_read"] = s.bytes_read;
-             out["load_seconds"] = s.load_seconds, out["advance_seconds"] = s.advance_seconds;
+             put_resident_stats(out, self.stats());
              return out;
            },
            "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), handed over "
@@ -242,9 +242,7 @@ void bind_streamlines(nb::module_& m) {
              }
              nb::dict result;
              put_lines(result, std::move(lines));
-             const sl::ResidentStats& s = self.stats();
-             result["rounds"] = s.rounds, result["resident_blocks"] = s.slots, result["bytes_read"] = s.bytes_read;
-             result["load_seconds"] = s.load_seconds, result["advance_seconds"] = s.advance_seconds;
+             put_resident_stats(result, self.stats());
              return result;
            },
            "seeds"_a, "A job of one rank: the lines of seeds (points, times, offsets, ends) and its counters; what it traced "

@@ -180,11 +180,10 @@ Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& op
   Polylines out;
   out.lines.resize(seeds.size());
   out.offsets.resize(seeds.size() + 1);
-  std::vector<std::int64_t> seed_at(count);  // per half-line, where its seed lies in out.points
+  std::vector<std::int64_t> seed_at(seeds.size());  // where each seed lies in out.points
   for (std::uint64_t s = 0; s < seeds.size(); ++s) {
     const std::uint64_t first = s * per_seed;
-    const std::uint32_t behind = backward ? lines[first].steps : 0;
-    for (std::uint64_t k = 0; k < per_seed; ++k) seed_at[first + k] = out.offsets[s] + behind;
+    seed_at[s] = out.offsets[s] + (backward ? lines[first].steps : 0);
     std::uint64_t total = 1;
     for (std::uint64_t k = 0; k < per_seed; ++k) total += lines[first + k].steps;
     out.offsets[s + 1] = out.offsets[s] + static_cast<std::int64_t>(total);
@@ -194,7 +193,7 @@ Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& op
   out.points.resize(static_cast<std::size_t>(out.offsets.back()));
   out.times.resize(out.points.size());
   for (std::uint64_t s = 0; s < seeds.size(); ++s) {
-    const auto at = static_cast<std::size_t>(seed_at[s * per_seed]);
+    const auto at = static_cast<std::size_t>(seed_at[s]);
     out.points[at] = seeds[s], out.times[at] = 0.0f;
   }
   // A half-line's step k (0: the first after the seed) lies k + 1 after its seed, or before it backward.
@@ -205,7 +204,7 @@ Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& op
                     UsageError, "a segment of half-line " + std::to_string(seg.id) + " lies outside the trace");
     const bool reversed = backward && seg.id % per_seed == 0;
     const TracedPoint* from = points.data() + taken;
-    const std::int64_t seed = seed_at[seg.id];
+    const std::int64_t seed = seed_at[seg.id / per_seed];
     for (std::uint32_t k = 0; k < seg.count; ++k) {
       const std::int64_t step = seg.first_step + k + 1;
       const auto at = static_cast<std::size_t>(reversed ? seed - step : seed + step);

@@ -29,13 +29,9 @@ class HostRounds final : public RoundRunner<Units> {
     return reinterpret_cast<std::uintptr_t>(pool_.data() + std::uint64_t{slot} * unit_bytes_);
   }
   RoundCounters run(RoundState& state) override {
-    std::fill(state.wanted.begin(), state.wanted.end(), 0u);
     RoundCounters counters;
     RoundParams<Units> params = window_of(params_, state);
-    params.cache.slot_of_unit = state.slot_of_unit.data();
-    params.cache.pool = reinterpret_cast<const float*>(pool_.data());
-    params.cache.wanted = state.wanted.data();
-    params.cache.last_used = state.last_used.data();
+    params.cache = round_cache(params.cache, state);
     params.lines = lines_.data();
     params.points = points_.data();
     params.waits_for = waits_for_.data();
@@ -59,13 +55,9 @@ class HostRounds final : public RoundRunner<Units> {
     done_.assign(points.size(), 0);
   }
   SampleCounters sample_round(RoundState& state, std::uint64_t first, std::uint64_t window) override {
-    std::fill(state.wanted.begin(), state.wanted.end(), 0u);
     SampleCounters counters;
     SampleParams<Units> params = sample_params(params_, state, first, window);
-    params.cache.slot_of_unit = state.slot_of_unit.data();
-    params.cache.pool = reinterpret_cast<const float*>(pool_.data());
-    params.cache.wanted = state.wanted.data();
-    params.cache.last_used = state.last_used.data();
+    params.cache = round_cache(params.cache, state);
     params.points = sample_points_->data();
     params.velocities = velocities_.data();
     params.done = done_.data();
@@ -86,6 +78,16 @@ class HostRounds final : public RoundRunner<Units> {
   std::vector<std::uint64_t> waits_for() override { return waits_for_; }
 
  private:
+  // The cache as a round over host memory sees it: the state's table and counts (no unit wanted yet).
+  ResidentUnits round_cache(ResidentUnits cache, RoundState& state) const {
+    std::fill(state.wanted.begin(), state.wanted.end(), 0u);
+    cache.slot_of_unit = state.slot_of_unit.data();
+    cache.pool = reinterpret_cast<const float*>(pool_.data());
+    cache.wanted = state.wanted.data();
+    cache.last_used = state.last_used.data();
+    return cache;
+  }
+
   RoundParams<Units> params_;
   std::uint64_t unit_bytes_;
   headrace::detail::AlignedBuffer pool_;

@@ -66,8 +66,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   run.seconds = seconds_since(start);
   if (options.sample_velocities) {
     const auto sample_start = Clock::now();
-    ResidentStats reads;
-    run.velocities = sample_in_rounds(*runner, loads, slot_table, state, table, run.lines.points, reads);
+    run.velocities = sample_in_rounds(*runner, loads, slot_table, state, table, run.lines.points);
     run.velocity_seconds = seconds_since(sample_start);
   }
   return run;

@@ -145,15 +145,15 @@ HEADRACE_HD inline void gather_point(const GatherParams& a, std::uint64_t k) {
   a.out[k] = a.points[low * a.point_capacity + a.from[low] + (k - a.offsets[low])];
 }
 
-// The flow's velocity at `count` points through the cache (the lines' output: the vectors ParaView colours
-// them by), in rounds as the lines are traced: a point whose cell's units are all resident is sampled
-// (NaN outside the grid) and done; the others count their absent units as wanted and wait for the next
-// round. The tracer's own sampler, so the very values its steps read.
 // What a sampling round reports: points sampled in it, and points of its window still waiting.
 struct SampleCounters {
   unsigned long long sampled = 0, waiting = 0;
 };
 
+// The flow's velocity at `count` points through the cache (the lines' output: the vectors ParaView colours
+// them by), in rounds as the lines are traced: a point whose cell's units are all resident is sampled
+// (NaN outside the grid) and done; the others count their absent units as wanted and wait for the next
+// round. The tracer's own sampler, so the very values its steps read.
 template <typename Units>
 struct SampleParams {
   Units units;
