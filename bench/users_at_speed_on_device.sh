@@ -28,6 +28,12 @@ data() {
   ls -la "$work"; echo "data in $(( SECONDS - start )) s"
 }
 
+seriesdata() {  # only what the overlap phase reads
+  mkdir -p "$work"
+  [[ -f $work/p10m.hrc ]] || within 200 python3 -m headrace generate particles "$work/p10m.hrc" --particles 10000000 \
+    --frames 16 --seed 2 > /dev/null
+}
+
 flowdata() {  # only what the trace phase reads
   mkdir -p "$work"
   [[ -f $work/flow256.hrc ]] || python3 -m headrace generate flow "$work/flow256.hrc" --dims 256 256 256 > /dev/null
@@ -67,6 +73,11 @@ yardsticks() {
   local start=$EPOCHREALTIME
   dd if="$work/p100.hrc" of=/dev/null bs=16M iflag=direct status=none
   awk "BEGIN { printf \"disk_read_gbps,%.3f\n\", $(stat -c %s "$work/p100.hrc") / ($EPOCHREALTIME - $start) / 1e9 }" >> "$OUT/ceilings.csv"
+  # dd reads at QD 1; the disk's ceiling is its best queue depth (headrace probe, O_DIRECT through io_uring)
+  within 90 python3 -m headrace probe "$work" --size 4G --patterns sequential --block-sizes 4M --queue-depths 32,64 \
+    --threads 1,4 --seconds 2 --json > build/probe.json 2> build/probe.err && \
+    python3 -c "import json; print(f\"disk_probe_gbps,{json.load(open('build/probe.json'))['ceiling']['gigabytes_per_second']:.3f}\")" >> "$OUT/ceilings.csv"
+  rm -f "$work/headrace-probe.bin"
   start=$EPOCHREALTIME
   dd if=/dev/zero of="$work/write-probe" bs=16M count=64 oflag=direct status=none; rm -f "$work/write-probe"
   awk "BEGIN { printf \"disk_write_gbps,%.3f\n\", 1073741824 / ($EPOCHREALTIME - $start) / 1e9 }" >> "$OUT/ceilings.csv"
@@ -83,6 +94,35 @@ render() {
   grep -h "frame 0:" "$OUT"/render-p100-*.log | head -3
 }
 
+parts() {  # where one render process's wall goes (bench/render_parts.py), the defaults and the lab's variants
+  cat "$work/p100.hrc" > /dev/null
+  local variant
+  local round
+  for round in $(seq "$rounds"); do  # the defaults, timed as a command is (the process's exit counted)
+    timed "render-parts-$round" python3 bench/render_parts.py "$work/p100.hrc"
+  done
+  cat "$OUT/render-parts-1.log"
+  for variant in "--segments 64" "--method ram-pinned"; do
+    echo "render_parts $variant"
+    within 120 python3 bench/render_parts.py "$work/p100.hrc" $variant | tee -a "$OUT/render-parts-variants.csv"
+  done
+}
+
+checksums() {  # the hot paths with the engine's checksums verified (the default) and not: what verifying costs
+  mkdir -p "$work"
+  [[ -f $work/p100.hrc ]] || python3 -m headrace generate particles "$work/p100.hrc" --particles 100000000 --frames 1 --seed 1 > /dev/null
+  [[ -f $work/p10m.hrc ]] || python3 -m headrace generate particles "$work/p10m.hrc" --particles 10000000 --frames 16 --seed 2 > /dev/null
+  [[ -f $work/amr8.hrc ]] || python3 -m headrace generate amr "$work/amr8.hrc" --cells 100000000 --levels 3 --frames 8 > /dev/null
+  cat "$work/p100.hrc" "$work/p10m.hrc" "$work/amr8.hrc" > /dev/null
+  local verify
+  for verify in 1 0 1 0; do
+    echo "HEADRACE_VERIFY_CHECKSUMS=$verify"
+    HEADRACE_VERIFY_CHECKSUMS=$verify within 60 python3 bench/render_parts.py "$work/p100.hrc" | grep -E "render|total"
+    HEADRACE_VERIFY_CHECKSUMS=$verify within 60 python3 -m headrace render "$work/p10m.hrc" --frames 0:16 --stats --out build/p10m/ | grep -E "frame (1|7):|images"
+    HEADRACE_VERIFY_CHECKSUMS=$verify within 60 python3 -m headrace play "$work/amr8.hrc" --device 0 | grep -E "all:"
+  done
+}
+
 play() {
   local round
   cat "$work/amr100m.hrc" > /dev/null
@@ -95,7 +135,7 @@ play() {
     timed "play-amr-cold-$round" python3 -m headrace play "$work/amr100m.hrc" --device 0 --cache cold \
       --record "$OUT/play-cold-$round.json"
   done
-  tail -4 "$OUT/play-amr-hot-1.log" "$OUT/play-amr-cold-1.log"
+  tail -n 4 "$OUT/play-amr-hot-1.log" "$OUT/play-amr-cold-1.log"
 }
 
 trace() {
@@ -143,6 +183,30 @@ compressed() {
       cold
       timed "render-$name-cold-$round" python3 -m headrace render "$work/$name.hrc" --frame 0 --stats --out build/c.png
     done
+  done
+}
+
+gpuchecks() {  # the C++ GPU suite (the engine's copies checked while they run among it)
+  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64:/usr/local/cuda-13.0/targets/x86_64-linux/lib within 200 \
+    ./build/device/headrace_tests --gtest_filter='*Gpu*' > "$OUT/gpu-ctest.log" 2>&1; echo "headrace_tests *Gpu*: exit $?"
+  grep -E "PASSED|FAILED|Failure" "$OUT/gpu-ctest.log" | head -20
+}
+
+compressedparts() {  # where a compressed file's cold frame goes: 64 KiB GDeflate chunks, flights of more of them, 4 MiB chunks
+  mkdir -p "$work"
+  [[ -f $work/p100.hrc ]] || within 300 python3 -m headrace generate particles "$work/p100.hrc" --particles 100000000 \
+    --frames 1 --seed 1 > /dev/null
+  [[ -f $work/p100-gdeflate.hrc ]] || within 200 python3 -m headrace compress "$work/p100.hrc" "$work/p100-gdeflate.hrc" \
+    --codec gdeflate > /dev/null
+  [[ -f $work/p100-gdeflate-4m.hrc ]] || within 200 python3 -m headrace compress "$work/p100.hrc" \
+    "$work/p100-gdeflate-4m.hrc" --codec 'gdeflate(block=65536)' --chunk-size 4M > /dev/null
+  local round
+  for round in 1 2; do
+    cold; within 60 python3 bench/compressed_cold_parts.py "$work/p100.hrc" | tee -a "$OUT/compressed-parts.jsonl"
+    cold; within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate.hrc" | tee -a "$OUT/compressed-parts.jsonl"
+    cold; HEADRACE_MAX_BATCH=1024 within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate.hrc" | \
+      sed 's/^{/{"max_batch": 1024, /' | tee -a "$OUT/compressed-parts.jsonl"
+    cold; within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate-4m.hrc" | tee -a "$OUT/compressed-parts.jsonl"
   done
 }
 

@@ -53,6 +53,18 @@ def test_every_streaming_method_draws_the_same_frame(particles, method):
     assert stats["seconds"] > 0 and stats["stored_bytes"] == 20000 * 32
 
 
+def test_the_mapping_methods_map_what_seed_000_maps(particles):
+    """"Map individually": one render segment a mapping; "map batches": as many as there are segments in flight."""
+    from headrace.workloads.particles import StreamingRenderer
+
+    segment = 4 * 1024 * 32  # a batch of at most 5000 particles: four chunks of 1024, whole pages
+    for method, window in (("mmap-segment", None), ("mmap-batch", 3)):
+        io = StreamingRenderer(particles, method=method, batch=5000, segments=3).engine.options.io
+        assert io.task_size_bytes == segment and str(io.mmap_mode).endswith("segment" if window is None else "window")
+        if window:
+            assert io.mmap_window_segments == window
+
+
 def test_compressed_frames_draw_the_same_and_methods_check_the_codec(particles, zstd_particles):
     plain = render_frame(particles, 0, width=100, height=80)
     image, stats = render_streamed(zstd_particles, 0, method="compressed-zstd", width=100, height=80, batch=4096)

@@ -322,13 +322,14 @@ def run(args: argparse.Namespace) -> int:
     images = []
     start, budget = time.perf_counter(), Budget(args.budget)
     drawn = 0
-    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
+    # The images are written while the next frames are drawn.
+    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance, imaging.ImageWriter() as writer:
         for n, frame in enumerate(frames):  # each frame loads the next one's first batches while it is drawn
             if budget.spent(drawn):
                 console.print(budget.said(drawn, len(frames), "frames rendered"))
                 break
             image = draw(frame, frames[n + 1] if n + 1 < len(frames) else None)
-            imaging.write_image(folder / f"frame_{frame:05d}.png", image)
+            writer.write(folder / f"frame_{frame:05d}.png", image)
             if args.video:
                 images.append(image)
             drawn += 1
@@ -372,13 +373,13 @@ def _render_points(args: argparse.Namespace, ds, device: int | str, where: str, 
     folder.mkdir(parents=True, exist_ok=True)
     images = []
     budget, drawn = Budget(args.budget), 0
-    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
+    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance, imaging.ImageWriter() as writer:
         for frame in frames:
             if budget.spent(drawn):
                 console.print(budget.said(drawn, len(frames), "frames rendered"))
                 break
             image = draw(frame)
-            imaging.write_image(folder / f"frame_{frame:05d}.png", image)
+            writer.write(folder / f"frame_{frame:05d}.png", image)
             if args.video:
                 images.append(image)
             drawn += 1
@@ -465,9 +466,9 @@ def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) 
     folder.mkdir(parents=True, exist_ok=True)
     images = []
     budget = Budget(args.budget)
-    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance:
+    with count_progress(f"rendering {len(frames)} frames", len(frames)) as advance, imaging.ImageWriter() as writer:
         def keep(frame: int, image) -> bool:
-            imaging.write_image(folder / f"frame_{frame:05d}.png", image)
+            writer.write(folder / f"frame_{frame:05d}.png", image)
             if args.video:
                 images.append(image)
             advance()

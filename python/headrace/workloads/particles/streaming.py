@@ -30,8 +30,8 @@ METHODS: dict[str, tuple[str, dict[str, Any], bool]] = {
     "ram": ("ram", {}, False),                        # the file in RAM, copied batch by batch
     "ram-pinned": ("mmap", {"pin_files": True}, False),  # the file page-locked in RAM, DMA'd batch by batch
     "mmap-all": ("mmap", {"mmap_mode": "whole"}, False),
-    "mmap-segment": ("mmap", {"mmap_mode": "segment"}, False),
-    "mmap-batch": ("mmap", {"mmap_mode": "window"}, False),
+    "mmap-segment": ("mmap", {"mmap_mode": "segment"}, False),  # each render segment mapped as it loads
+    "mmap-batch": ("mmap", {"mmap_mode": "window"}, False),     # the segments in flight mapped at once
     "pread": ("posix", {}, False),                    # ReadFile's counterpart: threads of pread
     "direct": ("direct", {}, False),                  # O_DIRECT
     "uring-naive": ("uring", {"max_batch": 1}, False),  # every request submitted on its own
@@ -56,6 +56,24 @@ def method_codec(codec: str) -> str:
 GPU_METHODS = {"vram": "keeps the frame in GPU memory", "ram-pinned": "copies page-locked pages to the GPU by DMA",
                "cufile": "reads into GPU memory"}
 
+
+
+def segment_bytes(ds: Any, field: int, batch: int) -> int:
+    """The bytes of the largest render segment of any frame (a batch of at most ``batch`` particles in whole
+    chunks, as the renderer groups them), in whole pages: the mapping methods' read task."""
+    table = ds.container.chunk_table()
+    mine = table["field"] == field
+    most = 0
+    for frame in np.unique(table["frame"][mine]):
+        counts = table["element_count"][mine & (table["frame"] == frame)]
+        taken = 0
+        for count in counts.tolist():
+            if taken and taken + count > batch:
+                most, taken = max(most, taken), 0
+            taken += count
+        most = max(most, taken)
+    page, most_task = 4096, 256 << 20  # the engine's read tasks: whole pages, at most 256 MiB
+    return min(most_task, -(-max(1, most) * 32 // page) * page)  # the particles record: 8 float32
 
 
 class StreamingRenderer:
@@ -88,6 +106,12 @@ class StreamingRenderer:
         if field not in fields:
             raise _ext.UnknownNameError(f"{ds.path}: no field {field!r} (fields: {', '.join(fields)})")
         self.field, self.batch, self.segments = fields.index(field), int(batch), int(segments)
+        if method in ("mmap-segment", "mmap-batch"):
+            # Seed 000's "map individually" and "map batches": a mapping is one render segment (a batch's
+            # particles, whole chunks); mmap-batch keeps as many as there are segments in flight.
+            knobs = {**knobs, "task_size_bytes": segment_bytes(ds, self.field, self.batch)}
+            if method == "mmap-batch":
+                knobs["mmap_window_segments"] = self.segments
         # The process's engine for this method: its queue, staging and page-locked files outlive the renderer.
         self.engine = headrace.shared_engine(None if self.ordinal < 0 else self.ordinal, backend=backend,
                                              decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
