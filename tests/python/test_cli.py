@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -97,3 +99,12 @@ def test_an_unavailable_gpu_path_gets_the_command_lines_hint(capsys, monkeypatch
                                                "the CPU instead (--device cpu runs it on the host)")
     assert main(["render", str(particle_file), "--frame", "0", "--device", "cpu", "--out", str(tmp_path / "x.png")]) == 1
     assert capsys.readouterr().err.strip().endswith("render on the CPU instead")
+
+
+def test_importing_headrace_loads_no_converter_or_generator():
+    """Every command pays `import headrace`: the converters and generators (a quarter of a second on the CPU
+    machine) load only where a command converts or generates."""
+    loaded = subprocess.run([sys.executable, "-c", "import sys, headrace; print(' '.join(sorted(m for m in sys.modules "
+                             "if m.startswith(('headrace.convert', 'headrace.generate')))))"],
+                            check=True, capture_output=True, text=True).stdout.split()
+    assert loaded == []

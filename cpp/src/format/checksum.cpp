@@ -3,6 +3,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include <cstring>
+
 namespace headrace::format {
 namespace xxh3 {
 // The wider instruction sets' builds (xxh3/*.cpp), chosen at run time: the same sums, faster.
@@ -31,6 +33,22 @@ const Xxh3Kernel& fastest() {
 }  // namespace
 
 const char* xxh3_instruction_set() noexcept { return fastest().instruction_set; }
+
+const Xxh3Keys& xxh3_keys() noexcept {
+  static const Xxh3Keys keys = [] {
+    static_assert(sizeof(XXH3_kSecret) == 192, "the long hash's default secret");
+    Xxh3Keys k{};
+    const auto word = [](std::size_t at) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, XXH3_kSecret + at, sizeof w);  // little-endian, as XXH_readLE64 on x86-64
+      return w;
+    };
+    for (std::size_t i = 0; i < 24; ++i) k.stripe[i] = word(8 * i);
+    for (std::size_t i = 0; i < 8; ++i) k.last[i] = word(192 - 64 - 7 + 8 * i), k.merge[i] = word(11 + 8 * i);
+    return k;
+  }();
+  return keys;
+}
 
 std::uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept { return fastest().hash(bytes.data(), bytes.size()); }
 

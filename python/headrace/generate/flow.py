@@ -38,6 +38,7 @@ import numpy as np
 from headrace import errors
 from headrace.convert import ProgressCallback, write_source
 from headrace.convert.source import AttributeValue, BBox, FieldInfo, Piece, SourceFrame
+from headrace.grid_layouts import DEFAULT_BLOCK, TARGET_CHUNK_BYTES, default_block, from_blocks, padded_to, to_blocks
 from headrace.writer import Codec, default_chunk_size
 
 __all__ = [
@@ -56,9 +57,6 @@ __all__ = [
     "turbulence_velocity",
 ]
 
-# Chunk size aimed at when none is given (the writer's default but for gdeflate's 64 KiB), rounded down
-# to whole blocks.
-TARGET_CHUNK_BYTES = 4 << 20
 PERIOD_FRAMES = 16
 _B = math.sqrt(2.0)
 _C = 1.0
@@ -115,45 +113,6 @@ def turbulence_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float
         c = np.cos(wave[0] * x + wave[1] * y + wave[2] * z + (phase + omega * time))
         out += np.broadcast_to(c, shape)[..., None] * amplitude
     return out
-
-
-DEFAULT_BLOCK = (32, 32, 32)  # points of a native block when none is asked for (seed 002's blocks are 32^3 to 64^3)
-
-
-def default_block(dims: Sequence[int]) -> tuple[int, int, int]:
-    """:data:`DEFAULT_BLOCK`, no larger than the grid (``dims`` x, y, z) along any axis."""
-    x, y, z = (min(int(b), int(d)) for b, d in zip(DEFAULT_BLOCK, dims))
-    return x, y, z
-
-
-def padded_to(grid: np.ndarray, sides: Sequence[int]) -> np.ndarray:
-    """A ``(Z, Y, X, c)`` grid grown with zeros to whole multiples of ``sides`` (x, y, z): partial blocks
-    or partitions at the far edges stored whole (see the module docstring)."""
-    nz, ny, nx = grid.shape[:3]
-    grow = [(-n) % side for n, side in zip((nz, ny, nx), (sides[2], sides[1], sides[0]))]
-    if not any(grow):
-        return grid
-    return np.pad(grid, [(0, grow[0]), (0, grow[1]), (0, grow[2])] + [(0, 0)] * (grid.ndim - 3))
-
-
-def to_blocks(grid: np.ndarray, block: Sequence[int]) -> np.ndarray:
-    """``(Z, Y, X, c)`` grid -> ``(elements, c)`` in block order (see the module docstring)."""
-    bx, by, bz = block
-    grid = padded_to(grid, block)
-    nz, ny, nx, c = grid.shape
-    blocked = grid.reshape(nz // bz, bz, ny // by, by, nx // bx, bx, c).transpose(0, 2, 4, 1, 3, 5, 6)
-    return blocked.reshape(-1, c)
-
-
-def from_blocks(values: np.ndarray, dims: Sequence[int], block: Sequence[int]) -> np.ndarray:
-    """``(elements, c)`` in block order -> ``(Z, Y, X, c)`` grid; the inverse of :func:`to_blocks` (the
-    padding of partial blocks dropped)."""
-    nx, ny, nz = dims
-    bx, by, bz = block
-    nbx, nby, nbz = -(-nx // bx), -(-ny // by), -(-nz // bz)
-    c = values.shape[-1]
-    blocked = values.reshape(nbz, nby, nbx, bz, by, bx, c).transpose(0, 3, 1, 4, 2, 5, 6)
-    return blocked.reshape(nbz * bz, nby * by, nbx * bx, c)[:nz, :ny, :nx]
 
 
 class _FlowSource:

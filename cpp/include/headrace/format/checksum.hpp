@@ -6,6 +6,8 @@
 #include <span>
 #include <vector>
 
+#include "headrace/format/xxh3_lanes.hpp"
+
 namespace headrace::format {
 
 [[nodiscard]] std::uint64_t xxh3_64(std::span<const std::byte> bytes) noexcept;
@@ -18,5 +20,7 @@ struct Xxh3Kernel {
 // The builds this CPU runs, fastest first; xxh3_64 uses the first.
 [[nodiscard]] std::vector<Xxh3Kernel> xxh3_kernels();
 [[nodiscard]] const char* xxh3_instruction_set() noexcept;
+// The library's default secret as xxh3_lanes.hpp reads it (for the GPU's hash of long chunks).
+[[nodiscard]] const Xxh3Keys& xxh3_keys() noexcept;
 
 }  // namespace headrace::format

@@ -14,7 +14,7 @@ import numpy as np
 import headrace
 from headrace import _ext
 from headrace.errors import UsageError
-from headrace.generate.flow import DEFAULT_BLOCK, TARGET_CHUNK_BYTES, default_block, padded_to, to_blocks
+from headrace.grid_layouts import DEFAULT_BLOCK, TARGET_CHUNK_BYTES, default_block, padded_to, to_blocks
 from headrace.workloads.streamlines.flow import (POINT_BYTES, blocks_text, grid_of, sides_text, velocity_dtype,
                                                  velocity_grid, velocity_of)
 from headrace.workloads.streamlines.notes import say_note
