@@ -5,6 +5,8 @@
 #   call 1: bash bench/users_at_speed_on_device.sh setup build data   (again if cut: finished files are kept, a cut one is never half written)
 #   call 2: bash bench/users_at_speed_on_device.sh setup build yardsticks render play trace overlap compressed table
 # The trace alone (its data made here, where writing its lines goes): setup build flowdata starts trace writeparts
+# Where a phase's cost goes: parts (one render's wall), checksums (verification on/off), compressedparts,
+# checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite).
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
@@ -184,6 +186,10 @@ compressed() {
       timed "render-$name-cold-$round" python3 -m headrace render "$work/$name.hrc" --frame 0 --stats --out build/c.png
     done
   done
+}
+
+checksumspeed() {  # XXH3 on every core and on the GPU (ChunkHasher), its sums against the host's
+  within 120 ./build/device/headrace_checksum_speed | tee "$OUT/checksum-speed.txt"
 }
 
 gpuchecks() {  # the C++ GPU suite (the engine's copies checked while they run among it)
