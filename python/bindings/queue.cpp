@@ -202,6 +202,10 @@ void bind_queue(nb::module_& m) {
           "page-lock files for DMA from their pages: auto (cached whole, within pin_budget_bytes), on/True, off/False")
       .def_rw("pin_budget_bytes", &QueueOptions::pin_budget_bytes, "bytes auto keeps page-locked; 0: a quarter of the memory")
       .def_rw("verify_checksums", &QueueOptions::verify_checksums, "check each chunk's checksum (always before nvCOMP)")
+      .def_prop_rw(
+          "check_on", [](const QueueOptions& o) { return std::string(detail::name_of(engine::check_on_names, o.check_on_gpu)); },
+          [](QueueOptions& o, const std::string& where) { o.check_on_gpu = detail::parse_name(engine::check_on_names, where, "check_on"); },
+          "where plain chunks copied to a GPU are checked: host (beside the DMA) or gpu (where they landed)")
       .def_rw("staging_huge_pages", &QueueOptions::staging_huge_pages,
               "pinned staging in transparent huge pages (made faster), else cuMemHostAlloc")
       .def_rw("stream_value_fences", &QueueOptions::stream_value_fences, "fire-and-forget fences (needs decode_on='cpu')")

@@ -20,26 +20,37 @@ std::optional<ChunkChecker::VerifiedRange> ChunkChecker::range_of(const ChunkChe
   return VerifiedRange{chunk.pinned_at->first, chunk.pinned_at->second, chunk.stored_size, *chunk.checksum};
 }
 
+bool ChunkChecker::checked_before(const ChunkCheck& chunk) {
+  const auto range = range_of(chunk);
+  if (!range) return false;
+  std::lock_guard lock(verified_mutex_);
+  return verified_.count(*range) != 0;
+}
+
+void ChunkChecker::expect_sum(const ChunkCheck& chunk, std::uint64_t sum) {
+  HEADRACE_EXPECT(sum == *chunk.checksum, ChecksumMismatchError,
+                  std::string(chunk.label) + ": expected checksum " + std::to_string(*chunk.checksum) + ", found " + std::to_string(sum));
+  ++checksums_checked_;
+  if (const auto range = range_of(chunk)) {
+    std::lock_guard lock(verified_mutex_);
+    verified_.insert(*range);
+  }
+}
+
+std::exception_ptr ChunkChecker::compare(const ChunkCheck& chunk, std::uint64_t sum) {
+  try {
+    expect_sum(chunk, sum);
+  } catch (const std::exception&) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
 ChunkCheckResult ChunkChecker::check_one(const ChunkCheck& chunk) {
   ChunkCheckResult result;
   try {
-    const auto range = range_of(chunk);
-    bool checked_before = false;
-    if (range) {
-      std::lock_guard lock(verified_mutex_);
-      checked_before = verified_.count(*range) != 0;
-    }
-    if (chunk.checksum && chunk.verify && !checked_before) {
-      const std::uint64_t sum = chunk.landed_sum ? *chunk.landed_sum : format::xxh3_64({chunk.stored, chunk.stored_size});
-      HEADRACE_EXPECT(sum == *chunk.checksum, ChecksumMismatchError,
-                      std::string(chunk.label) + ": expected checksum " + std::to_string(*chunk.checksum) + ", found " +
-                          std::to_string(sum));
-      ++checksums_checked_;
-      if (range) {
-        std::lock_guard lock(verified_mutex_);
-        verified_.insert(*range);
-      }
-    }
+    if (chunk.checksum && chunk.verify && !checked_before(chunk))
+      expect_sum(chunk, chunk.landed_sum ? *chunk.landed_sum : format::xxh3_64({chunk.stored, chunk.stored_size}));
     if (chunk.decode_into != nullptr) {
       const auto start = detail::SteadyClock::now();
       HEADRACE_EXPECT(chunk.chain != nullptr && !chunk.chain->empty(), UsageError,

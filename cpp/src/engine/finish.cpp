@@ -36,11 +36,11 @@ void Queue::Impl::finish_loop(Lane lane) {
       flight = std::move(flights.front());
       flights.pop_front();
     }
-    finish_flight(flight);
+    finish_flight(flight, lane);
   }
 }
 
-void Queue::Impl::finish_flight(queue::Flight& flight) {
+void Queue::Impl::finish_flight(queue::Flight& flight, Lane lane) {
   std::vector<std::uint64_t> stored_sizes;
   {
     std::lock_guard lock(mutex_);
@@ -95,37 +95,42 @@ void Queue::Impl::finish_flight(queue::Flight& flight) {
     std::lock_guard lock(mutex_);
     stamp_flight_locked(flight.number, &FlightRecord::checked_s, Clock::now());
   }
-  finish_on_device(device_work, flight.number);
+  finish_on_device(device_work, flight.number, lane);
 }
 
 // Checksums and CPU decoding of requests whose bytes pass the host (codec/chunk_checks.hpp). Returns
 // per request its error (null when fine). Chunks nvCOMP decodes are always checked: it trusts
 // its input, and a corrupt frame can read wild addresses and kill the GPU context.
-std::vector<std::exception_ptr> Queue::Impl::check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds) {
+codec::ChunkCheck Queue::Impl::chunk_check_locked(const Entry& entry) const {
+  const Request& r = entry.request;
+  const Route route = entry.plan.route;
+  codec::ChunkCheck chunk;
+  chunk.stored = stored_bytes(entry);
+  chunk.stored_size = r.stored_size;
+  chunk.checksum = r.checksum;
+  chunk.verify = options_.verify_checksums || route == Route::device_decode;
+  chunk.landed_sum = entry.plan.landed_checksum;
+  chunk.chain = entry.plan.chain;
+  if (route == Route::host_decode) chunk.decode_into = reinterpret_cast<std::byte*>(r.destination.address);
+  if (route == Route::device_cpu_decode) chunk.decode_into = entry.plan.region->data + align_up(r.stored_size);
+  chunk.raw_size = r.raw_size;
+  chunk.label = r.label;
+  chunk.file_offset = r.offset;
+  if (entry.plan.pinned()) chunk.pinned_at = std::pair<std::uint64_t, std::uint64_t>{r.file, r.offset};
+  return chunk;
+}
+
+std::vector<std::exception_ptr> Queue::Impl::check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds,
+                                                              const std::vector<bool>& on_gpu) {
   // A deque's elements stay put while enqueue appends, but its index of blocks may move: look the
   // entries up under the lock, then work on them without it (nobody else writes what is read here).
   std::vector<codec::ChunkCheck> chunks;
   chunks.reserve(ids.size());
   {
     std::lock_guard lock(mutex_);
-    for (const RequestId id : ids) {
-      const Entry& entry = book_.entry(id);
-      const Request& r = entry.request;
-      const Route route = entry.plan.route;
-      codec::ChunkCheck chunk;
-      chunk.stored = stored_bytes(entry);
-      chunk.stored_size = r.stored_size;
-      chunk.checksum = r.checksum;
-      chunk.verify = options_.verify_checksums || route == Route::device_decode;
-      chunk.landed_sum = entry.plan.landed_checksum;
-      chunk.chain = entry.plan.chain;
-      if (route == Route::host_decode) chunk.decode_into = reinterpret_cast<std::byte*>(r.destination.address);
-      if (route == Route::device_cpu_decode) chunk.decode_into = entry.plan.region->data + align_up(r.stored_size);
-      chunk.raw_size = r.raw_size;
-      chunk.label = r.label;
-      chunk.file_offset = r.offset;
-      if (entry.plan.pinned()) chunk.pinned_at = std::pair<std::uint64_t, std::uint64_t>{r.file, r.offset};
-      chunks.push_back(chunk);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      chunks.push_back(chunk_check_locked(book_.entry(ids[i])));
+      if (i < on_gpu.size() && on_gpu[i]) chunks.back().verify = false;
     }
   }
   const auto results = checker_.run(chunks);
@@ -155,14 +160,17 @@ void Queue::Impl::finish_on_host(const std::vector<RequestId>& ids) {
 // consumers wait on, the batch's event, is recorded only after the checks, and a request whose check
 // fails fails, its copy waited for first. Chunks to decode are checked before they are copied: nvCOMP
 // trusts its input.
-void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight) {
+void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight, Lane lane) {
   if (ids.empty()) return;
   auto completion = std::make_unique<Completion>();
   completion->flight = flight;
   completion->decoding = codec::gpu::DecodeBatch(decoders_->limits());
   const auto stream = stream_->handle();
-  std::vector<bool> copied_early(ids.size(), false);
+  std::vector<bool> copied_early(ids.size(), false), on_gpu(ids.size(), false);
   bool copies_late = false;  // of chunks decoded: the batch's copy time then spans its checks too
+  // check_on_gpu: the plain chunks the GPU checks where they landed, and what their sums are compared with.
+  std::vector<codec::gpu::ChunkHasher::Chunk> hashed;
+  std::vector<std::pair<std::size_t, codec::ChunkCheck>> gpu_checked;  // (index in ids, its check)
   std::exception_ptr failure;
   {
     std::lock_guard issuing(issue_mutex_);
@@ -175,9 +183,17 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
           copies_late = true;
           continue;
         }
-        copies.add(static_cast<gpu::CUdeviceptr>(entry.request.destination.address), stored_bytes(entry), entry.request.raw_size,
-                   source_end(entry));
+        const auto destination = static_cast<gpu::CUdeviceptr>(entry.request.destination.address);
+        copies.add(destination, stored_bytes(entry), entry.request.raw_size, source_end(entry));
         copied_early[i] = true;
+        if (!hasher_ || !entry.request.checksum || hashed.size() == gpu_checks_a_flight ||
+            !codec::gpu::ChunkHasher::hashes({destination, entry.request.raw_size}))
+          continue;
+        codec::ChunkCheck check = chunk_check_locked(entry);
+        if (checker_.checked_before(check)) continue;
+        hashed.push_back({destination, entry.request.raw_size});
+        gpu_checked.emplace_back(i, std::move(check));
+        on_gpu[i] = true;
       }
     }
     if (!copies.runs().empty()) {
@@ -185,13 +201,32 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
         completion->started.record(stream);
         copies.issue(stream);
         if (!copies_late) completion->copied.record(stream);
+        if (!hashed.empty()) {
+          GpuChecks& checks = *gpu_checks_[lane];
+          const auto hashing = hash_stream_->handle();
+          checks.copied.record(stream);
+          const gpu::CudaDriver& cuda = gpu::require_driver();
+          gpu::check(cuda.cuStreamWaitEvent(hashing, checks.copied.handle(), 0), "cuStreamWaitEvent");
+          hasher_->hash(hashed, checks.sums.pointer(), hashing);
+          gpu::check(cuda.cuMemcpyDtoHAsync(checks.landed.data(), checks.sums.pointer(), hashed.size() * sizeof(std::uint64_t), hashing),
+                     "cuMemcpyDtoHAsync");
+          checks.hashed.record(hashing);
+        }
       } catch (const std::exception&) {
         failure = std::current_exception();
       }
     }
   }
   std::vector<double> decode_seconds;
-  const std::vector<std::exception_ptr> errors = check_and_decode(ids, decode_seconds);
+  std::vector<std::exception_ptr> errors = check_and_decode(ids, decode_seconds, on_gpu);
+  if (!hashed.empty() && !failure) {
+    // The host waits for the GPU's sums (its own checks ran meanwhile): consumers see only checked bytes.
+    GpuChecks& checks = *gpu_checks_[lane];
+    checks.hashed.synchronize();
+    const auto* sums = reinterpret_cast<const std::uint64_t*>(checks.landed.data());
+    for (std::size_t k = 0; k < gpu_checked.size(); ++k)
+      errors[gpu_checked[k].first] = checker_.compare(gpu_checked[k].second, sums[k]);
+  }
   const bool any_early = std::find(copied_early.begin(), copied_early.end(), true) != copied_early.end();
   bool early_failed = failure != nullptr;
   for (std::size_t i = 0; i < ids.size(); ++i) early_failed = early_failed || (copied_early[i] && errors[i]);

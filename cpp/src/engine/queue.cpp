@@ -51,6 +51,7 @@ QueueOptions QueueOptions::from_environment() {
   if (auto v = environment("HEADRACE_DECODE_THREADS"))
     o.decode_threads = static_cast<unsigned>(std::min<std::uint64_t>(parse_unsigned("HEADRACE_DECODE_THREADS", *v), ~0u));
   if (auto v = environment("HEADRACE_VERIFY_CHECKSUMS")) o.verify_checksums = parse_bool("HEADRACE_VERIFY_CHECKSUMS", *v);
+  if (auto v = environment("HEADRACE_CHECK_ON")) o.check_on_gpu = detail::parse_name(check_on_names, *v, "HEADRACE_CHECK_ON");
   if (auto v = environment("HEADRACE_STAGING_HUGE_PAGES")) o.staging_huge_pages = parse_bool("HEADRACE_STAGING_HUGE_PAGES", *v);
   if (auto v = environment("HEADRACE_STRICT")) o.strict = parse_bool("HEADRACE_STRICT", *v);
   if (auto v = environment("HEADRACE_STATUS_HISTORY")) o.status_history = parse_unsigned("HEADRACE_STATUS_HISTORY", *v);
@@ -84,6 +85,17 @@ Queue::Impl::Impl(QueueOptions options)
     // A decoder call takes a flight's chunks, as blocks (at most a chunk each, at least 4 KiB each).
     decoders_.emplace(options_.device, 2,
                       codec::gpu::BatchedDecoderLimits{max_decode_items, max_decode_chunk_bytes, decoder_total_bytes});
+    if (options_.check_on_gpu && options_.verify_checksums) {
+      try {
+        hasher_.emplace(options_.device);
+        hash_stream_.emplace();
+        for (auto& checks : gpu_checks_) checks.emplace();
+      } catch (const UnavailableError& why) {
+        HEADRACE_EXPECT(!options_.strict, UnavailableError, std::string("check_on=gpu: ") + why.what());
+        hasher_.reset();
+        note_fallback_locked(std::string("checks on the host: ") + why.what());
+      }
+    }
   }
   if (cufile) {
     HEADRACE_EXPECT(device_.has_value(), UsageError, "cuFile reads need a queue made for a GPU (device >= 0)");
@@ -491,6 +503,7 @@ std::string Queue::Impl::describe() const {
     text += " destinations=host";
   }
   if (!options_.verify_checksums) text += " checksums=off";
+  else if (hasher_) text += " checksums=gpu";
   // Per file, at most a few: a long series of files is summed up.
   constexpr std::size_t listed_files = 4;
   for (std::size_t f = 0; f < files_.size() && f < listed_files; ++f) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "headrace/codec/chunk_checks.hpp"
+#include "headrace/codec/gpu/chunk_hasher.hpp"
 #include "headrace/codec/gpu/decode_batch.hpp"
 #include "headrace/detail/seconds.hpp"
 #include "headrace/engine/queue.hpp"
@@ -40,7 +41,8 @@ using Clock = detail::SteadyClock;
 
 inline constexpr std::uint32_t fence_words = 1u << 16;  // device words for value fences, reused by generation
 inline constexpr std::uint64_t decoder_total_bytes = std::uint64_t{256} << 20;     // raw bytes one decoder call takes
-inline constexpr std::size_t max_decode_items = 16384;  // blocks one decoder call takes (a flight's chunks, cut in blocks)
+inline constexpr std::size_t max_decode_items = 16384;
+inline constexpr std::size_t gpu_checks_a_flight = 4096;  // the rest of a larger flight is checked on the host  // blocks one decoder call takes (a flight's chunks, cut in blocks)
 
 // How a dispatched request travels.
 enum class Route : std::uint8_t {
@@ -187,10 +189,13 @@ class Queue::Impl {
 
   // ---- finish.cpp ----
   void finish_loop(Lane lane);
-  void finish_flight(queue::Flight& flight);
-  std::vector<std::exception_ptr> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds);
+  void finish_flight(queue::Flight& flight, Lane lane);
+  // on_gpu (by id): checked on the GPU, so not here.
+  std::vector<std::exception_ptr> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds,
+                                                   const std::vector<bool>& on_gpu = {});
+  codec::ChunkCheck chunk_check_locked(const Entry& entry) const;
   void finish_on_host(const std::vector<RequestId>& ids);
-  void finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight);
+  void finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight, Lane lane);
   void complete_loop();
   // Where a request's stored bytes are once read (or, pinned, where they always were), and the end of
   // the host buffer they lie in.
@@ -209,6 +214,16 @@ class Queue::Impl {
   // Two decoders per coding, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
   std::optional<codec::gpu::DecoderPool> decoders_;
   codec::ChunkChecker checker_{options_.decode_threads};  // the finisher and decode_threads - 1 helpers
+  // check_on_gpu: the hash kernels on a stream of their own, and per lane (its finisher checks one
+  // flight at a time) the sums on the GPU and where they come back to.
+  struct GpuChecks {
+    gpu::DeviceBuffer sums{gpu_checks_a_flight * sizeof(std::uint64_t)};
+    gpu::PinnedBuffer landed{gpu_checks_a_flight * sizeof(std::uint64_t)};
+    gpu::Event copied{false}, hashed{false};
+  };
+  std::optional<codec::gpu::ChunkHasher> hasher_;
+  std::optional<gpu::Stream> hash_stream_;
+  std::array<std::optional<GpuChecks>, lanes> gpu_checks_;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable fences_changed_;

@@ -332,8 +332,9 @@ TEST(QueueGpu, CorruptChunkFailsByItsLabelBeforeTheGpuDecoderSeesIt) {
   }
 }
 
-// A plain chunk is copied while its checksum is checked: a corrupt one still fails by its label, and its
-// neighbours land whole (read and page-locked alike).
+// A plain chunk is copied while its checksum is checked (on the host beside the DMA, or on the GPU where
+// it landed): a corrupt one still fails by its label, and its neighbours land whole (read and
+// page-locked alike).
 TEST(QueueGpu, CorruptPlainChunkCopiedWhileCheckedFailsByItsLabelAndItsNeighboursLand) {
   SKIP_WITHOUT_GPU();
   const Particles data(1, 20000, CodecId::none);
@@ -345,8 +346,12 @@ TEST(QueueGpu, CorruptPlainChunkCopiedWhileCheckedFailsByItsLabelAndItsNeighbour
   const auto expected = testing::particle_values(20000, 0.0f);
   const auto* expected_bytes = reinterpret_cast<const std::byte*>(expected.data());
   gpu::Device device(0);
+  for (const bool on_gpu : {false, true})
   for (const bool pinned : {false, true}) {
-    Queue queue(gpu_options(false, pinned));
+    QueueOptions options = gpu_options(false, pinned);
+    options.check_on_gpu = on_gpu;  // the sums of the bytes where they landed, on the GPU
+    Queue queue(options);
+    if (on_gpu) EXPECT_NE(queue.describe().find("checksums=gpu"), std::string::npos) << queue.describe();
     const FileId file = queue.add_file(data.path);
     gpu::DeviceBuffer out(20000 * 32);
     fill(out, 0xEE);
@@ -365,7 +370,8 @@ TEST(QueueGpu, CorruptPlainChunkCopiedWhileCheckedFailsByItsLabelAndItsNeighbour
             << status.message;
       } else {
         EXPECT_EQ(status.state, RequestState::done) << i << ": " << status.message;
-        EXPECT_EQ(std::memcmp(got.data() + at, expected_bytes + at, size), 0) << "chunk " << i << (pinned ? " pinned" : " read");
+        EXPECT_EQ(std::memcmp(got.data() + at, expected_bytes + at, size), 0)
+            << "chunk " << i << (pinned ? " pinned" : " read") << (on_gpu ? ", checked on the GPU" : "");
       }
     }
     EXPECT_EQ(queue.stats().requests.failed, 1u) << queue.describe();
@@ -399,8 +405,11 @@ TEST(QueueGpu, PinnedFilesCheckEachChunkOnceAndReadFilesEveryTime) {
   const Particles data(1, 20000, CodecId::none);
   const auto chunks = data.container.chunks_of(0, 0);
   gpu::Device device(0);
+  for (const bool on_gpu : {false, true})
   for (const bool pinned : {false, true}) {
-    Queue queue(gpu_options(false, pinned));
+    QueueOptions options = gpu_options(false, pinned);
+    options.check_on_gpu = on_gpu;
+    Queue queue(options);
     const FileId file = queue.add_file(data.path);
     gpu::DeviceBuffer out(20000 * 32);
     for (int pass = 0; pass < 3; ++pass) {

@@ -50,6 +50,11 @@ class ChunkChecker {
 
   // Checks and decodes every chunk, in parallel; one result per chunk.
   [[nodiscard]] std::vector<ChunkCheckResult> run(std::span<const ChunkCheck> chunks);
+  // Whether a page-locked chunk's checksum passed before (then it is not computed again).
+  [[nodiscard]] bool checked_before(const ChunkCheck& chunk);
+  // The chunk's sum computed elsewhere (on the GPU, where it landed), compared as run() compares its
+  // own: the error, or null (and a page-locked chunk's range remembered).
+  [[nodiscard]] std::exception_ptr compare(const ChunkCheck& chunk, std::uint64_t sum);
   // Checksums computed so far (page-locked chunks: once each).
   [[nodiscard]] std::uint64_t checksums_checked() const noexcept { return checksums_checked_; }
 
@@ -57,6 +62,8 @@ class ChunkChecker {
   using VerifiedRange = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;  // file, offset, size, sum
   [[nodiscard]] static std::optional<VerifiedRange> range_of(const ChunkCheck& chunk);
   ChunkCheckResult check_one(const ChunkCheck& chunk);
+  // Throws ChecksumMismatchError naming the chunk; counts it and remembers a page-locked range.
+  void expect_sum(const ChunkCheck& chunk, std::uint64_t sum);
 
   std::optional<detail::ThreadPool> pool_;  // empty with one thread: the caller alone
   std::mutex verified_mutex_;

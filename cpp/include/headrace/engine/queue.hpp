@@ -81,6 +81,11 @@ struct QueueOptions {
   // that nvCOMP decodes are always checked: it trusts its input, and a corrupt frame can read wild
   // addresses and kill the GPU context (compute-sanitizer shows it for a truncated zstd frame).
   bool verify_checksums = true;
+  // Where a plain chunk copied to a GPU is checked: on the host beside its DMA (false), or on the GPU
+  // where it landed (codec/gpu/chunk_hasher.hpp), the host waiting only for the sums; chunks of 240
+  // bytes or less, at unaligned addresses, and those nvCOMP decodes are checked on the host either way.
+  // Without the kernels, the host (said in describe()).
+  bool check_on_gpu = false;
   // wait_on_stream before the fence is reached, even before submit: the consumer stream waits for a
   // value the copy stream writes (cuStreamWaitValue32), "fire and forget" (seed 000, algorithm 2).
   // The price: until the fence is reached, no thread of the process may make a CUDA call that waits
@@ -113,6 +118,8 @@ struct QueueOptions {
 
 // decode_on_gpu's names (HEADRACE_DECODE_ON, the bindings' decode_on).
 inline constexpr detail::EnumNames<bool, 2> decode_on_names{{{true, "gpu"}, {false, "cpu"}}};
+// check_on_gpu's names (HEADRACE_CHECK_ON, the bindings' check_on).
+inline constexpr detail::EnumNames<bool, 2> check_on_names{{{true, "gpu"}, {false, "host"}}};
 
 struct QueueStats {
   queue::RequestTotals requests;  // finished ones: counts by state, bytes (stored, raw, by source) of the done
