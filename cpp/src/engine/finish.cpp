@@ -186,7 +186,8 @@ void Queue::Impl::finish_on_device(const std::vector<RequestId>& ids, std::uint6
         const auto destination = static_cast<gpu::CUdeviceptr>(entry.request.destination.address);
         copies.add(destination, stored_bytes(entry), entry.request.raw_size, source_end(entry));
         copied_early[i] = true;
-        if (!hasher_ || !entry.request.checksum || hashed.size() == gpu_checks_a_flight ||
+        // A page-cache read was hashed by its reading thread as it landed: only compared, never summed again.
+        if (!hasher_ || !entry.request.checksum || entry.plan.landed_checksum || hashed.size() == gpu_checks_a_flight ||
             !codec::gpu::ChunkHasher::hashes({destination, entry.request.raw_size}))
           continue;
         codec::ChunkCheck check = chunk_check_locked(entry);

@@ -61,17 +61,8 @@ GPU_METHODS = {"vram": "keeps the frame in GPU memory", "ram-pinned": "copies pa
 def segment_bytes(ds: Any, field: int, batch: int) -> int:
     """The bytes of the largest render segment of any frame (a batch of at most ``batch`` particles in whole
     chunks, as the renderer groups them), in whole pages: the mapping methods' read task."""
-    table = ds.container.chunk_table()
-    mine = table["field"] == field
-    most = 0
-    for frame in np.unique(table["frame"][mine]):
-        counts = table["element_count"][mine & (table["frame"] == frame)]
-        taken = 0
-        for count in counts.tolist():
-            if taken and taken + count > batch:
-                most, taken = max(most, taken), 0
-            taken += count
-        most = max(most, taken)
+    most = max((particles for frame in range(len(ds.frames))
+                for *_, particles in _ext.particle_batches(ds.container, frame, field, batch)), default=1)
     page, most_task = 4096, 256 << 20  # the engine's read tasks: whole pages, at most 256 MiB
     return min(most_task, -(-max(1, most) * 32 // page) * page)  # the particles record: 8 float32
 
