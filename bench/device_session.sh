@@ -58,6 +58,12 @@ gputests() {
   grep -E "^(FAILED|ERROR|E  )|passed|failed" "$OUT/gputests.log" | head -60
 }
 
+gpuchecks() {  # the C++ GPU suite (the engine's copies checked while they run among it)
+  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64:/usr/local/cuda-13.0/targets/x86_64-linux/lib within 200 \
+    ./build/device/headrace_tests --gtest_filter='*Gpu*' > "$OUT/gpu-ctest.log" 2>&1; echo "headrace_tests *Gpu*: exit $?"
+  grep -E "PASSED|FAILED|Failure" "$OUT/gpu-ctest.log" | head -20
+}
+
 probe() {
   mkdir -p "$work"
   python3 -m headrace probe "$work" --size 8G --patterns sequential --block-sizes 4M --queue-depths 32,64 \

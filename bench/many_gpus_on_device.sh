@@ -132,6 +132,22 @@ trace() {
   cp build/trace-*.json "$OUT/" 2>/dev/null
 }
 
+dmasources() {  # N GPUs copying at once from pinned, page-locked anonymous and page-locked page-cache memory
+  cat "$work/p5m.hrc" > /dev/null
+  local n
+  for n in ${ranks//,/ }; do
+    within 120 mpiexec -n "$n" python3 bench/dma_sources.py "$work/p5m.hrc" 8 2>&1 | grep -v "^\s*$" | tail -3
+  done
+}
+
+streamchecks() {  # the hot stream with each chunk's checksum taken on the host and on the GPU where it lands
+  local how
+  for how in host gpu; do
+    HEADRACE_CHECK_ON=$how within 200 python3 -m headrace bench scaling "$work/p5m.hrc" --ranks "$ranks" --device 0 --cache hot \
+      --repeats 3 --workloads stream --out "$OUT/scaling-checks-$how" 2>&1 | grep -E "^stream" | sed "s/^/check_on=$how /"
+  done
+}
+
 smallchunks() {  # a looped stream of a frame of 25,600 chunks (128 KB): no status retired under it
   within 90 python3 -m headrace stream "$work/p100m.hrc" --device 0 --loop 6 --json | python3 -c "import json, sys; d = json.load(sys.stdin); print('p100m 128 KB chunks, loop 6:', d['frames'], 'frames', round(d['delivered_gbps'], 1), 'GB/s')"
 }

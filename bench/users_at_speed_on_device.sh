@@ -194,12 +194,6 @@ checksumspeed() {  # XXH3 on every core and on the GPU (ChunkHasher), its sums a
   within 120 ./build/device/headrace_checksum_speed | tee "$OUT/checksum-speed.txt"
 }
 
-gpuchecks() {  # the C++ GPU suite (the engine's copies checked while they run among it)
-  LD_LIBRARY_PATH=/tmp/site/nvidia/libnvcomp/lib64:/usr/local/cuda-13.0/targets/x86_64-linux/lib within 200 \
-    ./build/device/headrace_tests --gtest_filter='*Gpu*' > "$OUT/gpu-ctest.log" 2>&1; echo "headrace_tests *Gpu*: exit $?"
-  grep -E "PASSED|FAILED|Failure" "$OUT/gpu-ctest.log" | head -20
-}
-
 compressedparts() {  # where a compressed file's cold frame goes: 64 KiB GDeflate chunks, flights of more of them, 4 MiB chunks
   mkdir -p "$work"
   [[ -f $work/p100.hrc ]] || within 300 python3 -m headrace generate particles "$work/p100.hrc" --particles 100000000 \

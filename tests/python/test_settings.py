@@ -58,7 +58,7 @@ def test_the_queue_options_are_the_fields_of_queue_options_each_documented_with_
 ENVIRONMENT = {"backend": ("cufile", "cufile"), "cache_policy": ("bypass", "bypass"), "pin_files": ("off", "off"),
                "pin_budget_bytes": ("1048576", 1 << 20), "staging_bytes": ("1048576", 1 << 20), "max_batch": ("8", 8),
                "max_direct_bytes": ("65536", 65536), "decode_on": ("cpu", "cpu"), "decode_threads": ("3", 3),
-               "verify_checksums": ("off", False), "check_on": ("gpu", "gpu"), "staging_huge_pages": ("off", False), "stream_value_fences": ("on", True), "strict": ("on", True),
+               "verify_checksums": ("off", False), "check_on": ("host", "host"), "staging_huge_pages": ("off", False), "stream_value_fences": ("on", True), "strict": ("on", True),
                "status_history": ("2048", 2048)}
 
 

@@ -20,17 +20,26 @@ def frame_chunks(container: Any, frame: int, field: str) -> np.ndarray:
     return np.arange(first, first + count)
 
 
-def read_chunks(ds: Any, frame: int, field: str, positions: list[int], ordinal: int | None, size: int) -> Any:
+def read_chunks(ds: Any, frame: int, field: str, positions: list[int], ordinal: int | None, size: int,
+                reuse: Any = None) -> Any:
     """Chunks of a frame's field (positions among its chunks), read through the engine of GPU ``ordinal``
-    (or the host's) and packed in that order into a GPU buffer or a host byte array of ``size`` bytes."""
+    (or the host's) and packed in that order into a GPU buffer or a host byte array of ``size`` bytes or
+    more: ``reuse`` (the buffer of the previous frame, ready for new bytes) when it is large enough, else a
+    new one. Freeing and allocating GPU memory each frame waits for the device, so frames share a buffer."""
     engine = headrace.shared_engine(ordinal)
     queue = engine.queue
     file = engine.add_file(ds.path)
     size = max(size, 32)
-    buffer: Any = _ext.DeviceBuffer(ordinal, size) if ordinal is not None else np.empty(size, dtype=np.uint8)
+    buffer: Any = reuse if reuse is not None and _size_of(reuse) >= size else None
+    if buffer is None:
+        buffer = _ext.DeviceBuffer(ordinal, size) if ordinal is not None else np.empty(size, dtype=np.uint8)
     requests = queue.enqueue_chunk_list(file, ds, frame, field, positions, buffer)
     fence = queue.enqueue_signal()
     queue.submit()
     fence.wait()
     queue.summarize(requests).raise_first_failure()
     return buffer
+
+
+def _size_of(buffer: Any) -> int:
+    return int(buffer.nbytes) if isinstance(buffer, np.ndarray) else int(buffer.size_bytes)

@@ -81,11 +81,12 @@ struct QueueOptions {
   // that nvCOMP decodes are always checked: it trusts its input, and a corrupt frame can read wild
   // addresses and kill the GPU context (compute-sanitizer shows it for a truncated zstd frame).
   bool verify_checksums = true;
-  // Where a plain chunk copied to a GPU is checked: on the host beside its DMA (false), or on the GPU
-  // where it landed (codec/gpu/chunk_hasher.hpp), the host waiting only for the sums; chunks of 240
-  // bytes or less, at unaligned addresses, and those nvCOMP decodes are checked on the host either way.
-  // Without the kernels, the host (said in describe()).
-  bool check_on_gpu = false;
+  // Where a plain chunk copied to a GPU is checked: on the GPU where it landed (true; codec/gpu/
+  // chunk_hasher.hpp), the host waiting only for the sums, or on the host beside its DMA (false), whose
+  // second pass over the bytes held 4 GPUs' streams to 0.81 of the DMA ceiling (docs/results.md).
+  // Chunks of 240 bytes or less, at unaligned addresses, and those nvCOMP decodes are checked on the
+  // host either way. Without the kernels, the host (said in describe()).
+  bool check_on_gpu = true;
   // wait_on_stream before the fence is reached, even before submit: the consumer stream waits for a
   // value the copy stream writes (cuStreamWaitValue32), "fire and forget" (seed 000, algorithm 2).
   // The price: until the fence is reached, no thread of the process may make a CUDA call that waits

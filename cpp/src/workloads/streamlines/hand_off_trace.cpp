@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "headrace/detail/parallel_for.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
 #include "headrace/workloads/streamlines/resident_tracer.hpp"
@@ -197,25 +198,36 @@ Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& op
     out.points[at] = seeds[s], out.times[at] = 0.0f;
   }
   // A half-line's step k (0: the first after the seed) lies k + 1 after its seed, or before it backward.
-  std::vector<std::uint64_t> filled(count, 0);
+  // Checked and placed in one serial pass over the segments (where each one's points start), then copied
+  // on every core: tens of millions of points from four ranks are otherwise a serial copy on rank 0.
+  std::vector<std::uint64_t> filled(count, 0), starts(segments.size());
   std::uint64_t taken = 0;
-  for (const TracedSegment& seg : segments) {
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const TracedSegment& seg = segments[i];
     HEADRACE_EXPECT(seg.id < count && std::uint64_t{seg.first_step} + seg.count <= lines[seg.id].steps && taken + seg.count <= points.size(),
                     UsageError, "a segment of half-line " + std::to_string(seg.id) + " lies outside the trace");
-    const bool reversed = backward && seg.id % per_seed == 0;
-    const TracedPoint* from = points.data() + taken;
-    const std::int64_t seed = seed_at[seg.id / per_seed];
-    for (std::uint32_t k = 0; k < seg.count; ++k) {
-      const std::int64_t step = seg.first_step + k + 1;
-      const auto at = static_cast<std::size_t>(reversed ? seed - step : seed + step);
-      out.points[at] = from[k].p, out.times[at] = from[k].time;
-    }
+    starts[i] = taken;
     filled[seg.id] += seg.count, taken += seg.count;
   }
   for (std::uint64_t id = 0; id < count; ++id)
     HEADRACE_EXPECT(filled[id] == lines[id].steps, UsageError,
                     "half-line " + std::to_string(id) + " took " + std::to_string(lines[id].steps) + " steps, its segments hold " +
                         std::to_string(filled[id]) + " points");
+  constexpr std::uint64_t segments_a_task = 1024;
+  headrace::detail::parallel_for((segments.size() + segments_a_task - 1) / segments_a_task, 0, [&](std::uint64_t task) {
+    const std::uint64_t end = std::min<std::uint64_t>(segments.size(), (task + 1) * segments_a_task);
+    for (std::uint64_t i = task * segments_a_task; i < end; ++i) {
+      const TracedSegment& seg = segments[i];
+      const bool reversed = backward && seg.id % per_seed == 0;
+      const TracedPoint* from = points.data() + starts[i];
+      const std::int64_t seed = seed_at[seg.id / per_seed];
+      for (std::uint32_t k = 0; k < seg.count; ++k) {
+        const std::int64_t step = seg.first_step + k + 1;
+        const auto at = static_cast<std::size_t>(reversed ? seed - step : seed + step);
+        out.points[at] = from[k].p, out.times[at] = from[k].time;
+      }
+    }
+  });
   return out;
 }
 

@@ -94,9 +94,11 @@ def worker_render(path: str, device: str, frames: int, width: int, height: int, 
         return None
     slowest = {key: [max(s[key] for s in everyone) for everyone in per_frame]  # type: ignore[union-attr]
                for key in ("load_s", "draw_s", "wait_s", "composite_s")}
+    by_rank = {f"{key}_by_rank": [statistics.median(everyone[r][key] for everyone in per_frame)  # type: ignore[index]
+                                  for r in range(job.size)] for key in ("load_s", "draw_s")}
     return {"ranks": job.size, "frames": len(chosen), "seconds": seconds, "fps": len(chosen) / seconds,
             "compositing": painter.compositing, "schedule": getattr(painter, "schedule", "direct-send"),
-            "distribution": spread.describe(),
+            "distribution": spread.describe(), **by_rank,
             **{f"{key}_median": statistics.median(values) for key, values in slowest.items()}}
 
 
@@ -114,12 +116,12 @@ def _worker_alone(ds: Any, device: int | str, frames: list[int], width: int, hei
         whole = _painter(ds, device, width, height, "auto", Ranks())  # a job of its own: its share is the whole frame
         whole.render(frames[0])
         watch = Stopwatch()
-        for frame in frames:
-            whole.render(frame)
+        drawn = [whole.render(frame)[1] for frame in frames]
         seconds = watch.seconds()
         result = {"ranks": job.size, "frames": len(frames), "seconds": seconds, "fps": len(frames) / seconds,
-                  "compositing": "none", "schedule": "none", "distribution": chosen,
-                  **{f"{key}_median": 0.0 for key in ("load_s", "draw_s", "wait_s", "composite_s")}}
+                  "compositing": "none", "schedule": "none", "distribution": chosen, "cpus": len(os.sched_getaffinity(0)),
+                  **{f"{key}_median": statistics.median(s[key] for s in drawn) for key in ("load_s", "draw_s", "composite_s")},
+                  "wait_s_median": 0.0}
     job.barrier()
     return result
 
@@ -270,6 +272,11 @@ def run_study(files: list[str], ranks: list[int], device: str, caches: list[str]
         detail = "".join(f", {name} {middle[field] * 1e3:.2f} ms" for name, field in
                          (("load", "load_s_median"), ("draw", "draw_s_median"), ("composite", "composite_s_median"))
                          if middle.get(field))
+        if len(middle.get("draw_s_by_rank", ())) > 1:  # where the slowest rank's time goes
+            detail += "; by rank: " + ", ".join(f"{load * 1e3:.1f}+{draw * 1e3:.1f}" for load, draw in
+                                               zip(middle["load_s_by_rank"], middle["draw_s_by_rank"])) + " ms load+draw"
+        if "cpus" in middle:
+            detail += f" on {middle['cpus']} CPUs"
         chosen = f", {middle['distribution']}" if middle.get("distribution") else ""
         say(f"{workload:7s} {Path(path).name} ranks {n} {cache}: {key} {middle[key]:.3f}{detail}{chosen}")
 

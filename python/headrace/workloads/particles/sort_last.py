@@ -126,6 +126,7 @@ class ParticleShares:
         nodes = max(1, self.job.size // max(1, self.job.local_size))
         self.schedule = pick_schedule(self.job.size, width, height, schedule, nodes) if self.communicator is not None else "mpi"
         self._renderer: Any = None
+        self._buffer: Any = None  # the frame buffer, kept for the next frame
         self._stream = _ext.CudaStream(self.ordinal) if self.ordinal is not None else None
         self._compositor = _ext.DepthCompositor(self.communicator, width, height) if self.communicator is not None else None
 
@@ -141,7 +142,7 @@ class ParticleShares:
         counts = [int(table["raw_size"][rows[c]]) // 32 for c in mine]
         started = time.perf_counter()
         total = sum(counts)
-        buffer = read_chunks(ds, frame, self.field, mine, self.ordinal, total * 32)
+        buffer = self._buffer = read_chunks(ds, frame, self.field, mine, self.ordinal, total * 32, self._buffer)
         loaded = time.perf_counter()
         view = camera_spec(self.width, self.height, self.fov, **parse_camera(self.camera, view_box(ds, frame, self.field)))
         if self._renderer is None:

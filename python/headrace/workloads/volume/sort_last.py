@@ -99,6 +99,7 @@ class VolumeSlabs:
         self.layers = (int(first), int(last))
         self._runs = self.renderer.topology.slab_cells(first, last)
         self._held: np.ndarray | None = None
+        self._buffer: Any = None  # the frame buffer, kept for the next frame
         self.communicator, self.compositing = choose_compositing(self.job, self.ordinal, compositing)
         # On the GPUs: a stream of this rank's and the compositor, the layers never leaving GPU memory.
         self._on_gpus: tuple[Any, Any] | None = None
@@ -117,7 +118,7 @@ class VolumeSlabs:
             renderer.share_slab(self.layers[0], self.layers[1], held)
             self._held = held
         cells = int(held[:, 1].sum()) if len(held) else 0
-        buffer = read_chunks(ds, frame, renderer.field, positions, self.ordinal, cells * 4)
+        buffer = self._buffer = read_chunks(ds, frame, renderer.field, positions, self.ordinal, cells * 4, self._buffer)
         loaded = time.perf_counter()
         layer = None  # on the GPUs, the layer stays in the renderer's GPU memory
         if self._on_gpus is not None:

@@ -284,29 +284,42 @@ HEADRACE_HD inline bool advance(WalkAxis& w, std::int32_t regions) {
   Shaded acc;
   float t0 = 0, t1 = 0;
   if (!clip_ray(camera.eye, direction, v.domain_lower, v.domain_upper, t0, t1)) return acc;
+  // Sort-last: every region outside the slab and its ghost holds nothing here and a region's samples lie
+  // on its own lattice from t0 (below), so the ray starts where it enters the ghost instead of walking
+  // every region in front of the slab.
+  float start = t0;
+  const std::int32_t ghost_first = v.slab_first - 1, ghost_last = v.slab_last + 1;
+  if (ghost_first > 0 || ghost_last < v.regions[2]) {
+    Vec3 lower = v.domain_lower, upper = v.domain_upper;
+    if (ghost_first > 0) lower.z = fmaxf(lower.z, v.region_lower.z + static_cast<float>(ghost_first) * v.region_size.z);
+    if (ghost_last < v.regions[2]) upper.z = fminf(upper.z, v.region_lower.z + static_cast<float>(ghost_last) * v.region_size.z);
+    float s0 = 0, s1 = 0;
+    if (!clip_ray(camera.eye, direction, lower, upper, s0, s1)) return acc;
+    start = fmaxf(t0, s0);
+  }
   // 3-D DDA over the region grid from the entry point (per-axis scalars, not arrays indexed by the
   // axis, so that a GPU keeps them in registers).
-  const Vec3 entry = camera.eye + t0 * direction;
-  WalkAxis wx = walk_axis(v.region_lower.x, v.region_size.x, v.regions[0], entry.x, direction.x, t0);
-  WalkAxis wy = walk_axis(v.region_lower.y, v.region_size.y, v.regions[1], entry.y, direction.y, t0);
-  WalkAxis wz = walk_axis(v.region_lower.z, v.region_size.z, v.regions[2], entry.z, direction.z, t0);
+  const Vec3 entry = camera.eye + start * direction;
+  WalkAxis wx = walk_axis(v.region_lower.x, v.region_size.x, v.regions[0], entry.x, direction.x, start);
+  WalkAxis wy = walk_axis(v.region_lower.y, v.region_size.y, v.regions[1], entry.y, direction.y, start);
+  WalkAxis wz = walk_axis(v.region_lower.z, v.region_size.z, v.regions[2], entry.z, direction.z, start);
   // The angle a pixel spans (camera.up is scaled by the tangent of half the field of view).
   const float footprint_step = v.footprint * 2.0f * length(camera.up) / static_cast<float>(camera.height);
-  float t = t0, sample_t = t0, previous_value = 0;
+  float t = start, previous_value = 0;
   bool have_previous = false;
   while (t < t1 && acc.a < 0.99f) {
     const bool drawn = wz.cell >= v.slab_first && wz.cell < v.slab_last;
-    // Outside the slab, only while the ray still heads into it: regions with no data here (their lists
-    // are empty, so they classify as empty) are skipped as a whole-grid renderer skips empty ones, and
-    // the ghost layer is stepped as it would step it, so the slab's samples lie where its lie.
+    // Outside the slab, only while the ray still heads into it: the ghost layer, whose samples give an
+    // iso-surface the value a crossing into the slab starts from.
     if (!drawn && !(direction.z > 0.0f ? wz.cell < v.slab_first : (direction.z < 0.0f && wz.cell >= v.slab_last))) break;
     const int axis = wx.next < wy.next ? (wx.next < wz.next ? 0 : 2) : (wy.next < wz.next ? 1 : 2);
     const float exit = fminf(axis == 0 ? wx.next : (axis == 1 ? wy.next : wz.next), t1);
     const std::int64_t region = region_index(v, wx.cell, wy.cell, wz.cell);
     const float dt = fmaxf(v.region_step[region] / v.sampling, footprint_step * fmaxf(t, 0.0f));
-    if (v.region_visible[region]) {
-      for (; sample_t < exit && acc.a < 0.99f; sample_t += dt) {
-        if (!drawn && !v.iso_mode) continue;  // the ghost's samples: where they lie is all a DVR ray carries on
+    if (v.region_visible[region] && (drawn || v.iso_mode)) {  // a DVR ray takes nothing from the ghost
+      // A region's samples lie on its own lattice from where the ray entered the domain, whatever the
+      // regions before it did: one renderer and a slab's (which starts at its ghost) sample alike.
+      for (float sample_t = t0 + ceilf((t - t0) / dt) * dt; sample_t < exit && acc.a < 0.99f; sample_t += dt) {
         float value = 0;
         if (!reconstruct(v, camera.eye + sample_t * direction, region, value)) {
           have_previous = false;
@@ -323,9 +336,7 @@ HEADRACE_HD inline bool advance(WalkAxis& w, std::int32_t regions) {
         }
         previous_value = value, have_previous = true;
       }
-    } else if (sample_t < exit) {
-      // Skipped whole steps: the samples after it lie where a ray through it would take them.
-      sample_t += ceilf((exit - sample_t) / dt) * dt;
+    } else {
       have_previous = false;
     }
     t = exit;
