@@ -59,7 +59,7 @@ distributed() {
 
 light() {
   within 540 python3 -m headrace bench scaling "$work/p5m.hrc" "$work/amr30m.hrc" --ranks "$ranks" --device 0 --cache hot \
-    --repeats 3 --frames 8 --compositing "${COMPOSITING:-auto,host}" --workloads "${LIGHT_WORKLOADS:-stream,stream-python,render,render-auto,play}" \
+    --repeats 3 --frames 8 ${HOT_BYTES:+--hot-bytes "$HOT_BYTES"} --compositing "${COMPOSITING:-auto,host}" --workloads "${LIGHT_WORKLOADS:-stream,stream-python,render,render-auto,play}" \
     --out "$OUT/scaling-light" 2>&1 | grep -v "^\s*$"
 }
 
@@ -146,6 +146,11 @@ streamchecks() {  # the hot stream with each chunk's checksum taken on the host 
     HEADRACE_CHECK_ON=$how within 200 python3 -m headrace bench scaling "$work/p5m.hrc" --ranks "$ranks" --device 0 --cache hot \
       --repeats 3 --workloads stream --out "$OUT/scaling-checks-$how" 2>&1 | grep -E "^stream" | sed "s/^/check_on=$how /"
   done
+}
+
+slabcosts() {  # the heavy AMR frame's slabs drawn one by one on GPU 0: where sort-last's drawing goes
+  within 150 python3 bench/slab_costs.py "$work/amr200m.hrc" 2>&1 | grep -v "^\s*$" | tail -4
+  within 150 python3 bench/slab_costs.py "$work/amr200m.hrc" --opacity ramp:0.1,1,0.02 2>&1 | grep -v "^\s*$" | tail -4
 }
 
 smallchunks() {  # a looped stream of a frame of 25,600 chunks (128 KB): no status retired under it

@@ -114,6 +114,16 @@ class Ranks:
         if self.comm is not None:
             self.comm.Barrier()
 
+    def idle_barrier(self, poll_seconds: float = 0.001) -> None:
+        """A barrier that sleeps while it waits, for ranks idle while another works alone: MPI's Barrier polls
+        at full speed, a core a rank that the working rank's threads may want (a command's idle ranks wait in
+        MPI_Finalize, which sleeps between polls)."""
+        if self.comm is None:
+            return
+        request = self.comm.Ibarrier()
+        while not request.Test():
+            time.sleep(poll_seconds)
+
     def describe(self) -> str:
         return "one process" if self.comm is None else f"rank {self.rank} of {self.size} (local {self.local_rank} of {self.local_size})"
 

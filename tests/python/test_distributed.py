@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -344,6 +345,24 @@ def test_rows_of_every_rank_arrive_on_rank_0_in_rank_order_as_bytes(tmp_path):
         "else:\n"
         "    assert got is None\n")
     assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr
+
+
+@needs_mpi
+def test_a_rank_idle_while_rank_0_works_alone_waits_without_polling(tmp_path):
+    done = _mpiexec_script(tmp_path, 2,
+        "import time\n"
+        "from headrace.distributed import ranks\n"
+        "job = ranks()\n"
+        "job.barrier()\n"
+        "wall, cpu = time.perf_counter(), time.process_time()\n"
+        "if job.root:\n"
+        "    time.sleep(0.5)  # rank 0 at work alone\n"
+        "job.idle_barrier()\n"
+        "if not job.root:\n"
+        "    print(f'waited {time.perf_counter() - wall:.3f} s, busy {time.process_time() - cpu:.3f} s')\n")
+    assert done.returncode == 0, done.stderr
+    waited, busy = (float(word) for word in re.findall(r"[\d.]+(?= s)", done.stdout))
+    assert waited >= 0.45 and busy < 0.25 * waited, done.stdout
 
 
 @needs_mpi

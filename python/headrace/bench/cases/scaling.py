@@ -122,7 +122,7 @@ def _worker_alone(ds: Any, device: int | str, frames: list[int], width: int, hei
                   "compositing": "none", "schedule": "none", "distribution": chosen, "cpus": len(os.sched_getaffinity(0)),
                   **{f"{key}_median": statistics.median(s[key] for s in drawn) for key in ("load_s", "draw_s", "composite_s")},
                   "wait_s_median": 0.0}
-    job.barrier()
+    job.idle_barrier()  # the other ranks wait without polling, as a command's idle ranks wait in MPI_Finalize
     return result
 
 
