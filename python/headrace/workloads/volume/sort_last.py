@@ -46,10 +46,9 @@ def chunks_holding(container: Any, frame: int, field: str, runs: np.ndarray,
     counts = (columns["raw_size"][rows] // container.fields[container.field_index(field)].element_bytes).astype(np.uint64)
     # The chunks from the one holding a run's first element to the one holding its last, marked as ranges
     # (+1 where a range starts, -1 past its end) and summed: no Python loop over a frame's many bricks.
-    edges = np.zeros(rows.size + 1, dtype=np.int64)
-    if len(runs):
-        np.add.at(edges, np.searchsorted(firsts, runs[:, 0], side="right") - 1, 1)
-        np.add.at(edges, np.searchsorted(firsts, runs[:, 0] + runs[:, 1] - 1, side="right"), -1)
+    starts = np.searchsorted(firsts, runs[:, 0], side="right") - 1
+    ends = np.searchsorted(firsts, runs[:, 0] + runs[:, 1] - 1, side="right")
+    edges = np.bincount(starts, minlength=rows.size + 1) - np.bincount(ends, minlength=rows.size + 1)
     wanted = np.cumsum(edges[:-1]) > 0
     picked = np.flatnonzero(wanted)
     return [int(p) for p in picked], np.stack([firsts[picked], counts[picked]], axis=1)
@@ -98,7 +97,9 @@ class VolumeSlabs:
         first, last = self.renderer.topology.cut_slabs(self.job.size)[self.job.rank]
         self.layers = (int(first), int(last))
         self._runs = self.renderer.topology.slab_cells(first, last)
-        self._held: np.ndarray | None = None
+        self._held: np.ndarray | None = None  # the runs of the frame buffer, its chunks' positions, their chunking
+        self._positions: list[int] = []
+        self._chunking: np.ndarray | None = None
         self._buffer: Any = None  # the frame buffer, kept for the next frame
         self.communicator, self.compositing = choose_compositing(self.job, self.ordinal, compositing)
         # On the GPUs: a stream of this rank's and the compositor, the layers never leaving GPU memory.
@@ -113,10 +114,18 @@ class VolumeSlabs:
         ds, job, renderer = self.dataset, self.job, self.renderer
         expect_frame(ds, frame)
         started = time.perf_counter()
-        positions, held = chunks_holding(ds.container, frame, renderer.field, self._runs, ds.chunk_columns)
-        if self._held is None or not np.array_equal(held, self._held):  # frames chunked alike share one topology
-            renderer.share_slab(self.layers[0], self.layers[1], held)
-            self._held = held
+        # Frames chunked alike (the index's chunks of the field at the same elements) hold this rank's runs
+        # in the same chunks and share one slab topology: found once, not for every frame.
+        rows = frame_chunks(ds.container, frame, renderer.field)
+        chunking = np.stack([ds.chunk_columns["first_element"][rows], ds.chunk_columns["raw_size"][rows]])
+        if self._chunking is None or not np.array_equal(chunking, self._chunking):
+            self._positions, held = chunks_holding(ds.container, frame, renderer.field, self._runs, ds.chunk_columns)
+            if self._held is None or not np.array_equal(held, self._held):
+                renderer.share_slab(self.layers[0], self.layers[1], held)
+                self._held = held
+            self._chunking = chunking
+        positions, held = self._positions, self._held
+        assert held is not None
         cells = int(held[:, 1].sum()) if len(held) else 0
         buffer = self._buffer = read_chunks(ds, frame, renderer.field, positions, self.ordinal, cells * 4, self._buffer)
         loaded = time.perf_counter()
