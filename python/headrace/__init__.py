@@ -5,6 +5,8 @@ Open a container with :func:`open`, write one with :class:`Writer`; the command 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from headrace import _ext
 from headrace._libraries import register_wheel_library_directories
 from headrace.dataset import Dataset, Field, Frame, open
@@ -13,8 +15,10 @@ from headrace.errors import BadDataError, Error, UsageError
 from headrace.queue import Fence, Queue
 from headrace.settings import io_settings, queue_options
 from headrace.stream import FrameStream
-from headrace.workloads.streamlines import trace
 from headrace.writer import FieldSpec, Writer
+
+if TYPE_CHECKING:
+    from headrace.workloads.streamlines import trace
 
 __version__: str = _ext.__version__
 QueueOptions = _ext.QueueOptions
@@ -46,3 +50,12 @@ __all__ = [
     "shared_engines",
     "trace",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``headrace.trace`` loads the streamline workloads on first use, so ``import headrace`` does not."""
+    if name == "trace":
+        from headrace.workloads.streamlines import trace
+
+        return trace
+    raise AttributeError(f"module 'headrace' has no attribute {name!r}")

@@ -37,6 +37,7 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,16 @@ def _write_image(path: str | Path, image: Any) -> None:
     imaging.write_image(path, image)
 
 
+def _write_image_letting_go(path: str | Path, image: Any, let_go: Callable[[], None]) -> None:
+    """The command's one image, encoded on a thread while ``let_go`` drops what drew it: the engine then
+    unlocks the file's pages (0.11 s for 3.2 GB, docs/results.md), which the process's exit would
+    otherwise pay after the PNG."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with imaging.ImageWriter(threads=1) as writer:
+        writer.write(path, image)
+        let_go()
+
+
 def run(args: argparse.Namespace) -> int:
     if args.frame is not None:
         for given, option in ((args.video, "--video"), (args.fps, "--fps")):
@@ -313,7 +324,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.frame is not None:
         start = time.perf_counter()
-        _write_image(args.out, draw(args.frame))
+
+        def let_go() -> None:
+            nonlocal renderer
+            del renderer
+            headrace.release_engines()
+
+        _write_image_letting_go(args.out, draw(args.frame), let_go)
         console.print(f"{args.out}: frame {args.frame}, {args.width} x {args.height}, {method} on {where}, "
                       f"{time.perf_counter() - start:.2f} s")
         return 0
@@ -458,9 +475,16 @@ def _render_volume(args: argparse.Namespace, ds, device: int | str, where: str) 
     renderer = VolumeRenderer(ds, device=device, **volume_options(args))
     start = time.perf_counter()
     if args.frame is not None:
-        _write_image(args.out, renderer.render(args.frame))
-        console.print(f"{args.out}: frame {args.frame} of {renderer.field}, {args.width} x {args.height}, "
-                      f"{renderer.mode} on {where}, {time.perf_counter() - start:.2f} s")
+        field, mode = renderer.field, renderer.mode
+
+        def let_go() -> None:
+            nonlocal renderer
+            del renderer
+            headrace.release_engines()
+
+        _write_image_letting_go(args.out, renderer.render(args.frame), let_go)
+        console.print(f"{args.out}: frame {args.frame} of {field}, {args.width} x {args.height}, "
+                      f"{mode} on {where}, {time.perf_counter() - start:.2f} s")
         return 0
     folder = Path(args.out)
     folder.mkdir(parents=True, exist_ok=True)

@@ -119,10 +119,10 @@ class VolumeSlabs:
         rows = frame_chunks(ds.container, frame, renderer.field)
         chunking = np.stack([ds.chunk_columns["first_element"][rows], ds.chunk_columns["raw_size"][rows]])
         if self._chunking is None or not np.array_equal(chunking, self._chunking):
-            self._positions, held = chunks_holding(ds.container, frame, renderer.field, self._runs, ds.chunk_columns)
-            if self._held is None or not np.array_equal(held, self._held):
-                renderer.share_slab(self.layers[0], self.layers[1], held)
-                self._held = held
+            self._positions, found = chunks_holding(ds.container, frame, renderer.field, self._runs, ds.chunk_columns)
+            if self._held is None or not np.array_equal(found, self._held):
+                renderer.share_slab(self.layers[0], self.layers[1], found)
+                self._held = found
             self._chunking = chunking
         positions, held = self._positions, self._held
         assert held is not None
