@@ -112,7 +112,9 @@ class Queue:
 
     ``backend="auto"`` (the default) is the read path: per request it asks the page cache
     (``cache_policy``: ``auto`` reads cached ranges buffered on ``threads`` workers and the rest with
-    O_DIRECT through io_uring; ``bypass`` reads everything O_DIRECT; ``use`` everything buffered). A host
+    O_DIRECT through io_uring; ``bypass`` reads everything O_DIRECT; ``use`` everything buffered; ``keep``
+    as ``auto``, but a file that fits half the memory the page cache may take is read buffered and stays
+    cached, so its next pass is hot: :meth:`describe` says the choice per file). A host
     backend name (posix, direct, mmap, uring, ram) forces that backend for every request; ``cufile``
     reads GPU destinations with cuFile straight into GPU memory (GDS where nvidia-fs serves it, else its
     compatibility mode; :meth:`describe` says which). ``pin_files`` ("auto", "on"/True, "off"/False)

@@ -85,7 +85,7 @@ def test_every_queue_option_is_settable_by_its_variable_and_named_arguments_win(
     ({"pin_files": 2}, "queue option pin_files=2: expected auto, on, off or a bool"),
     ({"decode_on": "tpu"}, "decode_on 'tpu': expected gpu|cpu"),
     ({"backend": "nvme"}, "backend 'nvme': expected auto|posix"),
-    ({"cache_policy": "maybe"}, "cache policy 'maybe': expected auto|bypass|use"),
+    ({"cache_policy": "maybe"}, "cache policy 'maybe': expected auto|bypass|use|keep"),
     ({"device": "gpu"}, "queue option device='gpu': expected a GPU number"),
     ({"queue_depth": 0}, "queue_depth must be in 1..4096"),
 ])

@@ -170,6 +170,31 @@ def test_frames_say_where_their_bytes_came_from(codec_files):
     assert stream.stats()["queue"].requests.bytes_from_cache == ds.stored_bytes
 
 
+@pytest.mark.parametrize("policy, kept", [("keep", True), ("auto", False)])
+def test_a_file_streamed_with_cache_keep_is_cached_for_its_next_pass(tmp_path, policy, kept):
+    from headrace import _ext
+    from headrace.page_cache import evict_from_page_cache
+
+    path = tmp_path / "series.hrc"
+    with headrace.Writer(path, [headrace.FieldSpec("v", "float32", 1)], chunk_size_bytes=64 << 10) as writer:
+        for frame in range(4):
+            writer.write(writer.add_frame(float(frame)), "v", np.arange(100_000, dtype=np.float32) + frame)
+    size = path.stat().st_size
+    if evict_from_page_cache([str(path)]) != "fadvise":
+        pytest.skip("this file system keeps evicted pages")
+    headrace.release_engines()
+    with headrace.open(path).stream(device="cpu", cache_policy=policy) as stream:
+        sums = [float(np.asarray(frame["v"]).sum()) for frame in stream]
+        described = stream.describe()
+    assert sums == [float((np.arange(100_000, dtype=np.float32) + f).sum()) for f in range(4)]
+    if "O_DIRECT unavailable" in described:
+        pytest.skip("no O_DIRECT on this file system: every read is buffered")
+    assert ("cache kept: its" in described) == kept, described
+    # keep: the first pass left the frames cached; auto read them O_DIRECT and left the cache alone
+    resident = _ext.page_cache_resident_bytes(str(path))
+    assert resident >= 0.9 * size if kept else resident < 0.5 * size, (resident, size)
+
+
 def test_per_frame_cost_stays_flat_over_ten_thousand_frames(tmp_path):
     """The queue keeps no growing history: the last thousand frames cost what the first thousand did.
     Cost is the process's CPU time (every thread's) per block of a thousand frames: wall time on a 2-core

@@ -18,7 +18,8 @@ ReadSource source_of(io::ReadRoute route) {
     case io::ReadRoute::cached: return ReadSource::page_cache;
     case io::ReadRoute::direct:
     case io::ReadRoute::forced_direct: return ReadSource::disk;
-    case io::ReadRoute::forced_buffered: return ReadSource::buffered;
+    case io::ReadRoute::forced_buffered:
+    case io::ReadRoute::kept: return ReadSource::buffered;
   }
   return ReadSource::none;
 }

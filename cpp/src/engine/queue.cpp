@@ -511,6 +511,7 @@ std::string Queue::Impl::describe() const {
     if (file.closed) continue;
     text += "; " + file.path + ": " + file.pin_note;
     if (file.pinned) text += " in " + std::to_string(file.pinned->register_seconds()) + " s";
+    if (!file.reads->cache_choice().empty()) text += ", cache " + file.reads->cache_choice();
   }
   if (files_.size() > listed_files) text += "; and " + std::to_string(files_.size() - listed_files) + " more files";
   for (const std::string& fallback : fallbacks_) text += "; fallback: " + fallback;

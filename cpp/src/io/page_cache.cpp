@@ -6,11 +6,57 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "headrace/error.hpp"
 
 namespace headrace::io {
+namespace {
+
+// A number a cgroup or /proc file holds ("max" and unreadable files: none).
+std::optional<std::uint64_t> number_in(const std::string& path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return std::nullopt;
+  try {
+    return std::stoull(text);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// This process's cgroup v2 folder ("0::/path" in /proc/self/cgroup), or "" on cgroup v1.
+std::string own_cgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("0::", 0) == 0) return "/sys/fs/cgroup" + line.substr(3);
+  return "";
+}
+
+}  // namespace
+
+std::uint64_t memory_for_page_cache() {
+  std::uint64_t available = 0;
+  std::ifstream meminfo("/proc/meminfo");
+  for (std::string line; std::getline(meminfo, line);) {
+    std::istringstream fields(line);
+    std::string name;
+    std::uint64_t kib = 0;
+    if (fields >> name >> kib && name == "MemAvailable:") available = kib << 10;
+  }
+  if (const std::string cgroup = own_cgroup(); !cgroup.empty()) {
+    const auto limit = number_in(cgroup + "/memory.max"), used = number_in(cgroup + "/memory.current");
+    if (limit) {
+      const std::uint64_t left = *limit > used.value_or(0) ? *limit - used.value_or(0) : 0;
+      available = available == 0 ? left : std::min(available, left);
+    }
+  }
+  return available;
+}
 
 PageCacheResidency::PageCacheResidency(const std::string& path)
     : path_(path), fd_(headrace::detail::FileDescriptor::open_read(path, 0)) {

@@ -1,9 +1,20 @@
 #include "headrace/io/read_path.hpp"
 
+#include <cstdio>
+
 #include "headrace/error.hpp"
 #include "headrace/io/uring_backend.hpp"
 
 namespace headrace::io {
+namespace {
+
+std::string gigabytes(std::uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB", static_cast<double>(bytes) / 1e9);
+  return text;
+}
+
+}  // namespace
 
 void ReadPathOptions::validate() const {
   settings.validate();
@@ -27,6 +38,14 @@ FileReadPath::FileReadPath(const std::string& path, const ReadPathOptions& optio
   buffered_ = open_backend(BackendKind::posix, path, backend_options);
   residency_ = std::make_unique<PageCacheResidency>(path);
   if (policy_ == CachePolicy::use) return;
+  if (policy_ == CachePolicy::keep) {
+    // Half of what the page cache may take: the file kept must leave room for everything else's pages.
+    const std::uint64_t memory = options.page_cache_bytes ? options.page_cache_bytes : memory_for_page_cache();
+    const std::uint64_t size = residency_->file_size();
+    keeps_ = size <= memory / 2;
+    cache_choice_ = (keeps_ ? "kept: its " : "uncached reads O_DIRECT: its ") + gigabytes(size) +
+                    (keeps_ ? " fit half of the " : " exceed half of the ") + gigabytes(memory) + " the page cache may take";
+  }
   // Uncached ranges: io_uring with O_DIRECT, else O_DIRECT on threads, else buffered (said).
   Settings direct_settings = options.settings;
   direct_settings.uring_o_direct = true;
@@ -49,7 +68,8 @@ ReadRoute FileReadPath::route(std::uint64_t offset, std::uint64_t size) const {
   if (forced_) return forced_route_;
   if (!direct_) return ReadRoute::cached;
   if (policy_ == CachePolicy::bypass) return ReadRoute::direct;
-  return residency_->fully_resident(offset, size) ? ReadRoute::cached : ReadRoute::direct;
+  if (residency_->fully_resident(offset, size)) return ReadRoute::cached;
+  return keeps_ ? ReadRoute::kept : ReadRoute::direct;
 }
 
 Backend& FileReadPath::backend(ReadRoute route) const { return route == ReadRoute::direct ? *direct_ : *buffered_; }

@@ -3,6 +3,7 @@
 #include "headrace/io/read_path.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "headrace/error.hpp"
 #include "support/evict.hpp"
@@ -37,6 +38,39 @@ TEST(FileReadPath, RoutesFollowThePageCacheAndThePolicy) {
   ASSERT_TRUE(statuses[0].ok()) << statuses[0].message;
   EXPECT_TRUE(std::equal(out.begin(), out.end(), raw.bytes.begin() + 4096));
   EXPECT_EQ(path.residency()->resident_bytes(4096, 8192), 0u);  // O_DIRECT left the cache alone
+}
+
+TEST(FileReadPath, KeepReadsAFileThatFitsBufferedSoItsNextPassFindsItCached) {
+  testing::RawFile raw(256 << 10);
+  ReadPathOptions fits = options(CachePolicy::keep);
+  fits.page_cache_bytes = std::uint64_t{1} << 30;
+  const FileReadPath kept(raw.path, fits);
+  if (!kept.fallback().empty()) GTEST_SKIP() << kept.fallback();
+  EXPECT_TRUE(kept.keeps());
+  EXPECT_EQ(kept.cache_choice(), "kept: its 0.00 GB fit half of the 1.07 GB the page cache may take");
+  ReadPathOptions tight = options(CachePolicy::keep);
+  tight.page_cache_bytes = 256 << 10;  // half of it is less than the file
+  const FileReadPath passed(raw.path, tight);
+  EXPECT_FALSE(passed.keeps());
+  EXPECT_EQ(passed.cache_choice().rfind("uncached reads O_DIRECT: ", 0), 0u) << passed.cache_choice();
+  EXPECT_EQ(FileReadPath(raw.path, options(CachePolicy::auto_)).cache_choice(), "");
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  EXPECT_EQ(passed.route(4096, 8192), ReadRoute::direct);
+  ASSERT_EQ(kept.route(4096, 8192), ReadRoute::kept);
+  std::vector<std::byte> out(8192);
+  const auto statuses = kept.backend(ReadRoute::kept).read({{4096, 8192, out.data()}});
+  ASSERT_TRUE(statuses[0].ok()) << statuses[0].message;
+  EXPECT_TRUE(std::equal(out.begin(), out.end(), raw.bytes.begin() + 4096));
+  EXPECT_EQ(kept.residency()->resident_bytes(4096, 8192), 8192u);  // the next pass finds them cached
+  EXPECT_EQ(kept.route(4096, 8192), ReadRoute::cached);
+}
+
+TEST(PageCache, MemoryForThePageCacheIsSomeOfTheMachinesMemory) {
+  const std::uint64_t memory = memory_for_page_cache();
+  EXPECT_GT(memory, 0u);
+  EXPECT_LE(memory, static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES)) * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)));
+  EXPECT_EQ(parse_cache_policy("keep"), CachePolicy::keep);
+  EXPECT_STREQ(to_string(CachePolicy::keep), "keep");
 }
 
 TEST(FileReadPath, ACachePolicyWithAForcedBackendIsAUsageError) {

@@ -17,14 +17,20 @@ enum class CachePolicy : std::uint8_t {
   auto_,   // cached ranges buffered, the rest O_DIRECT, decided per request
   bypass,  // everything O_DIRECT: the cache is neither read nor filled
   use,     // everything buffered: the cache serves what it holds and keeps what is read
+  keep,    // auto, but a file that fits the memory the page cache may take is read buffered and kept
+           // there, so its next pass is hot (memory_for_page_cache); a larger one as auto
 };
-inline constexpr detail::EnumNames<CachePolicy, 3> cache_policy_names{
-    {{CachePolicy::auto_, "auto"}, {CachePolicy::bypass, "bypass"}, {CachePolicy::use, "use"}}};
+inline constexpr detail::EnumNames<CachePolicy, 4> cache_policy_names{
+    {{CachePolicy::auto_, "auto"}, {CachePolicy::bypass, "bypass"}, {CachePolicy::use, "use"}, {CachePolicy::keep, "keep"}}};
 [[nodiscard]] constexpr const char* to_string(CachePolicy policy) noexcept { return detail::name_of(cache_policy_names, policy); }
 // Throws UsageError naming the choices.
 [[nodiscard]] inline CachePolicy parse_cache_policy(const std::string& text) {
   return detail::parse_name(cache_policy_names, text, "cache policy");
 }
+
+// The bytes the page cache may take now: the kernel's MemAvailable, or less where this process's cgroup
+// (v2) has a memory.max: that limit less its memory.current. 0 when neither can be read.
+[[nodiscard]] std::uint64_t memory_for_page_cache();
 
 class PageCacheResidency {
  public:

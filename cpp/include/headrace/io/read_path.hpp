@@ -19,6 +19,7 @@ enum class ReadRoute : std::uint8_t {
   direct,           // O_DIRECT read from the disk
   forced_buffered,  // a forced buffered backend: the kernel serves the cache or the disk
   forced_direct,    // a forced O_DIRECT backend
+  kept,             // buffered read from the disk, its pages kept for the next pass (cache policy keep)
 };
 
 struct ReadPathOptions {
@@ -26,6 +27,8 @@ struct ReadPathOptions {
   CachePolicy cache_policy = CachePolicy::auto_;
   Settings settings = headrace::settings();
   bool strict = false;  // a fallback throws UnavailableError instead
+  // Cache policy keep: the bytes the page cache may take (0: memory_for_page_cache() when the file opens).
+  std::uint64_t page_cache_bytes = 0;
 
   // A cache policy other than auto needs the read path; throws UsageError naming both.
   void validate() const;
@@ -45,6 +48,9 @@ class FileReadPath {
   [[nodiscard]] const PageCacheResidency* residency() const noexcept { return residency_.get(); }
   // The fallback taken when the file was opened ("" for none), e.g. O_DIRECT unavailable.
   [[nodiscard]] const std::string& fallback() const noexcept { return fallback_; }
+  // Cache policy keep: whether this file's uncached reads are kept, and why ("" under other policies).
+  [[nodiscard]] bool keeps() const noexcept { return keeps_; }
+  [[nodiscard]] const std::string& cache_choice() const noexcept { return cache_choice_; }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
  private:
@@ -54,6 +60,8 @@ class FileReadPath {
   std::unique_ptr<Backend> direct_;    // uncached reads, O_DIRECT; null when forced or without O_DIRECT
   ReadRoute forced_route_ = ReadRoute::cached;  // what a forced backend's reads are
   bool forced_ = false;
+  bool keeps_ = false;
+  std::string cache_choice_;
   std::unique_ptr<PageCacheResidency> residency_;
   std::string fallback_;
 };
