@@ -3,6 +3,7 @@ measurement headrace reports, the ``read`` command's and the lab's (:mod:`headra
 
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -27,6 +28,10 @@ class Measurement:
     cache_method: str
     # What each study records with a case (names, numbers, knob dicts); it reads back what it put there.
     parameters: dict[str, Any] = field(default_factory=dict)
+    # The process's CPU seconds in each repeat, user and system, all its threads (a reader's in this
+    # process, KvikIO's among them): what the bytes cost the host (seeds 001 and 004).
+    cpu_user_seconds: list[float] = field(default_factory=list)
+    cpu_system_seconds: list[float] = field(default_factory=list)
 
     @property
     def best_gbps(self) -> float:
@@ -41,8 +46,17 @@ class Measurement:
         """(max - min) / median of the repeat times: the noise bound of this measurement."""
         return (max(self.seconds) - min(self.seconds)) / statistics.median(self.seconds)
 
+    @property
+    def cpu_seconds_per_gb(self) -> float | None:
+        """The median repeat's CPU seconds (user + system) per GB moved; None when not recorded."""
+        if not self.cpu_user_seconds or self.bytes <= 0:
+            return None
+        spent = [user + system for user, system in zip(self.cpu_user_seconds, self.cpu_system_seconds)]
+        return statistics.median(spent) / (self.bytes / 1e9)
+
     def as_row(self) -> dict[str, object]:
-        row = {k: v for k, v in asdict(self).items() if k not in ("seconds", "parameters")}
+        row = {k: v for k, v in asdict(self).items()
+               if k not in ("seconds", "parameters", "cpu_user_seconds", "cpu_system_seconds")}
         row.update(self.parameters)
         row.update(
             repeats=len(self.seconds),
@@ -52,6 +66,10 @@ class Measurement:
             median_gbps=round(self.median_gbps, 4),
             spread=round(self.spread, 4),
         )
+        if self.cpu_user_seconds:
+            row.update(cpu_user_s_median=round(statistics.median(self.cpu_user_seconds), 4),
+                       cpu_system_s_median=round(statistics.median(self.cpu_system_seconds), 4),
+                       cpu_s_per_gb=round(self.cpu_seconds_per_gb or 0.0, 4))
         return row
 
 
@@ -78,6 +96,8 @@ def measure(
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
     seconds: list[float] = []
+    user: list[float] = []
+    system: list[float] = []
     moved = 0
     method = ""
     for repeat in range(repeats):
@@ -91,10 +111,14 @@ def measure(
             method = page_cache.uncache(files, cache)
         elif repeat == 0:  # hot: one read fills the cache for every repeat
             method = page_cache.warm_page_cache(files)
+        before = resource.getrusage(resource.RUSAGE_SELF)
         start = time.perf_counter()
         moved = body()
         seconds.append(time.perf_counter() - start)
-    return Measurement(case, moved, seconds, cache, method, dict(parameters or {}))
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        user.append(after.ru_utime - before.ru_utime)
+        system.append(after.ru_stime - before.ru_stime)
+    return Measurement(case, moved, seconds, cache, method, dict(parameters or {}), user, system)
 
 
 def write_csv(path: str, measurements: Sequence[Measurement]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import statistics
 import time
 
 import pytest
@@ -38,6 +39,32 @@ def test_statistics_and_csv(tmp_path):
     assert rows[0]["backend"] == "x" and float(rows[0]["best_gbps"]) == pytest.approx(2.0)
     with pytest.raises(ValueError):
         harness.measure("case", lambda: 1, files=[], cache="hot", repeats=0)
+
+
+def test_each_repeat_records_what_it_cost_the_cpu_on_every_thread(tmp_path):
+    import threading
+
+    def busy() -> int:
+        def spin() -> None:
+            until = time.thread_time() + 0.05
+            while time.thread_time() < until:
+                pass
+        workers = [threading.Thread(target=spin) for _ in range(2)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        return 500_000_000
+
+    m = harness.measure("spin", busy, files=[], cache="hot", repeats=2)
+    assert len(m.cpu_user_seconds) == len(m.cpu_system_seconds) == 2
+    assert min(u + s for u, s in zip(m.cpu_user_seconds, m.cpu_system_seconds)) >= 0.09  # both threads' 0.05 s
+    assert m.cpu_seconds_per_gb == pytest.approx(statistics.median(
+        [u + s for u, s in zip(m.cpu_user_seconds, m.cpu_system_seconds)]) / 0.5)
+    harness.write_csv(str(tmp_path / "r.csv"), [m])
+    row = next(csv.DictReader((tmp_path / "r.csv").open()))
+    assert float(row["cpu_s_per_gb"]) > 0 and "cpu_user_s_median" in row
+    assert harness.Measurement("x", 1, [1.0], "hot", "").cpu_seconds_per_gb is None  # not recorded
 
 
 def test_cold_eviction_works_without_privileges(tmp_path):

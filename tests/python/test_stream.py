@@ -127,6 +127,8 @@ def test_stream_command_reports_rates(codec_files, capsys, tmp_path):
     assert len(summary["per_frame"]) == 8
     assert summary["decode_s_per_frame"]["mean"] > 0 and summary["h2d_s_per_frame"]["max"] == 0  # CPU: no copies
     assert csv_path.read_text().count("\n") == 9
+    assert summary["cpu_user_s"] + summary["cpu_system_s"] > 0
+    assert summary["cpu_s_per_gb"] == pytest.approx((summary["cpu_user_s"] + summary["cpu_system_s"]) / (summary["raw_bytes"] / 1e9))
 
 
 def test_stream_command_refuses_pinned_files_without_a_gpu(codec_files, capsys):

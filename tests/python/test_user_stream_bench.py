@@ -32,3 +32,17 @@ def test_the_paired_ratio_takes_kvikios_best_mode_and_positions_are_compared():
     assert cold["x_kvikio_paired_round_best_median"] == pytest.approx(1.0)
     assert cold["x_disk"] == pytest.approx(1.1)
     assert set(cold["position_effect"]) == {0, 1, 2}
+
+
+def test_what_a_gb_costs_the_cpu_is_set_against_kvikios_best_mode():
+    def costing(case: str, gbps: float, r: int, cpu_seconds: float) -> Measurement:
+        m = measurement(case, gbps, r, 0)
+        m.cpu_user_seconds, m.cpu_system_seconds = [cpu_seconds * 0.75], [cpu_seconds * 0.25]
+        return m
+
+    rows = [costing("headrace defaults", 2.0, r, 0.2) for r in range(3)] + \
+           [costing("kvikio posix", 1.8, r, 0.8) for r in range(3)] + [costing("kvikio cufile", 1.0, r, 0.1) for r in range(3)]
+    cold = summarize(rows, h2d=50.0, disk=2.0, reopen={})["cold"]
+    assert cold["cpu_s_per_gb"]["headrace defaults"] == pytest.approx(0.2 / 2.0)
+    assert cold["cpu_s_per_gb"]["kvikio posix"] == pytest.approx(0.8 / 1.8)
+    assert cold["cpu_x_kvikio"] == pytest.approx((0.2 / 2.0) / (0.8 / 1.8))  # against the faster mode, POSIX

@@ -8,6 +8,7 @@ its bytes over the slowest rank's time."""
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
 from typing import Any
@@ -56,7 +57,9 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser.set_defaults(func=run)
 
 
-def summarize(history: list[dict], seconds: float, queue_stats: QueueStats) -> dict:
+def summarize(history: list[dict], seconds: float, queue_stats: QueueStats, cpu: tuple[float, float] = (0.0, 0.0)) -> dict:
+    """A stream's numbers; ``cpu``: the process's user and system CPU seconds while it streamed (all its
+    threads), reported per GB delivered: what the bytes cost the host (seeds 001 and 004)."""
     stored = sum(f["stored_bytes"] for f in history)
     raw = sum(f["raw_bytes"] for f in history)
 
@@ -72,6 +75,9 @@ def summarize(history: list[dict], seconds: float, queue_stats: QueueStats) -> d
         "compression_ratio": raw / stored if stored else 1.0,
         "disk_gbps": stored / seconds / 1e9 if seconds else 0.0,
         "delivered_gbps": raw / seconds / 1e9 if seconds else 0.0,
+        "cpu_user_s": cpu[0],
+        "cpu_system_s": cpu[1],
+        "cpu_s_per_gb": (cpu[0] + cpu[1]) / (raw / 1e9) if raw else 0.0,
         "consumer_wait_s": spread("consumer_wait_s"),
         "ready_s": spread("ready_s"),
         # Each of these is a sum over the frame's reads, which run concurrently: a sum can exceed the
@@ -114,7 +120,8 @@ def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: 
                    "stored_bytes": stored, "raw_bytes": raw, "disk_gbps": stored / seconds / 1e9 if seconds else 0.0,
                    "delivered_gbps": raw / seconds / 1e9 if seconds else 0.0,
                    "bytes_from_cache": sum(r["bytes_from_cache"] for r in everyone),
-                   "bytes_from_disk": sum(r["bytes_from_disk"] for r in everyone)}
+                   "bytes_from_disk": sum(r["bytes_from_disk"] for r in everyone),
+                   "cpu_s_per_gb": sum(r["cpu_user_s"] + r["cpu_system_s"] for r in everyone) / (raw / 1e9) if raw else 0.0}
     if args.csv:
         write_rows(args.csv, [{**f, "rank": r["rank"]} for r in everyone for f in r["per_frame"]])
     if args.json:
@@ -125,7 +132,7 @@ def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: 
     console.print(f"{summary['file']}: {job_summary['frames']} frames to {where} by {job.size} ranks in {seconds:.3f} s: "
                   f"stored {human_bytes(stored)} at [bold]{job_summary['disk_gbps']:.3f} GB/s[/], delivered "
                   f"{human_bytes(raw)} at [bold]{job_summary['delivered_gbps']:.3f} GB/s[/] (the job's bytes over its "
-                  f"slowest rank's time)")
+                  f"slowest rank's time); CPU {job_summary['cpu_s_per_gb']:.3f} s a GB (every rank's)")
     for r in everyone:
         place = "host memory" if r["device"] == "cpu" else f"GPU {r['device']}"
         first, last = (r["frames_played"][0], r["frames_played"][-1]) if r["frames_played"] else ("-", "-")
@@ -156,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     stopped = False
     try:
         job.barrier()  # the ranks start together: the job's time is the slowest rank's
-        started, budget = time.perf_counter(), Budget(args.budget)
+        started, budget, before = time.perf_counter(), Budget(args.budget), resource.getrusage(resource.RUSAGE_SELF)
         with byte_progress(f"streaming {played} frames", total, enabled=not args.json and job.size == 1) as update:
             done = 0
             for frame in stream:
@@ -169,11 +176,13 @@ def run(args: argparse.Namespace) -> int:
                     stopped = True
                     break
         seconds = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        cpu = (after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
         stats = stream.stats()
         described = stream.describe()
     finally:
         stream.close()
-    summary = summarize(stats["frames"], seconds, stats["queue"])
+    summary = summarize(stats["frames"], seconds, stats["queue"], cpu)
     summary.update(file=ds.path, device=str(device), configuration=described, frames_asked=played,
                    budget_spent=stopped)
     if job.size > 1:
@@ -191,6 +200,8 @@ def run(args: argparse.Namespace) -> int:
                   f"{human_bytes(summary['raw_bytes'])} at [bold]{summary['delivered_gbps']:.3f} GB/s[/] "
                   f"(compression ratio {summary['compression_ratio']:.2f}); from the page cache "
                   f"{human_bytes(summary['bytes_from_cache'])}, from the disk {human_bytes(summary['bytes_from_disk'])}")
+    console.print(f"  CPU: {summary['cpu_s_per_gb']:.3f} s a GB delivered (user {summary['cpu_user_s']:.2f} s, system "
+                  f"{summary['cpu_system_s']:.2f} s, every thread of the process)")
     if args.stats:
         console.print(f"  consumer wait per frame: mean {summary['consumer_wait_s']['mean'] * 1e3:.2f} ms, "
                       f"max {summary['consumer_wait_s']['max'] * 1e3:.2f} ms; ready after submit: mean "

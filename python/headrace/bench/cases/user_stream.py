@@ -227,8 +227,16 @@ def summarize(results: list[Measurement], h2d: float, disk: float | None, reopen
             "headrace_spread": (max(ours) - min(ours)) / statistics.median(ours),
             "headrace_first_round_gbps": ours[0], "kvikio_median_gbps": peers, "kvikio_best_mode": best_peer,
         }
+        # What each case's bytes cost the host: the median round's CPU seconds a GB, every thread of the process.
+        cpu: dict[str, list[float]] = {}
+        for m in rows:
+            if m.cpu_seconds_per_gb is not None:
+                cpu.setdefault(m.case, []).append(m.cpu_seconds_per_gb)
+        entry["cpu_s_per_gb"] = {case: statistics.median(v) for case, v in cpu.items()}
         if best_peer:
             entry["x_kvikio"] = medians[name] / peers[best_peer]
+            if name in cpu and best_peer in cpu and entry["cpu_s_per_gb"][best_peer] > 0:
+                entry["cpu_x_kvikio"] = entry["cpu_s_per_gb"][name] / entry["cpu_s_per_gb"][best_peer]
             # Per round, same cache state, minutes apart: ours over KvikIO's best mode (by medians), and
             # over the better of its modes in that round. The second is biased against us: the larger of
             # two noisy passes over the same disk beats either one's typical pass.
