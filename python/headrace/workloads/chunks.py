@@ -10,6 +10,7 @@ import numpy as np
 
 import headrace
 from headrace import _ext
+from headrace.queue import destination_of
 
 __all__ = ["frame_chunks", "read_chunks"]
 
@@ -30,7 +31,7 @@ def read_chunks(ds: Any, frame: int, field: str, positions: list[int], ordinal: 
     queue = engine.queue
     file = engine.add_file(ds.path)
     size = max(size, 32)
-    buffer: Any = reuse if reuse is not None and _size_of(reuse) >= size else None
+    buffer: Any = reuse if reuse is not None and destination_of(reuse)[1] >= size else None
     if buffer is None:
         buffer = _ext.DeviceBuffer(ordinal, size) if ordinal is not None else np.empty(size, dtype=np.uint8)
     requests = queue.enqueue_chunk_list(file, ds, frame, field, positions, buffer)
@@ -39,7 +40,3 @@ def read_chunks(ds: Any, frame: int, field: str, positions: list[int], ordinal: 
     fence.wait()
     queue.summarize(requests).raise_first_failure()
     return buffer
-
-
-def _size_of(buffer: Any) -> int:
-    return int(buffer.nbytes) if isinstance(buffer, np.ndarray) else int(buffer.size_bytes)
