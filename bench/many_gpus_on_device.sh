@@ -115,8 +115,9 @@ trace() {
   # Lines handed between ranks on a field 4 x a rank's cache (201 MB, 50 MB a rank): one rank traces out of
   # core; at 2 and 4 ranks a rank's planes and their neighbours outgrow its cache too, loaded as its lines
   # wait. Wall seconds of the command (setup, first frame, writing 8 M points included) and the trace's
-  # own seconds (the slowest rank's, its reads included) from --json.
-  echo "ranks,round,wall_s,trace_s,lines_handed,bytes_read,made_s,stepping_s,exchanging_s,to_rank_0_s,assembling_s" > "$OUT/trace.csv"
+  # own seconds (the slowest rank's, its reads included) from --json. TRACE_TAG names the CSV (trace-TAG.csv).
+  local csv="$OUT/trace${TRACE_TAG:+-$TRACE_TAG}.csv"
+  echo "ranks,round,wall_s,trace_s,lines_handed,bytes_read,made_s,stepping_s,exchanging_s,to_rank_0_s,assembling_s" > "$csv"
   local n round start
   for round in 1 2 3; do
     for n in ${ranks//,/ }; do
@@ -125,11 +126,28 @@ trace() {
         --cache-bytes 50M --out build/lines.npz --json > "build/trace-$n.json" 2> build/trace.err || tail -3 build/trace.err
       local wall; wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
       python3 -c "import json, sys; d = json.load(open('build/trace-$n.json')); p = d.get('phase_seconds', {}); print(f\"$n,$round,$wall,{d['seconds']},{d.get('lines_handed', 0)},{d['bytes_read']},\" + ','.join(str(p.get(k, '')) for k in ('made', 'stepping', 'exchanging', 'to_rank_0', 'assembling')))" \
-        >> "$OUT/trace.csv"
+        >> "$csv"
     done
   done
-  cat "$OUT/trace.csv"
-  cp build/trace-*.json "$OUT/" 2>/dev/null
+  cat "$csv"
+  [[ -n ${TRACE_TAG:-} ]] || cp build/trace-*.json "$OUT/" 2>/dev/null
+}
+
+autoalone() {
+  # One light frame drawn by rank 0 alone (--distribute auto) in a job against one process: the job lost
+  # 10 % with every stage's median unchanged. Each case 3 times: a plain process, a job of one, of two;
+  # two with UCX's memory hooks off, two without UCX. And whether UCX is in a rank at all.
+  local worker="-m headrace.bench.cases.scaling --worker $work/p5m.hrc --device 0 --frames 16 --width 1024 --height 768 --distribute auto"
+  local fps='import json, sys; print(round(json.loads([l for l in sys.stdin if l.startswith("SCALING-RESULT ")][-1][15:])["fps"], 1))'
+  local round
+  for round in 1 2 3; do
+    echo "round $round: plain $(within 60 python3 $worker | python3 -c "$fps")," \
+      "mpiexec -n 1 $(within 60 mpiexec -n 1 python3 $worker | python3 -c "$fps")," \
+      "-n 2 $(within 60 mpiexec -n 2 python3 $worker | python3 -c "$fps")," \
+      "-n 2 UCX hooks off $(UCX_MEM_EVENTS=no UCX_MEM_MALLOC_HOOKS=no UCX_MEM_MMAP_HOOK_MODE=none within 60 mpiexec -n 2 -x UCX_MEM_EVENTS -x UCX_MEM_MALLOC_HOOKS -x UCX_MEM_MMAP_HOOK_MODE python3 $worker | python3 -c "$fps")," \
+      "-n 2 no UCX $(within 60 mpiexec -n 2 --mca pml ob1 --mca osc ^ucx --mca btl ^uct python3 $worker | python3 -c "$fps")"
+  done
+  within 30 mpiexec -n 2 python3 -c "from mpi4py import MPI; import os; print('rank', MPI.COMM_WORLD.Get_rank(), 'maps UCX:', sorted({os.path.basename(l.split()[-1]) for l in open('/proc/self/maps') if 'libuc' in l}))"
 }
 
 dmasources() {  # N GPUs copying at once from pinned, page-locked anonymous and page-locked page-cache memory

@@ -6,7 +6,7 @@
 #   call 2: bash bench/users_at_speed_on_device.sh setup build yardsticks render play trace overlap compressed table
 # The trace alone (its data made here, where writing its lines goes): setup build flowdata starts trace writeparts
 # Where a phase's cost goes: parts (one render's wall), checksums (verification on/off), compressedparts,
-# checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite).
+# checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite), firstframe (a process's first frame and its second).
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
@@ -209,6 +209,15 @@ compressedparts() {  # where a compressed file's cold frame goes: 64 KiB GDeflat
     cold; HEADRACE_MAX_BATCH=1024 within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate.hrc" | \
       sed 's/^{/{"max_batch": 1024, /' | tee -a "$OUT/compressed-parts.jsonl"
     cold; within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate-4m.hrc" | tee -a "$OUT/compressed-parts.jsonl"
+  done
+}
+
+firstframe() {  # one render process's first and second frame, the kernels loaded lazily (the default) and eagerly
+  cat "$work/p100.hrc" > /dev/null
+  local mode
+  for mode in LAZY EAGER LAZY EAGER; do
+    CUDA_MODULE_LOADING=$mode within 60 python3 bench/render_parts.py "$work/p100.hrc" --frames 2 | grep -E "renderer|render-" | \
+      cut -c1-60 | sed "s/^/$mode /"
   done
 }
 

@@ -102,7 +102,7 @@ void bind_gpu(nb::module_& m) {
         "Bytes per second of the fastest of `repeats` page-locked host-to-device copies of `size_bytes` (CUDA events).");
 
   nb::class_<OwnStream>(m, "CudaStream", "A CUDA stream of its own (non-blocking) on a GPU, whose context it holds.")
-      .def(nb::init<int>(), "device"_a)
+      .def(nb::init<int>(), "device"_a, nb::call_guard<nb::gil_scoped_release>())  // a context takes 0.1 to 0.5 s
       .def_prop_ro("handle", [](const OwnStream& s) { return reinterpret_cast<std::uintptr_t>(s.stream.handle()); },
                    "The CUstream, as an integer (CuPy's ExternalStream, the DLPack stream argument).")
       .def("synchronize", [](const OwnStream& s) { s.stream.synchronize(); }, nb::call_guard<nb::gil_scoped_release>());

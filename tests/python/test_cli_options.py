@@ -140,3 +140,61 @@ def test_piped_output_is_neither_wrapped_nor_a_traceback_when_the_reader_leaves(
     piped = subprocess.run(f"{sys.executable} -m headrace inspect --chunks --json {path} | head -1", shell=True,
                            capture_output=True, text=True, timeout=120)
     assert piped.stdout.strip() == "{" and "Traceback" not in piped.stderr and "Error" not in piped.stderr, piped.stderr
+
+
+# --- a GPU command's context, made while its module loads (cli/_gpu_ahead.py) ---
+
+from headrace import _ext  # noqa: E402
+from headrace.cli import _gpu_ahead  # noqa: E402
+
+JOB_OF_4 = {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "2"}
+
+
+@pytest.mark.parametrize(("words", "environment", "expected"), [
+    (["render", "p.hrc"], {}, (0, None)),  # GPU 0 unless told
+    (["--debug", "play", "a.hrc", "--device", "1"], {}, (1, None)),
+    (["stream", "p.hrc", "--device=3"], {}, (3, None)),
+    (["render", "p.hrc", "--device", "cpu"], {}, None),
+    (["trace", "f.hrc", "--seeds", "uniform:8"], {}, None),  # the CPU unless told
+    (["trace", "f.hrc", "--device", "0"], {}, (0, None)),
+    (["info"], {}, None),
+    (["render", "p.hrc"], JOB_OF_4, (0, 2)),  # a rank: its local rank beside the GPU asked
+    (["render", "p.hrc"], {"OMPI_COMM_WORLD_SIZE": "4"}, None),  # a rank whose place is not said: nothing ahead
+    (["render", "p.hrc"], {"PMI_SIZE": "1"}, (0, None)),  # a job of one is one process
+])
+def test_a_commands_gpu_is_the_one_it_asks_for(words, environment, expected):
+    command = next(word for word in words if not word.startswith("-"))
+    assert _gpu_ahead.gpu_asked(command, words, environment) == expected
+
+
+@pytest.mark.parametrize(("asked", "local_rank", "gpus", "expected"), [
+    (0, None, 2, 0), (1, None, 2, 1),
+    (2, None, 2, None),  # a GPU the machine lacks: the command falls back to the CPU and says so, no context ahead
+    (0, 2, 4, 2), (3, 2, 4, 1), (0, 0, 4, 0),  # ranks wrap around the GPUs, as Ranks.device maps them
+    (0, None, 0, None), (0, 1, 0, None),
+])
+def test_the_gpu_ahead_is_the_one_ranks_take(asked, local_rank, gpus, expected):
+    assert _gpu_ahead.ordinal_of(asked, local_rank, gpus) == expected
+
+
+def test_without_a_gpu_no_context_is_made_ahead(monkeypatch):
+    if _ext.gpu_count():
+        pytest.skip("a GPU is here")
+    monkeypatch.setattr(_gpu_ahead, "_held", [])
+    thread = _gpu_ahead.start("render", ["render", "p.hrc"])
+    assert thread is not None
+    thread.join(10)
+    assert not thread.is_alive() and _gpu_ahead._held == []
+    monkeypatch.setenv("HEADRACE_GPU_AHEAD", "0")
+    assert _gpu_ahead.start("render", ["render", "p.hrc"]) is None
+
+
+@pytest.mark.gpu
+def test_a_gpu_commands_context_is_made_ahead_and_held(monkeypatch):
+    if not _ext.gpu_count():
+        pytest.skip("no GPU")
+    monkeypatch.setattr(_gpu_ahead, "_held", [])
+    thread = _gpu_ahead.start("render", ["render", "p.hrc", "--device", "0"])
+    assert thread is not None
+    thread.join(60)
+    assert len(_gpu_ahead._held) == 1 and _gpu_ahead._held[0].handle != 0

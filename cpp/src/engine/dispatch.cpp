@@ -35,6 +35,8 @@ std::uint64_t decode_items(const Entry& entry) {
 
 // The most bytes of a flight of copies DMA'd from page-locked pages: 16 chunks of 4 MiB.
 constexpr std::uint64_t stageless_flight_bytes = std::uint64_t{64} << 20;
+// The widest gap between two chunks that one read takes with them: a container's chunk alignment.
+constexpr std::uint64_t join_gap = 4096;
 
 // Reads of one flight by (file, way): the file's buffered (or forced) backend, its O_DIRECT one, cuFile.
 enum Way : std::size_t { cached_way, direct_way, cufile_way, ways };
@@ -165,7 +167,9 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     book_.pop_pending(lane);
     flight_bytes += r.stored_size;
     ++taken;
-    const bool joins_read = decoded && !entry.plan.pinned() && decoded_end == std::pair{r.file, r.offset};
+    // Chunks lie 4 KiB-aligned, a gap of padding between most of them, which the read joins (read_coalescing).
+    const bool joins_read = decoded && !entry.plan.pinned() && decoded_end && decoded_end->first == r.file &&
+                            r.offset >= decoded_end->second && r.offset - decoded_end->second <= join_gap;
     if (!(entry.plan.pinned() && (entry.plan.route == Route::device_copy || decoded)) && !joins_read) ++batched;
     if (decoded) {
       decoded_raw_bytes += r.raw_size;
@@ -204,7 +208,7 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
     io::Backend* backend = list % ways == cufile_way ? static_cast<io::Backend*>(file.cufile.get())
                            : list % ways == direct_way ? &file.reads->backend(io::ReadRoute::direct)
                                                        : &file.reads->backend(io::ReadRoute::cached);
-    io::CoalescingLimits limits{.file_size = backend->file_size()};
+    io::CoalescingLimits limits{.file_size = backend->file_size(), .max_gap_bytes = join_gap};
     // A joined read larger than the backend's task is split across its threads, and the thread
     // landing last would hash every chunk of it alone: the page cache's reads join up to one task.
     if (lane == cache_lane) limits.max_read_bytes = options_.io.task_size_bytes;

@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import TextIO
 
 from headrace import __version__, distributed, errors
+from headrace.cli import _gpu_ahead
 from headrace.cli._shared import Parser
 
 __all__ = ["main", "build_parser", "COMMANDS", "SUBCOMMANDS"]
@@ -112,7 +113,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(argv: list[str] | None) -> int:
     try:
         words = sys.argv[1:] if argv is None else argv
-        args = build_parser(_command_named(words)).parse_args(words)
+        named = _command_named(words)
+        if named:  # its GPU's context made while its module loads
+            _gpu_ahead.start(named[0], words)
+        args = build_parser(named).parse_args(words)
     except SystemExit as stop:  # argparse: a one-line usage error (2), or --help / --version (0)
         return stop.code if isinstance(stop.code, int) else 2
     debug = args.debug or os.environ.get("HEADRACE_DEBUG", "") not in ("", "0", "off")

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Issue 39's run on the GPU machine (device tool, one GPU), from the repo root, results under $OUT:
+#   bash bench/memory_tier_on_device.sh setup build udev tierdata passes keptpasses pressure
+# passes: each cache_policy (and KvikIO) over a 3.2 GB series and its zstd copy, cold, two passes in a process
+# and a second process after it; pressure: a stream in a cgroup v2 of 2 GiB (memory.max, no swap), the file
+# 3.2 GB: its rate, the cgroup's peak and whether it met the OOM killer.
+# carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
+source "$(dirname "$0")/device_session.sh"
+work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
+
+cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }  # a fresh process follows: no page-locked pages survive
+
+tierdata() {  # 3.2 GB of particles (8 frames of 400 MB) and the same through zstd
+  mkdir -p "$work"
+  [[ -f $work/particles.hrc ]] || within 120 python3 -m headrace generate particles "$work/particles.hrc" --particles 12500000 \
+    --frames 8 --seed 0 > /dev/null
+  [[ -f $work/particles-zstd.hrc ]] || within 200 python3 -m headrace compress "$work/particles.hrc" "$work/particles-zstd.hrc" \
+    --codec zstd > /dev/null
+  sync
+  ls -la "$work"/particles*.hrc
+  free -g | head -2
+}
+
+passes() {
+  echo "file,policy,process,pass,seconds,gbps,bytes_from_disk,bytes_from_cache,cpu_s_per_gb" > "$OUT/passes.csv"
+  local file policy process
+  for file in particles particles-zstd; do
+    for policy in auto keep kvikio; do
+      [[ $file == particles-zstd && $policy == kvikio ]] && continue  # KvikIO reads the stored bytes, not the frames
+      cold
+      for process in 1 2; do
+        within 120 python3 bench/cache_policy_passes.py "$work/$file.hrc" --policy "$policy" --passes 2 --process "$process" \
+          >> "$OUT/passes.csv" 2> build/passes.err || tail -3 build/passes.err
+      done
+    done
+  done
+  cat "$OUT/passes.csv"
+}
+
+keptpasses() {  # two passes in each of two processes with cache_policy keep, and what the engine chose for the file
+  cold
+  local process
+  for process in 1 2; do
+    within 60 python3 - "$work/particles.hrc" "process $process" <<'PY'
+import sys, time
+import cupy
+import headrace
+path, label = sys.argv[1], sys.argv[2]
+ds = headrace.open(path)
+for number in (1, 2):
+    start = time.perf_counter()
+    with ds.stream(device=0, cache_policy="keep") as frames:
+        for frame in frames:
+            for name in frame.fields:
+                cupy.from_dlpack(frame[name])
+            frame.release()
+        described = frames.engine.queue.describe()
+    cupy.cuda.Device().synchronize()
+    print(label, "pass", number, round(time.perf_counter() - start, 3), "s;", described[described.find(path):][:200], flush=True)
+PY
+  done
+}
+
+pressure() {
+  local root=/sys/fs/cgroup policy
+  grep -q memory "$root/cgroup.controllers" 2>/dev/null || { echo "no cgroup v2 memory controller here"; return 0; }
+  echo +memory > "$root/cgroup.subtree_control" 2>/dev/null
+  echo "policy,exit,delivered_gbps,peak_bytes,max_bytes,oom,oom_kill" > "$OUT/pressure.csv"
+  for policy in auto keep; do
+    local group=$root/headrace-pressure-$policy
+    rmdir "$group" 2>/dev/null; mkdir "$group"
+    echo 2G > "$group/memory.max"; echo 0 > "$group/memory.swap.max" 2>/dev/null
+    cold
+    HEADRACE_CACHE_POLICY=$policy within 120 bash -c "echo \$\$ > $group/cgroup.procs && exec python3 -m headrace stream $work/particles.hrc --device 0 --json" \
+      > "build/pressure-$policy.json" 2> "build/pressure-$policy.err"
+    local status=$?
+    local rate; rate=$(python3 -c "import json; print(round(json.load(open('build/pressure-$policy.json'))['delivered_gbps'], 3))" 2>/dev/null)
+    echo "$policy,$status,$rate,$(cat "$group/memory.peak" 2>/dev/null),$(cat "$group/memory.max"),$(awk '$1 == "oom" { print $2 }' "$group/memory.events"),$(awk '$1 == "oom_kill" { print $2 }' "$group/memory.events")" >> "$OUT/pressure.csv"
+    (( status == 0 )) || tail -3 "build/pressure-$policy.err"
+    grep -i "pin\|memory" "build/pressure-$policy.err" | head -3
+  done
+  cat "$OUT/pressure.csv"
+}
+
+run_phases "$@"

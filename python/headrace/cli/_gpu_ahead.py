@@ -1,0 +1,85 @@
+"""A command's GPU context, made on a thread while the command's modules load and its arguments parse.
+
+Creating a CUDA context takes 0.1 to 0.5 s (more when several ranks of a node make theirs at once); a
+command made it inside its first frame, its tracer or its stream, after half a second of imports it could
+have overlapped. The context made here is the GPU's primary context, the one the engine, the renderers and
+the tracer take, held for the process's life.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from headrace import _ext
+
+__all__ = ["gpu_asked", "ordinal_of", "start"]
+
+# The commands that work on a GPU, and the GPU each takes without --device (None: the CPU).
+GPU_COMMANDS: dict[str, int | None] = {"render": 0, "play": 0, "stream": 0, "view": 0, "trace": None}
+# A rank's place on its node and the job's size, as launchers put them in its environment before MPI
+# starts (Open MPI, MPICH's hydra, Slurm); distributed.Ranks.device maps the GPU asked for the same way.
+LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
+JOB_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+_held: list[Any] = []  # the context's owner, kept for the process's life
+
+
+def gpu_asked(command: str, words: Sequence[str], environment: dict[str, str] | None = None) -> tuple[int, int | None] | None:
+    """The GPU ``command`` run with ``words`` asks for and this rank's place on its node (None out of a job of
+    several ranks), :meth:`distributed.Ranks.device`'s two terms; or None: not a GPU command, ``--device
+    cpu``, a device that is not a number, or a rank of a job whose launcher did not say its local rank."""
+    if command not in GPU_COMMANDS:
+        return None
+    asked: str | None = None
+    for at, word in enumerate(words):
+        if word == "--device" and at + 1 < len(words):
+            asked = words[at + 1]
+        elif word.startswith("--device="):
+            asked = word.split("=", 1)[1]
+    if asked is None:
+        default = GPU_COMMANDS[command]
+        if default is None:
+            return None
+        asked = str(default)
+    if not asked.isdigit():
+        return None
+    environment = dict(os.environ) if environment is None else environment
+    size = next((environment[name] for name in JOB_SIZE_VARIABLES if name in environment), "1")
+    if not size.isdigit() or int(size) <= 1:
+        return int(asked), None
+    local = next((environment[name] for name in LOCAL_RANK_VARIABLES if name in environment), "")
+    return (int(asked), int(local)) if local.isdigit() else None
+
+
+def ordinal_of(asked: int, local_rank: int | None, gpus: int) -> int | None:
+    """The GPU of :func:`gpu_asked`'s terms on a machine of ``gpus``: a rank's wraps around the GPUs, as
+    :meth:`distributed.Ranks.device` does; a lone process's is the one asked, if there is one."""
+    if gpus == 0:
+        return None
+    if local_rank is not None:
+        return (asked + local_rank) % gpus
+    return asked if asked < gpus else None
+
+
+def start(command: str, words: Sequence[str]) -> threading.Thread | None:
+    """Starts making the context of the GPU the command will take (:func:`gpu_asked`) on a daemon thread;
+    nothing where there is no such GPU (the command then says what it does instead), or with
+    ``HEADRACE_GPU_AHEAD=0``."""
+    terms = gpu_asked(command, words)
+    if terms is None or os.environ.get("HEADRACE_GPU_AHEAD", "1") == "0":
+        return None
+
+    def make() -> None:
+        try:
+            ordinal = ordinal_of(*terms, _ext.gpu_count())
+            if ordinal is not None:
+                _held.append(_ext.CudaStream(ordinal))
+        except Exception:  # noqa: BLE001 - the command meets the same error where it takes the GPU, and says it
+            return
+
+    thread = threading.Thread(target=make, name="headrace-gpu-ahead", daemon=True)
+    thread.start()
+    return thread
