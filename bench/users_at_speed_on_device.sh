@@ -6,7 +6,8 @@
 #   call 2: bash bench/users_at_speed_on_device.sh setup build yardsticks render play trace overlap compressed table
 # The trace alone (its data made here, where writing its lines goes): setup build flowdata starts trace writeparts
 # Where a phase's cost goes: parts (one render's wall), checksums (verification on/off), compressedparts,
-# checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite), firstframe (a process's first frame and its second).
+# checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite), firstframe (a process's first frame
+# and its second), seriesparts (the 10 M series' frames by segments and checks).
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
@@ -30,8 +31,10 @@ data() {
   ls -la "$work"; echo "data in $(( SECONDS - start )) s"
 }
 
-seriesdata() {  # only what the overlap phase reads
+seriesdata() {  # only what the overlap, firstframe and seriesparts phases read
   mkdir -p "$work"
+  [[ -f $work/p100.hrc ]] || within 300 python3 -m headrace generate particles "$work/p100.hrc" --particles 100000000 \
+    --frames 1 --seed 1 > /dev/null
   [[ -f $work/p10m.hrc ]] || within 200 python3 -m headrace generate particles "$work/p10m.hrc" --particles 10000000 \
     --frames 16 --seed 2 > /dev/null
 }
@@ -212,12 +215,24 @@ compressedparts() {  # where a compressed file's cold frame goes: 64 KiB GDeflat
   done
 }
 
-firstframe() {  # one render process's first and second frame, the kernels loaded lazily (the default) and eagerly
+firstframe() {  # a render process's first frame against its second: kernels loaded lazily or eagerly, checks where
   cat "$work/p100.hrc" > /dev/null
   local mode
-  for mode in LAZY EAGER LAZY EAGER; do
-    CUDA_MODULE_LOADING=$mode within 60 python3 bench/render_parts.py "$work/p100.hrc" --frames 2 | grep -E "renderer|render-" | \
+  for mode in CUDA_MODULE_LOADING=LAZY CUDA_MODULE_LOADING=EAGER HEADRACE_CHECK_ON=host HEADRACE_VERIFY_CHECKSUMS=0; do
+    (export "$mode"; within 60 python3 bench/render_parts.py "$work/p100.hrc" --frames 2) | grep -E "renderer|render-" | \
       cut -c1-60 | sed "s/^/$mode /"
+  done
+}
+
+seriesparts() {  # the 10 M series' frames: segments for one frame's batches or two, checks on the GPU, host, none
+  cat "$work/p10m.hrc" > /dev/null
+  local how
+  for how in "" "--segments 32" "HEADRACE_CHECK_ON=host" "HEADRACE_VERIFY_CHECKSUMS=0"; do
+    local options=() environment=()
+    [[ $how == --* ]] && read -ra options <<< "$how"
+    [[ $how == HEADRACE_* ]] && environment=("$how")
+    (export "${environment[@]}"; within 60 python3 -m headrace render "$work/p10m.hrc" --frames 0:16 --stats --out build/p10m/ \
+      "${options[@]}") | grep -E "frame (1|7|15):" | sed "s/^/${how:-defaults} /"
   done
 }
 

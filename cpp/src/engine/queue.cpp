@@ -89,7 +89,8 @@ Queue::Impl::Impl(QueueOptions options)
       try {
         hasher_.emplace(options_.device);
         hash_stream_.emplace();
-        for (auto& checks : gpu_checks_) checks.emplace();
+        for (auto& sets : gpu_checks_)
+          for (auto& checks : sets) checks.emplace();
       } catch (const UnavailableError& why) {
         HEADRACE_EXPECT(!options_.strict, UnavailableError, std::string("check_on=gpu: ") + why.what());
         hasher_.reset();

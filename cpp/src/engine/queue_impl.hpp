@@ -188,14 +188,30 @@ class Queue::Impl {
   bool send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lock);
 
   // ---- finish.cpp ----
+  // A flight's device work once its copies and GPU checks are issued, before the host has the sums: the
+  // finisher issues the next flight's copies before it waits for them (copies and hashing overlap).
+  struct IssuedChecks {
+    std::vector<RequestId> ids;
+    std::uint64_t flight = 0;
+    Lane lane{};
+    std::size_t set = 0;  // which of the lane's GpuChecks holds its sums
+    std::unique_ptr<Completion> completion;
+    std::vector<bool> copied_early, on_gpu;
+    bool copies_late = false;
+    std::vector<std::pair<std::size_t, codec::ChunkCheck>> gpu_checked;  // (index in ids, its check)
+    std::exception_ptr failure;
+  };
   void finish_loop(Lane lane);
-  void finish_flight(queue::Flight& flight, Lane lane);
+  std::optional<IssuedChecks> finish_flight(queue::Flight& flight, Lane lane, std::size_t set);
   // on_gpu (by id): checked on the GPU, so not here.
   std::vector<std::exception_ptr> check_and_decode(const std::vector<RequestId>& ids, std::vector<double>& decode_seconds,
                                                    const std::vector<bool>& on_gpu = {});
   codec::ChunkCheck chunk_check_locked(const Entry& entry) const;
   void finish_on_host(const std::vector<RequestId>& ids);
-  void finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight, Lane lane);
+  // Issues a flight's copies of plain chunks and their GPU checks; what is left (checks on the host, the
+  // sums compared, the rest issued) is complete_on_device's, now when nothing was hashed on the GPU.
+  std::optional<IssuedChecks> finish_on_device(const std::vector<RequestId>& ids, std::uint64_t flight, Lane lane, std::size_t set);
+  void complete_on_device(IssuedChecks issued);
   void complete_loop();
   // Where a request's stored bytes are once read (or, pinned, where they always were), and the end of
   // the host buffer they lie in.
@@ -214,8 +230,8 @@ class Queue::Impl {
   // Two decoders per coding, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
   std::optional<codec::gpu::DecoderPool> decoders_;
   codec::ChunkChecker checker_{options_.decode_threads};  // the finisher and decode_threads - 1 helpers
-  // check_on_gpu: the hash kernels on a stream of their own, and per lane (its finisher checks one
-  // flight at a time) the sums on the GPU and where they come back to.
+  // check_on_gpu: the hash kernels on a stream of their own, and per lane two sets of the sums on the GPU
+  // and where they come back to (its finisher holds one flight's while it issues the next's).
   struct GpuChecks {
     gpu::DeviceBuffer sums{gpu_checks_a_flight * sizeof(std::uint64_t)};
     gpu::PinnedBuffer landed{gpu_checks_a_flight * sizeof(std::uint64_t)};
@@ -223,7 +239,7 @@ class Queue::Impl {
   };
   std::optional<codec::gpu::ChunkHasher> hasher_;
   std::optional<gpu::Stream> hash_stream_;
-  std::array<std::optional<GpuChecks>, lanes> gpu_checks_;
+  std::array<std::array<std::optional<GpuChecks>, 2>, lanes> gpu_checks_;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable fences_changed_;

@@ -71,10 +71,11 @@ def start(command: str, words: Sequence[str]) -> threading.Thread | None:
     terms = gpu_asked(command, words)
     if terms is None or os.environ.get("HEADRACE_GPU_AHEAD", "1") == "0":
         return None
+    asked, local_rank = terms
 
     def make() -> None:
         try:
-            ordinal = ordinal_of(*terms, _ext.gpu_count())
+            ordinal = ordinal_of(asked, local_rank, _ext.gpu_count())
             if ordinal is not None:
                 _held.append(_ext.CudaStream(ordinal))
         except Exception:  # noqa: BLE001 - the command meets the same error where it takes the GPU, and says it
