@@ -113,7 +113,7 @@ parts() {  # where one render process's wall goes (bench/render_parts.py), the d
   done
 }
 
-checksums() {  # the hot paths with the checks on the host (the default), on the GPU, and none: what checking costs
+checksums() {  # the hot paths with the checks on the host, on the GPU (the default), and none: what checking costs
   mkdir -p "$work"
   [[ -f $work/p100.hrc ]] || python3 -m headrace generate particles "$work/p100.hrc" --particles 100000000 --frames 1 --seed 1 > /dev/null
   [[ -f $work/p10m.hrc ]] || python3 -m headrace generate particles "$work/p10m.hrc" --particles 10000000 --frames 16 --seed 2 > /dev/null
@@ -123,9 +123,9 @@ checksums() {  # the hot paths with the checks on the host (the default), on the
   for round in 1 2; do
     for mode in HEADRACE_CHECK_ON=host HEADRACE_CHECK_ON=gpu HEADRACE_VERIFY_CHECKSUMS=0; do  # host beside the DMA, GPU, none
       echo "$mode"
-      env "$mode" within 60 python3 bench/render_parts.py "$work/p100.hrc" | grep -E "renderer|render-|total"
-      env "$mode" within 60 python3 -m headrace render "$work/p10m.hrc" --frames 0:16 --stats --out build/p10m/ | grep -E "frame (1|7):|images"
-      env "$mode" within 60 python3 -m headrace play "$work/amr8.hrc" --device 0 | grep -E "all:"
+      (export "$mode"; within 60 python3 bench/render_parts.py "$work/p100.hrc") | grep -E "renderer|render-|total"
+      (export "$mode"; within 60 python3 -m headrace render "$work/p10m.hrc" --frames 0:16 --stats --out build/p10m/) | grep -E "frame (1|7):|images"
+      (export "$mode"; within 60 python3 -m headrace play "$work/amr8.hrc" --device 0) | grep -E "all:"
     done
   done
 }
