@@ -180,11 +180,11 @@ def test_the_gpu_ahead_is_the_one_ranks_take(asked, local_rank, gpus, expected):
 def test_without_a_gpu_no_context_is_made_ahead(monkeypatch):
     if _ext.gpu_count():
         pytest.skip("a GPU is here")
-    monkeypatch.setattr(_gpu_ahead, "_held", [])
+    monkeypatch.setattr(_gpu_ahead, "_held", {})
     thread = _gpu_ahead.start("render", ["render", "p.hrc"])
     assert thread is not None
     thread.join(10)
-    assert not thread.is_alive() and _gpu_ahead._held == []
+    assert not thread.is_alive() and _gpu_ahead._held == {}
     monkeypatch.setenv("HEADRACE_GPU_AHEAD", "0")
     assert _gpu_ahead.start("render", ["render", "p.hrc"]) is None
 
@@ -193,8 +193,9 @@ def test_without_a_gpu_no_context_is_made_ahead(monkeypatch):
 def test_a_gpu_commands_context_is_made_ahead_and_held(monkeypatch):
     if not _ext.gpu_count():
         pytest.skip("no GPU")
-    monkeypatch.setattr(_gpu_ahead, "_held", [])
-    thread = _gpu_ahead.start("render", ["render", "p.hrc", "--device", "0"])
-    assert thread is not None
-    thread.join(60)
-    assert len(_gpu_ahead._held) == 1 and _gpu_ahead._held[0].handle != 0
+    monkeypatch.setattr(_gpu_ahead, "_held", {})
+    for _ in range(2):  # a second command of the process finds its context made
+        thread = _gpu_ahead.start("render", ["render", "p.hrc", "--device", "0"])
+        assert thread is not None
+        thread.join(60)
+    assert list(_gpu_ahead._held) == [0] and _gpu_ahead._held[0].handle != 0

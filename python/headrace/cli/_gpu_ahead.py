@@ -24,7 +24,7 @@ GPU_COMMANDS: dict[str, int | None] = {"render": 0, "play": 0, "stream": 0, "vie
 LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
 JOB_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 
-_held: list[Any] = []  # the context's owner, kept for the process's life
+_held: dict[int, Any] = {}  # by GPU, the owner of its context, kept for the process's life
 
 
 def gpu_asked(command: str, words: Sequence[str], environment: dict[str, str] | None = None) -> tuple[int, int | None] | None:
@@ -65,7 +65,7 @@ def ordinal_of(asked: int, local_rank: int | None, gpus: int) -> int | None:
 
 
 def start(command: str, words: Sequence[str]) -> threading.Thread | None:
-    """Starts making the context of the GPU the command will take (:func:`gpu_asked`) on a daemon thread;
+    """Starts making the context of the GPU the command will take (:func:`gpu_asked`) on a thread;
     nothing where there is no such GPU (the command then says what it does instead), or with
     ``HEADRACE_GPU_AHEAD=0``."""
     terms = gpu_asked(command, words)
@@ -76,11 +76,13 @@ def start(command: str, words: Sequence[str]) -> threading.Thread | None:
     def make() -> None:
         try:
             ordinal = ordinal_of(asked, local_rank, _ext.gpu_count())
-            if ordinal is not None:
-                _held.append(_ext.CudaStream(ordinal))
+            if ordinal is not None and ordinal not in _held:  # a process running commands one after another
+                _held[ordinal] = _ext.CudaStream(ordinal)
         except Exception:  # noqa: BLE001 - the command meets the same error where it takes the GPU, and says it
             return
 
-    thread = threading.Thread(target=make, name="headrace-gpu-ahead", daemon=True)
+    # Not a daemon: a command done before its context (--help, a usage error) waits for it at exit, where a
+    # daemon thread coming back into the interpreter would be ended by pthread_exit inside a C++ frame.
+    thread = threading.Thread(target=make, name="headrace-gpu-ahead")
     thread.start()
     return thread
