@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import time
 from pathlib import Path
 
@@ -18,11 +17,11 @@ import cupy as cp
 import headrace
 from headrace.bench.cases.user_stream import kvikio_pass, stream_pass
 from headrace.bench.engine import data_region
+from headrace.measurement import process_cpu_seconds
 
 
 def cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)  # every thread of the process
-    return usage.ru_utime + usage.ru_stime
+    return sum(process_cpu_seconds())
 
 
 def main() -> None:

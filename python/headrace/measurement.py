@@ -73,6 +73,13 @@ class Measurement:
         return row
 
 
+def process_cpu_seconds() -> tuple[float, float]:
+    """The process's CPU seconds so far, user and system, every thread of it (a reader's in this process,
+    KvikIO's among them): two readings apart are what the work between them cost the host."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime, usage.ru_stime
+
+
 def measure(
     case: str,
     body: Callable[[], int],
@@ -111,13 +118,13 @@ def measure(
             method = page_cache.uncache(files, cache)
         elif repeat == 0:  # hot: one read fills the cache for every repeat
             method = page_cache.warm_page_cache(files)
-        before = resource.getrusage(resource.RUSAGE_SELF)
+        before = process_cpu_seconds()
         start = time.perf_counter()
         moved = body()
         seconds.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        user.append(after.ru_utime - before.ru_utime)
-        system.append(after.ru_stime - before.ru_stime)
+        after = process_cpu_seconds()
+        user.append(after[0] - before[0])
+        system.append(after[1] - before[1])
     return Measurement(case, moved, seconds, cache, method, dict(parameters or {}), user, system)
 
 

@@ -32,7 +32,6 @@ const std::byte* Queue::Impl::source_end(const Entry& entry) const {
 void Queue::Impl::finish_loop(Lane lane) {
   std::deque<queue::Flight>& flights = flights_[lane];
   std::optional<IssuedChecks> held;
-  std::size_t set = 0;
   while (true) {
     queue::Flight flight;
     {
@@ -52,10 +51,9 @@ void Queue::Impl::finish_loop(Lane lane) {
       complete_on_device(std::move(*held));
       held.reset();
     }
-    std::optional<IssuedChecks> issued = finish_flight(flight, lane, set);
+    std::optional<IssuedChecks> issued = finish_flight(flight, lane, held ? 1 - held->set : 0);  // the set not held
     if (held) complete_on_device(std::move(*held));
     held = std::move(issued);
-    if (held) set = 1 - set;  // the next flight's sums go to the other set
   }
 }
 

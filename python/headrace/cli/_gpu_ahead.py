@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from headrace import _ext
@@ -27,7 +27,7 @@ JOB_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 _held: dict[int, Any] = {}  # by GPU, the owner of its context, kept for the process's life
 
 
-def gpu_asked(command: str, words: Sequence[str], environment: dict[str, str] | None = None) -> tuple[int, int | None] | None:
+def gpu_asked(command: str, words: Sequence[str], environment: Mapping[str, str] | None = None) -> tuple[int, int | None] | None:
     """The GPU ``command`` run with ``words`` asks for and this rank's place on its node (None out of a job of
     several ranks), :meth:`distributed.Ranks.device`'s two terms; or None: not a GPU command, ``--device
     cpu``, a device that is not a number, or a rank of a job whose launcher did not say its local rank."""
@@ -46,7 +46,7 @@ def gpu_asked(command: str, words: Sequence[str], environment: dict[str, str] | 
         asked = str(default)
     if not asked.isdigit():
         return None
-    environment = dict(os.environ) if environment is None else environment
+    environment = os.environ if environment is None else environment
     size = next((environment[name] for name in JOB_SIZE_VARIABLES if name in environment), "1")
     if not size.isdigit() or int(size) <= 1:
         return int(asked), None

@@ -8,7 +8,6 @@ its bytes over the slowest rank's time."""
 from __future__ import annotations
 
 import argparse
-import resource
 import statistics
 import time
 from typing import Any
@@ -33,6 +32,7 @@ from headrace.cli._shared import (
     choose_device,
 )
 from headrace.errors import UsageError
+from headrace.measurement import process_cpu_seconds
 
 MOST_FRAMES_PLAYED = 1_000_000  # frames x --loop: the play order is a list of them
 
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     stopped = False
     try:
         job.barrier()  # the ranks start together: the job's time is the slowest rank's
-        started, budget, before = time.perf_counter(), Budget(args.budget), resource.getrusage(resource.RUSAGE_SELF)
+        started, budget, before = time.perf_counter(), Budget(args.budget), process_cpu_seconds()
         with byte_progress(f"streaming {played} frames", total, enabled=not args.json and job.size == 1) as update:
             done = 0
             for frame in stream:
@@ -176,8 +176,8 @@ def run(args: argparse.Namespace) -> int:
                     stopped = True
                     break
         seconds = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_SELF)
-        cpu = (after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime)
+        after = process_cpu_seconds()
+        cpu = (after[0] - before[0], after[1] - before[1])
         stats = stream.stats()
         described = stream.describe()
     finally:
