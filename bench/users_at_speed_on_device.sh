@@ -7,7 +7,8 @@
 # The trace alone (its data made here, where writing its lines goes): setup build flowdata starts trace writeparts
 # Where a phase's cost goes: parts (one render's wall), checksums (verification on/off), compressedparts,
 # checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite), firstframe (a process's first frame
-# and its second), seriesparts (the 10 M series' frames by segments and checks).
+# and its second), seriesparts (the 10 M series' frames by segments and checks), profile (imports, Python
+# calls and page-locking of one render and one trace).
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
@@ -167,6 +168,18 @@ EOF
   within 240 python3 bench/held_trace.py "$work/flow256.hrc" --seeds 65536 --steps 2000 --device 0 --threads 16 \
     --rounds "$rounds" > "$OUT/held-trace.csv"
   cat "$OUT/held-trace.csv"
+}
+
+profile() {  # where a command's wall goes: its imports (-X importtime), its Python calls (cProfile), page-locking
+  cat "$work/p100.hrc" "$work/flow256.hrc" > /dev/null
+  python3 -c "import sys, numpy, pathlib; print('dont_write_bytecode', sys.flags.dont_write_bytecode, 'numpy pycs',
+    len(list(pathlib.Path(numpy.__file__).parent.rglob('*.pyc'))))"
+  python3 -X importtime -m headrace render "$work/p100.hrc" --frame 0 --out build/p100.png 2> build/importtime.txt > /dev/null
+  echo "imports of headrace render, slowest (cumulative us):"; sort -t'|' -k2 -n -r build/importtime.txt | head -25
+  python3 -m cProfile -s cumtime -m headrace render "$work/p100.hrc" --frame 0 --stats --out build/p100.png | head -60
+  python3 -m cProfile -s cumtime -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 2000 --device 0 \
+    --out build/lines-gpu.npz --json | head -110
+  within 120 python3 bench/pin_rates.py "$work/p100.hrc" --rounds "$rounds"
 }
 
 overlap() {

@@ -65,8 +65,11 @@ struct OwnStream {
 }  // namespace
 
 void bind_gpu(nb::module_& m) {
-  m.def("gpu_count", &gpu::device_count, "GPUs the CUDA driver sees (0 without a driver).");
-  m.def("gpu_unavailable_reason", []() -> std::string { return gpu::driver() ? "" : gpu::why_no_driver(); });
+  // The first asks load the driver and run cuInit (about 0.1 s): other threads go on meanwhile.
+  m.def("gpu_count", &gpu::device_count, "GPUs the CUDA driver sees (0 without a driver).",
+        nb::call_guard<nb::gil_scoped_release>());
+  m.def("gpu_unavailable_reason", []() -> std::string { return gpu::driver() ? "" : gpu::why_no_driver(); },
+        nb::call_guard<nb::gil_scoped_release>());
 
   m.def("gpu_memory",
         [](int device) {

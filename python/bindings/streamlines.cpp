@@ -167,6 +167,8 @@ void bind_streamlines(nb::module_& m) {
           result["resident_evictions"] = run.resident.evictions;
           result["resident_load_seconds"] = run.resident.load_seconds;
           result["resident_advance_seconds"] = run.resident.advance_seconds;
+          result["resident_make_seconds"] = run.resident.make_seconds;
+          result["resident_collect_seconds"] = run.resident.collect_seconds;
           return result;
         },
         "path"_a, "seeds"_a, "frame"_a = 0, "integrator"_a = "rk4", "direction"_a = "forward", "step_size"_a = 0.01f,

@@ -324,6 +324,16 @@ TEST(ResidentTracerGpu, TheKernelTracesTheHostExecutorsLines) {
       EXPECT_GT(gpu.resident.evictions, 0u);
     }
   }
+  // Each direction's points placed in the seeds' lines by the GPU as the host joins them.
+  options.cache_bytes = 16 * 768;
+  for (Direction direction : {Direction::forward, Direction::backward, Direction::both}) {
+    options.trace.direction = direction;
+    options.device = -1;
+    const auto host = trace_container(flow.path, seeds, options);
+    options.device = 0;
+    const auto gpu = trace_container(flow.path, seeds, options);
+    EXPECT_TRUE(testing::same_lines(host.lines, gpu.lines)) << static_cast<int>(direction);
+  }
   // The kernel's velocities at the lines' points are the host executor's (and so sample_flow's), the
   // whole field resident or a few units.
   options.sample_velocities = true;

@@ -1,4 +1,4 @@
-// Streamlines compared: bit-identical (the same offsets, ends and every coordinate of every point), or
+// Streamlines compared: bit-identical (the same offsets, ends, every coordinate and integration time of every point), or
 // within a tolerance (the GPU against its CPU reference).
 #pragma once
 
@@ -25,6 +25,11 @@ inline ::testing::AssertionResult close_lines(const workloads::streamlines::Poly
       return ::testing::AssertionFailure() << "point " << n << ": (" << a.x << ", " << a.y << ", " << a.z << ") against ("
                                            << b.x << ", " << b.y << ", " << b.z << ")";
   }
+  if (expected.times.size() != got.times.size()) return ::testing::AssertionFailure() << "the integration times' counts differ";
+  for (std::size_t n = 0; n < expected.times.size(); ++n)
+    if (!(std::abs(expected.times[n] - got.times[n]) <= tolerance))
+      return ::testing::AssertionFailure() << "point " << n << ": integration time " << expected.times[n] << " against "
+                                           << got.times[n];
   return ::testing::AssertionSuccess();
 }
 

@@ -8,6 +8,7 @@
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
 #include "headrace/workloads/streamlines/unit_layouts.hpp"
+#include "half_lines.hpp"
 #include "resident_kernel_image.hpp"
 #include "round_runner.hpp"
 
@@ -39,6 +40,7 @@ class DeviceRounds final : public RoundRunner<Units> {
                 "trace on the CPU instead"),
         kernel_(module_.function(Kernels<Units>::advance)),
         gather_(module_.function("headrace_gather_points")),
+        place_(module_.function("headrace_place_points")),
         sample_(module_.function(Kernels<Units>::sample)),
         params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),
@@ -96,6 +98,37 @@ class DeviceRounds final : public RoundRunner<Units> {
     gpu::launch_1d(gather_, total, 256, stream, args);
     gpu::check(cuda.cuMemcpyDtoHAsync(points.data() + at, gathered.pointer(), gathered.size_bytes(), stream), "cuMemcpyDtoHAsync");
     stream_.synchronize();
+  }
+  // The points placed in the seeds' lines by the GPU: only the lines' own points come back (not collect's
+  // gathered copy, then joined on the host, which took most of a trace's time).
+  Polylines polylines(const std::vector<Vec3>& seeds, const TraceOptions& options, bool stopped) override {
+    device_.make_current();
+    std::vector<HalfLine> lines(count_);
+    stream_.synchronize();
+    if (count_ > 0) gpu::copy_to_host(lines.data(), lines_.pointer(), lines.size() * sizeof(HalfLine));
+    if (stopped) end_stopped(lines);
+    Polylines out;
+    const LineLayout layout = lay_out(seeds, options, lines, out);
+    const std::uint64_t total = layout.offsets.back();
+    if (total > 0) {
+      const gpu::CudaDriver& cuda = gpu::require_driver();
+      const gpu::CUstream stream = stream_.handle();
+      gpu::DeviceBuffer offsets(layout.offsets.size() * sizeof(std::uint64_t)), first(layout.first.size() * sizeof(std::uint64_t)),
+          reversed(layout.reversed.size()), points(out.points.size() * sizeof(Vec3)), times(out.times.size() * sizeof(float));
+      gpu::check(cuda.cuMemcpyHtoDAsync(offsets.pointer(), layout.offsets.data(), offsets.size_bytes(), stream), "cuMemcpyHtoDAsync");
+      gpu::check(cuda.cuMemcpyHtoDAsync(first.pointer(), layout.first.data(), first.size_bytes(), stream), "cuMemcpyHtoDAsync");
+      gpu::check(cuda.cuMemcpyHtoDAsync(reversed.pointer(), layout.reversed.data(), reversed.size_bytes(), stream), "cuMemcpyHtoDAsync");
+      PlaceParams place{params_.points, params_.point_capacity, reinterpret_cast<const std::uint64_t*>(offsets.pointer()), count_,
+                        reinterpret_cast<const std::uint64_t*>(first.pointer()), reinterpret_cast<const std::uint8_t*>(reversed.pointer()),
+                        reinterpret_cast<Vec3*>(points.pointer()), reinterpret_cast<float*>(times.pointer())};
+      void* args[] = {&place, const_cast<std::uint64_t*>(&total)};
+      gpu::launch_1d(place_, total, 256, stream, args);
+      gpu::check(cuda.cuMemcpyDtoHAsync(out.points.data(), points.pointer(), points.size_bytes(), stream), "cuMemcpyDtoHAsync");
+      gpu::check(cuda.cuMemcpyDtoHAsync(out.times.data(), times.pointer(), times.size_bytes(), stream), "cuMemcpyDtoHAsync");
+      stream_.synchronize();
+    }
+    place_seeds(seeds, layout, out);
+    return out;
   }
   void start_sampling(const std::vector<Vec3>& points) override {
     device_.make_current();
@@ -176,7 +209,7 @@ class DeviceRounds final : public RoundRunner<Units> {
 
   gpu::Device device_;
   gpu::KernelModule module_;
-  gpu::CUfunction kernel_, gather_, sample_;
+  gpu::CUfunction kernel_, gather_, place_, sample_;
   gpu::Stream stream_;
   RoundParams<Units> params_;
   std::uint64_t unit_bytes_;

@@ -1,5 +1,6 @@
-// The GPU tracer's kernels: its rounds (a thread a half-line), the lines' velocities and the gather of
-// their points (a thread a point). resident_lines.hpp holds the work, shared with the host executor.
+// The GPU tracer's kernels: its rounds (a thread a half-line), the lines' velocities, the gather of their
+// points and their placing in the seeds' lines (a thread a point). resident_lines.hpp holds the work,
+// shared with the host executor.
 // Built into a fatbin by nvcc and loaded through the driver at run time, so the library needs no CUDA
 // runtime. -fmad=false (CMakeLists.txt): no fused multiply-adds, which the CPU build does not use
 // either, so both round the same way and trace the same points.
@@ -28,4 +29,7 @@ extern "C" __global__ void headrace_sample_hilbert(hs::SampleParams<hs::HilbertU
 }
 extern "C" __global__ void headrace_gather_points(hs::GatherParams params, std::uint64_t total) {
   per_thread(total, [&](std::uint64_t k) { hs::gather_point(params, k); });
+}
+extern "C" __global__ void headrace_place_points(hs::PlaceParams params, std::uint64_t total) {
+  per_thread(total, [&](std::uint64_t k) { hs::place_point(params, k); });
 }

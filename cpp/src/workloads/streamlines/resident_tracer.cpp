@@ -40,6 +40,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   UnitLoads<Units> loads(path, table, *runner, options, slots);
 
   ContainerTraceRun run;
+  run.resident.make_seconds = seconds_since(start);
   run.layout = flow.layout;
   run.unit_bytes = table.unit_bytes;
   ResidentStats& stats = run.resident;
@@ -56,13 +57,9 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, const 
   };
   const bool stopped = !run_rounds(*runner, loads, slot_table, state, table, line_count, [](std::uint64_t) { return true; },
                                    keep_going, stats, path);
-  std::vector<HalfLine> ended;
-  std::vector<TracedPoint> points;
-  runner->collect({}, ended, points);
-  if (stopped)
-    for (HalfLine& line : ended)
-      if (!line.ended) line.end = Termination::stopped;
-  run.lines = assemble(seeds, trace, ended, points);
+  const auto collect_start = Clock::now();
+  run.lines = runner->polylines(seeds, trace, stopped);
+  stats.collect_seconds = seconds_since(collect_start);
   run.seconds = seconds_since(start);
   if (options.sample_velocities) {
     const auto sample_start = Clock::now();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "headrace/engine/queue.hpp"
+#include "half_lines.hpp"
 #include "headrace/workloads/streamlines/resident_lines.hpp"
 
 namespace headrace::workloads::streamlines::resident {
@@ -20,6 +21,12 @@ struct RoundState {
   std::vector<std::int32_t> slot_of_unit;    // -1: absent
   std::vector<std::uint32_t> wanted, last_used;
 };
+
+// Half-lines a stopped run cut short end `stopped`.
+inline void end_stopped(std::vector<HalfLine>& lines) {
+  for (HalfLine& line : lines)
+    if (!line.ended) line.end = Termination::stopped;
+}
 
 // Runs rounds over half-lines with the cache's pool in host or GPU memory.
 template <typename Units>
@@ -36,6 +43,15 @@ class RoundRunner {
   // its last, appended to `points` back to back in half-line order (gathered_offsets says where each
   // line's begin after the points there were): a rank's runs add to what it traced, with no copy.
   virtual void collect(std::span<const std::uint32_t> from, std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) = 0;
+  // The seeds' lines after the last round (assemble's), a half-line not ended ending `stopped` where the
+  // run was stopped: by default collected and joined on the host.
+  virtual Polylines polylines(const std::vector<Vec3>& seeds, const TraceOptions& options, bool stopped) {
+    std::vector<HalfLine> lines;
+    std::vector<TracedPoint> points;
+    collect({}, lines, points);
+    if (stopped) end_stopped(lines);
+    return assemble(seeds, options, lines, points);
+  }
   // Other half-lines from now on (the pool stays): a rank's lines change between a job's rounds.
   virtual void restart(const std::vector<HalfLine>& lines) = 0;
   // Per half-line, the unit it waits for after the last round (all ones: none).

@@ -70,7 +70,22 @@ def _write_npz(out: Any, arrays: dict[str, np.ndarray | Future]) -> None:
         for name, array in sorted(arrays.items(), key=lambda item: isinstance(item[1], Future)):
             ready = np.asanyarray(array.result() if isinstance(array, Future) else array)
             with npz.open(f"{name}.npy", mode="w", force_zip64=True) as entry:
-                np.lib.format.write_array(entry, ready, allow_pickle=False)
+                _write_npy(entry, ready)
+
+
+def _write_npy(entry: Any, array: np.ndarray) -> None:
+    """``np.lib.format.write_array`` without its copy: a C-contiguous array's bytes go to ``entry`` as they
+    are (write_array copies them chunk by chunk into bytes objects for a file it cannot ``tofile`` into)."""
+    if array.dtype.hasobject or not array.flags.c_contiguous:
+        np.lib.format.write_array(entry, array, allow_pickle=False)
+        return
+    header = np.lib.format.header_data_from_array_1_0(array)
+    # Version 2.0 holds any header (a long one of a many-field array); write_array picks 1.0 where it fits.
+    if len(repr(header)) < 65000:
+        np.lib.format.write_array_header_1_0(entry, header)
+    else:
+        np.lib.format.write_array_header_2_0(entry, header)
+    entry.write(array.reshape(-1).view(np.uint8).data)
 
 
 def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray, *,
@@ -105,16 +120,16 @@ def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0)
     end, or the backward end of a backward trace; ``BackwardReasonForTermination`` too when both
     directions were traced). An ``.npz`` also keeps ``ends``, the reasons as text."""
     direction = result.stats.get("direction", "forward")
-    backward_ends = [end.split("/")[0] for end in result.ends]
-    forward_ends = [end.split("/")[-1] for end in result.ends]
 
-    def codes(ends: list[str]) -> np.ndarray:
-        return np.array([TERMINATION_CODES[end] for end in ends], dtype=np.int32)
+    def codes(side: int) -> np.ndarray:
+        """Each line's code at one end ("backward/forward" when both were traced): side 0 the first, -1 the last."""
+        coded = {end: TERMINATION_CODES[end.split("/")[side]] for end in set(result.ends)}  # a few kinds of end
+        return np.fromiter((coded[end] for end in result.ends), dtype=np.int32, count=len(result.ends))
 
     line_data = {"SeedIds": np.arange(len(result.ends), dtype=np.int64),
-                 "ReasonForTermination": codes(backward_ends if direction == "backward" else forward_ends)}
+                 "ReasonForTermination": codes(0 if direction == "backward" else -1)}
     if direction == "both":
-        line_data["BackwardReasonForTermination"] = codes(backward_ends)
+        line_data["BackwardReasonForTermination"] = codes(0)
     extra = {"ends": np.array(result.ends)} if Path(path).suffix.lower() == ".npz" else {}
     # The velocities are sampled (a pass over the flow) while the lines' own arrays are written.
     with ThreadPoolExecutor(1, thread_name_prefix="headrace-sample") as sampler:
@@ -127,5 +142,5 @@ def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0)
 
 def _speeds(velocities: np.ndarray) -> np.ndarray:
     """Each vector's length in float32, summed x, y, z in that order (np.linalg.norm's, without its copies)."""
-    x, y, z = (np.ascontiguousarray(velocities[:, k], dtype=np.float32) for k in range(3))
+    x, y, z = (velocities[:, k].astype(np.float32, copy=False) for k in range(3))  # strided views, not copies
     return np.sqrt(x * x + y * y + z * z)

@@ -133,17 +133,51 @@ struct GatherParams {
   TracedPoint* out = nullptr;
 };
 
-// The k-th gathered point: its half-line is the last whose offset is at most k (lines without points
-// share their successor's offset).
-HEADRACE_HD inline void gather_point(const GatherParams& a, std::uint64_t k) {
-  std::uint64_t low = 0, high = a.count;
+// The half-line of the k-th of all points, of `count` half-lines whose points begin at `offsets`: the last
+// whose offset is at most k (lines without points share their successor's offset).
+HEADRACE_HD inline std::uint64_t half_line_of(const std::uint64_t* offsets, std::uint64_t count, std::uint64_t k) {
+  std::uint64_t low = 0, high = count;
   while (high - low > 1) {
     const std::uint64_t middle = low + (high - low) / 2;
-    if (a.offsets[middle] <= k) low = middle;
+    if (offsets[middle] <= k) low = middle;
     else high = middle;
   }
-  a.out[k] = a.points[low * a.point_capacity + a.from[low] + (k - a.offsets[low])];
+  return low;
 }
+
+// The k-th gathered point.
+HEADRACE_HD inline void gather_point(const GatherParams& a, std::uint64_t k) {
+  const std::uint64_t line = half_line_of(a.offsets, a.count, k);
+  a.out[k] = a.points[line * a.point_capacity + a.from[line] + (k - a.offsets[line])];
+}
+
+// Where the seeds' lines (Polylines, assemble's layout) take the half-lines' points: a seed's backward half
+// reversed in front of the seed, its forward half after it. Point j of half-line i goes to first[i] - j
+// when reversed[i], else to first[i] + j; offsets are gathered_offsets' (every step). The points are read
+// from each half-line's slots (point_capacity a line) or, with point_capacity 0, back to back as collect
+// gathers them. One function for the host's lines and the GPU's, so both put every point in one place.
+struct PlaceParams {
+  const TracedPoint* points = nullptr;
+  std::uint32_t point_capacity = 0;
+  const std::uint64_t* offsets = nullptr;
+  std::uint64_t count = 0;
+  const std::uint64_t* first = nullptr;
+  const std::uint8_t* reversed = nullptr;
+  Vec3* out_points = nullptr;
+  float* out_times = nullptr;
+};
+
+// The k-th point of all, of half-line `line`.
+HEADRACE_HD inline void place_point_of(const PlaceParams& a, std::uint64_t line, std::uint64_t k) {
+  const std::uint64_t j = k - a.offsets[line];
+  const TracedPoint point = a.points[a.point_capacity == 0 ? k : line * a.point_capacity + j];
+  const std::uint64_t at = a.reversed[line] ? a.first[line] - j : a.first[line] + j;
+  a.out_points[at] = point.p;
+  a.out_times[at] = point.time;
+}
+
+// The k-th point of all.
+HEADRACE_HD inline void place_point(const PlaceParams& a, std::uint64_t k) { place_point_of(a, half_line_of(a.offsets, a.count, k), k); }
 
 // What a sampling round reports: points sampled in it, and points of its window still waiting.
 struct SampleCounters {

@@ -31,6 +31,8 @@ struct ResidentStats {
   std::uint64_t units_loaded = 0, evictions = 0, bytes_read = 0;
   double load_seconds = 0;     // reads through the queue, into the cache
   double advance_seconds = 0;  // the rounds' stepping (kernels, or host threads)
+  double make_seconds = 0;     // the tracer made: its buffers, kernels and reader
+  double collect_seconds = 0;  // the lines' points brought to the host and joined into polylines
 };
 
 struct ContainerTraceOptions {

@@ -1,0 +1,183 @@
+"""What page-locking a page-cached file costs, and whether threads make it cheaper (issue 38: a one-frame
+``headrace render`` pays page-locking 3.2 GB in its setup and unlocking it at exit). Through CUDA's driver
+API (ctypes, which releases the GIL) on a read-only mapping of FILE, each line a median of --rounds:
+
+- ``register``: cuMemHostRegister of the whole mapping from one thread, then cuMemHostUnregister;
+- ``populate xT + register``: the page tables filled first by T threads (MADV_POPULATE_READ over T
+  ranges), then one registration;
+- ``pieces xT``: T registrations of T ranges, made and unmade by T threads at once;
+- ``across pieces``: a copy to the GPU of 64 MiB straddling two registered pieces (its rate, or the driver's refusal);
+- ``exit``: a child process that registers the file and ends without unregistering (os._exit), against
+  one that unregisters first, each timed from its registration to its end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import mmap
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+
+MADV_POPULATE_READ = 22
+
+
+class Driver:
+    def __init__(self, device: int = 0) -> None:
+        self.cuda = ctypes.CDLL("libcuda.so.1")
+        self._check(self.cuda.cuInit(0), "cuInit")
+        handle = ctypes.c_int()
+        self._check(self.cuda.cuDeviceGet(ctypes.byref(handle), device), "cuDeviceGet")
+        self.context = ctypes.c_void_p()
+        self._check(self.cuda.cuDevicePrimaryCtxRetain(ctypes.byref(self.context), handle), "cuDevicePrimaryCtxRetain")
+        self.current()
+
+    def current(self) -> None:
+        self._check(self.cuda.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    @staticmethod
+    def _check(status: int, what: str) -> None:
+        if status != 0:
+            raise RuntimeError(f"{what}: CUDA error {status}")
+
+    def register(self, address: int, size: int) -> None:
+        # CU_MEMHOSTREGISTER_READ_ONLY: a read-only mapping is refused without it (as the engine registers files)
+        self._check(self.cuda.cuMemHostRegister_v2(ctypes.c_void_p(address), ctypes.c_size_t(size), 8), "cuMemHostRegister")
+
+    def unregister(self, address: int) -> None:
+        self._check(self.cuda.cuMemHostUnregister(ctypes.c_void_p(address)), "cuMemHostUnregister")
+
+    def alloc(self, size: int) -> int:
+        pointer = ctypes.c_uint64()
+        self._check(self.cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size)), "cuMemAlloc")
+        return pointer.value
+
+    def copy_to_device(self, device_pointer: int, address: int, size: int) -> None:
+        self._check(self.cuda.cuMemcpyHtoD_v2(ctypes.c_uint64(device_pointer), ctypes.c_void_p(address),
+                                              ctypes.c_size_t(size)), "cuMemcpyHtoD")
+
+
+def mapped(path: str) -> tuple[mmap.mmap, int, int]:
+    """A read-only shared mapping of the file and its address (through NumPy: a read-only mmap exports no
+    writable buffer for ctypes)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as file:
+        mapping = mmap.mmap(file.fileno(), size, prot=mmap.PROT_READ)
+    return mapping, int(np.frombuffer(mapping, dtype=np.uint8).ctypes.data), size
+
+
+def ranges(size: int, parts: int, align: int = 2 << 20) -> list[tuple[int, int]]:
+    step = -(-size // parts // align) * align
+    return [(start, min(step, size - start)) for start in range(0, size, step)]
+
+
+def in_threads(work, items) -> float:
+    start = time.perf_counter()
+    threads = [threading.Thread(target=work, args=item) for item in items]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - start
+
+
+def child(path: str, unregister: bool) -> None:
+    driver = Driver()
+    mapping, address, size = mapped(path)
+    driver.register(address, size)
+    print(time.time(), flush=True)
+    if unregister:
+        driver.unregister(address)
+    os._exit(0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("file")
+    parser.add_argument("--threads", default="2,4,8")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--child", choices=("exit", "unregister"))
+    args = parser.parse_args()
+    if args.child:
+        child(args.file, args.child == "unregister")
+        return
+    with open(args.file, "rb") as file:  # the file in the page cache
+        while file.read(64 << 20):
+            pass
+    driver = Driver()
+    libc = ctypes.CDLL(None, use_errno=True)
+    rows: dict[str, list[float]] = {}
+    refused: set[str] = set()
+
+    def timed(name: str, seconds: float) -> None:
+        rows.setdefault(name, []).append(seconds)
+
+    for _ in range(args.rounds):
+        mapping, address, size = mapped(args.file)
+        start = time.perf_counter()
+        driver.register(address, size)
+        timed("register", time.perf_counter() - start)
+        start = time.perf_counter()
+        driver.unregister(address)
+        timed("unregister", time.perf_counter() - start)
+        mapping.close()
+        for threads in (int(t) for t in args.threads.split(",")):
+            mapping, address, size = mapped(args.file)
+
+            def populate(offset: int, length: int) -> None:
+                libc.madvise(ctypes.c_void_p(address + offset), ctypes.c_size_t(length), MADV_POPULATE_READ)
+
+            filled = in_threads(populate, ranges(size, threads))
+            start = time.perf_counter()
+            driver.register(address, size)
+            timed(f"populate x{threads} + register", filled + time.perf_counter() - start)
+            timed(f"populate x{threads} alone", filled)
+            driver.unregister(address)
+            mapping.close()
+            mapping, address, size = mapped(args.file)
+            pieces = ranges(size, threads)
+
+            def register(offset: int, length: int) -> None:
+                driver.current()
+                driver.register(address + offset, length)
+
+            def unregister(offset: int, length: int) -> None:
+                driver.current()
+                driver.unregister(address + offset)
+
+            timed(f"pieces x{threads} register", in_threads(register, pieces))
+            if len(pieces) > 1:
+                device = driver.alloc(64 << 20)
+                middle = pieces[1][0] - (32 << 20)
+                start = time.perf_counter()
+                try:
+                    for _ in range(8):
+                        driver.copy_to_device(device, address + middle, 64 << 20)
+                    timed(f"across pieces x{threads} GB/s", 8 * (64 << 20) / (time.perf_counter() - start) / 1e9)
+                except RuntimeError as error:  # the driver refuses a copy from two registrations
+                    refused.add(f"across pieces x{threads}: {error}")
+                driver.cuda.cuMemFree_v2(ctypes.c_uint64(device))
+            timed(f"pieces x{threads} unregister", in_threads(unregister, pieces))
+            mapping.close()
+        for mode in ("exit", "unregister"):
+            process = subprocess.Popen([sys.executable, __file__, args.file, "--child", mode], stdout=subprocess.PIPE, text=True)
+            registered = float(process.stdout.readline())
+            process.wait()
+            timed(f"child {mode}: registered to ended", time.time() - registered)
+    size = os.path.getsize(args.file)
+    print(f"{args.file}: {size / 1e9:.2f} GB, medians of {args.rounds}")
+    for name, values in rows.items():
+        unit = "" if name.endswith("GB/s") else " s"
+        print(f"  {name}: {statistics.median(values):.4f}{unit} ({', '.join(f'{v:.4f}' for v in values)})")
+    for line in sorted(refused):
+        print(f"  {line}")
+
+
+if __name__ == "__main__":
+    main()
