@@ -184,14 +184,16 @@ profile() {  # where a command's wall goes: its imports (-X importtime), its Pyt
 
 overlap() {
   # ds.stream with a CuPy kernel on every frame, the kernel sized to the stream's time: both against each alone.
-  # Hot in one process; cold, the stream alone and both, each in a fresh process after the cache is dropped.
+  # Hot in one process; cold, the stream alone and both, each in a fresh process after the cache is dropped, in rounds.
   cat "$work/p10m.hrc" > /dev/null
   within 200 python3 bench/users_at_speed_overlap.py "$work/p10m.hrc" > "$OUT/overlap.csv"
   local passes; passes=$(awk -F, 'NR == 2 { print $4 }' "$OUT/overlap.csv")
-  local what
-  for what in stream both; do
-    cold
-    within 200 python3 bench/users_at_speed_overlap.py "$work/p10m.hrc" --cold "$what" --passes "$passes" | tail -1 >> "$OUT/overlap.csv"
+  local what round
+  for round in $(seq "$rounds"); do  # alternating: the disk's rate drifts between one cold read and the next
+    for what in stream both; do
+      cold
+      within 200 python3 bench/users_at_speed_overlap.py "$work/p10m.hrc" --cold "$what" --passes "$passes" | tail -1 >> "$OUT/overlap.csv"
+    done
   done
   cat "$OUT/overlap.csv"
 }
@@ -219,13 +221,22 @@ compressedparts() {  # where a compressed file's cold frame goes: 64 KiB GDeflat
   [[ -f $work/p100-gdeflate-4m.hrc ]] || within 200 python3 -m headrace compress "$work/p100.hrc" \
     "$work/p100-gdeflate-4m.hrc" --codec 'gdeflate(block=65536)' --chunk-size 4M > /dev/null
   local round
-  for round in 1 2; do
+  for round in $(seq "$rounds"); do
     cold; within 60 python3 bench/compressed_cold_parts.py "$work/p100.hrc" | tee -a "$OUT/compressed-parts.jsonl"
     cold; within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate.hrc" | tee -a "$OUT/compressed-parts.jsonl"
-    cold; HEADRACE_MAX_BATCH=1024 within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate.hrc" | \
-      sed 's/^{/{"max_batch": 1024, /' | tee -a "$OUT/compressed-parts.jsonl"
+    cold; (export HEADRACE_CHECK_ON=host; within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate.hrc") | \
+      sed 's/^{/{"check_on": "host", /' | tee -a "$OUT/compressed-parts.jsonl"
     cold; within 60 python3 bench/compressed_cold_parts.py "$work/p100-gdeflate-4m.hrc" | tee -a "$OUT/compressed-parts.jsonl"
   done
+  python3 - "$OUT/compressed-parts.jsonl" <<'EOF2'
+import json, statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    row = json.loads(line)
+    rows.setdefault((row["file"].rsplit("/", 1)[-1], row.get("check_on", "gpu")), []).append(row["frame_ms"])
+for (name, check), frames in rows.items():
+    print(f"{name} (checks on the {check}): frame ms {statistics.median(frames):.0f} ({', '.join(f'{f:.0f}' for f in frames)})")
+EOF2
 }
 
 firstframe() {  # a render process's first frame against its second: kernels loaded lazily or eagerly, checks where

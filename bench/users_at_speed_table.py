@@ -121,13 +121,17 @@ def main() -> None:
                 f"{resident_s:.3f} s", resident_s / quarter_s, ">= 0.5")
     # The stream with a consumer kernel.
     if (out / "overlap.csv").exists():
-        seconds = {r["what"]: float(r["seconds"]) for r in csv.DictReader(open(out / "overlap.csv"))}
+        rounds: dict[str, list[float]] = {}  # the cold cases come in rounds, the stream and both alternating
+        for r in csv.DictReader(open(out / "overlap.csv")):
+            rounds.setdefault(r["what"], []).append(float(r["seconds"]))
+        seconds = {what: median(values) for what, values in rounds.items()}
         if {"stream", "kernel", "both"} <= seconds.keys():
             row("`ds.stream(device=0)` + a CuPy kernel a frame, hot", f"both {seconds['both']:.3f} s, stream "
                 f"{seconds['stream']:.3f}, kernel {seconds['kernel']:.3f}",
                 seconds["both"] / max(seconds["stream"], seconds["kernel"]), "<= 1.05")
         if {"stream-cold", "both-cold", "kernel"} <= seconds.keys():
-            row("the same, cold", f"both {seconds['both-cold']:.3f} s, stream {seconds['stream-cold']:.3f}",
+            row("the same, cold", f"both {seconds['both-cold']:.3f} s, stream {seconds['stream-cold']:.3f} (medians of "
+                f"{len(rounds['both-cold'])})",
                 seconds["both-cold"] / max(seconds["stream-cold"], seconds["kernel"]), "<= 1.05")
     # Compressed particles, cold.
     plain = [frames_of(log)[0][0] for log in logs(out, "render-p100-cold") if frames_of(log)]
