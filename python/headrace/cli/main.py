@@ -53,10 +53,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
 SUBCOMMANDS = tuple(COMMANDS)
 
 
-def build_parser(full: Collection[str] = SUBCOMMANDS, others: bool = True) -> Parser:
+def build_parser(full: Collection[str] = SUBCOMMANDS) -> Parser:
     """The command line's parser: the subcommands of ``full`` with their options (every one by default),
-    the others by name and summary alone, which is all ``headrace --help`` and an unknown command need
-    (and none with ``others=False``: a command's own run, which never shows them)."""
+    the others by name and summary alone, which is all ``headrace --help`` and an unknown command need."""
     parser = Parser(prog="headrace", description="Stream time-varying scientific data from storage into GPU memory.")
     parser.add_argument("--version", action="version", version=f"headrace {__version__}")
     parser.add_argument("--debug", action="store_true", help="on an error, print its traceback and where in the source it was raised")
@@ -64,7 +63,7 @@ def build_parser(full: Collection[str] = SUBCOMMANDS, others: bool = True) -> Pa
     for name, (module, summary) in COMMANDS.items():
         if name in full:
             importlib.import_module(module).register(subparsers, summary)
-        elif others:  # each a parser of its own: 17 of them cost a command about 30 ms
+        else:
             subparsers.add_parser(name, help=summary)
     return parser
 
@@ -117,7 +116,7 @@ def _run(argv: list[str] | None) -> int:
         named = _command_named(words)
         if named:  # its GPU's context made while its module loads
             _gpu_ahead.start(named[0], words)
-        args = build_parser(named, others=not named).parse_args(words)
+        args = build_parser(named).parse_args(words)
     except SystemExit as stop:  # argparse: a one-line usage error (2), or --help / --version (0)
         return stop.code if isinstance(stop.code, int) else 2
     debug = args.debug or os.environ.get("HEADRACE_DEBUG", "") not in ("", "0", "off")

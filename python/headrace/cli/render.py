@@ -226,7 +226,7 @@ def _write_image(path: str | Path, image: Any) -> None:
 
 def _write_last_image(path: str | Path, image: Any, file: str | Path) -> None:
     """The command's one image, encoded on a thread while the engines let go of ``file`` (the caller has
-    dropped its renderer): its pages are unlocked meanwhile (0.09 s for 3.2 GB, docs/results.md), which
+    dropped its renderer): its pages are unlocked meanwhile (0.03 s for 3.2 GB, docs/results.md), which
     the process's exit would otherwise pay after the PNG. Unlocked by close_path, which lets the encoder
     run: an engine's destructor holds the interpreter's lock."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)

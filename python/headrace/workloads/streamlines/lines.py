@@ -80,10 +80,9 @@ def _write_npy(entry: Any, array: np.ndarray) -> None:
         np.lib.format.write_array(entry, array, allow_pickle=False)
         return
     header = np.lib.format.header_data_from_array_1_0(array)
-    # Version 2.0 holds any header (a long one of a many-field array); write_array picks 1.0 where it fits.
-    if len(repr(header)) < 65000:
+    try:  # version 1.0 where the header fits it, else 2.0, as write_array picks (nothing written on refusal)
         np.lib.format.write_array_header_1_0(entry, header)
-    else:
+    except ValueError:
         np.lib.format.write_array_header_2_0(entry, header)
     entry.write(array.reshape(-1).view(np.uint8).data)
 
