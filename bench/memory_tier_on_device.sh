@@ -61,6 +61,25 @@ PY
   done
 }
 
+routes() {  # one cold pass by each route, fresh processes, in ${ROUNDS:-2} alternating rounds (bench/cold_routes.py)
+  local file=${ROUTE_FILE:-$work/particles.hrc} round route
+  local list=${ROUTE_LIST:-"engine:auto engine:keep kvikio threads:4:4:willneed512"}
+  echo "route,seconds,gbps,cpu_user_s,cpu_system_s,cpu_s_per_gb,io,finish,engine,other" > "$OUT/routes.csv"
+  for round in $(seq "${ROUNDS:-2}"); do
+    for route in $list; do
+      cold
+      if [[ $route == *@* ]]; then  # VAR=VALUE+VAR=VALUE@ROUTE: the route under those settings, named whole
+        local settings=${route%%@*}
+        (export ${settings//+/ }; within 60 python3 bench/cold_routes.py "$file" "${route#*@}") | sed "s|^${route#*@},|$route,|" >> "$OUT/routes.csv"
+      else
+        within 60 python3 bench/cold_routes.py "$file" "$route" >> "$OUT/routes.csv"
+      fi
+    done
+  done
+  cat "$OUT/routes.csv"
+  cat /sys/block/*/queue/read_ahead_kb 2>/dev/null | head -3; ls /proc/self/task/*/schedstat 2>/dev/null | head -1
+}
+
 pressure() {
   local root=/sys/fs/cgroup policy
   grep -q memory "$root/cgroup.controllers" 2>/dev/null || { echo "no cgroup v2 memory controller here"; return 0; }

@@ -3,6 +3,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.hpp"
+#include "headrace/detail/thread_name.hpp"
 #include "headrace/shim/gpu_environment.hpp"
 #include "headrace/shim/shared_library.hpp"
 
@@ -53,6 +54,11 @@ void bind_environment(nb::module_& m) {
     d["gpus"] = gpus;
     return d;
   }, "Devices, driver/runtime versions, cuFile mode and nvCOMP, each loaded at run time.");
+  m.def("thread_stages", [] {
+    nb::dict stages;
+    for (const auto& [name, stage] : detail::thread_stages) stages[nb::str(name.data(), name.size())] = nb::str(stage.data(), stage.size());
+    return stages;
+  }, "The engine's thread names and the stage each one's CPU time counts toward.");
 }
 
 }  // namespace headrace::python

@@ -3,6 +3,7 @@ measurement headrace reports, the ``read`` command's and the lab's (:mod:`headra
 
 from __future__ import annotations
 
+import os
 import resource
 import statistics
 import time
@@ -14,7 +15,7 @@ from headrace import page_cache
 from headrace._files import write_rows
 from headrace.page_cache import CacheState
 
-__all__ = ["Measurement", "measure", "write_csv"]
+__all__ = ["CpuByStage", "Measurement", "cpu_by_stage", "measure", "write_csv"]
 
 
 @dataclass
@@ -78,6 +79,67 @@ def process_cpu_seconds() -> tuple[float, float]:
     KvikIO's among them): two readings apart are what the work between them cost the host."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime, usage.ru_stime
+
+
+# Threads the kernel starts for a process's io_uring (buffered reads punted to workers, SQ polling):
+# their CPU is the reads'.
+_KERNEL_IO_THREADS = ("iou-wrk-", "iou-sqp-")
+STAGES = ("io", "finish", "engine", "other")
+
+
+def _thread_cpu_seconds(task: str) -> float:
+    """One thread's CPU seconds (user + system): its CPU-time clock, exact to the nanosecond (Linux's
+    clock of a thread of this process, by its id), else /proc's ticks."""
+    tid = int(task)
+    try:
+        return time.clock_gettime((~tid << 3) | 6)  # MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)
+    except OSError:
+        with open(f"/proc/self/task/{task}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class CpuByStage:
+    """A process's CPU seconds so far by the engine's stage: ``io`` (its readers' threads and io_uring's
+    kernel workers: reads, and copies out of the page cache by pread), ``finish`` (its finishers' and
+    checkers' threads: checksums, CPU decoding, copies to host destinations, GPU copies issued),
+    ``engine`` (dispatching and completing) and ``other`` (everything else: the caller's own threads,
+    Python, CUDA's). Two snapshots apart (:meth:`since`) say what the work between them cost each stage;
+    take both while the engine lives (a thread that ends between them takes its seconds with it, which
+    then count as other)."""
+
+    total: float
+    stages: dict[str, float]
+
+    def since(self, before: CpuByStage) -> dict[str, float]:
+        spent = {stage: max(0.0, self.stages.get(stage, 0.0) - before.stages.get(stage, 0.0))
+                 for stage in STAGES if stage != "other"}
+        spent["other"] = max(0.0, self.total - before.total - sum(spent.values()))
+        return spent
+
+
+def cpu_by_stage() -> CpuByStage:
+    """A snapshot of this process's CPU seconds by stage (Linux; elsewhere everything is ``other``)."""
+    from headrace import _ext
+
+    names = _ext.thread_stages()
+    stages: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+    user, system = process_cpu_seconds()
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return CpuByStage(user + system, stages)
+    for task in tasks:
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                name = comm.read().strip()
+            stage = names.get(name) or ("io" if name.startswith(_KERNEL_IO_THREADS) else None)
+            if stage is not None:
+                stages[stage] += _thread_cpu_seconds(task)
+        except (OSError, ValueError):
+            continue  # the thread ended while it was looked at
+    return CpuByStage(user + system, stages)
 
 
 def measure(

@@ -129,6 +129,26 @@ def test_stream_command_reports_rates(codec_files, capsys, tmp_path):
     assert csv_path.read_text().count("\n") == 9
     assert summary["cpu_user_s"] + summary["cpu_system_s"] > 0
     assert summary["cpu_s_per_gb"] == pytest.approx((summary["cpu_user_s"] + summary["cpu_system_s"]) / (summary["raw_bytes"] / 1e9))
+    by_stage = summary["cpu_s_per_gb_by_stage"]
+    assert set(by_stage) == {"io", "finish", "engine", "other"} and min(by_stage.values()) >= 0
+    assert by_stage["io"] > 0 and by_stage["finish"] > 0  # the readers' preads; zstd decoded by the checkers
+
+
+def test_cpu_by_stage_counts_the_engines_threads_by_their_names(codec_files):
+    from headrace.measurement import CpuByStage, cpu_by_stage
+
+    paths, _ = codec_files
+    ds = headrace.open(paths["zstd"])
+    with ds.stream(device="cpu", options=headrace.queue_options(backend="posix")) as frames:
+        before = cpu_by_stage()
+        for frame in frames:
+            frame.release()
+        spent = cpu_by_stage().since(before)
+    assert spent["io"] > 0 and spent["finish"] > 0
+    # what no named thread spent is the rest, never below nothing
+    assert CpuByStage(2.0, {"io": 1.5}).since(CpuByStage(1.0, {"io": 1.0})) == {"io": 0.5, "finish": 0.0, "engine": 0.0,
+                                                                                   "other": 0.5}
+    assert CpuByStage(1.0, {"io": 3.0}).since(CpuByStage(1.0, {"io": 1.0}))["other"] == 0.0
 
 
 def test_stream_command_refuses_pinned_files_without_a_gpu(codec_files, capsys):

@@ -5,6 +5,7 @@
 
 #include "headrace/detail/parallel_for.hpp"
 #include "headrace/detail/seconds.hpp"
+#include "headrace/detail/thread_name.hpp"
 #include "headrace/error.hpp"
 #include "headrace/format/checksum.hpp"
 
@@ -12,7 +13,7 @@ namespace headrace::codec {
 
 ChunkChecker::ChunkChecker(unsigned threads) {
   const unsigned count = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
-  if (count > 1) pool_.emplace(count - 1);
+  if (count > 1) pool_.emplace(count - 1, detail::checker_thread_name);
 }
 
 std::optional<ChunkChecker::VerifiedRange> ChunkChecker::range_of(const ChunkCheck& chunk) {

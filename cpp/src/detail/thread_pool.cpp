@@ -3,15 +3,19 @@
 #include <string>
 #include <utility>
 
+#include "headrace/detail/thread_name.hpp"
 #include "headrace/error.hpp"
 
 namespace headrace::detail {
 
-ThreadPool::ThreadPool(unsigned thread_count) {
+ThreadPool::ThreadPool(unsigned thread_count, const char* name) {
   HEADRACE_EXPECT(thread_count >= 1, UsageError, "a thread pool needs at least one thread, got 0");
   workers_.reserve(thread_count);
   try {
-    for (unsigned i = 0; i < thread_count; ++i) workers_.emplace_back([this, i] { run(i); });
+    for (unsigned i = 0; i < thread_count; ++i) workers_.emplace_back([this, i, name] {
+      name_this_thread(name);
+      run(i);
+    });
   } catch (...) {
     // Threads already started would otherwise be destroyed joinable, which terminates.
     {

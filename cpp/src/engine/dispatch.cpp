@@ -17,9 +17,9 @@ ReadSource source_of(io::ReadRoute route) {
   switch (route) {
     case io::ReadRoute::cached: return ReadSource::page_cache;
     case io::ReadRoute::direct:
+    case io::ReadRoute::kept:
     case io::ReadRoute::forced_direct: return ReadSource::disk;
-    case io::ReadRoute::forced_buffered:
-    case io::ReadRoute::kept: return ReadSource::buffered;
+    case io::ReadRoute::forced_buffered: return ReadSource::buffered;
   }
   return ReadSource::none;
 }
@@ -38,8 +38,14 @@ constexpr std::uint64_t stageless_flight_bytes = std::uint64_t{64} << 20;
 // The widest gap between two chunks that one read takes with them: a container's chunk alignment.
 constexpr std::uint64_t join_gap = 4096;
 
-// Reads of one flight by (file, way): the file's buffered (or forced) backend, its O_DIRECT one, cuFile.
-enum Way : std::size_t { cached_way, direct_way, cufile_way, ways };
+// Reads of one flight by (file, way): the file's buffered (or forced) backend, its O_DIRECT one, its
+// kept one, cuFile.
+enum Way : std::size_t { cached_way, direct_way, kept_way, cufile_way, ways };
+
+Way way_of(io::ReadRoute route) {
+  if (route == io::ReadRoute::direct) return direct_way;
+  return route == io::ReadRoute::kept ? kept_way : cached_way;
+}
 
 }  // namespace
 
@@ -185,7 +191,7 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
         book_.dispatch(id, ReadSource::cufile);
       } else {
         book_.dispatch(id, source_of(*entry.plan.read_route));
-        way = entry.plan.read_route == io::ReadRoute::direct ? direct_way : cached_way;
+        way = way_of(*entry.plan.read_route);
       }
       const std::size_t list = std::size_t{r.file} * ways + way;
       reads[list].push_back({r.offset, r.stored_size, target});
@@ -205,9 +211,11 @@ bool Queue::Impl::send_flight_locked(Lane lane, std::unique_lock<std::mutex>& lo
   for (std::size_t list = 0; list < lists; ++list) {
     if (reads[list].empty()) continue;
     const OpenFile& file = files_[list / ways];
-    io::Backend* backend = list % ways == cufile_way ? static_cast<io::Backend*>(file.cufile.get())
-                           : list % ways == direct_way ? &file.reads->backend(io::ReadRoute::direct)
-                                                       : &file.reads->backend(io::ReadRoute::cached);
+    const auto way = static_cast<Way>(list % ways);
+    io::Backend* backend = way == cufile_way  ? static_cast<io::Backend*>(file.cufile.get())
+                           : way == direct_way ? &file.reads->backend(io::ReadRoute::direct)
+                           : way == kept_way   ? &file.reads->backend(io::ReadRoute::kept)
+                                               : &file.reads->backend(io::ReadRoute::cached);
     io::CoalescingLimits limits{.file_size = backend->file_size(), .max_gap_bytes = join_gap};
     // A joined read larger than the backend's task is split across its threads, and the thread
     // landing last would hash every chunk of it alone: the page cache's reads join up to one task.

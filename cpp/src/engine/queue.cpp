@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "headrace/detail/environment.hpp"
+#include "headrace/detail/thread_name.hpp"
 #include "headrace/error.hpp"
 #include "queue_impl.hpp"
 
@@ -112,16 +113,19 @@ Queue::Impl::Impl(QueueOptions options)
   rings_[disk_lane].emplace(options_.staging_bytes, device_.has_value(), options_.staging_huge_pages);
   rings_[cache_lane].emplace(options_.page_cache_staging_bytes(), device_.has_value(), options_.staging_huge_pages);
   dispatcher_ = std::thread([this] {
+    detail::name_this_thread(detail::dispatcher_thread_name);
     use_context();  // the dispatcher's first staging region allocates the (pinned) ring
     dispatch_loop();
   });
   for (const Lane lane : {disk_lane, cache_lane}) {
     finishers_[lane] = std::thread([this, lane] {
+      detail::name_this_thread(detail::finisher_thread_name);
       use_context();
       finish_loop(lane);
     });
   }
   if (device_) completer_ = std::thread([this] {
+    detail::name_this_thread(detail::completer_thread_name);
     use_context();
     complete_loop();
   });

@@ -20,6 +20,7 @@
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/byte_size.hpp"
+#include "headrace/detail/thread_name.hpp"
 #include "headrace/io/detail/file_reads.hpp"
 #include "headrace/io/detail/read_plan.hpp"
 
@@ -151,7 +152,10 @@ UringBackend::Ring::Ring(const std::string& path, const Settings& settings)
     }
   }
   for (unsigned i = settings_.queue_depth; i > 0; --i) free_slots_.push_back(i - 1);
-  worker_ = std::thread([this] { run(); });
+  worker_ = std::thread([this] {
+    headrace::detail::name_this_thread(headrace::detail::uring_thread_name);
+    run();
+  });
 }
 
 UringBackend::Ring::~Ring() noexcept {

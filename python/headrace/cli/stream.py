@@ -32,7 +32,7 @@ from headrace.cli._shared import (
     choose_device,
 )
 from headrace.errors import UsageError
-from headrace.measurement import process_cpu_seconds
+from headrace.measurement import cpu_by_stage, process_cpu_seconds
 
 MOST_FRAMES_PLAYED = 1_000_000  # frames x --loop: the play order is a list of them
 
@@ -57,9 +57,11 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser.set_defaults(func=run)
 
 
-def summarize(history: list[dict], seconds: float, queue_stats: QueueStats, cpu: tuple[float, float] = (0.0, 0.0)) -> dict:
+def summarize(history: list[dict], seconds: float, queue_stats: QueueStats, cpu: tuple[float, float] = (0.0, 0.0),
+              cpu_stages: dict[str, float] | None = None) -> dict:
     """A stream's numbers; ``cpu``: the process's user and system CPU seconds while it streamed (all its
-    threads), reported per GB delivered: what the bytes cost the host (seeds 001 and 004)."""
+    threads), reported per GB delivered: what the bytes cost the host (seeds 001 and 004); ``cpu_stages``:
+    the same seconds by the engine's stage (:class:`headrace.measurement.CpuByStage`)."""
     stored = sum(f["stored_bytes"] for f in history)
     raw = sum(f["raw_bytes"] for f in history)
 
@@ -78,6 +80,7 @@ def summarize(history: list[dict], seconds: float, queue_stats: QueueStats, cpu:
         "cpu_user_s": cpu[0],
         "cpu_system_s": cpu[1],
         "cpu_s_per_gb": (cpu[0] + cpu[1]) / (raw / 1e9) if raw else 0.0,
+        "cpu_s_per_gb_by_stage": {stage: spent / (raw / 1e9) if raw else 0.0 for stage, spent in (cpu_stages or {}).items()},
         "consumer_wait_s": spread("consumer_wait_s"),
         "ready_s": spread("ready_s"),
         # Each of these is a sum over the frame's reads, which run concurrently: a sum can exceed the
@@ -163,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     stopped = False
     try:
         job.barrier()  # the ranks start together: the job's time is the slowest rank's
-        started, budget, before = time.perf_counter(), Budget(args.budget), process_cpu_seconds()
+        started, budget, before, stages_before = time.perf_counter(), Budget(args.budget), process_cpu_seconds(), cpu_by_stage()
         with byte_progress(f"streaming {played} frames", total, enabled=not args.json and job.size == 1) as update:
             done = 0
             for frame in stream:
@@ -176,13 +179,13 @@ def run(args: argparse.Namespace) -> int:
                     stopped = True
                     break
         seconds = time.perf_counter() - started
-        after = process_cpu_seconds()
+        after, stages = process_cpu_seconds(), cpu_by_stage().since(stages_before)  # while the engine's threads live
         cpu = (after[0] - before[0], after[1] - before[1])
         stats = stream.stats()
         described = stream.describe()
     finally:
         stream.close()
-    summary = summarize(stats["frames"], seconds, stats["queue"], cpu)
+    summary = summarize(stats["frames"], seconds, stats["queue"], cpu, stages)
     summary.update(file=ds.path, device=str(device), configuration=described, frames_asked=played,
                    budget_spent=stopped)
     if job.size > 1:
@@ -202,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
                   f"{human_bytes(summary['bytes_from_cache'])}, from the disk {human_bytes(summary['bytes_from_disk'])}")
     console.print(f"  CPU: {summary['cpu_s_per_gb']:.3f} s a GB delivered (user {summary['cpu_user_s']:.2f} s, system "
                   f"{summary['cpu_system_s']:.2f} s, every thread of the process)")
+    by_stage = summary["cpu_s_per_gb_by_stage"]
+    console.print(f"  CPU by stage, s a GB: reads {by_stage['io']:.3f}, checks, decoding and copies {by_stage['finish']:.3f}, "
+                  f"dispatching {by_stage['engine']:.3f}, the rest (this program, CUDA) {by_stage['other']:.3f}")
     if args.stats:
         console.print(f"  consumer wait per frame: mean {summary['consumer_wait_s']['mean'] * 1e3:.2f} ms, "
                       f"max {summary['consumer_wait_s']['max'] * 1e3:.2f} ms; ready after submit: mean "

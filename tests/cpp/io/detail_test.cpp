@@ -1,8 +1,10 @@
 // The RAII helpers and the request planner under the backends.
 #include <gtest/gtest.h>
 
+#include <pthread.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cctype>
@@ -17,6 +19,7 @@
 #include "headrace/detail/file_descriptor.hpp"
 #include "headrace/detail/huge_pages.hpp"
 #include "headrace/detail/memory_mapping.hpp"
+#include "headrace/detail/thread_name.hpp"
 #include "headrace/detail/thread_pool.hpp"
 #include "headrace/error.hpp"
 #include "headrace/io/detail/read_plan.hpp"
@@ -30,7 +33,7 @@ TEST(IoThreadPool, RunsEveryTaskOnAKnownWorkerAndDrainsOnDestruction) {
   std::atomic<int> ran{0};
   std::atomic<bool> bad_worker{false};
   {
-    detail::ThreadPool pool(3);
+    detail::ThreadPool pool(3, "hr-test");
     EXPECT_EQ(pool.thread_count(), 3u);
     for (int i = 0; i < 1000; ++i) {
       pool.submit([&](unsigned worker) {
@@ -43,7 +46,17 @@ TEST(IoThreadPool, RunsEveryTaskOnAKnownWorkerAndDrainsOnDestruction) {
   EXPECT_FALSE(bad_worker.load());
 }
 
-TEST(IoThreadPool, ZeroThreadsIsAUsageError) { EXPECT_THROW(detail::ThreadPool(0), UsageError); }
+TEST(IoThreadPool, ZeroThreadsIsAUsageError) { EXPECT_THROW(detail::ThreadPool(0, "hr-test"), UsageError); }
+
+// A process's CPU is told apart by its threads' names (headrace.measurement.cpu_by_stage).
+TEST(IoThreadPool, NamesItsWorkers) {
+  std::array<char, 16> seen{};
+  {
+    detail::ThreadPool pool(1, detail::reader_thread_name);
+    pool.submit([&](unsigned) { ::pthread_getname_np(::pthread_self(), seen.data(), seen.size()); });
+  }
+  EXPECT_STREQ(seen.data(), detail::reader_thread_name);
+}
 
 TEST(IoAlignedBuffer, IsAlignedAndMovesOwnership) {
   detail::AlignedBuffer buffer(10000);

@@ -47,7 +47,8 @@ TEST(FileReadPath, KeepReadsAFileThatFitsBufferedSoItsNextPassFindsItCached) {
   const FileReadPath kept(raw.path, fits);
   if (!kept.fallback().empty()) GTEST_SKIP() << kept.fallback();
   EXPECT_TRUE(kept.keeps());
-  EXPECT_EQ(kept.cache_choice(), "kept: its 0.00 GB fit half of the 1.07 GB the page cache may take");
+  EXPECT_EQ(kept.cache_choice(), "kept: its 0.00 GB fit half of the 1.07 GB the page cache may take; uncached reads by "
+                                 "io_uring, buffered, the kernel 512 MiB ahead");
   ReadPathOptions tight = options(CachePolicy::keep);
   tight.page_cache_bytes = 256 << 10;  // half of it is less than the file
   const FileReadPath passed(raw.path, tight);
@@ -63,6 +64,23 @@ TEST(FileReadPath, KeepReadsAFileThatFitsBufferedSoItsNextPassFindsItCached) {
   EXPECT_TRUE(std::equal(out.begin(), out.end(), raw.bytes.begin() + 4096));
   EXPECT_EQ(kept.residency()->resident_bytes(4096, 8192), 8192u);  // the next pass finds them cached
   EXPECT_EQ(kept.route(4096, 8192), ReadRoute::cached);
+  // The kernel read the rest ahead: the file's tail, which no read touched, comes into the cache.
+  EXPECT_TRUE(testing::becomes_resident(*kept.residency(), 192 << 10, 64 << 10));
+}
+
+TEST(ReadAhead, AsksTheKernelForTheBytesAheadOfWhatIsWanted) {
+  testing::RawFile raw(1 << 20);
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  const PageCacheResidency residency(raw.path);
+  {
+    ReadAhead ahead(raw.path, raw.bytes.size(), 256 << 10);
+    ahead.want(4096);  // up to 4 KiB + 256 KiB
+    EXPECT_TRUE(testing::becomes_resident(residency, 0, (256 << 10) + 4096));
+    EXPECT_TRUE(testing::eventually([&] { return ahead.advised_bytes() == (256u << 10) + 4096u; }));
+    ahead.want(1 << 30);  // never past the file's end
+    EXPECT_TRUE(testing::becomes_resident(residency, 0, 1 << 20));
+    EXPECT_TRUE(testing::eventually([&] { return ahead.advised_bytes() == 1u << 20; }));
+  }
 }
 
 TEST(PageCache, MemoryForThePageCacheIsSomeOfTheMachinesMemory) {

@@ -25,4 +25,19 @@ inline bool evict(const std::string& path, std::uint64_t offset, std::uint64_t s
   return false;
 }
 
+// True once the condition holds, polled for up to 5 s (the kernel's read-ahead lands on its own time).
+template <typename Condition>
+bool eventually(Condition condition) {
+  for (int attempt = 0; attempt < 500; ++attempt) {
+    if (condition()) return true;
+    ::usleep(10000);
+  }
+  return condition();
+}
+
+// True once every page of [offset, offset + size) is cached, within 5 s.
+inline bool becomes_resident(const io::PageCacheResidency& residency, std::uint64_t offset, std::uint64_t size) {
+  return eventually([&] { return residency.fully_resident(offset, size); });
+}
+
 }  // namespace headrace::testing

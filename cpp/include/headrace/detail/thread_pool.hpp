@@ -17,8 +17,8 @@ class ThreadPool {
   // A task must not throw: an escaping exception ends the process (std::terminate).
   using Task = std::function<void(unsigned worker_index)>;
 
-  // Throws UsageError for thread_count 0.
-  explicit ThreadPool(unsigned thread_count);
+  // Throws UsageError for thread_count 0. Every worker is named `name` (thread_name.hpp).
+  ThreadPool(unsigned thread_count, const char* name);
   ~ThreadPool() noexcept;
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;

@@ -10,6 +10,7 @@
 
 #include "headrace/io/backend.hpp"
 #include "headrace/io/page_cache.hpp"
+#include "headrace/io/read_ahead.hpp"
 
 namespace headrace::io {
 
@@ -19,7 +20,8 @@ enum class ReadRoute : std::uint8_t {
   direct,           // O_DIRECT read from the disk
   forced_buffered,  // a forced buffered backend: the kernel serves the cache or the disk
   forced_direct,    // a forced O_DIRECT backend
-  kept,             // buffered read from the disk, its pages kept for the next pass (cache policy keep)
+  kept,             // buffered read from the disk, read ahead by the kernel and kept for the next pass
+                    // (cache policy keep)
 };
 
 struct ReadPathOptions {
@@ -29,6 +31,8 @@ struct ReadPathOptions {
   bool strict = false;  // a fallback throws UnavailableError instead
   // Cache policy keep: the bytes the page cache may take (0: memory_for_page_cache() when the file opens).
   std::uint64_t page_cache_bytes = 0;
+  // Cache policy keep: how far the kernel reads a kept file ahead of the furthest kept read asked for.
+  std::uint64_t read_ahead_bytes = std::uint64_t{512} << 20;
 
   // A cache policy other than auto needs the read path; throws UsageError naming both.
   void validate() const;
@@ -41,6 +45,7 @@ class FileReadPath {
   FileReadPath(const std::string& path, const ReadPathOptions& options);
 
   // The route of a read of [offset, offset + size), asking the page cache when the policy says auto.
+  // A kept read moves the file's read-ahead on to it.
   [[nodiscard]] ReadRoute route(std::uint64_t offset, std::uint64_t size) const;
   // The backend that carries a route's reads (thread-safe to submit to).
   [[nodiscard]] Backend& backend(ReadRoute route) const;
@@ -58,6 +63,8 @@ class FileReadPath {
   CachePolicy policy_;
   std::unique_ptr<Backend> buffered_;  // cached reads; with a forced backend, every read
   std::unique_ptr<Backend> direct_;    // uncached reads, O_DIRECT; null when forced or without O_DIRECT
+  std::unique_ptr<Backend> kept_;      // kept reads: io_uring, buffered (else the buffered backend); null unless kept
+  std::unique_ptr<ReadAhead> read_ahead_;  // the kernel reading a kept file ahead of kept_'s reads
   ReadRoute forced_route_ = ReadRoute::cached;  // what a forced backend's reads are
   bool forced_ = false;
   bool keeps_ = false;

@@ -75,7 +75,7 @@ struct Request {
 enum class ReadSource : std::uint8_t {
   none,        // not read (yet)
   page_cache,  // the read path found its pages cached: buffered read
-  disk,        // O_DIRECT read (the read path, or a forced O_DIRECT backend)
+  disk,        // read from the disk: O_DIRECT (the read path, a forced O_DIRECT backend), or kept (cache policy keep)
   buffered,    // a forced buffered backend: the kernel served it from the cache or the disk
   pinned,      // DMA from the file's page-locked pages
   cufile,      // cuFile into GPU memory

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "headrace/detail/thread_name.hpp"
 #include "headrace/error.hpp"
 
 namespace headrace::io::detail {
@@ -26,7 +27,7 @@ TaskRunner::TaskRunner(std::string path, std::uint64_t file_size_bytes, std::uin
       task_size_bytes_(task_size_bytes),
       read_(std::move(read)),
       cut_(cut),
-      pool_(thread_count) {}
+      pool_(thread_count, headrace::detail::reader_thread_name) {}
 
 std::shared_ptr<ReadBatch> TaskRunner::submit(std::vector<ReadRequest> requests) {
   auto batch = std::make_shared<ReadBatch>(std::span<ReadRequest>(requests));
