@@ -7,12 +7,15 @@ question: which route gives this disk's best cold rate, and what each costs the 
 Routes: ``engine:<policy>`` (``ds.stream(device=0, cache_policy=policy)``), ``engine-forced:<backend>``
 (the engine with one forced backend: ``posix`` threads, ``uring``; ``HEADRACE_URING_O_DIRECT=0`` makes
 uring buffered), ``kvikio`` (POSIX, 16 threads x 16 MiB into one CuPy buffer), and plain buffered preads into
-host memory, ``threads:<n>:<MiB>[:seq|:willneed<MiB>]`` (n threads taking chunks in order; ``seq``
-advises sequential access, ``willneed<W>`` asks the kernel to read W MiB ahead of the readers). Prints one CSV
+host memory, ``threads:<n>:<MiB>[:seq|:willneed<MiB>][:ring|:pinned]`` (n threads taking chunks in order;
+``seq`` advises sequential access, ``willneed<W>`` asks the kernel to read W MiB ahead of the readers; each
+thread reads into a buffer of its own, or ``ring``: into a 256 MiB buffer walked through as the engine's
+staging is, ``pinned``: the same page-locked by CUDA). Prints one CSV
 row: route,seconds,gbps,cpu_user_s,cpu_system_s,cpu_s_per_gb,io,finish,engine,other (the last four in s a GB)."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import threading
@@ -25,7 +28,10 @@ from headrace.measurement import cpu_by_stage, process_cpu_seconds
 def plain_reads(path: str, spec: str) -> int:
     parts = spec.split(":")
     threads, chunk = int(parts[1]), int(parts[2]) << 20
-    advice = parts[3] if len(parts) > 3 else ""
+    advice = next((p for p in parts[3:] if p == "seq" or p.startswith("willneed")), "")
+    # Where the bytes land: a buffer a thread reuses (cache-warm), or a 256 MiB ring walked through as the
+    # engine's staging is ("ring"), page-locked by CUDA ("pinned").
+    ring, pinned = "ring" in parts[3:] or "pinned" in parts[3:], "pinned" in parts[3:]
     fd = os.open(path, os.O_RDONLY)
     size = os.fstat(fd).st_size
     if advice == "seq":
@@ -33,9 +39,17 @@ def plain_reads(path: str, spec: str) -> int:
     ahead = int(advice[len("willneed"):]) << 20 if advice.startswith("willneed") else 0
     chunks = (size + chunk - 1) // chunk
     taken, advised, lock = [0], [0], threading.Lock()
+    ring_bytes = 256 << 20
+    if pinned:
+        import cupy as cp  # type: ignore[import]  # GPU machines only
+
+        memory = cp.cuda.alloc_pinned_memory(ring_bytes)
+        shared = memoryview((ctypes.c_char * ring_bytes).from_address(memory.ptr)).cast("B")
+    else:
+        shared = memoryview(bytearray(ring_bytes)) if ring else None
 
     def work() -> None:
-        buffer = memoryview(bytearray(chunk))
+        own = memoryview(bytearray(chunk))
         while True:
             with lock:
                 index = taken[0]
@@ -47,7 +61,11 @@ def plain_reads(path: str, spec: str) -> int:
                 return
             if ahead and want > start:
                 os.posix_fadvise(fd, start, want - start, os.POSIX_FADV_WILLNEED)
-            os.preadv(fd, [buffer], index * chunk)
+            if shared is not None:
+                at = index * chunk % ring_bytes
+                os.preadv(fd, [shared[at:at + chunk]], index * chunk)
+            else:
+                os.preadv(fd, [own], index * chunk)
 
     workers = [threading.Thread(target=work) for _ in range(threads)]
     for worker in workers:

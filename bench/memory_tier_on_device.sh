@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 39's run on the GPU machine (device tool, one GPU), from the repo root, results under $OUT:
-#   bash bench/memory_tier_on_device.sh setup build udev tierdata passes keptpasses pressure
+#   bash bench/memory_tier_on_device.sh setup build udev tierdata passes keptpasses routes explain pressure
 # passes: each cache_policy (and KvikIO) over a 3.2 GB series and its zstd copy, cold, two passes in a process
 # and a second process after it; pressure: a stream in a cgroup v2 of 2 GiB (memory.max, no swap), the file
 # 3.2 GB: its rate, the cgroup's peak and whether it met the OOM killer.
@@ -78,6 +78,22 @@ routes() {  # one cold pass by each route, fresh processes, in ${ROUNDS:-2} alte
   done
   cat "$OUT/routes.csv"
   cat /sys/block/*/queue/read_ahead_kb 2>/dev/null | head -3; ls /proc/self/task/*/schedstat 2>/dev/null | head -1
+}
+
+explain() {  # headrace probe (kept per file system), then headrace info FILE cold, kept, hot and compressed
+  within 120 python3 -m headrace probe "$work" --quick --size 4G > "$OUT/explain.txt" 2>&1
+  tail -3 "$OUT/explain.txt"
+  local case
+  for case in cold keep hot zstd; do
+    [[ $case == cold || $case == keep ]] && cold
+    [[ $case == hot ]] && cat "$work/particles.hrc" > /dev/null
+    local file=$work/particles.hrc options=()
+    [[ $case == keep ]] && options=(--cache-policy keep)
+    [[ $case == zstd ]] && file=$work/particles-zstd.hrc
+    echo "== headrace info ($case)" >> "$OUT/explain.txt"
+    COLUMNS=160 within 60 python3 -m headrace info "$file" --device 0 "${options[@]}" >> "$OUT/explain.txt" 2>&1
+  done
+  cat "$OUT/explain.txt"
 }
 
 pressure() {

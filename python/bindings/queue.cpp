@@ -6,7 +6,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -183,6 +185,8 @@ void bind_queue(nb::module_& m) {
       .def_rw("staging_bytes", &QueueOptions::staging_bytes, "staging, 64 KiB to 1 TiB (pinned with a GPU)")
       .def_rw("max_batch", &QueueOptions::max_batch, "requests per backend submit, 1 to 65,536")
       .def_rw("max_direct_bytes", &QueueOptions::max_direct_bytes, "bytes in flight straight into host destinations")
+      .def_rw("read_ahead_bytes", &QueueOptions::read_ahead_bytes,
+              "cache policy keep: how far the kernel reads a kept file ahead of its reads, 0 (not) to 1 TiB")
       .def_rw("decode_threads", &QueueOptions::decode_threads, "CPU checksum and decoding threads; 0: one per core")
       .def_prop_rw(
           "decode_on", [](const QueueOptions& o) { return std::string(detail::name_of(engine::decode_on_names, o.decode_on_gpu)); },
@@ -262,6 +266,32 @@ void bind_queue(nb::module_& m) {
              return ids;
            }, "file"_a, "container"_a, "frame"_a, "field"_a, "destination"_a, "kind"_a = "host", "priority"_a = 0, "tag"_a = 0,
            "Enqueues every chunk of one field of one frame, checksums verified, into destination.")
+      .def("explain_frames", [](const Queue& q, queue::FileId file, const format::Container& container, std::uint32_t field,
+                                const std::string& kind) {
+             // Per frame, the field's chunks grouped by (read, transfer): a long series answers in one call.
+             const auto memory = parse_memory_kind(kind);
+             nb::list frames;
+             nb::dict details;
+             std::string why;
+             for (std::uint32_t frame = 0; frame < container.frames().size(); ++frame) {
+               std::map<std::pair<std::string, std::string>, std::array<std::uint64_t, 3>> groups;  // chunks, stored, raw
+               for (const auto& chunk : container.chunks_of(frame, field)) {
+                 const engine::RouteExplanation e = q.explain(queue::chunk_request(file, chunk, {memory, 1, chunk.raw_size}));
+                 auto& group = groups[{e.read, e.transfer}];
+                 group[0] += 1, group[1] += chunk.stored_size, group[2] += chunk.raw_size;
+                 details[nb::str(e.read.c_str())] = e.read_detail;
+                 details[nb::str(e.transfer.c_str())] = e.transfer_detail;
+                 why = e.why;
+               }
+               nb::list routes;
+               for (const auto& [key, sums] : groups)
+                 routes.append(nb::make_tuple(key.first, key.second, sums[0], sums[1], sums[2]));
+               frames.append(routes);
+             }
+             return nb::make_tuple(frames, details, why);
+           }, "file"_a, "container"_a, "field"_a, "kind"_a = "host",
+           "How each frame's chunks of one field would be served now: per frame a list of (read, transfer, chunks, "
+           "stored bytes, raw bytes); the words for each key; why (the file's pin decision and cache choice).")
       .def("enqueue_chunk_list", [](Queue& q, queue::FileId file, const format::Container& container, std::uint32_t frame,
                                     std::uint32_t field, const std::vector<std::uint64_t>& chunks,
                                     const std::vector<std::uintptr_t>& destinations, const std::string& kind, int priority,

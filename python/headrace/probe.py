@@ -6,22 +6,30 @@ the way fio does in AMD's DirectStorage talk (seed ``001_…``) and CrystalDiskM
 bypassed) and keeps ``queue_depth`` reads of one block in flight. Where io_uring or O_DIRECT cannot
 work, or the file lives in RAM, every point says so in ``path``, ``cache_state`` and ``note``.
 
-The device ceiling is the fastest sequential point. See docs/probe.md.
+The device ceiling is the fastest sequential point. Beside the grid, one cold pass of buffered reads with
+the kernel reading ahead (:class:`ReadAheadRate`): on some disks that route beats O_DIRECT. Each probe's
+result is kept per file system (:func:`keep`, ``$HEADRACE_PROBES`` or ``~/.config/headrace/probes.json``) so
+that ``headrace info FILE`` can say what a route measured there (:func:`kept_probe`). See docs/probe.md.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import TypedDict, cast
+from pathlib import Path
+from typing import Any, TypedDict, cast
 
-from headrace import _ext
+from headrace import _ext, page_cache
 from headrace._files import replacing
 
-__all__ = ["CSV_COLUMNS", "ProbeDefaults", "ProbePoint", "ProbeResult", "defaults", "format_block_size", "probe"]
+__all__ = ["CSV_COLUMNS", "ProbeDefaults", "ProbePoint", "ProbeResult", "ReadAheadRate", "defaults", "file_system_of",
+           "format_block_size", "keep", "kept_probe", "measure_read_ahead", "probe", "probes_path"]
 
 #: Columns of :meth:`ProbeResult.to_csv`, in order.
 CSV_COLUMNS: tuple[str, ...] = (
@@ -56,6 +64,26 @@ class ProbePoint:
 
 
 @dataclass(frozen=True)
+class ReadAheadRate:
+    """One cold pass of buffered reads over the test file with the kernel asked to read ahead of them
+    (``posix_fadvise(WILLNEED)``), the route of KvikIO's POSIX mode and of the engine's kept reads: on the
+    H200 machine's virtio disk 1.7 to 1.9 GB/s where O_DIRECT gave 1.4 to 1.7 (docs/results.md)."""
+
+    gigabytes_per_second: float
+    bytes: int
+    seconds: float
+    threads: int
+    block_size_bytes: int
+    ahead_bytes: int
+    cache_state: str  #: "cold", or how the eviction before it fell short
+
+    def describe(self) -> str:
+        return (f"buffered read-ahead: {self.gigabytes_per_second:.2f} GB/s ({self.threads} threads x "
+                f"{format_block_size(self.block_size_bytes)}, the kernel {format_block_size(self.ahead_bytes)} ahead, "
+                f"{self.cache_state})")
+
+
+@dataclass(frozen=True)
 class ProbeResult:
     """The points of one probe, in run order, and the device ceiling among them."""
 
@@ -63,6 +91,7 @@ class ProbeResult:
     created: bool  #: True when this probe wrote the file (else reused, or the user's own file)
     points: tuple[ProbePoint, ...]
     ceiling_index: int | None  #: index of the fastest sequential point
+    read_ahead: ReadAheadRate | None = None  #: the buffered route, when the grid ran cold
 
     @property
     def ceiling(self) -> ProbePoint | None:
@@ -93,6 +122,7 @@ class ProbeResult:
             "cache": self.cache_description,
             "ceiling": None if self.ceiling is None else asdict(self.ceiling),
             "ceiling_line": self.ceiling_line(),
+            "read_ahead": None if self.read_ahead is None else asdict(self.read_ahead),
             "points": [asdict(point) for point in self.points],
         }
 
@@ -200,6 +230,7 @@ def probe(
     seed: int | None = None,
     strict: bool = False,
     progress: Callable[[int, int, ProbePoint], bool | None] | None = None,
+    read_ahead: bool = True,
 ) -> ProbeResult:
     """Measures raw read bandwidth of the device holding ``path``.
 
@@ -211,7 +242,8 @@ def probe(
     ``bytes_per_point`` reads exactly that much per point instead of timing ``seconds_per_point``.
     ``strict`` turns every fallback (no io_uring, no O_DIRECT, a file in RAM) into UnavailableError.
     ``progress(done, total, point)`` is called after each point; returning False stops the probe
-    there (the result holds the points measured).
+    there (the result holds the points measured). ``read_ahead``: after a cold grid, one pass of buffered
+    reads with the kernel reading ahead (:func:`measure_read_ahead`).
     """
     config = defaults(quick)
     test_file = _ext.probe_prepare_test_file(
@@ -231,12 +263,114 @@ def probe(
         max_seconds_per_point=max_seconds_per_point, bytes_per_point=bytes_per_point, seed=seed, strict=strict,
         progress=report,
     )
+    points = tuple(ProbePoint(**point) for point in outcome["points"])
+    cold = bool(points) and points[0].cache_state == "cold"
     return ProbeResult(
         file=test_file["path"],
         created=test_file["created"],
-        points=tuple(ProbePoint(**point) for point in outcome["points"]),
+        points=points,
         ceiling_index=outcome["ceiling_index"],
+        read_ahead=measure_read_ahead(test_file["path"]) if read_ahead and cold else None,
     )
+
+
+def measure_read_ahead(path: str | os.PathLike[str], *, threads: int = 4, block_size_bytes: int = 4 << 20,
+                       ahead_bytes: int = 512 << 20, most_bytes: int = 2 << 30) -> ReadAheadRate:
+    """One pass over the first ``most_bytes`` of ``path`` by ``threads`` readers of ``block_size_bytes``
+    in file order, each asking the kernel to read ``ahead_bytes`` past its block before it reads it; the
+    file's pages evicted first (never the whole machine's: a file of this process stays cold only if no
+    one else maps or locks it, which ``cache_state`` says)."""
+    path = os.fspath(path)
+    evicted = page_cache.evict_from_page_cache([path])
+    size = min(os.path.getsize(path), most_bytes)
+    blocks = (size + block_size_bytes - 1) // block_size_bytes
+    taken, advised, lock = [0], [0], threading.Lock()
+    fd = os.open(path, os.O_RDONLY)
+
+    def read_blocks() -> None:
+        buffer = memoryview(bytearray(block_size_bytes))
+        while True:
+            with lock:
+                block = taken[0]
+                taken[0] += 1
+                start, end = advised[0], min(size, block * block_size_bytes + ahead_bytes)
+                advised[0] = max(start, end)
+            if block >= blocks:
+                return
+            if end > start:
+                os.posix_fadvise(fd, start, end - start, os.POSIX_FADV_WILLNEED)
+            os.preadv(fd, [buffer[:min(block_size_bytes, size - block * block_size_bytes)]], block * block_size_bytes)
+
+    try:
+        readers = [threading.Thread(target=read_blocks) for _ in range(threads)]
+        started = time.perf_counter()
+        for reader in readers:
+            reader.start()
+        for reader in readers:
+            reader.join()
+        seconds = time.perf_counter() - started
+    finally:
+        os.close(fd)
+    page_cache.evict_from_page_cache([path])  # what the probe read leaves no one a hot file
+    return ReadAheadRate(size / seconds / 1e9, size, seconds, threads, block_size_bytes, ahead_bytes,
+                         "cold" if evicted == "fadvise" else f"not all cold: {evicted}")
+
+
+def probes_path() -> Path:
+    """Where probes are kept: ``$HEADRACE_PROBES``, else ``~/.config/headrace/probes.json``."""
+    return Path(os.environ.get("HEADRACE_PROBES") or Path.home() / ".config" / "headrace" / "probes.json")
+
+
+def file_system_of(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The file system holding ``path``: ``key`` (its device numbers, "major:minor"), ``mount`` (where it is
+    mounted), ``type`` and ``source`` (from /proc/self/mountinfo; empty where that cannot be read)."""
+    device = os.stat(path).st_dev
+    key = f"{os.major(device)}:{os.minor(device)}"
+    found = {"key": key, "mount": "", "type": "", "source": ""}
+    try:
+        with open("/proc/self/mountinfo") as mounts:
+            for line in mounts:
+                fields = line.split()
+                if fields[2] != key:
+                    continue
+                after = fields.index("-")
+                found.update(mount=fields[4], type=fields[after + 1], source=fields[after + 2])
+    except (OSError, ValueError, IndexError):
+        pass
+    return found
+
+
+def keep(result: ProbeResult) -> Path:
+    """Keeps the probe's ceiling and read-ahead rate for the file system that holds its file, replacing
+    the last one kept there (through a temporary file and rename); returns the file they are kept in."""
+    where = probes_path()
+    try:
+        kept = json.loads(where.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    file_system = file_system_of(result.file)
+    kept[file_system["key"]] = {
+        **file_system,
+        "file": os.path.abspath(result.file),
+        "probed_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "cache": result.cache_description,
+        "ceiling": None if result.ceiling is None else asdict(result.ceiling),
+        "read_ahead": None if result.read_ahead is None else asdict(result.read_ahead),
+    }
+    where.parent.mkdir(parents=True, exist_ok=True)
+    with replacing(where) as partial:
+        Path(partial).write_text(json.dumps(kept, indent=2))
+    return where
+
+
+def kept_probe(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The last probe kept for the file system holding ``path`` (:func:`keep`), or None."""
+    try:
+        kept = json.loads(probes_path().read_text())
+    except (OSError, ValueError):
+        return None
+    entry = kept.get(file_system_of(path)["key"])
+    return entry if isinstance(entry, dict) else None
 
 
 def format_block_size(size_bytes: int) -> str:

@@ -18,8 +18,10 @@ from headrace import FieldSpec
 
 @pytest.fixture(autouse=True)
 def own_profiles(tmp_path, monkeypatch):
-    """Every test has its own tuned-profile file: a profile on the machine changes no default here."""
+    """Every test has its own tuned-profile and probe files: a profile or a probe on the machine changes
+    nothing here, and no test writes the user's."""
     monkeypatch.setenv("HEADRACE_PROFILES", str(tmp_path / "profiles.json"))
+    monkeypatch.setenv("HEADRACE_PROBES", str(tmp_path / "probes.json"))
 
 
 def particles(count: int, frame: int) -> np.ndarray:

@@ -71,7 +71,15 @@ def test_tiny_probe_writes_csv_with_the_documented_columns_and_bytes_that_add_up
     assert result.ceiling_line().startswith(
         f"device ceiling: {ceiling.gigabytes_per_second:.2f} GB/s (sequential, block ")
 
-    again = probe_api.probe(tmp_path, **{**TINY, "patterns": ["random"], "thread_counts": [1]})
+    if result.points[0].cache_state == "cold":  # beside a cold grid, buffered reads with the kernel reading ahead
+        ahead = result.read_ahead
+        assert ahead is not None and ahead.bytes == 8 * MiB and ahead.gigabytes_per_second > 0
+        assert ahead.gigabytes_per_second == pytest.approx(ahead.bytes / ahead.seconds / 1e9)
+        assert ahead.describe().startswith("buffered read-ahead: ")
+        assert result.as_dict()["read_ahead"]["threads"] == 4
+
+    again = probe_api.probe(tmp_path, **{**TINY, "patterns": ["random"], "thread_counts": [1]}, read_ahead=False)
+    assert again.read_ahead is None
     assert not again.created, "the test file is reused when its size matches"
     assert again.ceiling is None
     assert again.ceiling_line() == "device ceiling: none (no sequential points were measured)"
@@ -102,6 +110,12 @@ def test_cli_json_holds_every_point_and_the_ceiling(tmp_path, capsys):
     assert len(report["points"]) == 8
     assert report["ceiling"]["gigabytes_per_second"] == max(p["gigabytes_per_second"] for p in report["points"])
     assert report["ceiling_line"].startswith("device ceiling: ")
+    # kept for the file system of the test file, where headrace info FILE finds it
+    assert report["kept_in"] == os.environ["HEADRACE_PROBES"]
+    kept = probe_api.kept_probe(tmp_path)
+    assert kept is not None and kept["ceiling"] == report["ceiling"] and kept["file"] == os.path.abspath(report["file"])
+    assert kept["key"] == f"{os.major(os.stat(tmp_path).st_dev)}:{os.minor(os.stat(tmp_path).st_dev)}"
+    assert kept["read_ahead"] == report["read_ahead"]
 
 
 def test_a_budget_stops_the_probe_and_keeps_the_points_measured(tmp_path, capsys):

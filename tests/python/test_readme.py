@@ -111,7 +111,7 @@ def walked(tmp_path_factory):
     folder = tmp_path_factory.mktemp("readme")
     users_files(folder)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "HEADRACE_PROFILES": str(folder / "profiles.json")}
+           "HEADRACE_PROFILES": str(folder / "profiles.json"), "HEADRACE_PROBES": str(folder / "probes.json")}
     assert shutil.which("headrace", path=env["PATH"]), "the console script is not on PATH"
     (cpu,) = blocks("cpu")
     for line in command_lines(cpu):

@@ -46,7 +46,7 @@ def test_the_queue_and_the_stream_take_every_knob_by_name(particle_file):
 
 def test_the_queue_options_are_the_fields_of_queue_options_each_documented_with_its_variable():
     assert {"backend", "cache_policy", "pin_files", "pin_budget_bytes", "staging_bytes", "max_batch", "max_direct_bytes",
-            "decode_on", "decode_threads", "verify_checksums", "check_on", "staging_huge_pages", "stream_value_fences", "strict",
+            "read_ahead_bytes", "decode_on", "decode_threads", "verify_checksums", "check_on", "staging_huge_pages", "stream_value_fences", "strict",
             "status_history", "device"} == set(QUEUE_OPTIONS)
     for name in QUEUE_OPTIONS + KNOBS:
         assert f"`{name}`" in SETTINGS_DOC or f"HEADRACE_{name.upper()}" in SETTINGS_DOC, name
@@ -57,7 +57,7 @@ def test_the_queue_options_are_the_fields_of_queue_options_each_documented_with_
 # A value other than the default for every option a variable sets.
 ENVIRONMENT = {"backend": ("cufile", "cufile"), "cache_policy": ("bypass", "bypass"), "pin_files": ("off", "off"),
                "pin_budget_bytes": ("1048576", 1 << 20), "staging_bytes": ("1048576", 1 << 20), "max_batch": ("8", 8),
-               "max_direct_bytes": ("65536", 65536), "decode_on": ("cpu", "cpu"), "decode_threads": ("3", 3),
+               "max_direct_bytes": ("65536", 65536), "read_ahead_bytes": ("0", 0), "decode_on": ("cpu", "cpu"), "decode_threads": ("3", 3),
                "verify_checksums": ("off", False), "check_on": ("host", "host"), "staging_huge_pages": ("off", False), "stream_value_fences": ("on", True), "strict": ("on", True),
                "status_history": ("2048", 2048)}
 

@@ -55,8 +55,11 @@ Lane Queue::Impl::plan_lane_locked(Entry& entry, std::optional<io::ReadRoute> as
   // Where its bytes are (mincore, once per request): the page cache's lane takes what it holds and
   // what is DMA'd from page-locked files, but GPU decoding (the disk ring's scratch twin) and regions
   // larger than a quarter of its ring.
-  if (plan.uses_read_path())
-    plan.read_route = asked ? *asked : files_[r.file].reads->route(r.offset, r.stored_size);
+  if (plan.uses_read_path()) {
+    const io::FileReadPath& reads = *files_[r.file].reads;
+    plan.read_route = asked ? *asked : reads.route(r.offset, r.stored_size);
+    reads.will_read(*plan.read_route, r.offset, r.stored_size);
+  }
   const bool cached = plan.pinned() || plan.read_route == io::ReadRoute::cached;
   const bool fits = !plan.needs_region() ||
                     staging_bytes_of(r, plan.route) <= rings_[cache_lane]->capacity_bytes() / 4;

@@ -30,6 +30,8 @@ void QueueOptions::validate() const {
   HEADRACE_EXPECT(max_batch >= 1 && max_batch <= 65536, UsageError, "max_batch must be in 1..65536, got " + std::to_string(max_batch));
   HEADRACE_EXPECT(max_direct_bytes >= 4096 && max_direct_bytes <= (std::uint64_t{1} << 40), UsageError,
                   "max_direct_bytes must be in 4 KiB..1 TiB, got " + std::to_string(max_direct_bytes));
+  HEADRACE_EXPECT(read_ahead_bytes <= (std::uint64_t{1} << 40), UsageError,
+                  "read_ahead_bytes must be in 0..1 TiB (0: no read-ahead), got " + std::to_string(read_ahead_bytes));
   HEADRACE_EXPECT(pin_budget_bytes <= (std::uint64_t{1} << 50), UsageError,
                   "pin_budget_bytes must be in 0..1 PiB (0: a quarter of the machine's memory), got " + std::to_string(pin_budget_bytes));
   HEADRACE_EXPECT(decode_threads <= 1024, UsageError, "decode_threads must be in 0..1024 (0: one per core), got " + std::to_string(decode_threads));
@@ -57,6 +59,7 @@ QueueOptions QueueOptions::from_environment() {
   if (auto v = environment("HEADRACE_STRICT")) o.strict = parse_bool("HEADRACE_STRICT", *v);
   if (auto v = environment("HEADRACE_STATUS_HISTORY")) o.status_history = parse_unsigned("HEADRACE_STATUS_HISTORY", *v);
   if (auto v = environment("HEADRACE_MAX_DIRECT_BYTES")) o.max_direct_bytes = parse_unsigned("HEADRACE_MAX_DIRECT_BYTES", *v);
+  if (auto v = environment("HEADRACE_READ_AHEAD_BYTES")) o.read_ahead_bytes = parse_unsigned("HEADRACE_READ_AHEAD_BYTES", *v);
   if (auto v = environment("HEADRACE_DECODE_ON")) o.decode_on_gpu = detail::parse_name(decode_on_names, *v, "HEADRACE_DECODE_ON");
   if (auto v = environment("HEADRACE_STREAM_VALUE_FENCES"))
     o.stream_value_fences = parse_bool("HEADRACE_STREAM_VALUE_FENCES", *v);
@@ -195,8 +198,9 @@ FileId Queue::Impl::add_file(const std::string& path) {
   OpenFile file;
   file.path = path;
   file.identity = identity;
-  file.reads = std::make_unique<io::FileReadPath>(
-      path, io::ReadPathOptions{options_.read_path_backend(), options_.cache_policy, options_.io, options_.strict});
+  io::ReadPathOptions reads{options_.read_path_backend(), options_.cache_policy, options_.io, options_.strict};
+  reads.read_ahead_bytes = options_.read_ahead_bytes;
+  file.reads = std::make_unique<io::FileReadPath>(path, reads);
   if (options_.cufile())
     file.cufile = std::make_unique<io::CufileBackend>(path, options_.io, device_->context());
   FileId id = 0;
@@ -269,6 +273,61 @@ Route Queue::Impl::route_of(const Request& r, bool compressed) const {
   if (options_.cufile() && !compressed) return Route::cufile_copy;
   if (!compressed) return Route::device_copy;
   return options_.decode_on_gpu ? Route::device_decode : Route::device_cpu_decode;
+}
+
+RouteExplanation Queue::Impl::explain(const Request& request) {
+  const codec::Chain& resolved = codec::chunk_chain(request.coding, "offset " + std::to_string(request.offset));
+  const codec::Chain* chain = resolved.empty() ? nullptr : &resolved;
+  const Route route = route_of(request, chain != nullptr);
+  const bool device = request.destination.kind == MemoryKind::device;
+  HEADRACE_EXPECT(!device || device_.has_value(), UsageError, "a GPU destination needs a queue made for a GPU (device >= 0)");
+  std::string no_decoder;
+  if (device && route == Route::device_decode) {
+    use_context();
+    no_decoder = decoders_->prepare(*chain->codec());
+  }
+  RouteExplanation e;
+  std::lock_guard lock(mutex_);
+  HEADRACE_EXPECT(request.file < files_.size() && !files_[request.file].closed, UsageError,
+                  "explain: no open file " + std::to_string(request.file));
+  const OpenFile& file = files_[request.file];
+  const bool pinned = device && route != Route::cufile_copy && file.pinned != nullptr;
+  if (pinned) {
+    e = {"pinned", "DMA from the file's page-locked pages (no read)"};
+  } else if (route == Route::cufile_copy) {
+    const auto driver = io::CufileDriver::shared();
+    e = {"cufile", std::string("cuFile into GPU memory, ") + shim::to_string(driver->mode()) + " mode (" + driver->mode_reason() + ")"};
+  } else {
+    switch (file.reads->route(request.offset, request.stored_size)) {
+      case io::ReadRoute::cached: e = {"page-cache", "buffered read of cached pages (memory speed)"}; break;
+      case io::ReadRoute::direct: e = {"disk", "O_DIRECT from the disk (io_uring, " + std::to_string(options_.io.queue_depth) + " reads in flight)"}; break;
+      case io::ReadRoute::kept: e = {"kept", "buffered from the disk, read ahead and kept in the page cache"}; break;
+      case io::ReadRoute::forced_buffered:
+      case io::ReadRoute::forced_direct:
+        e = {"forced", "the forced backend " + std::string(io::to_string(*options_.read_path_backend()))};
+        break;
+    }
+  }
+  const std::string codec = chain != nullptr ? chain->spec() : "";
+  switch (route) {
+    case Route::direct: e.transfer = "host", e.transfer_detail = "read straight into host memory"; break;
+    case Route::host_decode: e.transfer = "host-decode", e.transfer_detail = "decoded on the CPU (" + codec + ") into host memory"; break;
+    case Route::device_copy:
+      e.transfer = pinned ? "dma" : "copy";
+      e.transfer_detail = pinned ? "copied to the GPU from the file's pages" : "staged in pinned memory, then copied to the GPU";
+      break;
+    case Route::device_decode:
+      e.transfer = no_decoder.empty() ? "gpu-decode" : "unavailable";
+      e.transfer_detail = no_decoder.empty() ? "copied to the GPU, decoded there by nvCOMP (" + codec + ")" : "no GPU decoder for " + codec + ": " + no_decoder;
+      break;
+    case Route::device_cpu_decode: e.transfer = "cpu-decode", e.transfer_detail = "decoded on the CPU (" + codec + "), then copied to the GPU"; break;
+    case Route::cufile_copy: e.transfer = "cufile", e.transfer_detail = "read by cuFile straight into GPU memory"; break;
+  }
+  std::string why = file.pin_note;
+  if (!file.reads->cache_choice().empty()) why += (why.empty() ? "" : "; ") + std::string("cache ") + file.reads->cache_choice();
+  if (!file.reads->fallback().empty()) why += (why.empty() ? "" : "; ") + file.reads->fallback();
+  e.why = std::move(why);
+  return e;
 }
 
 RequestId Queue::Impl::enqueue(Request request) {
@@ -596,6 +655,7 @@ bool Queue::cancel(RequestId id) { return impl_->cancel(id); }
 std::size_t Queue::cancel_tag(std::uint64_t tag) { return impl_->cancel_tag(tag); }
 RequestStatus Queue::status(RequestId id) const { return impl_->status(id); }
 RequestSummary Queue::summarize(std::span<const RequestId> ids) const { return impl_->summarize(ids); }
+RouteExplanation Queue::explain(const Request& request) const { return impl_->explain(request); }
 bool Queue::is_signaled(FenceId fence) const { return impl_->is_signaled(fence); }
 void Queue::wait(FenceId fence) const { impl_->wait(fence); }
 std::uintptr_t Queue::fence_event(FenceId fence) const { return impl_->fence_event(fence); }

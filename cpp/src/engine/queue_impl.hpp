@@ -133,6 +133,7 @@ class Queue::Impl {
   std::size_t cancel_tag(std::uint64_t tag);
   RequestStatus status(RequestId id) const;
   RequestSummary summarize(std::span<const RequestId> ids) const;
+  RouteExplanation explain(const Request& request);
   bool is_signaled(FenceId fence) const;
   void wait(FenceId fence) const;
   std::uintptr_t fence_event(FenceId fence) const;

@@ -60,9 +60,10 @@ FileReadPath::FileReadPath(const std::string& path, const ReadPathOptions& optio
     kept_settings.uring_o_direct = false;
     kept_settings.threads = std::min(kept_settings.threads, 4u);
     kept_ = open_backend(no_uring ? BackendKind::posix : BackendKind::uring, path, BackendOptions{kept_settings});
-    read_ahead_ = std::make_unique<ReadAhead>(path, residency_->file_size(), options.read_ahead_bytes);
-    cache_choice_ += std::string("; uncached reads ") + (no_uring ? "by threads" : "by io_uring") + ", buffered, the kernel " +
-                     std::to_string(options.read_ahead_bytes >> 20) + " MiB ahead";
+    if (options.read_ahead_bytes > 0)
+      read_ahead_ = std::make_unique<ReadAhead>(path, residency_->file_size(), options.read_ahead_bytes);
+    cache_choice_ += std::string("; uncached reads ") + (no_uring ? "by threads" : "by io_uring") + ", buffered, " +
+                     (read_ahead_ ? "the kernel " + std::to_string(options.read_ahead_bytes >> 20) + " MiB ahead" : "no read-ahead");
   }
   if (!no_o_direct && !no_uring) {
     direct_ = open_backend(BackendKind::uring, path, BackendOptions{direct_settings});
@@ -82,9 +83,11 @@ ReadRoute FileReadPath::route(std::uint64_t offset, std::uint64_t size) const {
   if (!direct_) return ReadRoute::cached;
   if (policy_ == CachePolicy::bypass) return ReadRoute::direct;
   if (residency_->fully_resident(offset, size)) return ReadRoute::cached;
-  if (!keeps_) return ReadRoute::direct;
-  read_ahead_->want(offset + size);
-  return ReadRoute::kept;
+  return keeps_ ? ReadRoute::kept : ReadRoute::direct;
+}
+
+void FileReadPath::will_read(ReadRoute route, std::uint64_t offset, std::uint64_t size) const {
+  if (route == ReadRoute::kept && read_ahead_) read_ahead_->want(offset + size);
 }
 
 Backend& FileReadPath::backend(ReadRoute route) const {

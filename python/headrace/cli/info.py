@@ -1,6 +1,15 @@
 """Says what headrace can use on this machine: its version, the read backends (and why one cannot run),
 GPUs, CUDA and driver, cuFile mode, liburing, nvCOMP, NCCL, and the streaming engine's defaults and memory
-limits."""
+limits.
+
+    headrace info [FILE.hrc] [--device N|cpu] [engine options]
+
+With a FILE: how each frame would reach the device now, and why: its read route (page-locked pages, the
+page cache, the disk by O_DIRECT, the disk buffered and kept, cuFile in GDS or compatibility mode), its
+transfer (copied, DMA'd from the file's pages, decoded on the GPU or the CPU), consecutive frames routed
+alike as one run, and the rate the last `headrace probe` of the file's file system measured for each read
+route. The engine routes every chunk as a stream of the same options would, without reading it (a file
+the page cache holds whole is page-locked meanwhile, as a stream's engine would page-lock it)."""
 
 from __future__ import annotations
 
@@ -11,9 +20,10 @@ import tempfile
 from rich.table import Table
 
 import headrace
-from headrace import _ext, engine
+from headrace import _ext, engine, routes
+from headrace.cli._engine_options import add_option_arguments, given_options
 from headrace.cli._output import console, human_bytes, print_json
-from headrace.cli._shared import Path
+from headrace.cli._shared import Device, Path, choose_device
 from headrace.errors import UsageError
 from headrace.reading import BACKENDS
 
@@ -21,10 +31,16 @@ from headrace.reading import BACKENDS
 def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser = subparsers.add_parser("info", help=summary,
                                    description=__doc__)
+    parser.add_argument("file", type=Path(), nargs="?", default=None,
+                        help="a container: how each of its frames would be read now, and why")
+    parser.add_argument("--device", type=Device(), default=None,
+                        help="with FILE, where its frames would go: cpu is host memory (default: GPU 0 when there is "
+                             "one, else host memory, said once)")
     parser.add_argument("--path", type=Path(), default=".", metavar="FOLDER",
                         help="folder whose file system the backends are checked on, with a small file written "
                              "there and removed (default: .)")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    add_option_arguments(parser)
     parser.set_defaults(func=run)
 
 
@@ -82,7 +98,39 @@ def _library_line(status: dict) -> str:
     return f"[red]no[/] ({status['why']})"
 
 
+def _print_routes(found: routes.Routes) -> None:
+    where = "host memory" if found.device == "cpu" else f"GPU {found.device}"
+    system = found.file_system
+    console.print(f"{found.file} into {where}: {found.why or 'no choice to say'}", soft_wrap=True)
+    console.print(f"file system: {system['type'] or '?'} on {system['source'] or system['key']}, mounted at "
+                  f"{system['mount'] or '?'}", soft_wrap=True)
+    table = Table(title="frames by route")
+    for column in ("field", "frames", "chunks", "stored", "read from", "then"):
+        table.add_column(column, justify="right" if column in ("chunks", "stored") else "left")
+    for run in found.runs:
+        frames = str(run.first_frame) if run.first_frame == run.last_frame else f"{run.first_frame}-{run.last_frame}"
+        for group in run.groups:
+            table.add_row(run.field, frames, f"{group.chunks:,}", human_bytes(group.stored_bytes), group.read, group.transfer)
+    console.print(table)
+    used_reads = dict.fromkeys(group.read for run in found.runs for group in run.groups)
+    used_transfers = dict.fromkeys(group.transfer for run in found.runs for group in run.groups)
+    for key in used_reads:
+        rate = found.rates.get(key)
+        console.print(f"  {key}: {found.details.get(key, '')}{f'; measured here: {rate}' if rate else ''}", soft_wrap=True)
+    for key in used_transfers:
+        console.print(f"  {key}: {found.details.get(key, '')}", soft_wrap=True)
+    console.print(f"engine: {found.configuration}", soft_wrap=True)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.file is not None:
+        device = choose_device(args.device)
+        found = routes.explain(args.file, device, options=None, **given_options(args))
+        if args.json:
+            print_json(found.as_dict())
+        else:
+            _print_routes(found)
+        return 0
     if not os.path.isdir(args.path):
         what = "is not a folder" if os.path.exists(args.path) else "does not exist"
         raise UsageError(f"--path {args.path} {what}: expected a folder, where the backends are tried on a file")

@@ -7,7 +7,10 @@ PATH is an existing file or block device (read as it is, never written), an exis
 (headrace-probe.bin is written there once and reused), or a new file to write, named with an ending
 such as probe.bin, in a folder that exists. A missing PATH without an ending (/mnt/nvme when that
 drive is not mounted) is refused rather than written as a file on whatever disk holds its folder.
-Cold means O_DIRECT: the page cache is bypassed. See docs/probe.md.
+Cold means O_DIRECT: the page cache is bypassed. After the grid, one cold pass of buffered reads with the
+kernel reading ahead (the route of buffered readers such as KvikIO's POSIX mode). The result is kept per file
+system ($HEADRACE_PROBES, else ~/.config/headrace/probes.json), where `headrace info FILE` finds it. See
+docs/probe.md.
 """
 
 from __future__ import annotations
@@ -157,14 +160,21 @@ def run(args: argparse.Namespace) -> int:
         result.to_csv(args.csv)
     if args.png:
         result.plot_heatmap(args.png)
+    kept = probe_api.keep(result) if result.points else None
     if args.json:
-        print_json(result.as_dict())
+        print_json({**result.as_dict(), "kept_in": None if kept is None else str(kept)})
         return 0
     _print_report(result)
     if args.csv:
         console.print(f"wrote {args.csv}")
     if args.png:
         console.print(f"wrote {args.png}")
+    if result.read_ahead is not None:
+        console.print(result.read_ahead.describe(), soft_wrap=True)
+    if kept is not None:
+        where = probe_api.file_system_of(result.file)
+        console.print(f"kept for {where['mount'] or where['key']} in {kept} (headrace info FILE names each route's rate "
+                      "from it)", soft_wrap=True)
     console.print(result.ceiling_line(), soft_wrap=True)
     return 0
 

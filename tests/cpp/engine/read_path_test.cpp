@@ -222,6 +222,55 @@ TEST(ReadPath, BypassReadsEverythingFromTheDiskAndUseEverythingBuffered) {
   EXPECT_TRUE(io::PageCacheResidency(raw.path).fully_resident(0, raw.bytes.size()));
 }
 
+// A kept file's first pass reads the disk buffered: its bytes count as the disk's, its pages stay cached.
+TEST(ReadPath, KeepCountsItsFirstPassAsTheDisksAndLeavesTheFileCached) {
+  testing::RawFile raw(512 << 10);
+  if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  Queue queue(read_path(io::CachePolicy::keep));
+  const FileId file = queue.add_file(raw.path);
+  std::vector<std::byte> out(raw.bytes.size());
+  const RequestSummary first = read_all(queue, file, out);
+  EXPECT_EQ(first.bytes_from_disk + first.bytes_from_cache, raw.bytes.size());  // the read-ahead may win a race
+  EXPECT_GT(first.bytes_from_disk, 0u);
+  EXPECT_EQ(out, raw.bytes);
+  EXPECT_TRUE(io::PageCacheResidency(raw.path).fully_resident(0, raw.bytes.size()));
+  EXPECT_EQ(read_all(queue, file, out).bytes_from_cache, raw.bytes.size());
+}
+
+// explain() routes a request as enqueue() would, reading and queueing nothing.
+TEST(ReadPath, ExplainSaysWhereABytesWouldComeFromAndHowTheyWouldTravel) {
+  testing::RawFile raw(512 << 10);
+  if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;
+  Queue queue(read_path());
+  const FileId file = queue.add_file(raw.path);
+  std::vector<std::byte> out(piece);
+  Request plain = range_request(file, 0, piece, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data()));
+  RouteExplanation e = queue.explain(plain);
+  EXPECT_EQ(e.read, "page-cache");  // just written
+  EXPECT_EQ(e.transfer, "host");
+  EXPECT_FALSE(e.read_detail.empty());
+  Request packed = plain;
+  packed.coding = "zstd";
+  EXPECT_EQ(queue.explain(packed).transfer, "host-decode");
+  EXPECT_NE(queue.explain(packed).transfer_detail.find("zstd"), std::string::npos);
+  Request device = plain;
+  device.destination.kind = MemoryKind::device;
+  EXPECT_THROW((void)queue.explain(device), UsageError);  // no GPU in this queue
+  Request nowhere = plain;
+  nowhere.file = 7;
+  EXPECT_THROW((void)queue.explain(nowhere), UsageError);
+  EXPECT_EQ(queue.stats().requests.done, 0u);  // nothing was queued
+  if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
+  EXPECT_EQ(queue.explain(plain).read, "disk");
+  Queue keeping(read_path(io::CachePolicy::keep));
+  plain.file = keeping.add_file(raw.path);
+  e = keeping.explain(plain);
+  EXPECT_EQ(e.read, "kept");
+  EXPECT_NE(e.why.find("kept: its"), std::string::npos) << e.why;
+  EXPECT_EQ(io::PageCacheResidency(raw.path).resident_bytes(0, raw.bytes.size()), 0u);  // explaining reads nothing ahead
+}
+
 TEST(ReadPath, AForcedBackendTakesNoCachePolicyAndSaysWhatItIs) {
   testing::RawFile raw(256 << 10);
   QueueOptions options = read_path(io::CachePolicy::bypass);

@@ -58,6 +58,7 @@ TEST(FileReadPath, KeepReadsAFileThatFitsBufferedSoItsNextPassFindsItCached) {
   if (!testing::evict(raw.path, 0, raw.bytes.size())) GTEST_SKIP() << "this file system keeps evicted pages";
   EXPECT_EQ(passed.route(4096, 8192), ReadRoute::direct);
   ASSERT_EQ(kept.route(4096, 8192), ReadRoute::kept);
+  kept.will_read(ReadRoute::kept, 4096, 8192);
   std::vector<std::byte> out(8192);
   const auto statuses = kept.backend(ReadRoute::kept).read({{4096, 8192, out.data()}});
   ASSERT_TRUE(statuses[0].ok()) << statuses[0].message;

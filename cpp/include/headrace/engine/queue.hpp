@@ -68,6 +68,8 @@ struct QueueOptions {
   unsigned max_batch = 64;  // requests per backend submit (DMA from page-locked pages: flight bytes only)
   // Bytes of reads in flight straight into host destinations (those bypass staging).
   std::uint64_t max_direct_bytes = std::uint64_t{256} << 20;
+  // Cache policy keep: how far the kernel reads a kept file ahead of its reads (io/read_ahead.hpp); 0: not.
+  std::uint64_t read_ahead_bytes = std::uint64_t{512} << 20;
   unsigned decode_threads = 0;  // CPU decoding; 0: hardware concurrency
   bool decode_on_gpu = true;    // device destinations: nvCOMP; false: decode on the CPU, then H2D
   // Device destinations of a pinned file are copied by DMA straight from its page-cache pages, mapped
@@ -153,6 +155,20 @@ struct FlightRecord {
   double issued_s = 0;      // its H2D copies and GPU decoding issued on the copy stream
   double done_s = 0;        // its GPU work done (the completer saw its event), staging released
 };
+// How the queue would serve a request now, nothing read or queued (headrace info FILE): where its stored
+// bytes would come from and how they would reach the destination, each a key and its words.
+struct RouteExplanation {
+  // pinned (DMA from the file's page-locked pages), page-cache (buffered), disk (O_DIRECT), kept (buffered
+  // from the disk, kept in the cache), cufile, forced (a forced backend decides)
+  std::string read;
+  std::string read_detail;
+  // copy (staging, then to the GPU), dma (from the page-locked pages to the GPU), gpu-decode (nvCOMP),
+  // cpu-decode (then to the GPU), host (straight into host memory), host-decode, cufile, or unavailable
+  std::string transfer;
+  std::string transfer_detail;
+  std::string why;  // the file's pin decision and cache choice, and any fallback
+};
+
 // Flights whose record a queue keeps (the newest): a timeline of one pass, bounded.
 inline constexpr std::size_t flight_timeline_capacity = 4096;
 
@@ -179,6 +195,9 @@ class Queue {
   // Throws UsageError for a request that cannot be served (bad file id, sizes, a device destination
   // without a GPU, a stored size larger than staging).
   RequestId enqueue(Request request);
+  // How the request would be served if it were enqueued now (its file's page cache asked now); throws
+  // UsageError for a bad file id. A GPU decoder the request needs is made, as enqueue makes it.
+  [[nodiscard]] RouteExplanation explain(const Request& request) const;
   FenceId enqueue_signal();
   void submit();
   // True when the request will never write its destination (it had not been read straight into it).

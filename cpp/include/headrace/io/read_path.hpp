@@ -31,7 +31,8 @@ struct ReadPathOptions {
   bool strict = false;  // a fallback throws UnavailableError instead
   // Cache policy keep: the bytes the page cache may take (0: memory_for_page_cache() when the file opens).
   std::uint64_t page_cache_bytes = 0;
-  // Cache policy keep: how far the kernel reads a kept file ahead of the furthest kept read asked for.
+  // Cache policy keep: how far the kernel reads a kept file ahead of the furthest kept read asked for
+  // (0: not at all).
   std::uint64_t read_ahead_bytes = std::uint64_t{512} << 20;
 
   // A cache policy other than auto needs the read path; throws UsageError naming both.
@@ -45,8 +46,9 @@ class FileReadPath {
   FileReadPath(const std::string& path, const ReadPathOptions& options);
 
   // The route of a read of [offset, offset + size), asking the page cache when the policy says auto.
-  // A kept read moves the file's read-ahead on to it.
   [[nodiscard]] ReadRoute route(std::uint64_t offset, std::uint64_t size) const;
+  // A read of [offset, offset + size) is planned on `route`: a kept one moves the read-ahead on to it.
+  void will_read(ReadRoute route, std::uint64_t offset, std::uint64_t size) const;
   // The backend that carries a route's reads (thread-safe to submit to).
   [[nodiscard]] Backend& backend(ReadRoute route) const;
   // The read path's view of the page cache; null with a forced backend.
