@@ -15,7 +15,7 @@ from headrace import page_cache
 from headrace._files import write_rows
 from headrace.page_cache import CacheState
 
-__all__ = ["CpuByStage", "Measurement", "cpu_by_stage", "measure", "write_csv"]
+__all__ = ["STAGES", "CpuByStage", "Measurement", "cpu_by_stage", "measure", "write_csv"]
 
 
 @dataclass

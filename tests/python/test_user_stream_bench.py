@@ -42,7 +42,11 @@ def test_what_a_gb_costs_the_cpu_is_set_against_kvikios_best_mode():
 
     rows = [costing("headrace defaults", 2.0, r, 0.2) for r in range(3)] + \
            [costing("kvikio posix", 1.8, r, 0.8) for r in range(3)] + [costing("kvikio cufile", 1.0, r, 0.1) for r in range(3)]
+    for r, row in enumerate(rows[:3]):  # the engine's stages, as stream_pass records them
+        row.parameters.update(cpu_io_s=0.01 * (r + 1), cpu_finish_s=0.04, cpu_engine_s=0.02, cpu_other_s=0.13)
     cold = summarize(rows, h2d=50.0, disk=2.0, reopen={})["cold"]
+    assert cold["headrace_cpu_s_per_gb_by_stage"] == pytest.approx({"io": 0.02 / 2.0, "finish": 0.04 / 2.0,
+                                                                     "engine": 0.02 / 2.0, "other": 0.13 / 2.0})
     assert cold["cpu_s_per_gb"]["headrace defaults"] == pytest.approx(0.2 / 2.0)
     assert cold["cpu_s_per_gb"]["kvikio posix"] == pytest.approx(0.8 / 1.8)
     assert cold["cpu_x_kvikio"] == pytest.approx((0.2 / 2.0) / (0.8 / 1.8))  # against the faster mode, POSIX

@@ -37,6 +37,7 @@ import headrace
 from headrace.bench.engine import data_region
 from headrace.bench.harness import (CacheState, Measurement, Stopwatch, drop_page_cache, measure, warm_page_cache,
                                     write_csv)
+from headrace.measurement import STAGES, cpu_by_stage
 
 __all__ = ["main"]
 
@@ -45,14 +46,16 @@ MiB = 1 << 20
 
 def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, Any]]:
     """One pass of a user's loop over every frame (``options``: none, the defaults); returns (raw bytes,
-    bytes by source and the queue's counters over the pass: staging full, reads in flight)."""
+    bytes by source, the queue's counters over the pass: staging full, reads in flight, and the process's
+    CPU seconds by the engine's stage from the first frame asked to the last one's release,
+    ``cpu_<stage>_s``)."""
     import cupy  # type: ignore[import]  # GPU machines only
 
     ds = headrace.open(path)
     stream = cupy.cuda.get_current_stream()
     raw = cached = disk = 0
     with ds.stream(device=0, **options) as frames:
-        before = frames.engine.queue.stats()
+        before, stages_before = frames.engine.queue.stats(), cpu_by_stage()
         for frame in frames:
             for name in frame.fields:
                 cupy.from_dlpack(frame[name])
@@ -60,9 +63,10 @@ def stream_pass(path: str, options: dict[str, Any]) -> tuple[int, dict[str, Any]
             cached += frame.stats.bytes_from_cache
             disk += frame.stats.bytes_from_disk
             frame.release(stream=stream.ptr)
-        after = frames.engine.queue.stats()
+        after, stages = frames.engine.queue.stats(), cpu_by_stage().since(stages_before)  # its threads alive
     stream.synchronize()
-    return raw, {"bytes_from_cache": cached, "bytes_from_disk": disk,
+    return raw, {**{f"cpu_{stage}_s": spent for stage, spent in stages.items()},
+                 "bytes_from_cache": cached, "bytes_from_disk": disk,
                  "staging_waits": after.staging_waits - before.staging_waits,
                  "backend_reads": after.backend_reads - before.backend_reads,
                  "max_reads_in_flight": after.max_reads_in_flight}
@@ -233,6 +237,11 @@ def summarize(results: list[Measurement], h2d: float, disk: float | None, reopen
             if m.cpu_seconds_per_gb is not None:
                 cpu.setdefault(m.case, []).append(m.cpu_seconds_per_gb)
         entry["cpu_s_per_gb"] = {case: statistics.median(v) for case, v in cpu.items()}
+        # headrace's by the engine's stage (its threads' CPU clocks), medians over the rounds
+        staged = [m for m in rows if m.case == name and f"cpu_{STAGES[0]}_s" in m.parameters and m.bytes > 0]
+        if staged:
+            entry["headrace_cpu_s_per_gb_by_stage"] = {
+                stage: statistics.median(m.parameters[f"cpu_{stage}_s"] / (m.bytes / 1e9) for m in staged) for stage in STAGES}
         if best_peer:
             entry["x_kvikio"] = medians[name] / peers[best_peer]
             if name in cpu and best_peer in cpu and entry["cpu_s_per_gb"][best_peer] > 0:
