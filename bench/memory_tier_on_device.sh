@@ -96,6 +96,19 @@ explain() {  # headrace probe (kept per file system), then headrace info FILE co
   cat "$OUT/explain.txt"
 }
 
+userstream() {  # the lab's user benchmark, hot and cold, against KvikIO's POSIX mode: rates and CPU by stage
+  within 240 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-3}" --states hot,cold \
+    --kvikio-modes posix --out "$OUT/us" > "$OUT/user_stream.log" 2>&1
+  python3 - "$OUT/us/user_stream.json" <<'PY'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+for state in ("hot", "cold"):
+    e = summary[state]
+    print(state, "headrace", e["headrace_gbps"], "kvikio", e["kvikio_median_gbps"], "x", e.get("x_kvikio"),
+          "cpu s/GB", e["cpu_s_per_gb"], "x", e.get("cpu_x_kvikio"), "by stage", e.get("headrace_cpu_s_per_gb_by_stage"))
+PY
+}
+
 pressure() {
   local root=/sys/fs/cgroup policy
   grep -q memory "$root/cgroup.controllers" 2>/dev/null || { echo "no cgroup v2 memory controller here"; return 0; }
