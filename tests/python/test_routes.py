@@ -71,6 +71,11 @@ def test_info_with_a_file_prints_its_routes_and_json(codec_files, capsys):
     assert report["file_system"]["key"] == f"{os.major(os.stat(paths['lz4']).st_dev)}:{os.minor(os.stat(paths['lz4']).st_dev)}"
 
 
+def test_engine_options_without_a_file_are_a_usage_error(capsys):
+    assert main(["info", "--cache-policy", "keep"]) == 2
+    assert "cache_policy" in capsys.readouterr().err
+
+
 def test_info_of_a_missing_file_is_a_usage_error(tmp_path, capsys):
     assert main(["info", str(tmp_path / "missing.hrc")]) in (1, 2)
     assert "missing.hrc" in capsys.readouterr().err

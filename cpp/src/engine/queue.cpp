@@ -300,7 +300,11 @@ RouteExplanation Queue::Impl::explain(const Request& request) {
   } else {
     switch (file.reads->route(request.offset, request.stored_size)) {
       case io::ReadRoute::cached: e = {"page-cache", "buffered read of cached pages (memory speed)"}; break;
-      case io::ReadRoute::direct: e = {"disk", "O_DIRECT from the disk (io_uring, " + std::to_string(options_.io.queue_depth) + " reads in flight)"}; break;
+      case io::ReadRoute::direct:
+        e = {"disk", file.reads->fallback().empty()
+                         ? "O_DIRECT from the disk (io_uring, " + std::to_string(options_.io.queue_depth) + " reads in flight)"
+                         : "O_DIRECT from the disk (" + file.reads->fallback() + ")"};
+        break;
       case io::ReadRoute::kept: e = {"kept", "buffered from the disk, read ahead and kept in the page cache"}; break;
       case io::ReadRoute::forced_buffered:
       case io::ReadRoute::forced_direct:

@@ -131,6 +131,10 @@ def run(args: argparse.Namespace) -> int:
         else:
             _print_routes(found)
         return 0
+    asked = sorted(given_options(args)) + (["device"] if args.device is not None else [])
+    if asked:
+        raise UsageError(f"{', '.join(asked)}: these say how a FILE's frames would be read; give the FILE "
+                         "(headrace info FILE.hrc ...)")
     if not os.path.isdir(args.path):
         what = "is not a folder" if os.path.exists(args.path) else "does not exist"
         raise UsageError(f"--path {args.path} {what}: expected a folder, where the backends are tried on a file")
