@@ -19,6 +19,7 @@
 #include "headrace/error.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/io/page_cache.hpp"
+#include "headrace/staging/pinned_files.hpp"
 #include "headrace/settings.hpp"
 
 #include "bindings.hpp"
@@ -132,6 +133,13 @@ void bind_io(nb::module_& m) {
            "every i, without holding the GIL. Returns (bytes_read, errno, message) per request; errno is 0 and "
            "message empty on success, errno is ENODATA when the file ended first.");
 
+  m.def(
+      "default_pin_budget",
+      [] {
+        const auto budget = headrace::staging::default_pin_budget();
+        return nb::make_tuple(budget.bytes, budget.source);
+      },
+      "(bytes, why): the budget an engine page-locks files within when pin_budget_bytes is 0.");
   m.def(
       "page_cache_resident_bytes",
       [](const std::string& path) {

@@ -11,7 +11,7 @@ uses it: a second stream over the same file opens nothing and pins nothing::
     headrace.shared_engine(device=0).describe()     # what it holds and why
 
 Memory is bounded: staging (``staging_bytes``, allocated by the first read that stages), the files
-page-locked (``pin_budget_bytes``, a quarter of the machine's memory unless set), the statuses kept
+page-locked (``pin_budget_bytes``, a quarter of the machine's memory, or of the cgroup's ``memory.max`` where less, unless set), the statuses kept
 (``status_history``) and the slot buffers closed streams left for the next (:data:`SPARE_SLOT_BYTES`).
 At most :data:`MAX_SHARED_ENGINES` engines are kept; :func:`release_engines` drops them all.
 """

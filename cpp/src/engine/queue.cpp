@@ -33,7 +33,7 @@ void QueueOptions::validate() const {
   HEADRACE_EXPECT(read_ahead_bytes <= (std::uint64_t{1} << 40), UsageError,
                   "read_ahead_bytes must be in 0..1 TiB (0: no read-ahead), got " + std::to_string(read_ahead_bytes));
   HEADRACE_EXPECT(pin_budget_bytes <= (std::uint64_t{1} << 50), UsageError,
-                  "pin_budget_bytes must be in 0..1 PiB (0: a quarter of the machine's memory), got " + std::to_string(pin_budget_bytes));
+                  "pin_budget_bytes must be in 0..1 PiB (0: a quarter of the machine's memory, or of the cgroup's memory.max), got " + std::to_string(pin_budget_bytes));
   HEADRACE_EXPECT(decode_threads <= 1024, UsageError, "decode_threads must be in 0..1024 (0: one per core), got " + std::to_string(decode_threads));
   HEADRACE_EXPECT(status_history >= 1024 && status_history <= (std::uint64_t{1} << 24), UsageError,
                   "status_history must be in 1024..16777216, got " + std::to_string(status_history));

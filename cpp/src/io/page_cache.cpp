@@ -39,6 +39,11 @@ std::string own_cgroup() {
 
 }  // namespace
 
+std::optional<std::uint64_t> cgroup_memory_limit() {
+  const std::string cgroup = own_cgroup();
+  return cgroup.empty() ? std::nullopt : number_in(cgroup + "/memory.max");
+}
+
 std::uint64_t memory_for_page_cache() {
   std::uint64_t available = 0;
   std::ifstream meminfo("/proc/meminfo");

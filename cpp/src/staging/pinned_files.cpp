@@ -6,10 +6,21 @@
 
 namespace headrace::staging {
 
+PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit) {
+  if (cgroup_limit && *cgroup_limit < machine_bytes) return {*cgroup_limit / 4, "a quarter of the cgroup's memory.max"};
+  return {machine_bytes / 4, "a quarter of the machine's memory"};
+}
+
+PinBudget default_pin_budget() {
+  const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
+  return default_pin_budget(pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)), io::cgroup_memory_limit());
+}
+
 PinnedFiles::PinnedFiles(PinnedFilesOptions options) : options_(std::move(options)) {
   if (options_.budget_bytes == 0) {
-    const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
-    options_.budget_bytes = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)) / 4;
+    PinBudget budget = default_pin_budget();
+    options_.budget_bytes = budget.bytes;
+    budget_source_ = std::move(budget.source);
   }
 }
 
@@ -77,7 +88,7 @@ std::uint64_t PinnedFiles::locked_bytes() const {
 
 std::string PinnedFiles::describe() const {
   return std::string("pin-files=") + to_string(options_.policy) + " (budget " + std::to_string(options_.budget_bytes >> 20) +
-         " MiB, " + std::to_string(locked_bytes() >> 20) + " MiB locked)";
+         " MiB: " + budget_source_ + ", " + std::to_string(locked_bytes() >> 20) + " MiB locked)";
 }
 
 }  // namespace headrace::staging

@@ -81,10 +81,11 @@ def engine_limits() -> dict:
     options = _ext.QueueOptions.from_environment()
     queue = options.to_dict()
     del queue["io"], queue["device"]  # the I/O knobs are reported as "settings"; the device is each stream's
-    memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    budget, source = (queue["pin_budget_bytes"], "given") if queue["pin_budget_bytes"] else _ext.default_pin_budget()
     return {
         "queue": queue,
-        "pin_budget_bytes": queue["pin_budget_bytes"] or memory // 4,
+        "pin_budget_bytes": budget,
+        "pin_budget_source": source,
         "staging_bytes": queue["staging_bytes"] + options.page_cache_staging_bytes(),  # both lanes' rings
         "spare_slot_bytes": engine.SPARE_SLOT_BYTES,
         "max_shared_engines": engine.MAX_SHARED_ENGINES,
@@ -166,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     queue = limits["queue"]
     console.print(f"engine: read path {queue['backend']} (cache policy {queue['cache_policy']}), pin files "
                   f"{queue['pin_files']}; holds at most {human_bytes(limits['staging_bytes'])} of staging (both lanes), "
-                  f"{human_bytes(limits['pin_budget_bytes'])} of page-locked files, {human_bytes(limits['spare_slot_bytes'])} "
+                  f"{human_bytes(limits['pin_budget_bytes'])} of page-locked files ({limits['pin_budget_source']}), {human_bytes(limits['spare_slot_bytes'])} "
                   f"of spare slots and {queue['status_history']} statuses; {limits['max_shared_engines']} engines a process"
                   f"{'; held now: ' + '; '.join(limits['held']) if limits['held'] else ''}")
     settings = ", ".join(f"{k}={v}" for k, v in report["settings"].items())

@@ -77,7 +77,8 @@ struct QueueOptions {
   // every page and keeps them in RAM while the queue lives. auto pins only with the read path
   // (backend nullopt), only files already cached whole, within pin_budget_bytes.
   PinPolicy pin_files = PinPolicy::auto_;
-  // Bytes of files auto may keep page-locked; 0: a quarter of the machine's memory.
+  // Bytes of files auto may keep page-locked; 0: a quarter of the machine's memory, or of this process's
+  // cgroup's memory.max where that is less (staging::default_pin_budget).
   std::uint64_t pin_budget_bytes = 0;
   // Checks each request's checksum, when it has one, before its bytes reach the destination. Chunks
   // that nvCOMP decodes are always checked: it trusts its input, and a corrupt frame can read wild

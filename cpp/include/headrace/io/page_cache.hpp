@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "headrace/detail/file_descriptor.hpp"
@@ -27,6 +28,9 @@ inline constexpr detail::EnumNames<CachePolicy, 4> cache_policy_names{
 [[nodiscard]] inline CachePolicy parse_cache_policy(const std::string& text) {
   return detail::parse_name(cache_policy_names, text, "cache policy");
 }
+
+// This process's cgroup (v2) memory.max, or nullopt where none is set ("max") or readable.
+[[nodiscard]] std::optional<std::uint64_t> cgroup_memory_limit();
 
 // The bytes the page cache may take now: the kernel's MemAvailable, or less where this process's cgroup
 // (v2) has a memory.max: that limit less its memory.current. 0 when neither can be read.

@@ -34,11 +34,22 @@ inline constexpr detail::EnumNames<PinPolicy, 7> pin_policy_names{{{PinPolicy::a
 
 struct PinnedFilesOptions {
   PinPolicy policy = PinPolicy::auto_;
-  std::uint64_t budget_bytes = 0;  // bytes auto may keep locked; 0: a quarter of the machine's memory
+  std::uint64_t budget_bytes = 0;  // bytes auto may keep locked; 0: default_pin_budget()
   bool gpu = false;                // page-locked files serve GPU copies only
   std::optional<std::string> forced_backend;  // auto pins only for the read path, not a forced backend
   bool strict = false;             // a refused page-lock throws instead of being reported
 };
+
+// The budget auto page-locks within when none is given, and why: a quarter of the machine's memory, or of
+// the cgroup's memory.max where that is less (locked pages count against the group, and a group that
+// cannot reclaim them meets the OOM killer).
+struct PinBudget {
+  std::uint64_t bytes = 0;
+  std::string source;  // "a quarter of the machine's memory" or "a quarter of the cgroup's memory.max"
+};
+[[nodiscard]] PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit);
+// default_pin_budget of this machine and this process's cgroup.
+[[nodiscard]] PinBudget default_pin_budget();
 
 class PinnedFiles {
  public:
@@ -59,11 +70,12 @@ class PinnedFiles {
   [[nodiscard]] PinPolicy policy() const noexcept { return options_.policy; }
   [[nodiscard]] std::uint64_t budget_bytes() const noexcept { return options_.budget_bytes; }
   [[nodiscard]] std::uint64_t locked_bytes() const;
-  // "pin-files=auto (budget 32768 MiB, 3052 MiB locked)"
+  // "pin-files=auto (budget 32768 MiB: a quarter of the machine's memory, 3052 MiB locked)"
   [[nodiscard]] std::string describe() const;
 
  private:
   PinnedFilesOptions options_;
+  std::string budget_source_ = "given";  // why the budget is what it is
   mutable std::mutex mutex_;
   std::uint64_t locked_bytes_ = 0;  // of files page-locked, and reserved by pins under way
 };
