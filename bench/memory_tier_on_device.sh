@@ -96,6 +96,32 @@ explain() {  # headrace probe (kept per file system), then headrace info FILE co
   cat "$OUT/explain.txt"
 }
 
+pinpressure() {  # a hot 1.2 GB file streamed inside a cgroup of 2 GiB: the default pin budget against the old one
+  local root=/sys/fs/cgroup budget file=$work/particles-1g.hrc
+  grep -q memory "$root/cgroup.controllers" 2>/dev/null || { echo "no cgroup v2 memory controller here"; return 0; }
+  echo +memory > "$root/cgroup.subtree_control" 2>/dev/null
+  mkdir -p "$work"
+  [[ -f $file ]] || within 120 python3 -m headrace generate particles "$file" --particles 4687500 --frames 8 > /dev/null
+  echo "pin_budget,exit,delivered_gbps,peak_bytes,oom,oom_kill,pin_note" > "$OUT/pinpressure.csv"
+  for budget in default 34359738368; do
+    local group=$root/headrace-pins-$budget
+    rmdir "$group" 2>/dev/null; mkdir "$group"
+    echo 2G > "$group/memory.max"; echo 0 > "$group/memory.swap.max" 2>/dev/null
+    cold
+    local given=""; [[ $budget != default ]] && given="HEADRACE_PIN_BUDGET_BYTES=$budget"
+    # the file read into the cache from inside the group (its pages count against it), then streamed there
+    within 120 bash -c "echo \$\$ > $group/cgroup.procs && cat $file > /dev/null && exec env $given python3 -m headrace stream $file --device 0 --json" \
+      > "build/pins-$budget.json" 2> "build/pins-$budget.err"
+    local status=$?
+    local rate note
+    rate=$(python3 -c "import json; print(round(json.load(open('build/pins-$budget.json'))['delivered_gbps'], 3))" 2>/dev/null)
+    note=$(python3 -c "import json; c=json.load(open('build/pins-$budget.json'))['configuration']; print(c[c.find('pin-files'):c.find('locked)')+7].replace(',', ';'), '|', c[c.rfind(': ')+2:][:80].replace(',', ';'))" 2>/dev/null)
+    echo "$budget,$status,$rate,$(cat "$group/memory.peak" 2>/dev/null),$(awk '$1 == "oom" { print $2 }' "$group/memory.events"),$(awk '$1 == "oom_kill" { print $2 }' "$group/memory.events"),$note" >> "$OUT/pinpressure.csv"
+    (( status == 0 )) || tail -3 "build/pins-$budget.err"
+  done
+  cat "$OUT/pinpressure.csv"
+}
+
 userstream() {  # the lab's user benchmark, hot and cold, against KvikIO's POSIX mode: rates and CPU by stage
   within 240 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-3}" --states hot,cold \
     --kvikio-modes posix --out "$OUT/us" > "$OUT/user_stream.log" 2>&1
