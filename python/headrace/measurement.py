@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from headrace import page_cache
+from headrace import _ext, page_cache
 from headrace._files import write_rows
 from headrace.page_cache import CacheState
 
@@ -121,8 +121,6 @@ class CpuByStage:
 
 def cpu_by_stage() -> CpuByStage:
     """A snapshot of this process's CPU seconds by stage (Linux; elsewhere everything is ``other``)."""
-    from headrace import _ext
-
     names = _ext.thread_stages()
     stages: dict[str, float] = dict.fromkeys(STAGES, 0.0)
     user, system = process_cpu_seconds()

@@ -53,12 +53,10 @@ std::uint64_t memory_for_page_cache() {
     std::uint64_t kib = 0;
     if (fields >> name >> kib && name == "MemAvailable:") available = kib << 10;
   }
-  if (const std::string cgroup = own_cgroup(); !cgroup.empty()) {
-    const auto limit = number_in(cgroup + "/memory.max"), used = number_in(cgroup + "/memory.current");
-    if (limit) {
-      const std::uint64_t left = *limit > used.value_or(0) ? *limit - used.value_or(0) : 0;
-      available = available == 0 ? left : std::min(available, left);
-    }
+  if (const auto limit = cgroup_memory_limit()) {
+    const auto used = number_in(own_cgroup() + "/memory.current");
+    const std::uint64_t left = *limit > used.value_or(0) ? *limit - used.value_or(0) : 0;
+    available = available == 0 ? left : std::min(available, left);
   }
   return available;
 }
