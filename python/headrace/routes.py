@@ -75,7 +75,7 @@ def _rates(kept: dict[str, Any] | None) -> dict[str, str]:
     rates = {"disk": f"{ceiling['gigabytes_per_second']:.2f} GB/s, O_DIRECT ({when})" if ceiling else "the probe measured no sequential point"}
     rates["kept"] = (f"{ahead['gigabytes_per_second']:.2f} GB/s, buffered with the kernel reading ahead ({when})" if ahead
                      else "the probe measured no buffered read-ahead")
-    rates["page-cache"] = rates["pinned"] = "memory speed (not probed: headrace bench measures it)"
+    rates["page-cache"] = rates["pinned"] = rates["held"] = "memory speed (not probed: headrace bench measures it)"
     return rates
 
 

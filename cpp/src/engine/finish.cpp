@@ -15,13 +15,13 @@ using queue::RequestState;
 
 const std::byte* Queue::Impl::stored_bytes(const Entry& entry) {
   const Request& r = entry.request;
-  if (entry.plan.pinned()) return entry.plan.pinned_file->data() + r.offset;
+  if (entry.plan.pinned()) return entry.plan.pinned_data + r.offset;
   if (entry.plan.route == Route::direct) return reinterpret_cast<const std::byte*>(r.destination.address);
   return entry.plan.region->data;
 }
 
 const std::byte* Queue::Impl::source_end(const Entry& entry) const {
-  if (entry.plan.pinned()) return entry.plan.pinned_file->data() + entry.plan.pinned_file->size_bytes();
+  if (entry.plan.pinned()) return entry.plan.pinned_data + entry.plan.pinned_size;
   return entry.plan.region->data - entry.plan.region->offset + rings_[entry.plan.lane]->capacity_bytes();
 }
 
@@ -68,12 +68,20 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
   std::vector<io::ReadStatus> reads = queue::carried_statuses(flight, stored_sizes);
   const auto read_at = Clock::now();
   std::vector<RequestId> host_work, device_work;
+  struct Fill {
+    FileId file;
+    staging::HeldCopy* copy;
+    std::uint64_t offset;
+    const std::byte* bytes;
+    std::uint64_t size;
+  };
+  std::vector<Fill> fills;  // what the disk gave for the GPU, into the file's held copy
   {
     std::lock_guard lock(mutex_);
     stamp_flight_locked(flight.number, &FlightRecord::landed_s, read_at);
     for (std::size_t i = flight.ids.size() - flight.pinned; i < flight.ids.size(); ++i) {
       const Entry& entry = book_.entry(flight.ids[i]);
-      const std::uint64_t size = entry.plan.pinned_file->size_bytes(), offset = entry.request.offset;
+      const std::uint64_t size = entry.plan.pinned_size, offset = entry.request.offset;
       io::ReadStatus status;
       status.bytes_read = offset < size ? std::min(entry.request.stored_size, size - offset) : 0;  // a short "read" fails below
       reads.push_back(std::move(status));
@@ -104,7 +112,24 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
         host_work.push_back(id);
       } else {
         device_work.push_back(id);
+        staging::HeldCopy* held = files_[r.file].held.get();
+        if (held != nullptr && entry.plan.region && entry.plan.read_route == io::ReadRoute::direct)
+          fills.push_back({r.file, held, r.offset, entry.plan.region->data, r.stored_size});
       }
+    }
+  }
+  // Before the copies are issued: the staging goes back once they end. The disk lane's reads take
+  // milliseconds a MiB, a memory copy a tenth of one.
+  for (const Fill& fill : fills) fill.copy->fill(fill.offset, fill.bytes, fill.size);
+  if (!fills.empty()) {
+    // Nearly whole (all but its index and headers): locked now, its pages already in, so that the next
+    // pass finds it locked.
+    std::lock_guard lock(mutex_);
+    for (const Fill& fill : fills) {
+      OpenFile& file = files_[fill.file];
+      if (file.held.get() == fill.copy && fill.copy->filled_bytes() + fill.copy->size_bytes() / 100 >= fill.copy->size_bytes() &&
+          fill.copy->unlocked_fills())
+        start_locking_locked(file);
     }
   }
   finish_on_host(host_work);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,7 @@
 #include "headrace/io/read_path.hpp"
 #include "headrace/queue/flight.hpp"
 #include "headrace/queue/request_book.hpp"
+#include "headrace/staging/held_copy.hpp"
 #include "headrace/staging/pinned_file.hpp"
 #include "headrace/staging/pinned_files.hpp"
 #include "headrace/staging/staging_ring.hpp"
@@ -76,14 +78,16 @@ struct Plan {
   Lane lane = disk_lane;  // set at submit, with read_route
   // Where its bytes are read from (mincore at submit); none for pinned and cuFile requests.
   std::optional<io::ReadRoute> read_route;
-  // Device routes of a page-locked file: its stored bytes are DMA'd from the file's pages (the
-  // mapping lives with the engine).
-  const staging::PinnedFile* pinned_file = nullptr;
+  // Device routes of a page-locked file or of a file held: its stored bytes are DMA'd from the file's
+  // pages or from the held copy, [pinned_data, pinned_data + pinned_size) (both live with the engine).
+  const std::byte* pinned_data = nullptr;
+  std::uint64_t pinned_size = 0;
+  bool held = false;  // from the held copy
   std::optional<staging::Region> region;  // its staging, between dispatch and the end of its GPU work
   // Its checksum, computed by the thread that read it as its bytes landed (page cache's lane).
   std::optional<std::uint64_t> landed_checksum;
   const codec::Chain* chain = nullptr;  // how a compressed request is stored (codec::chunk_chain keeps it)
-  [[nodiscard]] bool pinned() const noexcept { return pinned_file != nullptr; }
+  [[nodiscard]] bool pinned() const noexcept { return pinned_data != nullptr; }
   // Its bytes come through the file's read path, which the page cache is asked about (not DMA'd from a
   // page-locked file, not read by cuFile).
   [[nodiscard]] bool uses_read_path() const noexcept { return !pinned() && route != Route::cufile_copy; }
@@ -101,7 +105,11 @@ struct OpenFile {
   std::unique_ptr<io::FileReadPath> reads;
   std::unique_ptr<io::CufileBackend> cufile;  // backend cufile: uncompressed device destinations
   std::unique_ptr<staging::PinnedFile> pinned;
-  std::string pin_note;  // why it is (not) page-locked
+  // A file read from the disk for the GPU and not page-locked: its bytes as the disk lane read them,
+  // kept for later passes (staging/held_copy.hpp), locked by `locking` (declared after it: it ends first).
+  std::unique_ptr<staging::HeldCopy> held;
+  std::future<void> locking;
+  std::string pin_note;  // why it is (not) page-locked or held
   bool closed = false;   // close_file: its id is never read again
 };
 
@@ -158,6 +166,8 @@ class Queue::Impl {
     if (device_) device_->make_current();
   }
   void pin_if_asked(FileId id);
+  std::unique_ptr<staging::HeldCopy> hold_if_it_fits(const std::string& path, std::uint64_t size, std::string& note);
+  void start_locking_locked(OpenFile& file);
   Route route_of(const Request& r, bool compressed) const;
   void note_fallback_locked(const std::string& fallback) const;
   void record_fence_locked(FenceId id, Book::Fence& fence);

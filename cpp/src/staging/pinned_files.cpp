@@ -2,18 +2,38 @@
 
 #include <unistd.h>
 
+#include "headrace/detail/environment.hpp"
 #include "headrace/error.hpp"
 
 namespace headrace::staging {
 
-PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit) {
-  if (cgroup_limit && *cgroup_limit < machine_bytes) return {*cgroup_limit / 4, "a quarter of the cgroup's memory.max"};
-  return {machine_bytes / 4, "a quarter of the machine's memory"};
+PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit, unsigned local_processes) {
+  PinBudget budget = cgroup_limit && *cgroup_limit < machine_bytes
+                         ? PinBudget{*cgroup_limit / 4, "a quarter of the cgroup's memory.max"}
+                         : PinBudget{machine_bytes / 4, "a quarter of the machine's memory"};
+  if (local_processes > 1) {
+    budget.bytes /= local_processes;
+    budget.source += " / " + std::to_string(local_processes) + " ranks on this node";
+  }
+  return budget;
+}
+
+unsigned local_processes() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const auto value = detail::environment(name);
+    if (!value) continue;
+    try {
+      const std::uint64_t count = detail::parse_unsigned(name, *value);
+      if (count >= 1 && count <= 4096) return static_cast<unsigned>(count);
+    } catch (const UsageError&) {  // a launcher's variable, not ours: one process then
+    }
+  }
+  return 1;
 }
 
 PinBudget default_pin_budget() {
   const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
-  return default_pin_budget(pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)), io::cgroup_memory_limit());
+  return default_pin_budget(pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)), io::cgroup_memory_limit(), local_processes());
 }
 
 PinnedFiles::PinnedFiles(PinnedFilesOptions options) : options_(std::move(options)) {
@@ -79,6 +99,26 @@ PinnedFiles::Outcome PinnedFiles::pin(const std::string& path, const io::PageCac
 void PinnedFiles::unpin(const PinnedFile& file) {
   std::lock_guard lock(mutex_);
   locked_bytes_ -= file.size_bytes();
+}
+
+bool PinnedFiles::reserve_held(std::uint64_t size, std::string& note) {
+  if (!options_.gpu || options_.policy != PinPolicy::auto_ || options_.forced_backend) {
+    note = "not held (pin_files " + std::string(to_string(options_.policy)) + (options_.forced_backend ? ", a backend forced)" : ")");
+    return false;
+  }
+  std::lock_guard lock(mutex_);
+  if (locked_bytes_ + size > options_.budget_bytes) {
+    note = "not held (pin budget " + std::to_string(options_.budget_bytes >> 20) + " MiB, " + std::to_string(locked_bytes_ >> 20) +
+           " MiB in use)";
+    return false;
+  }
+  locked_bytes_ += size;
+  return true;
+}
+
+void PinnedFiles::release_held(std::uint64_t size) {
+  std::lock_guard lock(mutex_);
+  locked_bytes_ -= size;
 }
 
 std::uint64_t PinnedFiles::locked_bytes() const {

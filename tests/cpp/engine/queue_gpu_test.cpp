@@ -3,7 +3,10 @@
 // flight. Skipped without a GPU; the device script runs this file under compute-sanitizer too.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <filesystem>
 #include <tuple>
 
 #include "headrace/codec/cpu/gdeflate.hpp"
@@ -13,7 +16,9 @@
 #include "headrace/gpu/memory.hpp"
 #include "headrace/gpu/stream.hpp"
 #include "headrace/engine/queue.hpp"
+#include "headrace/io/page_cache.hpp"
 #include "support/container_fixture.hpp"
+#include "support/evict.hpp"
 #include "support/raw_file.hpp"
 #include "support/temp_directory.hpp"
 
@@ -452,13 +457,21 @@ TEST(QueueGpu, DmaFromPinnedPagesIsNotBoundByMaxBatchButReadsAre) {
   }
 }
 
-// Every zstd chunk of the frame into GPU memory through a queue of max_batch 8 and 64 MiB of staging, the
-// values checked; the most chunks one flight held.
-std::uint32_t largest_flight_of_decoded_chunks(const Particles& data, bool pin_files) {
+// The largest flight of a queue: the most requests one held, and the most stored bytes.
+struct LargestFlight {
+  std::uint32_t requests = 0;
+  std::uint64_t stored_bytes = 0;
+};
+
+// Every zstd chunk of the frame into GPU memory through a queue of `options` (by default max_batch 8 and
+// 64 MiB of staging), the values checked.
+LargestFlight largest_flight_of_decoded_chunks(const Particles& data, bool pin_files, std::uint64_t staging_bytes = 64 << 20,
+                                               unsigned max_batch = 8) {
   const auto chunks = data.container.chunks_of(0, 0);
   gpu::Device device(0);
   QueueOptions options = gpu_options(true, pin_files);
-  options.staging_bytes = 64 << 20;
+  options.staging_bytes = staging_bytes;
+  options.max_batch = max_batch;
   Queue queue(options);
   const FileId file = queue.add_file(data.path);
   gpu::DeviceBuffer out(200000 * 32);
@@ -466,8 +479,11 @@ std::uint32_t largest_flight_of_decoded_chunks(const Particles& data, bool pin_f
   queue.submit();
   queue.drain();
   EXPECT_EQ(queue.stats().requests.done, chunks.size()) << queue.describe();
-  std::uint32_t most = 0;
-  for (const FlightRecord& flight : queue.flight_timeline()) most = std::max(most, flight.requests);
+  LargestFlight most;
+  for (const FlightRecord& flight : queue.flight_timeline()) {
+    most.requests = std::max(most.requests, flight.requests);
+    most.stored_bytes = std::max(most.stored_bytes, flight.stored_bytes);
+  }
   const auto got = to_host(out);
   const auto expected = testing::particle_values(200000, 0.0f);
   EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0);
@@ -481,8 +497,18 @@ TEST(QueueGpu, FlightsOfGpuDecodedChunksFromPinnedPagesStayWithinOneDecoderCall)
   // pool has two; a flight needing three would wait for itself), not max_batch (which bounds reads).
   const Particles data(1, 200000, CodecId::zstd);
   ASSERT_GT(data.container.chunks_of(0, 0).size(), 3u * 8u);
-  EXPECT_GT(largest_flight_of_decoded_chunks(data, true), 8u)
+  EXPECT_GT(largest_flight_of_decoded_chunks(data, true).requests, 8u)
       << "decoded chunks of page-locked pages read nothing: max_batch does not bound them";
+}
+
+TEST(QueueGpu, FlightsOfGpuDecodedChunksFromPinnedPagesTakeUpToHalfOfTheRing) {
+  SKIP_WITHOUT_GPU();
+  // nvCOMP decodes a call's chunks side by side: flights of a quarter of the ring decoded a hot zstd file
+  // at a quarter of the rate a frame's worth of chunks does. A flight that reads nothing takes half.
+  const Particles data(1, 200000, CodecId::zstd);
+  const LargestFlight most = largest_flight_of_decoded_chunks(data, true, 1 << 20, 1024);
+  EXPECT_GT(most.stored_bytes, std::uint64_t{1} << 18) << "more than a quarter of the ring";
+  EXPECT_LE(most.stored_bytes, std::uint64_t{1} << 19) << "at most half of it";
 }
 
 TEST(QueueGpu, FlightsOfGpuDecodedChunksReadFromTheFileJoinAcrossTheirAlignmentPadding) {
@@ -496,7 +522,7 @@ TEST(QueueGpu, FlightsOfGpuDecodedChunksReadFromTheFileJoinAcrossTheirAlignmentP
   std::size_t padded = 0;
   for (std::size_t c = 1; c < chunks.size(); ++c) padded += chunks[c].offset != chunks[c - 1].offset + chunks[c - 1].stored_size;
   ASSERT_GT(padded, 0u) << "the test's chunks lie back to back: it says nothing about padding";
-  EXPECT_GT(largest_flight_of_decoded_chunks(data, false), 8u)
+  EXPECT_GT(largest_flight_of_decoded_chunks(data, false).requests, 8u)
       << "chunks a padding apart are one read: max_batch does not count each";
 }
 
@@ -514,6 +540,108 @@ TEST(QueueGpu, PinnedFileRequestBeyondTheEndFailsAsAShortRead) {
   queue.drain();
   EXPECT_EQ(queue.status(id).state, RequestState::failed);
   EXPECT_NE(queue.status(id).message.find("expected 65536 bytes, read 32768"), std::string::npos) << queue.status(id).message;
+}
+
+}  // namespace
+}  // namespace headrace::engine
+
+namespace headrace::engine {
+namespace {
+
+// A queue with the defaults (the read path's O_DIRECT for what the page cache lacks, pin_files auto).
+QueueOptions default_gpu_options() {
+  QueueOptions options;
+  options.device = 0;
+  options.staging_bytes = 1 << 20;
+  return options;
+}
+
+// Passes over a cold file until every chunk came from the held copy (the copy is page-locked beside the
+// first pass, so the second may still read some); returns the passes it took, 0 when it never did.
+int passes_until_held(Queue& queue, FileId file, std::span<const format::ChunkInfo> chunks, const gpu::DeviceBuffer& out,
+                      std::vector<RequestSummary>& summaries) {
+  for (int pass = 1; pass <= 4; ++pass) {
+    std::vector<RequestId> ids;
+    for (const auto& chunk : chunks) ids.push_back(queue.enqueue(device_chunk(file, chunk, out.pointer() + chunk.first_element * 32)));
+    queue.submit();
+    queue.drain();
+    summaries.push_back(queue.summarize(ids));
+    if (summaries.back().done == ids.size() && summaries.back().bytes_pinned == summaries.back().stored_bytes) return pass;
+    ::usleep(100000);  // the copy may still be locking
+  }
+  return 0;
+}
+
+TEST(QueueGpu, AColdFileReadFromTheDiskIsHeldAndItsLaterPassesAreDmaFromTheCopy) {
+  SKIP_WITHOUT_GPU();
+  const Particles data(1, 200000, CodecId::none);
+  const auto chunks = data.container.chunks_of(0, 0);
+  if (!testing::evict(data.path, 0, std::filesystem::file_size(data.path))) GTEST_SKIP() << "this file system keeps evicted pages";
+  gpu::Device device(0);
+  Queue queue(default_gpu_options());
+  const FileId file = queue.add_file(data.path);
+  gpu::DeviceBuffer out(200000 * 32);
+  fill(out, 0xee);
+  std::vector<RequestSummary> passes;
+  const int hot = passes_until_held(queue, file, chunks, out, passes);
+  if (passes.front().bytes_from_disk == 0) GTEST_SKIP() << "the read path did not read from the disk here: " << queue.describe();
+  EXPECT_EQ(passes.front().bytes_from_disk, passes.front().stored_bytes);  // the first pass: O_DIRECT
+  ASSERT_GE(hot, 2) << queue.describe();
+  EXPECT_NE(queue.describe().find("MiB held"), std::string::npos) << queue.describe();
+  // The held bytes are the file's: the last pass came from the copy alone.
+  const auto got = to_host(out);
+  const auto expected = testing::particle_values(200000, 0.0f);
+  EXPECT_EQ(std::memcmp(got.data(), expected.data(), got.size()), 0);
+  // Nothing of it went to the page cache: O_DIRECT, then memory the engine owns.
+  EXPECT_EQ(io::PageCacheResidency(data.path).resident_bytes(0, std::filesystem::file_size(data.path)), 0u);
+  Request probe = device_chunk(file, chunks.front(), out.pointer());
+  EXPECT_EQ(queue.explain(probe).read, "held");
+}
+
+TEST(QueueGpu, AFileReadInPartIsLockedWhenReadAgainAndOnlyThePartItRead) {
+  SKIP_WITHOUT_GPU();
+  // A rank's share of a file: never nearly whole, so locked when its bytes are asked for again, and only
+  // the span it read (4 ranks of a job would otherwise each lock the whole file).
+  const Particles data(1, 400000, CodecId::none);  // 12.8 MB of values
+  const auto all = data.container.chunks_of(0, 0);
+  const auto half = all.subspan(0, all.size() / 2);
+  if (!testing::evict(data.path, 0, std::filesystem::file_size(data.path))) GTEST_SKIP() << "this file system keeps evicted pages";
+  gpu::Device device(0);
+  Queue queue(default_gpu_options());
+  const FileId file = queue.add_file(data.path);
+  gpu::DeviceBuffer out(400000 * 32);
+  std::vector<RequestSummary> passes;
+  const int hot = passes_until_held(queue, file, half, out, passes);
+  if (passes.front().bytes_from_disk == 0) GTEST_SKIP() << "the read path did not read from the disk here: " << queue.describe();
+  ASSERT_GE(hot, 3) << "the second pass starts the lock, the third is held: " << queue.describe();
+  const std::string text = queue.describe();
+  const auto at = text.rfind(" MiB locked in");  // the copy's, not the budget's
+  ASSERT_NE(at, std::string::npos) << text;
+  const auto locked_mib = std::stoull(text.substr(text.rfind(", ", at) + 2, at - text.rfind(", ", at) - 2));
+  EXPECT_LE(locked_mib, 7u) << "about half of 12.8 MB: " << text;
+  const auto got = to_host(out);
+  const auto expected = testing::particle_values(400000, 0.0f);
+  EXPECT_EQ(std::memcmp(got.data(), expected.data(), half.back().first_element * 32), 0);
+}
+
+TEST(QueueGpu, NothingIsHeldWhenTheCacheIsBypassedOrPinsAreOff) {
+  SKIP_WITHOUT_GPU();
+  const Particles data(1, 100000, CodecId::none);
+  const auto chunks = data.container.chunks_of(0, 0);
+  gpu::Device device(0);
+  for (const bool bypass : {true, false}) {
+    if (!testing::evict(data.path, 0, std::filesystem::file_size(data.path))) GTEST_SKIP() << "this file system keeps evicted pages";
+    QueueOptions options = default_gpu_options();
+    if (bypass) options.cache_policy = io::CachePolicy::bypass;
+    else options.pin_files = staging::PinPolicy::off;
+    Queue queue(options);
+    const FileId file = queue.add_file(data.path);
+    gpu::DeviceBuffer out(100000 * 32);
+    std::vector<RequestSummary> passes;
+    EXPECT_EQ(passes_until_held(queue, file, chunks, out, passes), 0) << queue.describe();
+    for (const auto& pass : passes) EXPECT_EQ(pass.bytes_pinned, 0u);
+    EXPECT_NE(queue.describe().find("not held"), std::string::npos) << queue.describe();
+  }
 }
 
 }  // namespace

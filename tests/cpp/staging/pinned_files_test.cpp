@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 namespace headrace::staging {
 namespace {
 
@@ -17,6 +19,19 @@ TEST(PinBudget, IsAQuarterOfTheMachineOrOfALowerCgroupLimit) {
   EXPECT_EQ(group.source, "a quarter of the cgroup's memory.max");
   EXPECT_EQ(default_pin_budget(128 * gib, 512 * gib).bytes, 32 * gib);  // a limit above the machine's memory
   EXPECT_GT(default_pin_budget().bytes, 0u);
+}
+
+TEST(PinBudget, IsSharedByTheRanksALauncherStartedOnTheNode) {
+  constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+  PinBudget four = default_pin_budget(512 * gib, std::nullopt, 4);
+  EXPECT_EQ(four.bytes, 32 * gib);
+  EXPECT_EQ(four.source, "a quarter of the machine's memory / 4 ranks on this node");
+  EXPECT_EQ(default_pin_budget(128 * gib, 2 * gib, 2).bytes, gib / 4);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
+  EXPECT_EQ(local_processes(), 3u);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "many", 1);
+  EXPECT_EQ(local_processes(), 1u);
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }
 
 TEST(PinBudget, DescribeSaysTheBudgetAndWhy) {

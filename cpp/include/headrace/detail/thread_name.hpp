@@ -16,9 +16,10 @@ inline constexpr const char* checker_thread_name = "hr-check";        // checksu
 inline constexpr const char* finisher_thread_name = "hr-finish";      // a lane's checks, decoding and copies
 inline constexpr const char* dispatcher_thread_name = "hr-dispatch";  // planning and submitting flights
 inline constexpr const char* completer_thread_name = "hr-complete";   // completing copies on the GPU
+inline constexpr const char* holder_thread_name = "hr-hold";          // page-locking a held copy
 
 // Each name and the stage whose CPU time it counts toward.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 7> thread_stages{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 8> thread_stages{{
     {reader_thread_name, "io"},
     {uring_thread_name, "io"},
     {read_ahead_thread_name, "io"},
@@ -26,6 +27,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 7> th
     {finisher_thread_name, "finish"},
     {dispatcher_thread_name, "engine"},
     {completer_thread_name, "engine"},
+    {holder_thread_name, "engine"},
 }};
 
 // Names the calling thread (best effort: a name is a label, never a reason to fail).

@@ -75,10 +75,14 @@ struct QueueOptions {
   // Device destinations of a pinned file are copied by DMA straight from its page-cache pages, mapped
   // and page-locked when the file is added: no read, no CPU copy into staging. Page-locking faults in
   // every page and keeps them in RAM while the queue lives. auto pins only with the read path
-  // (backend nullopt), only files already cached whole, within pin_budget_bytes.
+  // (backend nullopt), only files already cached whole, within pin_budget_bytes. A file auto does not
+  // pin is held instead, with cache_policy auto and no cuFile, when it fits the budget and half of the
+  // memory available: what O_DIRECT reads of it for the GPU is kept in page-locked memory the queue owns,
+  // so its later passes are DMA'd from there (staging/held_copy.hpp; not across processes).
   PinPolicy pin_files = PinPolicy::auto_;
-  // Bytes of files auto may keep page-locked; 0: a quarter of the machine's memory, or of this process's
-  // cgroup's memory.max where that is less (staging::default_pin_budget).
+  // Bytes of files auto may keep page-locked or held; 0: a quarter of the machine's memory, or of this
+  // process's cgroup's memory.max where that is less, shared by an MPI launcher's processes on the node
+  // (staging::default_pin_budget).
   std::uint64_t pin_budget_bytes = 0;
   // Checks each request's checksum, when it has one, before its bytes reach the destination. Chunks
   // that nvCOMP decodes are always checked: it trusts its input, and a corrupt frame can read wild
@@ -159,8 +163,9 @@ struct FlightRecord {
 // How the queue would serve a request now, nothing read or queued (headrace info FILE): where its stored
 // bytes would come from and how they would reach the destination, each a key and its words.
 struct RouteExplanation {
-  // pinned (DMA from the file's page-locked pages), page-cache (buffered), disk (O_DIRECT), kept (buffered
-  // from the disk, kept in the cache), cufile, forced (a forced backend decides)
+  // pinned (DMA from the file's page-locked pages), held (DMA from the copy the engine kept of bytes it
+  // read from the disk), page-cache (buffered), disk (O_DIRECT), kept (buffered from the disk, kept in the
+  // cache), cufile, forced (a forced backend decides)
   std::string read;
   std::string read_detail;
   // copy (staging, then to the GPU), dma (from the page-locked pages to the GPU), gpu-decode (nvCOMP),

@@ -79,13 +79,15 @@ enum class ReadSource : std::uint8_t {
   buffered,    // a forced buffered backend: the kernel served it from the cache or the disk
   pinned,      // DMA from the file's page-locked pages
   cufile,      // cuFile into GPU memory
+  held,        // DMA from the copy the engine kept of bytes it read from the disk earlier
 };
-inline constexpr detail::EnumNames<ReadSource, 6> read_source_names{{{ReadSource::none, "none"},
+inline constexpr detail::EnumNames<ReadSource, 7> read_source_names{{{ReadSource::none, "none"},
                                                                      {ReadSource::page_cache, "page-cache"},
                                                                      {ReadSource::disk, "disk"},
                                                                      {ReadSource::buffered, "buffered"},
                                                                      {ReadSource::pinned, "pinned"},
-                                                                     {ReadSource::cufile, "cufile"}}};
+                                                                     {ReadSource::cufile, "cufile"},
+                                                                     {ReadSource::held, "held"}}};
 [[nodiscard]] constexpr const char* to_string(ReadSource source) noexcept { return detail::name_of(read_source_names, source); }
 
 enum class RequestState : std::uint8_t {

@@ -43,12 +43,14 @@ struct RequestSummary {
   double queue_wait_s = 0, io_s = 0, transfer_s = 0, h2d_s = 0, decode_s = 0;  // summed
 };
 
-// Adds bytes to the counter of their source: the page cache (pinned pages count there too), the disk, or other.
+// Adds bytes to the counter of their source: memory (the page cache; pinned pages and held copies count there
+// too), the disk, or other.
 inline void count_source(ReadSource source, std::uint64_t bytes, std::uint64_t& cache, std::uint64_t& disk,
                          std::uint64_t& pinned, std::uint64_t& other) {
   switch (source) {
     case ReadSource::page_cache: cache += bytes; break;
-    case ReadSource::pinned: cache += bytes; pinned += bytes; break;
+    case ReadSource::pinned:
+    case ReadSource::held: cache += bytes; pinned += bytes; break;
     case ReadSource::disk: disk += bytes; break;
     default: other += bytes;
   }

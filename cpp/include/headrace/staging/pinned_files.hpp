@@ -40,15 +40,19 @@ struct PinnedFilesOptions {
   bool strict = false;             // a refused page-lock throws instead of being reported
 };
 
-// The budget auto page-locks within when none is given, and why: a quarter of the machine's memory, or of
-// the cgroup's memory.max where that is less (locked pages count against the group, and a group that
-// cannot reclaim them meets the OOM killer).
+// The budget auto page-locks (and holds) within when none is given, and why: a quarter of the machine's
+// memory, or of the cgroup's memory.max where that is less (locked pages count against the group, and a
+// group that cannot reclaim them meets the OOM killer), shared by the launcher's processes on this node
+// (each holds its own copies: four ranks of a job would otherwise lock the whole machine).
 struct PinBudget {
   std::uint64_t bytes = 0;
-  std::string source;  // "a quarter of the machine's memory" or "a quarter of the cgroup's memory.max"
+  std::string source;  // "a quarter of the machine's memory" or "a quarter of the cgroup's memory.max", "/ 4 ranks on this node"
 };
-[[nodiscard]] PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit);
-// default_pin_budget of this machine and this process's cgroup.
+[[nodiscard]] PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit,
+                                           unsigned local_processes = 1);
+// The processes an MPI launcher started on this node (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS); 1 without one.
+[[nodiscard]] unsigned local_processes();
+// default_pin_budget of this machine, this process's cgroup and the launcher's processes on this node.
 [[nodiscard]] PinBudget default_pin_budget();
 
 class PinnedFiles {
@@ -66,6 +70,10 @@ class PinnedFiles {
   Outcome pin(const std::string& path, const io::PageCacheResidency* residency);
   // Gives a page-locked file's bytes back to the budget (the caller drops the file).
   void unpin(const PinnedFile& file);
+  // auto's share of the budget for a held copy (held_copy.hpp) of size bytes: false, saying why in
+  // note, when the policy is not auto or the budget has no room. release gives it back.
+  bool reserve_held(std::uint64_t size, std::string& note);
+  void release_held(std::uint64_t size);
 
   [[nodiscard]] PinPolicy policy() const noexcept { return options_.policy; }
   [[nodiscard]] std::uint64_t budget_bytes() const noexcept { return options_.budget_bytes; }
