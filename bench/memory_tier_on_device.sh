@@ -21,20 +21,39 @@ tierdata() {  # 3.2 GB of particles (8 frames of 400 MB) and the same through zs
   free -g | head -2
 }
 
-passes() {
+passes() {  # PASS_POLICIES (auto keep kvikio), PASSES a process (2), PASS_ROUNDS (1): each round from a cache drop
   echo "file,policy,process,pass,seconds,gbps,bytes_from_disk,bytes_from_cache,cpu_s_per_gb" > "$OUT/passes.csv"
-  local file policy process
-  for file in particles particles-zstd; do
-    for policy in auto keep kvikio; do
-      [[ $file == particles-zstd && $policy == kvikio ]] && continue  # KvikIO reads the stored bytes, not the frames
-      cold
-      for process in 1 2; do
-        within 120 python3 bench/cache_policy_passes.py "$work/$file.hrc" --policy "$policy" --passes 2 --process "$process" \
-          >> "$OUT/passes.csv" 2> build/passes.err || tail -3 build/passes.err
+  local file policy process round
+  for round in $(seq "${PASS_ROUNDS:-1}"); do
+    for file in particles particles-zstd; do
+      for policy in ${PASS_POLICIES:-auto keep kvikio}; do
+        [[ $file == particles-zstd && $policy == kvikio ]] && continue  # KvikIO reads the stored bytes, not the frames
+        cold
+        for process in 1 2; do
+          within 120 python3 bench/cache_policy_passes.py "$work/$file.hrc" --policy "$policy" --passes "${PASSES:-2}" --process "$process" \
+            >> "$OUT/passes.csv" 2> build/passes.err || tail -3 build/passes.err
+        done
       done
     done
   done
   cat "$OUT/passes.csv"
+}
+
+decoderate() {  # the zstd copy's chain decoded on the GPU, device to device (codecs.try_chain): the ceiling of its held passes
+  within 120 python3 - "$work/particles-zstd.hrc" <<'PY'
+import sys
+import numpy as np
+import headrace
+from headrace import codecs
+ds = headrace.open(sys.argv[1])
+spec = ds.fields[0]
+values = np.ascontiguousarray(ds.read(0, spec.name)).reshape(-1)
+per_chunk = int(ds.container.chunk_table()["raw_size"][0]) // 4
+chunks = [values[s:s + per_chunk].copy() for s in range(0, min(values.size, 16 * per_chunk), per_chunk)]
+trial = codecs.try_chain("zstd(level=3,block=0)", chunks, dtype=spec.dtype, components=spec.components, device=0, repeats=5)
+print(f"decode rate zstd(level=3,block=0) on the GPU: {trial.decode_bytes_per_second / 1e9:.2f} GB/s raw "
+      f"(stored {trial.stored_fraction:.3f}, {len(chunks)} chunks of {per_chunk * 4} bytes)")
+PY
 }
 
 keptpasses() {  # two passes in each of two processes with cache_policy keep, and what the engine chose for the file
@@ -123,12 +142,14 @@ pinpressure() {  # a hot 1.2 GB file streamed inside a cgroup of 2 GiB: the defa
 }
 
 userstream() {  # the lab's user benchmark, hot and cold, against KvikIO's POSIX mode: rates and CPU by stage
-  within 240 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-3}" --states hot,cold \
+  within 240 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-3}" --states "${US_STATES:-hot,cold}" \
     --kvikio-modes posix --out "$OUT/us" > "$OUT/user_stream.log" 2>&1
   python3 - "$OUT/us/user_stream.json" <<'PY'
 import json, sys
 summary = json.load(open(sys.argv[1]))
-for state in ("hot", "cold"):
+for state in ("hot", "cold", "half"):
+    if state not in summary:
+        continue
     e = summary[state]
     print(state, "headrace", e["headrace_gbps"], "kvikio", e["kvikio_median_gbps"], "x", e.get("x_kvikio"),
           "cpu s/GB", e["cpu_s_per_gb"], "x", e.get("cpu_x_kvikio"), "by stage", e.get("headrace_cpu_s_per_gb_by_stage"))
