@@ -92,6 +92,7 @@ void bind_queue(nb::module_& m) {
       .def_ro("bytes_from_cache", &queue::RequestTotals::bytes_from_cache)
       .def_ro("bytes_from_disk", &queue::RequestTotals::bytes_from_disk)
       .def_ro("bytes_pinned", &queue::RequestTotals::bytes_pinned)
+      .def_ro("bytes_held", &queue::RequestTotals::bytes_held)
       .def("to_dict", [](nb::handle self) { return fields_dict(self); })
       .def("__repr__", [](nb::handle self) { return fields_repr(self); });
 
@@ -138,6 +139,7 @@ void bind_queue(nb::module_& m) {
       .def_ro("bytes_from_cache", &queue::RequestSummary::bytes_from_cache)
       .def_ro("bytes_from_disk", &queue::RequestSummary::bytes_from_disk)
       .def_ro("bytes_pinned", &queue::RequestSummary::bytes_pinned)
+      .def_ro("bytes_held", &queue::RequestSummary::bytes_held)
       .def_ro("bytes_other", &queue::RequestSummary::bytes_other)
       .def_ro("queue_wait_s", &queue::RequestSummary::queue_wait_s)
       .def_ro("io_s", &queue::RequestSummary::io_s)

@@ -177,8 +177,9 @@ class FrameStats:
     transfer_s: float  # summed: read done -> bytes in place (H2D, decode, waiting between them)
     h2d_s: float  # summed: copies to the GPU (CUDA events)
     decode_s: float  # summed: decoding (CPU, or nvCOMP by CUDA events)
-    bytes_from_cache: int  # stored bytes served by the page cache (buffered reads, page-locked pages)
+    bytes_from_cache: int  # stored bytes served from memory (the page cache, page-locked pages, held copies)
     bytes_from_disk: int  # stored bytes read with O_DIRECT
+    bytes_held: int  # of bytes_from_cache: DMA'd from the copy the engine held of an earlier read from the disk
     staging_waits: int  # dispatches of the engine's queue so far that found staging full
 
 
@@ -491,7 +492,7 @@ class FrameStream:
             frame=slot.frame, stored_bytes=stored, raw_bytes=raw, requests=summary.requests,
             ready_s=delivery.ready_seconds, consumer_wait_s=delivery.waited_seconds, queue_wait_s=summary.queue_wait_s,
             io_s=summary.io_s, transfer_s=summary.transfer_s, h2d_s=summary.h2d_s, decode_s=summary.decode_s,
-            bytes_from_cache=summary.bytes_from_cache, bytes_from_disk=summary.bytes_from_disk,
+            bytes_from_cache=summary.bytes_from_cache, bytes_from_disk=summary.bytes_from_disk, bytes_held=summary.bytes_held,
             staging_waits=self._queue.stats().staging_waits,
         )
         self.history.append(stats)

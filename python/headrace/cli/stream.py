@@ -93,6 +93,7 @@ def summarize(history: list[dict], seconds: float, queue_stats: QueueStats, cpu:
         "decode_s_per_frame": spread("decode_s"),
         "bytes_from_cache": sum(f["bytes_from_cache"] for f in history),
         "bytes_from_disk": sum(f["bytes_from_disk"] for f in history),
+        "bytes_held": sum(f["bytes_held"] for f in history),
         "staging_waits": queue_stats.staging_waits,
         "backend_submits": queue_stats.backend_submits,
         "reads_in_flight": {"mean": queue_stats.mean_reads_in_flight, "max": queue_stats.max_reads_in_flight},
@@ -106,6 +107,13 @@ def _stored_bytes(ds: headrace.Dataset, fields: list[str], frames: list[int] | N
     if frames is not None:
         mask &= np.isin(table["frame"], frames)
     return int(table["stored_size"][mask].sum())
+
+
+def _sources(summary: dict) -> str:
+    """Where the stored bytes came from: memory (the page cache, page-locked pages, the engine's held copies)
+    and the disk."""
+    held = f" (held by the engine from an earlier read {human_bytes(summary['bytes_held'])})" if summary["bytes_held"] else ""
+    return f"from memory {human_bytes(summary['bytes_from_cache'])}{held}, from the disk {human_bytes(summary['bytes_from_disk'])}"
 
 
 def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: list[dict]) -> int:
@@ -124,6 +132,7 @@ def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: 
                    "delivered_gbps": raw / seconds / 1e9 if seconds else 0.0,
                    "bytes_from_cache": sum(r["bytes_from_cache"] for r in everyone),
                    "bytes_from_disk": sum(r["bytes_from_disk"] for r in everyone),
+                   "bytes_held": sum(r["bytes_held"] for r in everyone),
                    "cpu_s_per_gb": sum(r["cpu_user_s"] + r["cpu_system_s"] for r in everyone) / (raw / 1e9) if raw else 0.0}
     if args.csv:
         write_rows(args.csv, [{**f, "rank": r["rank"]} for r in everyone for f in r["per_frame"]])
@@ -140,8 +149,7 @@ def _report_ranks(args: argparse.Namespace, job: Any, summary: dict, per_frame: 
         place = "host memory" if r["device"] == "cpu" else f"GPU {r['device']}"
         first, last = (r["frames_played"][0], r["frames_played"][-1]) if r["frames_played"] else ("-", "-")
         console.print(f"  rank {r['rank']} (local {r['local_rank']}, {place}): frames {first}..{last} ({r['frames']}) in "
-                      f"{r['seconds']:.3f} s, delivered {r['delivered_gbps']:.3f} GB/s; from the page cache "
-                      f"{human_bytes(r['bytes_from_cache'])}, from the disk {human_bytes(r['bytes_from_disk'])}")
+                      f"{r['seconds']:.3f} s, delivered {r['delivered_gbps']:.3f} GB/s; {_sources(r)}")
     return 0
 
 
@@ -201,8 +209,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"{ds.path}: {summary['frames']} frames to {where} in {seconds:.3f} s ({described})")
     console.print(f"  stored {human_bytes(summary['stored_bytes'])} at [bold]{summary['disk_gbps']:.3f} GB/s[/], delivered "
                   f"{human_bytes(summary['raw_bytes'])} at [bold]{summary['delivered_gbps']:.3f} GB/s[/] "
-                  f"(compression ratio {summary['compression_ratio']:.2f}); from the page cache "
-                  f"{human_bytes(summary['bytes_from_cache'])}, from the disk {human_bytes(summary['bytes_from_disk'])}")
+                  f"(compression ratio {summary['compression_ratio']:.2f}); {_sources(summary)}")
     console.print(f"  CPU: {summary['cpu_s_per_gb']:.3f} s a GB delivered (user {summary['cpu_user_s']:.2f} s, system "
                   f"{summary['cpu_system_s']:.2f} s, every thread of the process)")
     by_stage = summary["cpu_s_per_gb_by_stage"]

@@ -172,6 +172,25 @@ TEST_F(BookTest, ASummaryAddsUpStatesBytesAndSources) {
   EXPECT_EQ(sum.first_failure, "frame 3: checksum mismatch");
 }
 
+TEST_F(BookTest, BytesFromPinnedPagesAndHeldCopiesCountAsMemoryAndHeldOnesApart) {
+  const RequestId disk = book.add(request_of(1000), 0, false);
+  const RequestId pinned = book.add(request_of(200), 0, false);
+  const RequestId held = book.add(request_of(30), 0, false);
+  book.submit();
+  book.dispatch(disk, ReadSource::disk);
+  book.dispatch(pinned, ReadSource::pinned);
+  book.dispatch(held, ReadSource::held);
+  for (const RequestId id : {disk, pinned, held}) book.finish(id, RequestState::done, "");
+  const RequestSummary sum = book.summarize(std::vector<RequestId>{disk, pinned, held});
+  EXPECT_EQ(sum.bytes_from_disk, 1000u);
+  EXPECT_EQ(sum.bytes_from_cache, 230u);
+  EXPECT_EQ(sum.bytes_pinned, 230u);
+  EXPECT_EQ(sum.bytes_held, 30u);
+  EXPECT_EQ(book.totals().bytes_held, 30u);
+  EXPECT_EQ(book.totals().bytes_from_cache, 230u);
+  EXPECT_STREQ(to_string(ReadSource::held), "held");
+}
+
 TEST(RequestBook, HistoryIsBoundedAndRetiredIdsSaySo) {
   Book book(8, [](FenceId, Book::Fence&) {});
   std::vector<RequestId> ids;

@@ -30,6 +30,7 @@ struct RequestTotals {
   std::uint64_t done = 0, failed = 0, cancelled = 0;
   std::uint64_t stored_bytes = 0, raw_bytes = 0;  // of done requests
   std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0;
+  std::uint64_t bytes_held = 0;  // of bytes_pinned: DMA'd from the engine's held copies
 };
 
 // A set of requests (a frame, a batch) summed up: what a consumer reports per unit of work.
@@ -38,19 +39,22 @@ struct RequestSummary {
   std::string first_failure;  // the message of the first failed (or cancelled) request, in the order asked
   std::exception_ptr first_error;  // the error of the first failed request, as thrown (null: none failed)
   std::uint64_t stored_bytes = 0, raw_bytes = 0;  // of the done ones
-  // Stored bytes of the done ones by source: the page cache (buffered reads and pinned pages) or the disk.
+  // Stored bytes of the done ones by source: memory (buffered reads of the page cache, page-locked pages,
+  // held copies) or the disk; of memory's, those DMA'd from page-locked pages or held copies, and of those,
+  // from held copies.
   std::uint64_t bytes_from_cache = 0, bytes_from_disk = 0, bytes_pinned = 0, bytes_other = 0;
+  std::uint64_t bytes_held = 0;
   double queue_wait_s = 0, io_s = 0, transfer_s = 0, h2d_s = 0, decode_s = 0;  // summed
 };
 
 // Adds bytes to the counter of their source: memory (the page cache; pinned pages and held copies count there
 // too), the disk, or other.
 inline void count_source(ReadSource source, std::uint64_t bytes, std::uint64_t& cache, std::uint64_t& disk,
-                         std::uint64_t& pinned, std::uint64_t& other) {
+                         std::uint64_t& pinned, std::uint64_t& held, std::uint64_t& other) {
   switch (source) {
     case ReadSource::page_cache: cache += bytes; break;
-    case ReadSource::pinned:
-    case ReadSource::held: cache += bytes; pinned += bytes; break;
+    case ReadSource::pinned: cache += bytes; pinned += bytes; break;
+    case ReadSource::held: cache += bytes; pinned += bytes; held += bytes; break;
     case ReadSource::disk: disk += bytes; break;
     default: other += bytes;
   }
@@ -250,7 +254,7 @@ class RequestBook {
       totals_.raw_bytes += e.request.raw_size;
       std::uint64_t other = 0;
       count_source(e.status.source, e.request.stored_size, totals_.bytes_from_cache, totals_.bytes_from_disk,
-                   totals_.bytes_pinned, other);
+                   totals_.bytes_pinned, totals_.bytes_held, other);
     } else if (state == RequestState::failed) {
       ++totals_.failed;
     } else {
@@ -310,7 +314,7 @@ class RequestBook {
       // Read (its bytes on their way, or in place) and not failed: where they came from is known.
       if (s.source != ReadSource::none && s.state != RequestState::failed && s.state != RequestState::cancelled)
         count_source(s.source, e.request.stored_size, sum.bytes_from_cache, sum.bytes_from_disk, sum.bytes_pinned,
-                     sum.bytes_other);
+                     sum.bytes_held, sum.bytes_other);
     }
     return sum;
   }
