@@ -110,7 +110,7 @@ Queue::Impl::Impl(QueueOptions options)
   HEADRACE_EXPECT(options_.pin_files != PinPolicy::on || device_.has_value(), UsageError,
                   "pin_files page-locks files for GPU copies: it needs a queue made for a GPU (device >= 0)");
   staging::PinnedFilesOptions pins{options_.pin_files, options_.pin_budget_bytes, device_.has_value(), std::nullopt,
-                                   options_.strict};
+                                   options_.strict, staging::local_processes()};
   if (options_.backend) pins.forced_backend = io::to_string(*options_.backend);  // cufile reads, never DMA from pages
   pinned_files_.emplace(std::move(pins));
   rings_[disk_lane].emplace(options_.staging_bytes, device_.has_value(), options_.staging_huge_pages);

@@ -2,20 +2,21 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "headrace/detail/environment.hpp"
 #include "headrace/error.hpp"
 
 namespace headrace::staging {
 
-PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit, unsigned local_processes) {
-  PinBudget budget = cgroup_limit && *cgroup_limit < machine_bytes
-                         ? PinBudget{*cgroup_limit / 4, "a quarter of the cgroup's memory.max"}
-                         : PinBudget{machine_bytes / 4, "a quarter of the machine's memory"};
-  if (local_processes > 1) {
-    budget.bytes /= local_processes;
-    budget.source += " / " + std::to_string(local_processes) + " ranks on this node";
-  }
-  return budget;
+PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit) {
+  if (cgroup_limit && *cgroup_limit < machine_bytes) return {*cgroup_limit / 4, "a quarter of the cgroup's memory.max"};
+  return {machine_bytes / 4, "a quarter of the machine's memory"};
+}
+
+PinBudget default_pin_budget() {
+  const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
+  return default_pin_budget(pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)), io::cgroup_memory_limit());
 }
 
 unsigned local_processes() {
@@ -29,11 +30,6 @@ unsigned local_processes() {
     }
   }
   return 1;
-}
-
-PinBudget default_pin_budget() {
-  const auto pages = static_cast<std::uint64_t>(::sysconf(_SC_PHYS_PAGES));
-  return default_pin_budget(pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE)), io::cgroup_memory_limit(), local_processes());
 }
 
 PinnedFiles::PinnedFiles(PinnedFilesOptions options) : options_(std::move(options)) {
@@ -112,13 +108,21 @@ bool PinnedFiles::reserve_held(std::uint64_t size, std::string& note) {
            " MiB in use)";
     return false;
   }
+  const unsigned processes = std::max(options_.local_processes, 1u);
+  if (held_bytes_ + size > options_.budget_bytes / processes) {
+    note = "not held (this process's share of the pin budget, " + std::to_string((options_.budget_bytes / processes) >> 20) +
+           " MiB with " + std::to_string(processes) + " ranks on this node, " + std::to_string(held_bytes_ >> 20) + " MiB held)";
+    return false;
+  }
   locked_bytes_ += size;
+  held_bytes_ += size;
   return true;
 }
 
 void PinnedFiles::release_held(std::uint64_t size) {
   std::lock_guard lock(mutex_);
   locked_bytes_ -= size;
+  held_bytes_ -= size;
 }
 
 std::uint64_t PinnedFiles::locked_bytes() const {

@@ -21,12 +21,20 @@ TEST(PinBudget, IsAQuarterOfTheMachineOrOfALowerCgroupLimit) {
   EXPECT_GT(default_pin_budget().bytes, 0u);
 }
 
-TEST(PinBudget, IsSharedByTheRanksALauncherStartedOnTheNode) {
-  constexpr std::uint64_t gib = std::uint64_t{1} << 30;
-  PinBudget four = default_pin_budget(512 * gib, std::nullopt, 4);
-  EXPECT_EQ(four.bytes, 32 * gib);
-  EXPECT_EQ(four.source, "a quarter of the machine's memory / 4 ranks on this node");
-  EXPECT_EQ(default_pin_budget(128 * gib, 2 * gib, 2).bytes, gib / 4);
+TEST(PinBudget, HeldCopiesTakeTheirProcesssShareOfItWhenALauncherStartedSeveral) {
+  // Four ranks each holding a quarter of the machine would lock all of it; page-locked files are the page
+  // cache's pages, shared, and keep the whole budget.
+  PinnedFiles four(PinnedFilesOptions{.budget_bytes = 400, .gpu = true, .local_processes = 4});
+  std::string note;
+  EXPECT_TRUE(four.reserve_held(60, note));
+  EXPECT_FALSE(four.reserve_held(60, note));
+  EXPECT_EQ(note, "not held (this process's share of the pin budget, 0 MiB with 4 ranks on this node, 0 MiB held)");
+  EXPECT_EQ(four.locked_bytes(), 60u);
+  four.release_held(60);
+  EXPECT_TRUE(four.reserve_held(100, note));
+  PinnedFiles off(PinnedFilesOptions{.policy = PinPolicy::off, .budget_bytes = 400, .gpu = true});
+  EXPECT_FALSE(off.reserve_held(1, note));
+  EXPECT_EQ(note, "not held (pin_files off)");
   ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "3", 1);
   EXPECT_EQ(local_processes(), 3u);
   ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", "many", 1);

@@ -81,8 +81,8 @@ struct QueueOptions {
   // so its later passes are DMA'd from there (staging/held_copy.hpp; not across processes).
   PinPolicy pin_files = PinPolicy::auto_;
   // Bytes of files auto may keep page-locked or held; 0: a quarter of the machine's memory, or of this
-  // process's cgroup's memory.max where that is less, shared by an MPI launcher's processes on the node
-  // (staging::default_pin_budget).
+  // process's cgroup's memory.max where that is less (staging::default_pin_budget). Held copies take at
+  // most the budget divided among the processes an MPI launcher started on the node (each has its own).
   std::uint64_t pin_budget_bytes = 0;
   // Checks each request's checksum, when it has one, before its bytes reach the destination. Chunks
   // that nvCOMP decodes are always checked: it trusts its input, and a corrupt frame can read wild

@@ -38,22 +38,23 @@ struct PinnedFilesOptions {
   bool gpu = false;                // page-locked files serve GPU copies only
   std::optional<std::string> forced_backend;  // auto pins only for the read path, not a forced backend
   bool strict = false;             // a refused page-lock throws instead of being reported
+  // The processes an MPI launcher started on this node: each holds copies of its own (a page-locked file's
+  // pages are the page cache's, shared), so held copies take at most the budget divided among them.
+  unsigned local_processes = 1;
 };
 
 // The budget auto page-locks (and holds) within when none is given, and why: a quarter of the machine's
 // memory, or of the cgroup's memory.max where that is less (locked pages count against the group, and a
-// group that cannot reclaim them meets the OOM killer), shared by the launcher's processes on this node
-// (each holds its own copies: four ranks of a job would otherwise lock the whole machine).
+// group that cannot reclaim them meets the OOM killer).
 struct PinBudget {
   std::uint64_t bytes = 0;
-  std::string source;  // "a quarter of the machine's memory" or "a quarter of the cgroup's memory.max", "/ 4 ranks on this node"
+  std::string source;  // "a quarter of the machine's memory" or "a quarter of the cgroup's memory.max"
 };
-[[nodiscard]] PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit,
-                                           unsigned local_processes = 1);
+[[nodiscard]] PinBudget default_pin_budget(std::uint64_t machine_bytes, std::optional<std::uint64_t> cgroup_limit);
+// default_pin_budget of this machine and this process's cgroup.
+[[nodiscard]] PinBudget default_pin_budget();
 // The processes an MPI launcher started on this node (OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS); 1 without one.
 [[nodiscard]] unsigned local_processes();
-// default_pin_budget of this machine, this process's cgroup and the launcher's processes on this node.
-[[nodiscard]] PinBudget default_pin_budget();
 
 class PinnedFiles {
  public:
@@ -71,7 +72,8 @@ class PinnedFiles {
   // Gives a page-locked file's bytes back to the budget (the caller drops the file).
   void unpin(const PinnedFile& file);
   // auto's share of the budget for a held copy (held_copy.hpp) of size bytes: false, saying why in
-  // note, when the policy is not auto or the budget has no room. release gives it back.
+  // note, when the policy is not auto, the budget has no room, or this process's held copies would pass
+  // its share of it (budget / local_processes). release gives it back.
   bool reserve_held(std::uint64_t size, std::string& note);
   void release_held(std::uint64_t size);
 
@@ -85,7 +87,8 @@ class PinnedFiles {
   PinnedFilesOptions options_;
   std::string budget_source_ = "given";  // why the budget is what it is
   mutable std::mutex mutex_;
-  std::uint64_t locked_bytes_ = 0;  // of files page-locked, and reserved by pins under way
+  std::uint64_t locked_bytes_ = 0;  // of files page-locked and held copies, and reserved by pins under way
+  std::uint64_t held_bytes_ = 0;    // of held copies
 };
 
 }  // namespace headrace::staging
