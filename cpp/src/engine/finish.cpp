@@ -112,8 +112,10 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
         host_work.push_back(id);
       } else {
         device_work.push_back(id);
+        // Bytes the copy holds already (a file read again before its copy was locked) are not copied twice.
         staging::HeldCopy* held = files_[r.file].held.get();
-        if (held != nullptr && entry.plan.region && entry.plan.read_route == io::ReadRoute::direct)
+        if (held != nullptr && entry.plan.region && entry.plan.read_route == io::ReadRoute::direct &&
+            !held->filled(r.offset, r.stored_size))
           fills.push_back({r.file, held, r.offset, entry.plan.region->data, r.stored_size});
       }
     }
@@ -125,7 +127,9 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
     // Nearly whole (all but its index and headers): locked now, its pages already in, so that the next
     // pass finds it locked.
     std::lock_guard lock(mutex_);
-    for (const Fill& fill : fills) {
+    for (std::size_t i = 0; i < fills.size(); ++i) {
+      const Fill& fill = fills[i];
+      if (i > 0 && fills[i - 1].copy == fill.copy) continue;  // a flight's fills come file by file: each copy once
       OpenFile& file = files_[fill.file];
       if (file.held.get() == fill.copy && fill.copy->filled_bytes() + fill.copy->size_bytes() / 100 >= fill.copy->size_bytes() &&
           fill.copy->unlocked_fills())

@@ -306,13 +306,12 @@ std::unique_ptr<staging::HeldCopy> Queue::Impl::hold_if_it_fits(const std::strin
     return nullptr;
   }
   const std::uint64_t available = io::memory_for_page_cache();
-  std::string why;
   if (size > available / 2) {
     note += "; not held (" + std::to_string(size >> 20) + " MiB, more than half of the " + std::to_string(available >> 20) +
             " MiB of memory available)";
     return nullptr;
   }
-  if (!pinned_files_->reserve_held(size, why)) {
+  if (std::string why; !pinned_files_->reserve_held(size, why)) {
     note += "; " + why;
     return nullptr;
   }
