@@ -117,7 +117,7 @@ trace() {
   # wait. Wall seconds of the command (setup, first frame, writing 8 M points included) and the trace's
   # own seconds (the slowest rank's, its reads included) from --json. TRACE_TAG names the CSV (trace-TAG.csv).
   local csv="$OUT/trace${TRACE_TAG:+-$TRACE_TAG}.csv"
-  echo "ranks,round,wall_s,trace_s,lines_handed,bytes_read,made_s,stepping_s,exchanging_s,to_rank_0_s,assembling_s" > "$csv"
+  echo "ranks,round,wall_s,trace_s,lines_handed,bytes_read,made_s,stepping_s,exchanging_s,to_owners_s,assembling_s,to_rank_0_s" > "$csv"
   local n round start
   for round in 1 2 3; do
     for n in ${ranks//,/ }; do
@@ -125,7 +125,7 @@ trace() {
       within 120 mpiexec -n $n python3 -m headrace trace "$work/flow256.hrc" --seeds "uniform:${TRACE_SEEDS:-65536}" --steps 1000 --device 0 \
         --cache-bytes 50M --out build/lines.npz --json > "build/trace-$n.json" 2> build/trace.err || tail -3 build/trace.err
       local wall; wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
-      python3 -c "import json, sys; d = json.load(open('build/trace-$n.json')); p = d.get('phase_seconds', {}); print(f\"$n,$round,$wall,{d['seconds']},{d.get('lines_handed', 0)},{d['bytes_read']},\" + ','.join(str(p.get(k, '')) for k in ('made', 'stepping', 'exchanging', 'to_rank_0', 'assembling')))" \
+      python3 -c "import json, sys; d = json.load(open('build/trace-$n.json')); p = d.get('phase_seconds', {}); print(f\"$n,$round,$wall,{d['seconds']},{d.get('lines_handed', 0)},{d['bytes_read']},\" + ','.join(str(p.get(k, '')) for k in ("made", "stepping", "exchanging", "to_owners", "assembling", "to_rank_0")))" \
         >> "$csv"
     done
   done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Issue 39's run on the GPU machine (device tool, one GPU), from the repo root, results under $OUT:
 #   bash bench/memory_tier_on_device.sh setup build udev tierdata passes keptpasses routes explain pressure
+# heldflights: the held zstd pass's flights (bench/held_flights.py) at HELD_STAGING's staging sizes
 # passes: each cache_policy (and KvikIO) over a 3.2 GB series and its zstd copy, cold, two passes in a process
 # and a second process after it; pressure: a stream in a cgroup v2 of 2 GiB (memory.max, no swap), the file
 # 3.2 GB: its rate, the cgroup's peak and whether it met the OOM killer.
@@ -54,6 +55,18 @@ trial = codecs.try_chain("zstd(level=3,block=0)", chunks, dtype=spec.dtype, comp
 print(f"decode rate zstd(level=3,block=0) on the GPU: {trial.decode_bytes_per_second / 1e9:.2f} GB/s raw "
       f"(stored {trial.stored_fraction:.3f}, {len(chunks)} chunks of {per_chunk * 4} bytes)")
 PY
+}
+
+heldflights() {  # HELD_STAGING (staging bytes, default 256 MiB and 1 GiB): the zstd copy's held pass, flight by flight
+  local staging
+  for staging in ${HELD_STAGING:-268435456 1073741824}; do
+    cold
+    HEADRACE_STAGING_BYTES=$staging within 120 python3 bench/held_flights.py "$work/particles-zstd.hrc" --passes 2 \
+      --csv "$OUT/held-flights-zstd-$staging.csv" --label "zstd staging $staging" 2> build/heldflights.err || tail -3 build/heldflights.err
+  done
+  cold
+  within 60 python3 bench/held_flights.py "$work/particles.hrc" --passes 2 --csv "$OUT/held-flights-plain.csv" --label plain \
+    2> build/heldflights.err || tail -3 build/heldflights.err
 }
 
 keptpasses() {  # two passes in each of two processes with cache_policy keep, and what the engine chose for the file

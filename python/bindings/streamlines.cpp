@@ -2,10 +2,12 @@
 // the Hilbert layout converter (the streamlines workload).
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <optional>
 #include <span>
 
 #include "bindings.hpp"
@@ -223,17 +225,34 @@ void bind_streamlines(nb::module_& m) {
       .def("add", [](sl::HandOffTrace& self, RecordBytes lines) { self.add(records_of<sl::HandedLine>(lines, "handed lines")); },
            "lines"_a, "Lines handed here (rows of bytes from another rank's run()).")
       .def("result",
-           [](sl::HandOffTrace& self) {
+           [](sl::HandOffTrace& self, std::optional<std::vector<std::uint64_t>> seed_bounds) {
              nb::dict out;
              sl::HandOffTrace::Traced traced = self.take_traced();
-             out["segments"] = record_bytes(std::move(traced.segments));
-             out["points"] = record_bytes(std::move(traced.points));
-             out["ended"] = record_bytes(std::move(traced.ended));
+             if (!seed_bounds) {
+               out["segments"] = record_bytes(std::move(traced.segments));
+               out["points"] = record_bytes(std::move(traced.points));
+               out["ended"] = record_bytes(std::move(traced.ended));
+             } else {
+               std::vector<sl::HandOffTrace::Traced> parts;
+               {
+                 nb::gil_scoped_release release;
+                 parts = sl::part_by_seed_owner(traced, *seed_bounds, self.direction());
+               }
+               nb::list segments, points, ended;
+               for (auto& part : parts) {
+                 segments.append(record_bytes(std::move(part.segments)));
+                 points.append(record_bytes(std::move(part.points)));
+                 ended.append(record_bytes(std::move(part.ended)));
+               }
+               out["segments"] = segments, out["points"] = points, out["ended"] = ended;
+             }
              put_resident_stats(out, self.stats());
              return out;
            },
+           "seed_bounds"_a = nb::none(),
            "What this rank traced: segments, points and ended lines as rows of bytes (for assemble_handed), handed over "
-           "(a second call gives none of them), and its counters.")
+           "(a second call gives none of them), and its counters. With seed_bounds (ranks + 1 seed numbers: rank r owns "
+           "seeds [bounds[r], bounds[r + 1])), each of the three is a list of rows, one a rank, for the rank owning the seed.")
       .def("lines",
            [](const sl::HandOffTrace& self, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds) {
              const std::vector<sl::Vec3> starts = seeds_of(seeds);
@@ -253,7 +272,7 @@ void bind_streamlines(nb::module_& m) {
            "Forgets the lines traced and the counters, keeping the cache and the blocks it holds (the next trace starts warm).");
   m.def("assemble_handed",
         [](nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds, const std::string& direction,
-           std::uint32_t max_steps, RecordBytes ended, RecordBytes segments, RecordBytes points) {
+           std::uint32_t max_steps, RecordBytes ended, RecordBytes segments, RecordBytes points, std::uint64_t first_seed) {
           sl::TraceOptions options;
           options.direction = parse_direction(direction);
           options.max_steps = max_steps;
@@ -267,14 +286,15 @@ void bind_streamlines(nb::module_& m) {
           const auto point_rows = records_in(points, "points", points_copy);
           {
             nb::gil_scoped_release release;
-            lines = sl::assemble_handed(starts, options, ended_rows, segment_rows, point_rows);
+            lines = sl::assemble_handed(starts, options, ended_rows, segment_rows, point_rows, first_seed);
           }
           nb::dict result;
           put_lines(result, std::move(lines));
           return result;
         },
-        "seeds"_a, "direction"_a, "max_steps"_a, "ended"_a, "segments"_a, "points"_a,
-        "The lines of a handed-off trace from every rank's result() rows (concatenated): points, times, offsets, ends.");
+        "seeds"_a, "direction"_a, "max_steps"_a, "ended"_a, "segments"_a, "points"_a, "first_seed"_a = 0,
+        "The lines of seeds first_seed, first_seed + 1, ... (seeds) of a handed-off trace from the result() rows of every "
+        "rank (concatenated) that belong to them: points, times, offsets, ends.");
 
   m.def("feature_seeds",
         [](const std::string& path, float low, float high, std::uint32_t stride, std::uint32_t frame, unsigned threads) {

@@ -107,6 +107,25 @@ class Ranks:
         self.comm.Gatherv(mine, [out, (sizes, np.cumsum([0, *sizes[:-1]])), MPI.BYTE], root=0)
         return out.view(rows.dtype).reshape(-1, *rows.shape[1:])
 
+    def alltoall_rows(self, parts: list[np.ndarray]) -> np.ndarray:
+        """``parts[r]`` sent to rank ``r`` (rows of one dtype and row shape on every rank); what every rank sent
+        this one, one after another in rank order. Sent as bytes (MPI's Alltoallv), as :meth:`gather_rows`."""
+        if self.comm is None:
+            return parts[0]
+        parts = [np.ascontiguousarray(part) for part in parts]
+        sent = [part.nbytes for part in parts]
+        received = self.comm.alltoall(sent)
+        from mpi4py import MPI  # type: ignore[import-not-found]  # loaded already: self.comm is one of its
+
+        if self.comm.allreduce(max(sum(sent), sum(received)), op=MPI.MAX) >= 2**31:  # past MPI's int counts: pickled
+            return np.concatenate(self.comm.alltoall(parts))
+        row = parts[0][:0]
+        out = np.empty(sum(received), np.uint8)
+        outgoing = np.concatenate([part.reshape(-1).view(np.uint8) for part in parts])
+        self.comm.Alltoallv([outgoing, (sent, np.cumsum([0, *sent[:-1]])), MPI.BYTE],
+                            [out, (received, np.cumsum([0, *received[:-1]])), MPI.BYTE])
+        return out.view(row.dtype).reshape(-1, *row.shape[1:])
+
     def allgather(self, value: Any) -> list[Any]:
         return [value] if self.comm is None else self.comm.allgather(value)
 

@@ -286,7 +286,7 @@ def test_one_rank_handing_off_traces_one_tracers_lines(flow):
     assert handed is not None and handed.stats["lines_handed"] == 0
     # Where the time went: the phases, one after another, add up to the trace's seconds.
     phases = handed.stats["phase_seconds"]
-    assert list(phases) == ["made", "stepping", "exchanging", "to_rank_0", "assembling"]
+    assert list(phases) == ["made", "stepping", "exchanging", "to_owners", "assembling", "to_rank_0"]
     assert all(t >= 0 for t in phases.values()) and phases["stepping"] > 0
     assert sum(phases.values()) == pytest.approx(handed.stats["seconds"], rel=1e-6)
     np.testing.assert_array_equal(handed.points, one.points)
@@ -310,7 +310,7 @@ def test_streamlines_handed_between_ranks_are_the_single_rank_lines(flow, tmp_pa
     assert done.returncode == 0, done.stderr
     said = " ".join(done.stdout.split())
     assert f"by {size} ranks (to the lines on rank 0)" in said and "hand-off-managed" in said
-    assert "the job's time (each phase's slowest rank): made" in said
+    assert "the job's time (each phase's slowest rank; the last, rank 0's): made" in said
     handed = int(said.split("hand-off: ")[1].split(" lines handed")[0])
     assert handed > 0  # the lines cross the ranks' planes
     one, many = np.load(tmp_path / "one.npz"), np.load(tmp_path / "many.npz")
@@ -345,6 +345,21 @@ def test_rows_of_every_rank_arrive_on_rank_0_in_rank_order_as_bytes(tmp_path):
         "else:\n"
         "    assert got is None\n")
     assert done.returncode == 0 and "rows 3" in done.stdout, done.stderr
+
+
+@needs_mpi
+def test_rows_sent_to_every_rank_arrive_from_each_in_rank_order(tmp_path):
+    done = _mpiexec_script(tmp_path, 3,
+        "import numpy as np\n"
+        "from headrace.distributed import ranks\n"
+        "job = ranks()\n"
+        "def rows(sender, to):\n"  # sender s sends rank t s + t rows of (s, t, k)
+        "    return np.array([(sender, to, k) for k in range(sender + to)], np.int16).reshape(-1, 3)\n"
+        "got = job.alltoall_rows([rows(job.rank, to) for to in range(job.size)])\n"
+        "want = np.concatenate([rows(sender, job.rank) for sender in range(job.size)])\n"
+        "assert got.dtype == np.int16 and got.shape == want.shape and (got == want).all(), (got, want)\n"
+        "print('rows', job.rank, got.shape[0])\n")
+    assert done.returncode == 0 and "rows 2 9" in done.stdout, done.stderr
 
 
 @needs_mpi

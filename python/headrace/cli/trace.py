@@ -228,7 +228,7 @@ def _report(args: argparse.Namespace, result, ranks: int, seeds: int, budget: Bu
             console.print(f"  hand-off: {stats['lines_handed']} lines handed between ranks in {stats['exchanges']} exchanges; "
                           f"each rank's cache of {stats['resident_blocks']} blocks, {stats['bytes_read'] / 1e6:.1f} MB read in "
                           f"{stats['resident_load_seconds']:.3f} s, stepping {stats['resident_advance_seconds']:.3f} s")
-            console.print("  the job's time (each phase's slowest rank): " +
+            console.print("  the job's time (each phase's slowest rank; the last, rank 0's): " +
                           ", ".join(f"{name.replace('_', ' ')} {seconds:.3f} s" for name, seconds in stats["phase_seconds"].items()))
         else:
             console.print(f"  mmap: {stats['madvise_calls']} madvise calls, {stats['budget_drops']} budget drops")

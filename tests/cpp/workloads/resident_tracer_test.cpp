@@ -168,9 +168,9 @@ TEST(ResidentTracer, TheCpuManagersRefuseADevice) {
 }
 
 // The ranks of a job in one process: each traces its block of the seeds, lines leave for the rank that
-// holds the block they wait for, until none is held anywhere; the lines assembled are one tracer's.
-Polylines trace_handed(const std::string& path, const std::vector<Vec3>& seeds, const ContainerTraceOptions& options,
-                       std::uint32_t ranks, std::uint64_t& handed) {
+// holds the block they wait for, until none is held anywhere. What each rank traced, in rank order.
+std::vector<HandOffTrace::Traced> run_handed(const std::string& path, const std::vector<Vec3>& seeds, const ContainerTraceOptions& options,
+                                             std::uint32_t ranks, std::uint64_t& handed) {
   const FlowField flow = open_flow(path, 0);
   std::vector<std::unique_ptr<HandOffTrace>> rank;
   for (std::uint32_t r = 0; r < ranks; ++r) {
@@ -187,15 +187,21 @@ Polylines trace_handed(const std::string& path, const std::vector<Vec3>& seeds, 
     any = false;
     for (std::uint32_t r = 0; r < ranks; ++r) rank[r]->add(inbox[r]), any = any || !inbox[r].empty();
   }
-  std::vector<HandedLine> ended;
-  std::vector<TracedSegment> segments;
-  std::vector<TracedPoint> points;
-  for (auto& r : rank) {
-    ended.insert(ended.end(), r->ended().begin(), r->ended().end());
-    segments.insert(segments.end(), r->segments().begin(), r->segments().end());
-    points.insert(points.end(), r->points().begin(), r->points().end());
+  std::vector<HandOffTrace::Traced> traced;
+  for (auto& r : rank) traced.push_back(r->take_traced());
+  return traced;
+}
+
+// The lines put together on one rank from what every rank traced.
+Polylines trace_handed(const std::string& path, const std::vector<Vec3>& seeds, const ContainerTraceOptions& options,
+                       std::uint32_t ranks, std::uint64_t& handed) {
+  HandOffTrace::Traced all;
+  for (HandOffTrace::Traced& part : run_handed(path, seeds, options, ranks, handed)) {
+    all.ended.insert(all.ended.end(), part.ended.begin(), part.ended.end());
+    all.segments.insert(all.segments.end(), part.segments.begin(), part.segments.end());
+    all.points.insert(all.points.end(), part.points.begin(), part.points.end());
   }
-  return assemble_handed(seeds, options.trace, ended, segments, points);
+  return assemble_handed(seeds, options.trace, all.ended, all.segments, all.points);
 }
 
 TEST(HandOffTrace, LinesHandedBetweenRanksAreOneTracersLines) {
@@ -214,6 +220,55 @@ TEST(HandOffTrace, LinesHandedBetweenRanksAreOneTracersLines) {
       if (ranks > 1) EXPECT_GT(handed, 0u) << "the swirl climbs in z: lines cross from rank to rank";
       else EXPECT_EQ(handed, 0u);
     }
+}
+
+// Each rank puts together the lines of its own seeds from the parts every rank traced for them (no rank
+// joins them all): their lines one after another are one tracer's, whichever way the lines run.
+TEST(HandOffTrace, LinesPutTogetherByTheirSeedsOwnersAreOneTracersLines) {
+  testing::BlockedFlow flow(32, 24, 16);
+  ContainerTraceOptions options = resident_options();
+  options.backend = io::BackendKind::posix;
+  options.cache_bytes = 1 << 20;
+  const std::vector<Vec3> seeds = swirl_seeds(40);
+  const InMemoryField in_core{flow.layout.grid, flow.linear.data()};
+  for (const Direction direction : {Direction::forward, Direction::backward, Direction::both})
+    for (const std::uint32_t ranks : {1u, 3u, 4u}) {
+      options.trace.direction = direction;
+      std::uint64_t handed = 0;
+      const std::vector<HandOffTrace::Traced> traced = run_handed(flow.path, seeds, options, ranks, handed);
+      std::vector<std::uint64_t> bounds;
+      for (std::uint32_t r = 0; r <= ranks; ++r) bounds.push_back(seeds.size() * r / ranks);
+      std::vector<HandOffTrace::Traced> mine(ranks);  // what each rank receives: its part of every rank's
+      for (const HandOffTrace::Traced& from : traced) {
+        std::vector<HandOffTrace::Traced> parts = part_by_seed_owner(from, bounds, direction);
+        ASSERT_EQ(parts.size(), ranks);
+        for (std::uint32_t r = 0; r < ranks; ++r) {
+          mine[r].ended.insert(mine[r].ended.end(), parts[r].ended.begin(), parts[r].ended.end());
+          mine[r].segments.insert(mine[r].segments.end(), parts[r].segments.begin(), parts[r].segments.end());
+          mine[r].points.insert(mine[r].points.end(), parts[r].points.begin(), parts[r].points.end());
+        }
+      }
+      Polylines joined;
+      for (std::uint32_t r = 0; r < ranks; ++r) {
+        const std::vector<Vec3> own(seeds.begin() + static_cast<std::ptrdiff_t>(bounds[r]),
+                                    seeds.begin() + static_cast<std::ptrdiff_t>(bounds[r + 1]));
+        Polylines lines = assemble_handed(own, options.trace, mine[r].ended, mine[r].segments, mine[r].points, bounds[r]);
+        const std::int64_t base = joined.offsets.back();
+        joined.points.insert(joined.points.end(), lines.points.begin(), lines.points.end());
+        joined.times.insert(joined.times.end(), lines.times.begin(), lines.times.end());
+        for (std::size_t k = 1; k < lines.offsets.size(); ++k) joined.offsets.push_back(base + lines.offsets[k]);
+        joined.lines.insert(joined.lines.end(), lines.lines.begin(), lines.lines.end());
+      }
+      EXPECT_TRUE(testing::same_lines(trace_all(in_core, seeds, options.trace, 1), joined)) << ranks << " ranks";
+      if (ranks > 1) {
+        const std::vector<Vec3> own(seeds.begin(), seeds.begin() + static_cast<std::ptrdiff_t>(bounds[1]));
+        EXPECT_THROW((void)assemble_handed(own, options.trace, mine[1].ended, mine[1].segments, mine[1].points, bounds[0]),
+                     UsageError);  // another rank's half-lines
+      }
+    }
+  EXPECT_THROW((void)part_by_seed_owner(HandOffTrace::Traced{.ended = {HandedLine{.id = 40}}}, std::vector<std::uint64_t>{0, 40},
+                                        Direction::forward),
+               UsageError);  // a seed past the last bound
 }
 
 // A rank whose blocks do not fit its cache loads them as its lines wait for them: the lines are still

@@ -93,6 +93,7 @@ std::uint32_t HandOffTrace::owner_of(std::uint64_t unit) const {
 }
 
 std::uint64_t HandOffTrace::resident_blocks() const { return state_->stats.slots; }
+Direction HandOffTrace::direction() const { return state_->trace.direction; }
 
 void HandOffTrace::start(const std::vector<Vec3>& seeds, std::uint64_t first_seed) {
   const std::vector<HalfLine> lines = start_lines(seeds, state_->trace);
@@ -163,18 +164,58 @@ void HandOffTrace::forget_lines() {
   st.stats = ResidentStats{.slots = st.stats.slots};
 }
 
+std::vector<HandOffTrace::Traced> part_by_seed_owner(const HandOffTrace::Traced& traced, std::span<const std::uint64_t> seed_bounds,
+                                                     Direction direction) {
+  HEADRACE_EXPECT(seed_bounds.size() >= 2, UsageError, "seed bounds of at least one rank are needed");
+  const std::uint64_t per_seed = direction == Direction::both ? 2 : 1;
+  const auto owner = [&](std::uint64_t id) {
+    const std::uint64_t seed = id / per_seed;
+    HEADRACE_EXPECT(seed < seed_bounds.back(), UsageError,
+                    "half-line " + std::to_string(id) + " belongs to seed " + std::to_string(seed) + ", past the trace's " +
+                        std::to_string(seed_bounds.back()) + " seeds");
+    return static_cast<std::size_t>(std::upper_bound(seed_bounds.begin(), seed_bounds.end(), seed) - seed_bounds.begin() - 1);
+  };
+  std::vector<HandOffTrace::Traced> parts(seed_bounds.size() - 1);
+  for (const HandedLine& h : traced.ended) parts[owner(h.id)].ended.push_back(h);
+  std::vector<std::size_t> to(traced.segments.size());
+  std::vector<std::uint64_t> point_counts(parts.size(), 0);
+  for (std::size_t i = 0; i < traced.segments.size(); ++i) {
+    to[i] = owner(traced.segments[i].id);
+    parts[to[i]].segments.push_back(traced.segments[i]);
+    point_counts[to[i]] += traced.segments[i].count;
+  }
+  for (std::size_t r = 0; r < parts.size(); ++r) parts[r].points.reserve(point_counts[r]);
+  std::uint64_t taken = 0;
+  for (std::size_t i = 0; i < traced.segments.size(); ++i) {
+    const std::uint32_t count = traced.segments[i].count;
+    HEADRACE_EXPECT(taken + count <= traced.points.size(), UsageError, "segments hold more points than were traced");
+    parts[to[i]].points.insert(parts[to[i]].points.end(), traced.points.begin() + static_cast<std::ptrdiff_t>(taken),
+                               traced.points.begin() + static_cast<std::ptrdiff_t>(taken + count));
+    taken += count;
+  }
+  return parts;
+}
+
 Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options, std::span<const HandedLine> ended,
-                          std::span<const TracedSegment> segments, std::span<const TracedPoint> points) {
+                          std::span<const TracedSegment> segments, std::span<const TracedPoint> points, std::uint64_t first_seed) {
   const std::uint64_t per_seed = options.direction == Direction::both ? 2 : 1;
   const std::uint64_t count = seeds.size() * per_seed;
+  const std::uint64_t first_id = first_seed * per_seed;  // ids below are relative to it
+  const auto relative = [&](std::uint64_t id, const char* what) {
+    HEADRACE_EXPECT(id >= first_id && id - first_id < count, UsageError,
+                    std::string(what) + " of half-line " + std::to_string(id) + ", not of seeds " + std::to_string(first_seed) +
+                        " to " + std::to_string(first_seed + seeds.size() - 1));
+    return id - first_id;
+  };
   std::vector<HalfLine> lines(count);
   std::vector<std::uint8_t> seen(count, 0);
   for (const HandedLine& h : ended) {
-    HEADRACE_EXPECT(h.id < count && !seen[h.id], UsageError, "half-line " + std::to_string(h.id) + " ended twice, or is not of this trace");
-    seen[h.id] = 1, lines[h.id] = h.line;
+    const std::uint64_t id = relative(h.id, "the end");
+    HEADRACE_EXPECT(!seen[id], UsageError, "half-line " + std::to_string(h.id) + " ended twice");
+    seen[id] = 1, lines[id] = h.line;
   }
   for (std::uint64_t id = 0; id < count; ++id)
-    HEADRACE_EXPECT(seen[id], UsageError, "half-line " + std::to_string(id) + " did not end on any rank");
+    HEADRACE_EXPECT(seen[id], UsageError, "half-line " + std::to_string(first_id + id) + " did not end on any rank");
   // assemble's layout (per seed: its backward half reversed, the seed, its forward half), each segment's
   // points written straight to their places: one pass over the points, as they came from the ranks.
   const bool backward = options.direction != Direction::forward;
@@ -202,25 +243,27 @@ Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& op
   // on every core: tens of millions of points from four ranks are otherwise a serial copy on rank 0.
   std::vector<std::uint64_t> filled(count, 0), starts(segments.size());
   std::uint64_t taken = 0;
+  std::vector<std::uint64_t> ids(segments.size());  // relative
   for (std::size_t i = 0; i < segments.size(); ++i) {
     const TracedSegment& seg = segments[i];
-    HEADRACE_EXPECT(seg.id < count && std::uint64_t{seg.first_step} + seg.count <= lines[seg.id].steps && taken + seg.count <= points.size(),
+    const std::uint64_t id = ids[i] = relative(seg.id, "a segment");
+    HEADRACE_EXPECT(std::uint64_t{seg.first_step} + seg.count <= lines[id].steps && taken + seg.count <= points.size(),
                     UsageError, "a segment of half-line " + std::to_string(seg.id) + " lies outside the trace");
     starts[i] = taken;
-    filled[seg.id] += seg.count, taken += seg.count;
+    filled[id] += seg.count, taken += seg.count;
   }
   for (std::uint64_t id = 0; id < count; ++id)
     HEADRACE_EXPECT(filled[id] == lines[id].steps, UsageError,
-                    "half-line " + std::to_string(id) + " took " + std::to_string(lines[id].steps) + " steps, its segments hold " +
+                    "half-line " + std::to_string(first_id + id) + " took " + std::to_string(lines[id].steps) + " steps, its segments hold " +
                         std::to_string(filled[id]) + " points");
   constexpr std::uint64_t segments_a_task = 1024;
   headrace::detail::parallel_for((segments.size() + segments_a_task - 1) / segments_a_task, 0, [&](std::uint64_t task) {
     const std::uint64_t end = std::min<std::uint64_t>(segments.size(), (task + 1) * segments_a_task);
     for (std::uint64_t i = task * segments_a_task; i < end; ++i) {
       const TracedSegment& seg = segments[i];
-      const bool reversed = backward && seg.id % per_seed == 0;
+      const bool reversed = backward && ids[i] % per_seed == 0;
       const TracedPoint* from = points.data() + starts[i];
-      const std::int64_t seed = seed_at[seg.id / per_seed];
+      const std::int64_t seed = seed_at[ids[i] / per_seed];
       for (std::uint32_t k = 0; k < seg.count; ++k) {
         const std::int64_t step = seg.first_step + k + 1;
         const auto at = static_cast<std::size_t>(reversed ? seed - step : seed + step);

@@ -44,7 +44,7 @@ def distribution(source: Any, asked: str, cache_bytes: int, frame: int = 0) -> s
 class _PhaseClock:
     """Seconds spent in each phase of a rank's part of a handed-off trace, lap by lap."""
 
-    NAMES = ("made", "stepping", "exchanging", "to_rank_0")
+    NAMES = ("made", "stepping", "exchanging", "to_owners", "assembling", "to_rank_0")
 
     def __init__(self, started: float) -> None:
         self.at = started
@@ -94,27 +94,41 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
         clock.lap("exchanging")
         if held == 0:
             break
-    mine = tracer.result()
-    ended, segments, points = (job.gather_rows(mine.pop(k)) for k in ("ended", "segments", "points"))
+    # Each rank puts together the lines of its own seeds (what every rank traced of them sent to it), so
+    # rank 0 only appends the ranks' lines, in seed order, instead of joining every segment alone.
+    bounds = [len(seeds) * r // job.size for r in range(job.size + 1)]  # frames_of's blocks
+    mine = tracer.result(bounds)
+    ended, segments, traced = (job.alltoall_rows(mine.pop(k)) for k in ("ended", "segments", "points"))
+    clock.lap("to_owners")
+    own = _ext.assemble_handed(np.ascontiguousarray(seeds[bounds[job.rank]:bounds[job.rank + 1]]), direction, int(steps),
+                               ended, segments, traced, first_seed=bounds[job.rank])
+    clock.lap("assembling")
+    points, times = job.gather_rows(own["points"]), job.gather_rows(own["times"])
+    sizes = job.gather(len(own["points"]))
+    ends = job.gather(own["ends"])
+    offsets = job.gather_rows(own["offsets"][1:])
     clock.lap("to_rank_0")
-    everyone = job.gather({**mine, "handed": handed, "seconds": time.perf_counter() - started, "phases": clock.phases})
+    everyone = job.gather({**mine, "handed": handed, "seconds": time.perf_counter() - started, "phases": dict(clock.phases)})
     if not job.root:
         return None
-    assert everyone is not None and ended is not None and segments is not None and points is not None
-    run = _ext.assemble_handed(seeds, direction, int(steps), ended, segments, points)
+    assert everyone is not None and sizes is not None and ends is not None and offsets is not None
+    assert points is not None and times is not None
+    # Each rank's offsets past its own points: shifted by the points of the ranks before it.
+    shift = np.repeat(np.cumsum([0, *sizes[:-1]]), [bounds[r + 1] - bounds[r] for r in range(job.size)])
+    offsets = np.concatenate([[0], offsets + shift]).astype(np.int64)
+    clock.lap("to_rank_0")
     # The job's: from the ranks' start together to the lines on rank 0, as one tracer's run is timed.
-    assembled = time.perf_counter()
-    seconds = assembled - started
-    # Where the time went: each phase's longest among the ranks, and rank 0 joining the lines.
-    phases = {name: max(r["phases"][name] for r in everyone) for name in _PhaseClock.NAMES}
-    phases["assembling"] = assembled - clock.at
+    seconds = clock.at - started
+    # Where the time went: each phase's longest among the ranks; the last, rank 0's own (the job's end).
+    phases = {name: clock.phases[name] if name == "to_rank_0" else max(r["phases"][name] for r in everyone)
+              for name in _PhaseClock.NAMES}
     stats = {"seconds": seconds, "slowest_rank_seconds": max(r["seconds"] for r in everyone), "layout": "blocks", "manager": "hand-off",
              "device": "cpu" if ordinal < 0 else ordinal, "threads": threads, "seeds": len(seeds),
-             "points": len(run["points"]), "file": path_of(source), "frame": int(frame), "direction": direction,
+             "points": len(points), "file": path_of(source), "frame": int(frame), "direction": direction,
              "ranks": job.size, "lines_handed": sum(r["handed"] for r in everyone), "exchanges": exchanges,
              "resident_rounds": max(r["rounds"] for r in everyone), "bytes_read": sum(r["bytes_read"] for r in everyone),
              "resident_blocks": [r["resident_blocks"] for r in everyone],
              "resident_load_seconds": max(r["load_seconds"] for r in everyone),
              "resident_advance_seconds": max(r["advance_seconds"] for r in everyone),
              "phase_seconds": phases}
-    return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats, run["times"])
+    return TraceResult(points, offsets, [end for part in ends for end in part], stats, times)

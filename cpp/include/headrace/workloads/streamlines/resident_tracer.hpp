@@ -58,6 +58,8 @@ class HandOffTrace {
   // The rank that holds block `unit`, and the blocks this rank's cache holds.
   [[nodiscard]] std::uint32_t owner_of(std::uint64_t unit) const;
   [[nodiscard]] std::uint64_t resident_blocks() const;
+  // Which way its lines run (so which half-lines belong to which seed).
+  [[nodiscard]] Direction direction() const;
   // The half-lines of seeds first_seed, first_seed + 1, ... of the whole trace start here.
   void start(const std::vector<Vec3>& seeds, std::uint64_t first_seed);
   // Half-lines handed here by other ranks.
@@ -94,10 +96,19 @@ class HandOffTrace {
   std::unique_ptr<State> state_;
 };
 
-// The lines of a handed-off trace from every rank's segments, points and ended half-lines: those of one
-// tracer over all `seeds`. UsageError when a half-line did not end exactly once or its points have gaps.
+// What one rank traced, parted by the rank that owns each half-line's seed: part r holds what belongs to
+// seeds [seed_bounds[r], seed_bounds[r + 1]), each segment's points in the order they came. So every rank
+// puts together the lines of its own seeds, and none joins them all (each part keeps the rows' order).
+// UsageError for a half-line whose seed lies beyond the last bound.
+[[nodiscard]] std::vector<HandOffTrace::Traced> part_by_seed_owner(const HandOffTrace::Traced& traced,
+                                                                   std::span<const std::uint64_t> seed_bounds,
+                                                                   Direction direction);
+
+// The lines of seeds first_seed, first_seed + 1, ... (`seeds`) from the segments, points and ended
+// half-lines of those seeds that every rank traced: those of one tracer over `seeds`. UsageError when a
+// half-line did not end exactly once, belongs to another seed, or its points have gaps.
 [[nodiscard]] Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options,
                                         std::span<const HandedLine> ended, std::span<const TracedSegment> segments,
-                                        std::span<const TracedPoint> points);
+                                        std::span<const TracedPoint> points, std::uint64_t first_seed = 0);
 
 }  // namespace headrace::workloads::streamlines
