@@ -59,7 +59,7 @@ def main() -> None:
     if flights:
         first, last = min(f.dispatched_s for f in flights), max(f.done_s for f in flights)
         med = lambda values: statistics.median(values) * 1e3  # noqa: E731
-        print(f"{args.label} last pass: {len(flights)} flights, {med([f.stored_bytes for f in flights]) / 1e3:.1f} MB stored a flight "
+        print(f"{args.label} last pass: {len(flights)} flights, {statistics.median([f.stored_bytes for f in flights]) / 1e6:.1f} MB stored a flight "
               f"(median); ms a flight, median: dispatched to taken {med([f.taken_s - f.dispatched_s for f in flights]):.2f}, "
               f"taken to issued {med([f.issued_s - f.taken_s for f in flights]):.2f}, issued to done "
               f"{med([f.done_s - f.issued_s for f in flights]):.2f}; the GPU had work issued "

@@ -125,7 +125,7 @@ trace() {
       within 120 mpiexec -n $n python3 -m headrace trace "$work/flow256.hrc" --seeds "uniform:${TRACE_SEEDS:-65536}" --steps 1000 --device 0 \
         --cache-bytes 50M --out build/lines.npz --json > "build/trace-$n.json" 2> build/trace.err || tail -3 build/trace.err
       local wall; wall=$(awk "BEGIN { print $EPOCHREALTIME - $start }")
-      python3 -c "import json, sys; d = json.load(open('build/trace-$n.json')); p = d.get('phase_seconds', {}); print(f\"$n,$round,$wall,{d['seconds']},{d.get('lines_handed', 0)},{d['bytes_read']},\" + ','.join(str(p.get(k, '')) for k in ("made", "stepping", "exchanging", "to_owners", "assembling", "to_rank_0")))" \
+      python3 -c "import json, sys; d = json.load(open('build/trace-$n.json')); p = d.get('phase_seconds', {}); print(f\"$n,$round,$wall,{d['seconds']},{d.get('lines_handed', 0)},{d['bytes_read']},\" + ','.join(str(p.get(k, '')) for k in ('made', 'stepping', 'exchanging', 'to_owners', 'assembling', 'to_rank_0')))" \
         >> "$csv"
     done
   done

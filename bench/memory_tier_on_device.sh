@@ -69,6 +69,20 @@ heldflights() {  # HELD_STAGING (staging bytes, default 256 MiB and 1 GiB): the 
     2> build/heldflights.err || tail -3 build/heldflights.err
 }
 
+heldprofile() {  # the held zstd pass with the checks on the host, and its GPU work by kernel where Nsight Systems is installed
+  cold
+  HEADRACE_CHECK_ON=host within 60 python3 bench/held_flights.py "$work/particles-zstd.hrc" --passes 2 \
+    --csv "$OUT/held-flights-zstd-host-checks.csv" --label "zstd, checks on the host" 2> build/heldflights.err || tail -3 build/heldflights.err
+  local nsys; nsys=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+  [[ -n $nsys ]] || { echo "no nsys here"; return 0; }
+  cold
+  within 120 "$nsys" profile --trace=cuda --sample=none --cpuctxsw=none -o build/held-zstd -f true \
+    python3 bench/held_flights.py "$work/particles-zstd.hrc" --passes 2 --csv build/held-nsys.csv --label "zstd under nsys" > build/nsys.log 2>&1 \
+    || tail -5 build/nsys.log
+  grep "zstd under nsys" build/nsys.log
+  within 60 "$nsys" stats --report cuda_gpu_kern_sum,cuda_api_sum --format csv build/held-zstd.nsys-rep 2>/dev/null | head -40
+}
+
 keptpasses() {  # two passes in each of two processes with cache_policy keep, and what the engine chose for the file
   cold
   local process

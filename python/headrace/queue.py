@@ -270,7 +270,9 @@ class Queue:
 
     @property
     def copy_stream(self) -> int:
-        """The CUstream (as an int) the queue's H2D copies and GPU decoding run on; 0 without a GPU."""
+        """The CUstream (as an int) the queue's H2D copies run on, 0 without a GPU. GPU decoding runs on two
+        streams of its own that this one waits for at each fence: work ordered after a fence on it sees the
+        decoded bytes."""
         return self.native.copy_stream
 
     def describe(self) -> str:

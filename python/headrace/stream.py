@@ -274,7 +274,8 @@ class Frame:
 
     @property
     def stream(self) -> int:
-        """The CUstream the frame's copies and decoding run on."""
+        """The CUstream the frame's copies run on, which waits for its GPU decoding (on streams of the
+        queue's own) before the frame's fence: after the frame is handed out, work on it sees the frame."""
         return self._stream._queue.copy_stream
 
     def wait(self) -> None:

@@ -302,8 +302,9 @@ void Queue::Impl::complete_on_device(IssuedChecks held) {
   if (early_failed && any_early) stream_->synchronize();
   const auto checked_at = Clock::now();
   std::vector<RequestId> issued;
-  // The batch's events bracket its own work on the copy stream, and the completer sees batches in
-  // the stream's order, with two finishers issuing.
+  // The batch's events bracket its own work (its copies on the copy stream, its decoding on a decode
+  // stream after them), and the completer sees batches in the order they were issued, with two
+  // finishers issuing.
   std::lock_guard issuing(issue_mutex_);
   staging::HostToDeviceCopies copies;
   {
@@ -345,13 +346,23 @@ void Queue::Impl::complete_on_device(IssuedChecks held) {
   }
   if (issued.empty()) return;
   failure = nullptr;
+  DecodeLane* decode_lane = nullptr;  // where the batch's decoding runs, if it has any
   try {
     if (!any_early) completion->started.record(stream);
     copies.issue(stream);
     if (!any_early || copies_late) completion->copied.record(stream);
-    completion->decoding.issue(*decoders_, stream);
-    // Recorded with the early copies when the batch was all of them: here it would wait for the next flight's.
-    if (!any_early || copies_late) completion->event.record(stream);
+    if (completion->decoding.chunk_count() > 0) {
+      decode_lane = &*decode_lanes_[next_decode_lane_];
+      next_decode_lane_ = (next_decode_lane_ + 1) % decode_lanes_.size();
+      const auto decoding = decode_lane->stream.handle();
+      gpu::check(gpu::require_driver().cuStreamWaitEvent(decoding, completion->copied.handle(), 0), "cuStreamWaitEvent");
+      completion->decoding.issue(*decoders_, decoding);
+      completion->event.record(decoding);
+      decode_lane->tail.record(decoding);
+    } else if (!any_early || copies_late) {
+      // Recorded with the early copies when the batch was all of them: here it would wait for the next flight's.
+      completion->event.record(stream);
+    }
   } catch (const std::exception&) {
     failure = std::current_exception();
   }
@@ -361,6 +372,7 @@ void Queue::Impl::complete_on_device(IssuedChecks held) {
   stamp_flight_locked(flight, &FlightRecord::issued_s, issued_at);
   if (failure) {
     // The batch never reaches the completer: wait for what was issued, then fail it.
+    if (decode_lane) decode_lane->stream.synchronize();
     stream_->synchronize();
     completion->decoding.give_back(*decoders_);
     for (const RequestId id : issued) fail_locked(id, failure);

@@ -89,6 +89,7 @@ Queue::Impl::Impl(QueueOptions options)
     // A decoder call takes a flight's chunks, as blocks (at most a chunk each, at least 4 KiB each).
     decoders_.emplace(options_.device, 2,
                       codec::gpu::BatchedDecoderLimits{max_decode_items, max_decode_chunk_bytes, decoder_total_bytes});
+    for (auto& lane : decode_lanes_) lane.emplace();
     if (options_.check_on_gpu && options_.verify_checksums) {
       try {
         hasher_.emplace(options_.device);
@@ -156,6 +157,8 @@ Queue::Impl::~Impl() {
   if (completer_.joinable()) completer_.join();
   if (stream_) {
     use_context();
+    for (auto& lane : decode_lanes_)
+      if (lane) lane->stream.synchronize();
     stream_->synchronize();  // nothing on the GPU reads staging or fence memory now
   }
 }
@@ -480,6 +483,11 @@ FenceId Queue::Impl::enqueue_signal() {
 void Queue::Impl::record_fence_locked(FenceId id, Book::Fence& fence) {
   if (device_) {
     use_context();
+    // The fence's requests may decode on the decode lanes: the copy stream waits for both lanes' last
+    // batches (those issued so far, the fence's among them) before it marks the fence.
+    for (const auto& lane : decode_lanes_)
+      if (lane)
+        gpu::check(gpu::driver()->cuStreamWaitEvent(stream_->handle(), lane->tail.handle(), 0), "cuStreamWaitEvent");
     fence.mark->record(stream_->handle());
     gpu::check(gpu::driver()->cuStreamWriteValue32(stream_->handle(), fence_word(id), fence_generation(id),
                                                    gpu::stream_write_value_default),

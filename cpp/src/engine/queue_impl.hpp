@@ -240,6 +240,18 @@ class Queue::Impl {
   std::optional<staging::PinnedFiles> pinned_files_;
   // Two decoders per coding, each for a batch of max_batch chunks of up to max_decode_chunk_bytes.
   std::optional<codec::gpu::DecoderPool> decoders_;
+  // GPU decoding runs on two streams of its own, flights taking turns, each after its flight's copies on
+  // the copy stream: nvCOMP decodes a batch of zstd chunks in about the time of its slowest chunk (30 ms
+  // for 4 MiB ones, 20 to 64 chunks alike on an H200), so two batches side by side decode twice the bytes,
+  // where one after the other on the copy stream held a held file's passes to 0.5 x nvCOMP's rate. Each
+  // stream's tail event is its last batch's end; a fence waits for both tails on the copy stream, so what
+  // waits on a fence, or on the copy stream after it, sees the decoded bytes.
+  struct DecodeLane {
+    gpu::Stream stream;
+    gpu::Event tail{false};
+  };
+  std::array<std::optional<DecodeLane>, 2> decode_lanes_;
+  std::size_t next_decode_lane_ = 0;  // under issue_mutex_
   codec::ChunkChecker checker_{options_.decode_threads};  // the finisher and decode_threads - 1 helpers
   // check_on_gpu: the hash kernels on a stream of their own, and per lane two sets of the sums on the GPU
   // and where they come back to (its finisher holds one flight's while it issues the next's).

@@ -511,6 +511,46 @@ TEST(QueueGpu, FlightsOfGpuDecodedChunksFromPinnedPagesTakeUpToHalfOfTheRing) {
   EXPECT_LE(most.stored_bytes, std::uint64_t{1} << 19) << "at most half of it";
 }
 
+TEST(QueueGpu, FlightsDecodedSideBySideAreInPlaceForAStreamWaitingOnTheirFence) {
+  SKIP_WITHOUT_GPU();
+  // Decoded flights take turns on two decode streams, each after its copies on the copy stream: a fence
+  // after them (one per part of the frame, each part many flights of a small ring) waits for both, so a
+  // consumer stream waiting on each fence reads every decoded byte, and so does the copy stream after it.
+  const Particles data(1, 200000, CodecId::zstd);
+  const auto chunks = data.container.chunks_of(0, 0);
+  gpu::Device device(0);
+  for (const bool pin_files : {false, true}) {
+    QueueOptions options = gpu_options(true, pin_files);
+    Queue queue(options);
+    const FileId file = queue.add_file(data.path);
+    gpu::DeviceBuffer out(200000 * 32);
+    fill(out, 0);
+    std::vector<FenceId> fences;
+    for (std::size_t c = 0; c < chunks.size(); ++c) {
+      queue.enqueue(device_chunk(file, chunks[c], out.pointer() + chunks[c].first_element * 32));
+      if (c % 8 == 7 || c + 1 == chunks.size()) fences.push_back(queue.enqueue_signal());
+    }
+    queue.submit();
+    gpu::Stream consumer;
+    for (const FenceId fence : fences) queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(consumer.handle()));
+    gpu::PinnedBuffer by_consumer(out.size_bytes()), by_copy_stream(out.size_bytes());
+    gpu::check(gpu::driver()->cuMemcpyDtoHAsync(by_consumer.data(), out.pointer(), out.size_bytes(), consumer.handle()),
+               "cuMemcpyDtoHAsync");
+    queue.wait(fences.back());  // its fence marked: the copy stream has passed the decoding before it
+    const auto copy_stream = reinterpret_cast<gpu::CUstream>(queue.copy_stream());
+    gpu::check(gpu::driver()->cuMemcpyDtoHAsync(by_copy_stream.data(), out.pointer(), out.size_bytes(), copy_stream),
+               "cuMemcpyDtoHAsync");
+    consumer.synchronize();
+    gpu::check(gpu::driver()->cuStreamSynchronize(copy_stream), "cuStreamSynchronize");
+    std::size_t decoded_flights = 0;
+    for (const FlightRecord& flight : queue.flight_timeline()) decoded_flights += flight.requests > 0;
+    EXPECT_GT(decoded_flights, 2u) << "one flight decodes alone: nothing side by side";
+    const auto expected = testing::particle_values(200000, 0.0f);
+    EXPECT_EQ(std::memcmp(by_consumer.data(), expected.data(), out.size_bytes()), 0) << "pinned files " << pin_files;
+    EXPECT_EQ(std::memcmp(by_copy_stream.data(), expected.data(), out.size_bytes()), 0) << "pinned files " << pin_files;
+  }
+}
+
 TEST(QueueGpu, FlightsOfGpuDecodedChunksReadFromTheFileJoinAcrossTheirAlignmentPadding) {
   SKIP_WITHOUT_GPU();
   // Compressed chunks lie 4 KiB-aligned, most with padding in front: read, each joins the read of the

@@ -230,7 +230,9 @@ class Queue {
   [[nodiscard]] bool has_gpu() const noexcept;
   [[nodiscard]] bool decodes_on_gpu() const noexcept;  // its options' decode_on_gpu
   [[nodiscard]] std::uint64_t status_history() const noexcept;  // its options' status_history
-  [[nodiscard]] std::uintptr_t copy_stream() const noexcept;  // the CUstream the GPU work runs on
+  // The CUstream the H2D copies run on; GPU decoding runs on two decode streams that the copy stream
+  // waits for at each fence, so work ordered after a fence on it sees the fence's decoded bytes.
+  [[nodiscard]] std::uintptr_t copy_stream() const noexcept;
   // Makes the queue's GPU context current on the calling thread (for events on consumer streams).
   void make_current() const;
   // The read path and every choice it made (backends per route, pinned files and why not, fences,
