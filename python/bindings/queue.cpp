@@ -229,7 +229,17 @@ void bind_queue(nb::module_& m) {
              nb::gil_scoped_release release;
              new (self) Queue(std::move(options));
            }, "options"_a)
-      .def("add_file", &Queue::add_file, "path"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("add_file",
+           [](Queue& q, const std::string& path, std::optional<std::string> cache_policy, const std::string& why) {
+             engine::FileOptions file_options;
+             if (cache_policy) file_options.cache_policy = io::parse_cache_policy(*cache_policy);
+             file_options.why = why;
+             nb::gil_scoped_release release;
+             return q.add_file(path, file_options);
+           },
+           "path"_a, "cache_policy"_a = nb::none(), "why"_a = "",
+           "The file's id; cache_policy (auto, bypass, use, keep): its own instead of the queue's, for the reason why "
+           "(describe() and explain() say it). The first add's stand while the file is open.")
       .def("close_file", &Queue::close_file, "file"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("close_path", &Queue::close_path, "path"_a, nb::call_guard<nb::gil_scoped_release>(),
            "Closes every open version of the file (its pages unlocked); how many there were.")

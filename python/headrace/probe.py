@@ -28,8 +28,9 @@ from typing import Any, TypedDict, cast
 from headrace import _ext, page_cache
 from headrace._files import replacing
 
-__all__ = ["CSV_COLUMNS", "ProbeDefaults", "ProbePoint", "ProbeResult", "ReadAheadRate", "defaults", "file_system_of",
-           "format_block_size", "keep", "kept_probe", "measure_read_ahead", "probe", "probes_path"]
+__all__ = ["BUFFERED_MARGIN", "CSV_COLUMNS", "EngineRoutes", "ProbeDefaults", "ProbePoint", "ProbeResult", "ReadAheadRate",
+           "cold_reads", "defaults", "file_system_of", "format_block_size", "keep", "kept_probe", "measure_read_ahead", "probe",
+           "probes_path"]
 
 #: Columns of :meth:`ProbeResult.to_csv`, in order.
 CSV_COLUMNS: tuple[str, ...] = (
@@ -81,6 +82,53 @@ class ReadAheadRate:
         return (f"buffered read-ahead: {self.gigabytes_per_second:.2f} GB/s ({self.threads} threads x "
                 f"{format_block_size(self.block_size_bytes)}, the kernel {format_block_size(self.ahead_bytes)} ahead, "
                 f"{self.cache_state})")
+
+
+BUFFERED_MARGIN = 1.05  # buffered cold reads fill the page cache: chosen only where they beat O_DIRECT by this
+
+
+@dataclass(frozen=True)
+class EngineRoutes:
+    """One cold pass over the probe's file through the engine's queue by each of its routes for bytes the
+    page cache does not hold, into ``destination`` ("gpu N" or "host"): O_DIRECT (``cache_policy="bypass"``,
+    the default's route) and buffered with the kernel reading ahead (``"keep"``). Under ``cache_policy="auto"``
+    a file's cold reads take the buffered route where it was the faster here by :data:`BUFFERED_MARGIN`
+    (:func:`cold_reads`). Plain buffered readers are not the engine's: on the H200 machine's virtio disk they
+    beat O_DIRECT while the engine's buffered reads, landing in pinned staging, did not (docs/results.md)."""
+
+    direct_gigabytes_per_second: float
+    buffered_gigabytes_per_second: float
+    bytes: int
+    destination: str
+
+    @property
+    def faster(self) -> str:
+        """ "buffered" where it beat O_DIRECT by the margin, else "direct"."""
+        return "buffered" if self.buffered_gigabytes_per_second >= BUFFERED_MARGIN * self.direct_gigabytes_per_second else "direct"
+
+    def describe(self) -> str:
+        return (f"the engine's cold reads into {self.destination}: O_DIRECT {self.direct_gigabytes_per_second:.2f} GB/s, "
+                f"buffered read-ahead {self.buffered_gigabytes_per_second:.2f} GB/s: cold reads take "
+                f"{'buffered' if self.faster == 'buffered' else 'O_DIRECT'}")
+
+
+def cold_reads(path: str | os.PathLike[str], cache_policy: str, backend: str) -> tuple[str | None, str]:
+    """How a queue of ``cache_policy`` and ``backend`` reads ``path``'s uncached bytes where the probe kept
+    for its file system says otherwise than the queue: (``"keep"``: buffered with the kernel reading ahead,
+    kept in the cache when the file fits half the memory it may take, and why) where the engine's buffered
+    reads were the faster there; (None, "") otherwise, and for any policy but auto on the read path."""
+    if cache_policy != "auto" or backend != "auto":
+        return None, ""
+    kept = kept_probe(path)
+    measured = (kept or {}).get("engine_routes")
+    if not measured:
+        return None, ""
+    routes = EngineRoutes(**measured)
+    if routes.faster != "buffered":
+        return None, ""
+    return "keep", (f"cold reads buffered and kept: the probe of {kept.get('probed_at', '?')} measured the engine's "  # type: ignore[union-attr]
+                    f"buffered reads here at {routes.buffered_gigabytes_per_second:.2f} GB/s against O_DIRECT's "
+                    f"{routes.direct_gigabytes_per_second:.2f}")
 
 
 @dataclass(frozen=True)
@@ -340,9 +388,10 @@ def file_system_of(path: str | os.PathLike[str]) -> dict[str, str]:
     return found
 
 
-def keep(result: ProbeResult) -> Path:
-    """Keeps the probe's ceiling and read-ahead rate for the file system that holds its file, replacing
-    the last one kept there (through a temporary file and rename); returns the file they are kept in."""
+def keep(result: ProbeResult, engine_routes: EngineRoutes | None = None) -> Path:
+    """Keeps the probe's ceiling, read-ahead rate and the engine's routes (``headrace.routes.measure_engine_routes``)
+    for the file system that holds its file, replacing the last one kept there (through a temporary file and
+    rename); returns the file they are kept in."""
     where = probes_path()
     try:
         kept = json.loads(where.read_text())
@@ -356,6 +405,7 @@ def keep(result: ProbeResult) -> Path:
         "cache": result.cache_description,
         "ceiling": None if result.ceiling is None else asdict(result.ceiling),
         "read_ahead": None if result.read_ahead is None else asdict(result.read_ahead),
+        "engine_routes": None if engine_routes is None else asdict(engine_routes),
     }
     where.parent.mkdir(parents=True, exist_ok=True)
     with replacing(where) as partial:

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from headrace import _ext
+from headrace import _ext, probe
 from headrace.settings import device_ordinal, queue_options
 
 __all__ = ["Fence", "Queue", "RequestStatus", "destination_of"]
@@ -140,8 +140,12 @@ class Queue:
         return self._native
 
     def add_file(self, path: str | os.PathLike[str]) -> int:
-        """The file's id: opened once per version of it (the same path, unchanged, gives the same id)."""
-        return self.native.add_file(os.fspath(path))
+        """The file's id: opened once per version of it (the same path, unchanged, gives the same id). Under
+        ``cache_policy="auto"``, its uncached bytes are read as the probe kept for its file system found
+        fastest through the engine (:func:`headrace.probe.cold_reads`; O_DIRECT where none was kept)."""
+        path = os.fspath(path)
+        policy, why = probe.cold_reads(path, self.options.cache_policy, self.options.backend)
+        return self.native.add_file(path, policy, why)
 
     def close_file(self, file: int) -> None:
         """Closes (and unpins) a file once its requests' GPU copies have ended; UsageError while a

@@ -116,6 +116,9 @@ def test_cli_json_holds_every_point_and_the_ceiling(tmp_path, capsys):
     assert kept is not None and kept["ceiling"] == report["ceiling"] and kept["file"] == os.path.abspath(report["file"])
     assert kept["key"] == f"{os.major(os.stat(tmp_path).st_dev)}:{os.minor(os.stat(tmp_path).st_dev)}"
     assert kept["read_ahead"] == report["read_ahead"]
+    # where the grid ran cold, the engine's own cold routes too, which cache_policy auto chooses between
+    assert kept["engine_routes"] == report["engine_routes"]
+    assert (report["engine_routes"] is None) == (report["read_ahead"] is None)
 
 
 def test_a_budget_stops_the_probe_and_keeps_the_points_measured(tmp_path, capsys):

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+import headrace
 from headrace import _ext, page_cache, probe, routes
 from headrace.cli.main import main
 
@@ -58,6 +59,44 @@ def test_the_rates_come_from_the_probe_kept_for_the_files_file_system(codec_file
     found = routes.explain(paths["none"], "cpu")
     assert found.probe is not None and found.probe["ceiling"]["gigabytes_per_second"] == 2.0
     assert found.rates["disk"].startswith("2.00 GB/s, O_DIRECT") and found.rates["kept"].startswith("2.20 GB/s, buffered")
+
+
+def _kept_engine_routes(tmp_path, direct: float, buffered: float) -> None:
+    """A probe kept for the file system of tmp_path (the containers'), its engine routes as given."""
+    point = probe.ProbePoint("sequential", 1 << 20, 32, 4, 1 << 30, 1024, 0.5, 2.0, 2048.0, "uring O_DIRECT", "uring",
+                             True, "cold", "")
+    (tmp_path / "probe.bin").write_bytes(b"\0" * 4096)
+    probe.keep(probe.ProbeResult(str(tmp_path / "probe.bin"), True, (point,), 0),
+               probe.EngineRoutes(direct, buffered, 1 << 30, "host"))
+
+
+def test_cold_reads_take_the_engines_faster_route_the_kept_probe_measured(codec_files, tmp_path):
+    paths, _ = codec_files
+    path = str(paths["none"])
+    assert probe.cold_reads(path, "auto", "auto") == (None, "")  # nothing kept: O_DIRECT
+    _kept_engine_routes(tmp_path, direct=1.6, buffered=1.62)
+    assert probe.cold_reads(path, "auto", "auto") == (None, "")  # within the margin: O_DIRECT, which fills no cache
+    _kept_engine_routes(tmp_path, direct=1.6, buffered=2.1)
+    policy, why = probe.cold_reads(path, "auto", "auto")
+    assert policy == "keep" and "2.10 GB/s against O_DIRECT's 1.60" in why
+    assert probe.cold_reads(path, "bypass", "auto") == (None, "")  # the user's own policy stands
+    assert probe.cold_reads(path, "auto", "posix") == (None, "")  # a forced backend reads as it does
+    found = routes.explain(path, "cpu")
+    assert "cold reads buffered and kept" in found.why and "through the engine into host: 2.10 GB/s" in found.rates["kept"]
+    if o_direct_here(path) and evicted(path):
+        assert {g.read for run in routes.explain(path, "cpu").runs for g in run.groups} == {"kept"}
+        assert {g.read for run in routes.explain(path, "cpu", cache_policy="bypass").runs for g in run.groups} == {"disk"}
+
+
+def test_the_engines_routes_are_measured_cold_into_the_destination(tmp_path):
+    path = tmp_path / "probe.bin"
+    path.write_bytes(os.urandom(8 << 20))
+    measured = routes.measure_engine_routes(path, "cpu", request_bytes=1 << 20)
+    assert measured.destination == "host" and measured.bytes == 8 << 20
+    assert measured.direct_gigabytes_per_second > 0 and measured.buffered_gigabytes_per_second > 0
+    assert measured.faster in ("direct", "buffered") and "cold reads take" in measured.describe()
+    with pytest.raises(headrace.UsageError, match="fewer than"):
+        routes.measure_engine_routes(path, "cpu", request_bytes=16 << 20)
 
 
 def test_info_with_a_file_prints_its_routes_and_json(codec_files, capsys):

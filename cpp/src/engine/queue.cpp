@@ -169,7 +169,7 @@ QueueOptions Queue::Impl::validated(QueueOptions options) {
   return options;
 }
 
-FileId Queue::Impl::add_file(const std::string& path) {
+FileId Queue::Impl::add_file(const std::string& path, const FileOptions& file_options) {
   struct stat info {};
   if (::stat(path.c_str(), &info) != 0) {
     const int error = errno;
@@ -201,7 +201,9 @@ FileId Queue::Impl::add_file(const std::string& path) {
   OpenFile file;
   file.path = path;
   file.identity = identity;
-  io::ReadPathOptions reads{options_.read_path_backend(), options_.cache_policy, options_.io, options_.strict};
+  file.cache_policy = file_options.cache_policy.value_or(options_.cache_policy);
+  if (file.cache_policy != options_.cache_policy) file.route_note = file_options.why;
+  io::ReadPathOptions reads{options_.read_path_backend(), file.cache_policy, options_.io, options_.strict};
   reads.read_ahead_bytes = options_.read_ahead_bytes;
   file.reads = std::make_unique<io::FileReadPath>(path, reads);
   if (options_.cufile())
@@ -257,17 +259,19 @@ void Queue::Impl::note_fallback_locked(const std::string& fallback) const {
 void Queue::Impl::pin_if_asked(FileId id) {
   std::string path;
   const io::PageCacheResidency* residency = nullptr;
+  io::CachePolicy policy = io::CachePolicy::auto_;
   {
     std::lock_guard lock(mutex_);
     const OpenFile& file = files_[id];
     if (file.pinned || file.held) return;
     path = file.path;
     residency = file.reads->residency();
+    policy = file.cache_policy;
   }
   use_context();
   staging::PinnedFiles::Outcome outcome = pinned_files_->pin(path, residency);
   std::unique_ptr<staging::HeldCopy> held;
-  if (!outcome.file && outcome.fallback.empty() && residency != nullptr) held = hold_if_it_fits(path, residency->file_size(), outcome.note);
+  if (!outcome.file && outcome.fallback.empty() && residency != nullptr) held = hold_if_it_fits(path, residency->file_size(), policy, outcome.note);
   std::lock_guard lock(mutex_);
   OpenFile& file = files_[id];
   file.pin_note = std::move(outcome.note);
@@ -301,11 +305,12 @@ void Queue::Impl::start_locking_locked(OpenFile& file) {
 // DMA'd from memory: only a file within the pin budget and within half of the memory the machine (or the
 // cgroup) has available now, so that holding it never presses others' pages out. note: what was
 // decided (the pin's note beside it).
-std::unique_ptr<staging::HeldCopy> Queue::Impl::hold_if_it_fits(const std::string& path, std::uint64_t size, std::string& note) {
+std::unique_ptr<staging::HeldCopy> Queue::Impl::hold_if_it_fits(const std::string& path, std::uint64_t size, io::CachePolicy policy,
+                                                              std::string& note) {
   if (!device_ || size == 0) return nullptr;
-  if (options_.cache_policy != io::CachePolicy::auto_ || options_.cufile()) {
+  if (policy != io::CachePolicy::auto_ || options_.cufile()) {
     note += options_.cufile() ? "; not held (cuFile reads it)"
-                              : std::string("; not held (cache_policy ") + io::to_string(options_.cache_policy) + ")";
+                              : std::string("; not held (cache_policy ") + io::to_string(policy) + ")";
     return nullptr;
   }
   const std::uint64_t available = io::memory_for_page_cache();
@@ -395,6 +400,7 @@ RouteExplanation Queue::Impl::explain(const Request& request) {
     case Route::cufile_copy: e.transfer = "cufile", e.transfer_detail = "read by cuFile straight into GPU memory"; break;
   }
   std::string why = file.pin_note;
+  if (!file.route_note.empty()) why += (why.empty() ? "" : "; ") + file.route_note;
   if (!file.reads->cache_choice().empty()) why += (why.empty() ? "" : "; ") + std::string("cache ") + file.reads->cache_choice();
   if (!file.reads->fallback().empty()) why += (why.empty() ? "" : "; ") + file.reads->fallback();
   e.why = std::move(why);
@@ -670,6 +676,7 @@ std::string Queue::Impl::describe() const {
                                                    std::to_string(file.held->lock_seconds()) + " s)"
                : file.locking.valid()        ? ", locking)"
                                              : ", locked once nearly whole or read again)");
+    if (!file.route_note.empty()) text += ", " + file.route_note;
     if (!file.reads->cache_choice().empty()) text += ", cache " + file.reads->cache_choice();
   }
   if (files_.size() > listed_files) text += "; and " + std::to_string(files_.size() - listed_files) + " more files";
@@ -740,7 +747,7 @@ void Queue::Impl::account_depth_locked() {
 
 Queue::Queue(QueueOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Queue::~Queue() noexcept = default;
-FileId Queue::add_file(const std::string& path) { return impl_->add_file(path); }
+FileId Queue::add_file(const std::string& path, const FileOptions& file_options) { return impl_->add_file(path, file_options); }
 void Queue::close_file(FileId file) { impl_->close_file(file); }
 std::size_t Queue::close_path(const std::string& path) { return impl_->close_path(path); }
 RequestId Queue::enqueue(Request request) { return impl_->enqueue(std::move(request)); }

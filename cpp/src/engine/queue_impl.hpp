@@ -110,6 +110,8 @@ struct OpenFile {
   std::unique_ptr<staging::HeldCopy> held;
   std::future<void> locking;
   std::string pin_note;  // why it is (not) page-locked or held
+  io::CachePolicy cache_policy = io::CachePolicy::auto_;  // the queue's, or its own (FileOptions)
+  std::string route_note;  // why its policy differs from the queue's ("" when it does not)
   bool closed = false;   // close_file: its id is never read again
 };
 
@@ -131,7 +133,7 @@ class Queue::Impl {
   explicit Impl(QueueOptions options);
   ~Impl();
 
-  FileId add_file(const std::string& path);
+  FileId add_file(const std::string& path, const FileOptions& file_options);
   void close_file(FileId id);
   std::size_t close_path(const std::string& path);
   RequestId enqueue(Request request);
@@ -166,7 +168,8 @@ class Queue::Impl {
     if (device_) device_->make_current();
   }
   void pin_if_asked(FileId id);
-  std::unique_ptr<staging::HeldCopy> hold_if_it_fits(const std::string& path, std::uint64_t size, std::string& note);
+  std::unique_ptr<staging::HeldCopy> hold_if_it_fits(const std::string& path, std::uint64_t size, io::CachePolicy policy,
+                                                     std::string& note);
   void start_locking_locked(OpenFile& file);
   Route route_of(const Request& r, bool compressed) const;
   void note_fallback_locked(const std::string& fallback) const;

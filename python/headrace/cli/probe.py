@@ -18,12 +18,14 @@ from __future__ import annotations
 import argparse
 import os
 import stat
+from dataclasses import asdict
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from headrace import probe as probe_api
+from headrace import routes
 from headrace.cli._output import console, human_bytes, print_json
 from headrace.cli._shared import (
     Bounded,
@@ -160,9 +162,13 @@ def run(args: argparse.Namespace) -> int:
         result.to_csv(args.csv)
     if args.png:
         result.plot_heatmap(args.png)
-    kept = probe_api.keep(result) if result.points else None
+    # The engine's own cold routes on this file system, which cache_policy auto chooses between (a cold
+    # grid only: a file system in RAM has no cold route to choose).
+    engine = routes.measure_engine_routes(result.file) if result.read_ahead is not None and os.path.isfile(result.file) else None
+    kept = probe_api.keep(result, engine) if result.points else None
     if args.json:
-        print_json({**result.as_dict(), "kept_in": None if kept is None else str(kept)})
+        print_json({**result.as_dict(), "engine_routes": None if engine is None else asdict(engine),
+                    "kept_in": None if kept is None else str(kept)})
         return 0
     _print_report(result)
     if args.csv:
@@ -171,6 +177,8 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"wrote {args.png}")
     if result.read_ahead is not None:
         console.print(result.read_ahead.describe(), soft_wrap=True)
+    if engine is not None:
+        console.print(engine.describe(), soft_wrap=True)
     if kept is not None:
         where = probe_api.file_system_of(result.file)
         console.print(f"kept for {where['mount'] or where['key']} in {kept} (headrace info FILE names each route's rate "

@@ -271,6 +271,32 @@ TEST(ReadPath, ExplainSaysWhereABytesWouldComeFromAndHowTheyWouldTravel) {
   EXPECT_EQ(io::PageCacheResidency(raw.path).resident_bytes(0, raw.bytes.size()), 0u);  // explaining reads nothing ahead
 }
 
+// A file added with its own cache policy (headrace.Queue.add_file: the probe kept for its file system found
+// the engine's buffered reads faster there) is read by it, and the queue says why; other files keep the queue's.
+TEST(ReadPath, AFileOfItsOwnPolicyIsReadByItAndTheQueueSaysWhy) {
+  testing::RawFile raw(512 << 10), other(256 << 10);
+  if (!o_direct_here(raw.path)) GTEST_SKIP() << "no O_DIRECT on " << raw.path;
+  if (!testing::evict(raw.path, 0, raw.bytes.size()) || !testing::evict(other.path, 0, other.bytes.size()))
+    GTEST_SKIP() << "this file system keeps evicted pages";
+  Queue queue(read_path());
+  const FileId kept = queue.add_file(raw.path, FileOptions{io::CachePolicy::keep, "cold reads buffered: measured faster here"});
+  const FileId plain = queue.add_file(other.path);
+  std::vector<std::byte> out(piece);
+  Request request = range_request(kept, 0, piece, MemoryKind::host, reinterpret_cast<std::uintptr_t>(out.data()));
+  RouteExplanation e = queue.explain(request);
+  EXPECT_EQ(e.read, "kept");
+  EXPECT_NE(e.why.find("cold reads buffered: measured faster here"), std::string::npos) << e.why;
+  EXPECT_NE(queue.describe().find("cold reads buffered: measured faster here"), std::string::npos) << queue.describe();
+  request.file = plain;
+  e = queue.explain(request);
+  EXPECT_EQ(e.read, "disk");
+  EXPECT_EQ(e.why.find("measured faster"), std::string::npos) << e.why;
+  EXPECT_EQ(queue.add_file(raw.path, FileOptions{io::CachePolicy::bypass, "ignored"}), kept) << "the first add's options stand";
+  Queue same(read_path(io::CachePolicy::keep));
+  (void)same.add_file(raw.path, FileOptions{io::CachePolicy::keep, "the queue's own"});
+  EXPECT_EQ(same.describe().find("the queue's own"), std::string::npos) << "no reason where the policy is the queue's";
+}
+
 TEST(ReadPath, AForcedBackendTakesNoCachePolicyAndSaysWhatItIs) {
   testing::RawFile raw(256 << 10);
   QueueOptions options = read_path(io::CachePolicy::bypass);

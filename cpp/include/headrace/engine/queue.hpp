@@ -178,6 +178,13 @@ struct RouteExplanation {
 // Flights whose record a queue keeps (the newest): a timeline of one pass, bounded.
 inline constexpr std::size_t flight_timeline_capacity = 4096;
 
+// How one file is read where it differs from the queue's options (headrace.Queue.add_file sets it from the
+// probe kept for the file's file system: docs/probe.md).
+struct FileOptions {
+  std::optional<io::CachePolicy> cache_policy;  // nullopt: the queue's
+  std::string why;                              // why it differs: describe() and explain() say it
+};
+
 class Queue {
  public:
   explicit Queue(QueueOptions options);
@@ -186,11 +193,11 @@ class Queue {
   Queue(const Queue&) = delete;
   Queue& operator=(const Queue&) = delete;
 
-  // Opens path with the queue's read path (and page-locks it by pin_files). Adding a file the queue
-  // holds already, unchanged (same device, inode, size and modification time), returns its id again
+  // Opens path with the queue's read path (and page-locks it by pin_files), as file_options say where
+  // they differ (the first add's stand while the file is open). Adding a file the queue holds already, unchanged (same device, inode, size and modification time), returns its id again
   // at no cost (an auto pin is reconsidered: the file may have become cached). Throws
   // UnavailableError, FileNotFoundError, or CudaError when the driver refuses to page-lock the file.
-  FileId add_file(const std::string& path);
+  FileId add_file(const std::string& path, const FileOptions& file_options = {});
   // Closes the file (and unpins it) once the copies of requests past their read have ended (a
   // stream hands out a frame when its copies are issued); throws UsageError while a request still
   // waits for or does its read. Adding the path again opens it anew with a new id.
