@@ -169,8 +169,14 @@ pinpressure() {  # a hot 1.2 GB file streamed inside a cgroup of 2 GiB: the defa
 }
 
 userstream() {  # the lab's user benchmark, hot and cold, against KvikIO's POSIX mode: rates and CPU by stage
-  within 240 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-3}" --states "${US_STATES:-hot,cold}" \
-    --kvikio-modes posix --out "$OUT/us" > "$OUT/user_stream.log" 2>&1
+  # US_SMALL=1: and 10,000 small frames through one stream (2,500 frames of 32 KB, looped 4 times)
+  local small=()
+  if [[ -n ${US_SMALL:-} ]]; then
+    [[ -f $work/small.hrc ]] || python3 -m headrace generate particles "$work/small.hrc" --particles 1000 --frames 2500 > /dev/null
+    small=(--small "$work/small.hrc" --small-loop 4)
+  fi
+  within 300 python3 -m headrace.bench.cases.user_stream "$work/particles.hrc" --rounds "${ROUNDS:-3}" --states "${US_STATES:-hot,cold}" \
+    --kvikio-modes posix "${small[@]}" --out "$OUT/us" > "$OUT/user_stream.log" 2>&1
   python3 - "$OUT/us/user_stream.json" <<'PY'
 import json, sys
 summary = json.load(open(sys.argv[1]))
@@ -180,7 +186,25 @@ for state in ("hot", "cold", "half"):
     e = summary[state]
     print(state, "headrace", e["headrace_gbps"], "kvikio", e["kvikio_median_gbps"], "x", e.get("x_kvikio"),
           "cpu s/GB", e["cpu_s_per_gb"], "x", e.get("cpu_x_kvikio"), "by stage", e.get("headrace_cpu_s_per_gb_by_stage"))
+if "small_frames" in summary:
+    print("small frames", summary["small_frames"])
 PY
+}
+
+fioceiling() {  # fio over particles.hrc, the cache dropped before each: O_DIRECT (io_uring, 4 jobs x QD 32 x 1 MiB) and buffered (psync, 8 jobs x 1 MiB)
+  command -v fio > /dev/null || { echo "no fio here"; return 0; }
+  local size; size=$(stat -c %s "$work/particles.hrc")
+  echo "mode,jobs,gbps" > "$OUT/fio.csv"
+  local mode jobs
+  for mode in direct buffered; do
+    jobs=$([[ $mode == direct ]] && echo 4 || echo 8)
+    cold
+    within 60 fio --name="$mode" --filename="$work/particles.hrc" --rw=read --bs=1M --numjobs="$jobs" --size=$(( size / jobs / 1048576 ))M \
+      --offset_increment=$(( size / jobs / 1048576 ))M --group_reporting --output-format=json \
+      $([[ $mode == direct ]] && echo "--direct=1 --ioengine=io_uring --iodepth=32" || echo "--direct=0 --ioengine=psync") > "build/fio-$mode.json" 2>&1
+    python3 -c "import json; d = json.load(open('build/fio-$mode.json')); print('$mode,$jobs,' + str(round(d['jobs'][0]['read']['bw_bytes'] / 1e9, 3)))" >> "$OUT/fio.csv"
+  done
+  cat "$OUT/fio.csv"
 }
 
 pressure() {

@@ -62,6 +62,15 @@ struct OwnStream {
   explicit OwnStream(int ordinal) : device(ordinal), stream((device.make_current(), gpu::Stream())) {}
 };
 
+// GPU memory whose GPU's primary context stays retained while it lives: made where nothing else holds the
+// context (a probe's destination before any queue), it would otherwise be allocated in a context that
+// was released, or outlive it.
+struct OwnDeviceBuffer {
+  gpu::Device device;
+  gpu::DeviceBuffer buffer;
+  OwnDeviceBuffer(int ordinal, std::size_t size_bytes) : device(ordinal), buffer((device.make_current(), gpu::DeviceBuffer(size_bytes))) {}
+};
+
 }  // namespace
 
 void bind_gpu(nb::module_& m) {
@@ -182,14 +191,12 @@ void bind_gpu(nb::module_& m) {
         "stored"_a, "natural"_a, "dims"_a, "unit"_a, "local_order"_a.none(), "element_bytes"_a,
         "The CPU twin of GridOrderKernel.gather over host bytes (the reference its GPU results are checked against).");
 
-  nb::class_<gpu::DeviceBuffer>(m, "DeviceBuffer", "GPU memory owned by headrace (freed with the object).")
-      .def("__init__", [](gpu::DeviceBuffer* self, int device, std::size_t size_bytes) {
-             gpu::Device(device).make_current();
-             new (self) gpu::DeviceBuffer(size_bytes);
-           }, "device"_a, "size_bytes"_a)
-      .def_prop_ro("pointer", &gpu::DeviceBuffer::pointer)
-      .def_prop_ro("size_bytes", &gpu::DeviceBuffer::size_bytes)
-      .def("to_host", [](const gpu::DeviceBuffer& b, std::optional<std::size_t> size, std::size_t offset) {
+  nb::class_<OwnDeviceBuffer>(m, "DeviceBuffer", "GPU memory owned by headrace (freed with the object), whose GPU's context it holds.")
+      .def(nb::init<int, std::size_t>(), "device"_a, "size_bytes"_a)
+      .def_prop_ro("pointer", [](const OwnDeviceBuffer& b) { return b.buffer.pointer(); })
+      .def_prop_ro("size_bytes", [](const OwnDeviceBuffer& b) { return b.buffer.size_bytes(); })
+      .def("to_host", [](const OwnDeviceBuffer& own, std::optional<std::size_t> size, std::size_t offset) {
+             const gpu::DeviceBuffer& b = own.buffer;
              HEADRACE_EXPECT(offset <= b.size_bytes(), UsageError, "to_host: offset outside the buffer");
              const std::size_t count = size.value_or(b.size_bytes() - offset);
              HEADRACE_EXPECT(count <= b.size_bytes() - offset, UsageError, "to_host: range outside the buffer");
@@ -198,8 +205,9 @@ void bind_gpu(nb::module_& m) {
              return nb::bytes(bytes.data(), bytes.size());
            }, "size"_a = nb::none(), "offset"_a = 0,
            "Copies `size` bytes from `offset` back to the host (default: to the end; synchronously; for checks).")
-      .def("copy_from_host", [](const gpu::DeviceBuffer& b, nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> bytes,
+      .def("copy_from_host", [](const OwnDeviceBuffer& own, nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu> bytes,
                                 std::size_t offset) {
+             const gpu::DeviceBuffer& b = own.buffer;
              HEADRACE_EXPECT(offset <= b.size_bytes() && bytes.shape(0) <= b.size_bytes() - offset, UsageError,
                              "copy_from_host: " + std::to_string(bytes.shape(0)) + " bytes at " + std::to_string(offset) +
                                  " outside a buffer of " + std::to_string(b.size_bytes()));
@@ -208,7 +216,7 @@ void bind_gpu(nb::module_& m) {
            }, "bytes"_a, "offset"_a = 0, "Copies host bytes (uint8, 1-D) into the buffer at `offset`, synchronously (small tables).")
       .def("view", [](nb::handle self, const std::string& dtype, std::vector<std::size_t> shape, int device,
                       std::size_t offset, nb::handle owner) {
-             const auto& b = nb::cast<const gpu::DeviceBuffer&>(self);
+             const gpu::DeviceBuffer& b = nb::cast<const OwnDeviceBuffer&>(self).buffer;
              const nb::dlpack::dtype type = dlpack_dtype(format::parse_dtype(dtype));
              std::size_t bytes = type.bits / 8;
              for (auto extent : shape) bytes *= extent;

@@ -99,6 +99,16 @@ def test_the_engines_routes_are_measured_cold_into_the_destination(tmp_path):
         routes.measure_engine_routes(path, "cpu", request_bytes=16 << 20)
 
 
+@pytest.mark.gpu
+def test_the_engines_routes_are_measured_into_gpu_memory_where_there_is_one(tmp_path):
+    # The destination is made before any queue holds the GPU's context: the buffer holds it itself.
+    path = tmp_path / "probe.bin"
+    path.write_bytes(os.urandom(8 << 20))
+    measured = routes.measure_engine_routes(path, request_bytes=1 << 20)
+    assert measured.destination == "gpu 0" and measured.bytes == 8 << 20
+    assert measured.direct_gigabytes_per_second > 0 and measured.buffered_gigabytes_per_second > 0
+
+
 def test_info_with_a_file_prints_its_routes_and_json(codec_files, capsys):
     paths, _ = codec_files
     assert main(["info", str(paths["lz4"]), "--device", "cpu"]) == 0
