@@ -17,7 +17,6 @@
 #include <tuple>
 #include <vector>
 
-#include "headrace/detail/parallel_for.hpp"
 #include "headrace/detail/thread_pool.hpp"
 #include "headrace/codec/chain.hpp"
 
@@ -58,16 +57,6 @@ class ChunkChecker {
   [[nodiscard]] std::exception_ptr compare(const ChunkCheck& chunk, std::uint64_t sum);
   // Checksums computed so far (page-locked chunks: once each).
   [[nodiscard]] std::uint64_t checksums_checked() const noexcept { return checksums_checked_; }
-  // body(i) for i in [0, count) on the checker's threads (other CPU work of the same finisher: its
-  // copies into a held copy), the caller's among them.
-  template <typename Body>
-  void for_each(std::uint64_t count, Body&& body) {
-    if (pool_) {
-      detail::parallel_for(*pool_, count, std::forward<Body>(body));
-    } else {
-      for (std::uint64_t i = 0; i < count; ++i) body(i);
-    }
-  }
 
  private:
   using VerifiedRange = std::tuple<std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;  // file, offset, size, sum
