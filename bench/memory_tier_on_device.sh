@@ -152,7 +152,7 @@ pinpressure() {  # a hot 1.2 GB file streamed inside a cgroup of 2 GiB: the defa
   for budget in default 34359738368; do
     local group=$root/headrace-pins-$budget
     rmdir "$group" 2>/dev/null; mkdir "$group"
-    echo 2G > "$group/memory.max"; echo 0 > "$group/memory.swap.max" 2>/dev/null
+    echo "${PRESSURE_MAX:-2G}" > "$group/memory.max"; echo 0 > "$group/memory.swap.max" 2>/dev/null
     cold
     local given=""; [[ $budget != default ]] && given="HEADRACE_PIN_BUDGET_BYTES=$budget"
     # the file read into the cache from inside the group (its pages count against it), then streamed there
@@ -207,7 +207,7 @@ fioceiling() {  # fio over particles.hrc, the cache dropped before each: O_DIREC
   cat "$OUT/fio.csv"
 }
 
-pressure() {
+pressure() {  # PRESSURE_MAX: the cgroup's memory.max (2G; 1600M makes the 3.2 GB file twice the limit)
   local root=/sys/fs/cgroup policy
   grep -q memory "$root/cgroup.controllers" 2>/dev/null || { echo "no cgroup v2 memory controller here"; return 0; }
   echo +memory > "$root/cgroup.subtree_control" 2>/dev/null
@@ -215,7 +215,7 @@ pressure() {
   for policy in auto keep; do
     local group=$root/headrace-pressure-$policy
     rmdir "$group" 2>/dev/null; mkdir "$group"
-    echo 2G > "$group/memory.max"; echo 0 > "$group/memory.swap.max" 2>/dev/null
+    echo "${PRESSURE_MAX:-2G}" > "$group/memory.max"; echo 0 > "$group/memory.swap.max" 2>/dev/null
     cold
     HEADRACE_CACHE_POLICY=$policy within 120 bash -c "echo \$\$ > $group/cgroup.procs && exec python3 -m headrace stream $work/particles.hrc --device 0 --json" \
       > "build/pressure-$policy.json" 2> "build/pressure-$policy.err"
