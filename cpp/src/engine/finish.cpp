@@ -122,8 +122,8 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
   }
   // Before the copies are issued: the staging goes back once they end. The disk lane's reads take
   // milliseconds a MiB, a memory copy a tenth of one. On this thread alone: spread over the checker's
-  // threads, which fault the copy's fresh pages in side by side, they cost 0.55 CPU s a GB against 0.33,
-  // and later passes ran at 48 to 50 GB/s against 52 (one call: docs/results.md, eighth session).
+  // threads, which fault the copy's fresh pages in side by side, they cost 0.55 CPU s a GB against 0.33
+  // (docs/results.md, eighth session).
   for (const Fill& fill : fills) fill.copy->fill(fill.offset, fill.bytes, fill.size);
   if (!fills.empty()) {
     // Nearly whole (all but its index and headers): locked now, its pages already in, so that the next
