@@ -40,6 +40,12 @@ seriesdata() {  # only what the overlap, firstframe and seriesparts phases read
     --frames 16 --seed 2 > /dev/null
 }
 
+compresseddata() {  # only what the compressed phase reads
+  seriesdata
+  [[ -f $work/p100-gdeflate.hrc ]] || within 200 python3 -m headrace compress "$work/p100.hrc" "$work/p100-gdeflate.hrc" \
+    --codec gdeflate > /dev/null
+}
+
 flowdata() {  # only what the trace phase reads
   mkdir -p "$work"
   [[ -f $work/flow256.hrc ]] || python3 -m headrace generate flow "$work/flow256.hrc" --dims 256 256 256 > /dev/null
