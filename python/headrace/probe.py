@@ -119,14 +119,14 @@ def cold_reads(path: str | os.PathLike[str], cache_policy: str, backend: str) ->
     reads were the faster there; (None, "") otherwise, and for any policy but auto on the read path."""
     if cache_policy != "auto" or backend != "auto":
         return None, ""
-    kept = kept_probe(path)
-    measured = (kept or {}).get("engine_routes")
+    kept = kept_probe(path) or {}
+    measured = kept.get("engine_routes")
     if not measured:
         return None, ""
     routes = EngineRoutes(**measured)
     if routes.faster != "buffered":
         return None, ""
-    return "keep", (f"cold reads buffered and kept: the probe of {kept.get('probed_at', '?')} measured the engine's "  # type: ignore[union-attr]
+    return "keep", (f"cold reads buffered and kept: the probe of {kept.get('probed_at', '?')} measured the engine's "
                     f"buffered reads here at {routes.buffered_gigabytes_per_second:.2f} GB/s against O_DIRECT's "
                     f"{routes.direct_gigabytes_per_second:.2f}")
 
