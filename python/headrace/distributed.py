@@ -64,9 +64,15 @@ class Ranks:
     def root(self) -> bool:
         return self.rank == 0
 
+    def block_bounds(self, count: int) -> list[int]:
+        """Where each rank's contiguous block of ``count`` items starts, and ``count`` last (``size + 1``
+        numbers): rank ``r`` holds ``[bounds[r], bounds[r + 1])``, the blocks' sizes within one."""
+        return [r * count // self.size for r in range(self.size + 1)]
+
     def frames_of(self, frames: int) -> list[int]:
-        """This rank's frames of a series of ``frames``: a contiguous block, the blocks' sizes within one."""
-        return list(range(self.rank * frames // self.size, (self.rank + 1) * frames // self.size))
+        """This rank's frames of a series of ``frames``: its block of :meth:`block_bounds`."""
+        bounds = self.block_bounds(frames)
+        return list(range(bounds[self.rank], bounds[self.rank + 1]))
 
     def device(self, device: int | str | None) -> int | str | None:
         """The GPU this rank takes when asked for ``device``: ``(device + local_rank) % gpus``; "cpu" and

@@ -194,7 +194,8 @@ class Queue {
   Queue& operator=(const Queue&) = delete;
 
   // Opens path with the queue's read path (and page-locks it by pin_files), as file_options say where
-  // they differ (the first add's stand while the file is open). Adding a file the queue holds already, unchanged (same device, inode, size and modification time), returns its id again
+  // they differ (the first add's stand while the file is open). Adding a file the queue holds already,
+  // unchanged (same device, inode, size and modification time), returns its id again
   // at no cost (an auto pin is reconsidered: the file may have become cached). Throws
   // UnavailableError, FileNotFoundError, or CudaError when the driver refuses to page-lock the file.
   FileId add_file(const std::string& path, const FileOptions& file_options = {});

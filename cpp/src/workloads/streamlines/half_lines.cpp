@@ -18,7 +18,7 @@ std::vector<HalfLine> start_lines(const std::vector<Vec3>& seeds, const TraceOpt
 
 LineLayout lay_out(const std::vector<Vec3>& seeds, const TraceOptions& options, const std::vector<HalfLine>& lines,
                    Polylines& out) {
-  const std::size_t per_seed = options.direction == Direction::both ? 2 : 1;
+  const std::size_t per_seed = half_lines_per_seed(options.direction);
   HEADRACE_EXPECT(lines.size() == seeds.size() * per_seed, Error,
                   std::to_string(seeds.size()) + " seeds have " + std::to_string(lines.size()) + " half-lines");
   LineLayout layout;

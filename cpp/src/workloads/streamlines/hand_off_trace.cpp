@@ -97,7 +97,7 @@ Direction HandOffTrace::direction() const { return state_->trace.direction; }
 
 void HandOffTrace::start(const std::vector<Vec3>& seeds, std::uint64_t first_seed) {
   const std::vector<HalfLine> lines = start_lines(seeds, state_->trace);
-  const std::uint64_t per_seed = state_->trace.direction == Direction::both ? 2 : 1;
+  const std::uint64_t per_seed = half_lines_per_seed(state_->trace.direction);
   for (std::uint64_t k = 0; k < lines.size(); ++k) state_->held.push_back({first_seed * per_seed + k, lines[k], 0, 0});
 }
 
@@ -167,7 +167,7 @@ void HandOffTrace::forget_lines() {
 std::vector<HandOffTrace::Traced> part_by_seed_owner(const HandOffTrace::Traced& traced, std::span<const std::uint64_t> seed_bounds,
                                                      Direction direction) {
   HEADRACE_EXPECT(seed_bounds.size() >= 2, UsageError, "seed bounds of at least one rank are needed");
-  const std::uint64_t per_seed = direction == Direction::both ? 2 : 1;
+  const std::uint64_t per_seed = half_lines_per_seed(direction);
   const auto owner = [&](std::uint64_t id) {
     const std::uint64_t seed = id / per_seed;
     HEADRACE_EXPECT(seed < seed_bounds.back(), UsageError,
@@ -198,7 +198,7 @@ std::vector<HandOffTrace::Traced> part_by_seed_owner(const HandOffTrace::Traced&
 
 Polylines assemble_handed(const std::vector<Vec3>& seeds, const TraceOptions& options, std::span<const HandedLine> ended,
                           std::span<const TracedSegment> segments, std::span<const TracedPoint> points, std::uint64_t first_seed) {
-  const std::uint64_t per_seed = options.direction == Direction::both ? 2 : 1;
+  const std::uint64_t per_seed = half_lines_per_seed(options.direction);
   const std::uint64_t count = seeds.size() * per_seed;
   const std::uint64_t first_id = first_seed * per_seed;  // ids below are relative to it
   const auto relative = [&](std::uint64_t id, const char* what) {

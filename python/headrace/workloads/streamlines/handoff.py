@@ -75,9 +75,10 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
     tracer = _ext.HandOffTrace(path_of(source), job.rank, job.size, frame=int(frame), integrator=integrator,
                                direction=direction, step_size=float(step_size), max_steps=int(steps), threads=int(threads),
                                cache_bytes=int(cache_bytes), device=ordinal, backend=backend, **tuning)
-    share = job.frames_of(len(seeds))
-    if share:
-        tracer.start(np.ascontiguousarray(seeds[share]), share[0])
+    bounds = job.block_bounds(len(seeds))  # rank r starts seeds [bounds[r], bounds[r + 1]) and puts their lines together
+    first, end = bounds[job.rank], bounds[job.rank + 1]
+    if end > first:
+        tracer.start(np.ascontiguousarray(seeds[first:end]), first)
     clock.lap("made")
     handed = exchanges = 0
     while True:
@@ -96,12 +97,11 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
             break
     # Each rank puts together the lines of its own seeds (what every rank traced of them sent to it), so
     # rank 0 only appends the ranks' lines, in seed order, instead of joining every segment alone.
-    bounds = [len(seeds) * r // job.size for r in range(job.size + 1)]  # frames_of's blocks
     mine = tracer.result(bounds)
     ended, segments, traced = (job.alltoall_rows(mine.pop(k)) for k in ("ended", "segments", "points"))
     clock.lap("to_owners")
-    own = _ext.assemble_handed(np.ascontiguousarray(seeds[bounds[job.rank]:bounds[job.rank + 1]]), direction, int(steps),
-                               ended, segments, traced, first_seed=bounds[job.rank])
+    own = _ext.assemble_handed(np.ascontiguousarray(seeds[first:end]), direction, int(steps), ended, segments, traced,
+                               first_seed=first)
     clock.lap("assembling")
     points, times = job.gather_rows(own["points"]), job.gather_rows(own["times"])
     sizes = job.gather(len(own["points"]))
@@ -114,7 +114,7 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
     assert everyone is not None and sizes is not None and ends is not None and offsets is not None
     assert points is not None and times is not None
     # Each rank's offsets past its own points: shifted by the points of the ranks before it.
-    shift = np.repeat(np.cumsum([0, *sizes[:-1]]), [bounds[r + 1] - bounds[r] for r in range(job.size)])
+    shift = np.repeat(np.cumsum([0, *sizes[:-1]]), np.diff(bounds))
     offsets = np.concatenate([[0], offsets + shift]).astype(np.int64)
     clock.lap("to_rank_0")
     # The job's: from the ranks' start together to the lines on rank 0, as one tracer's run is timed.
@@ -131,4 +131,4 @@ def trace_handed(source: Any, seeds: Any, *, steps: int = 1000, step_size: float
              "resident_load_seconds": max(r["load_seconds"] for r in everyone),
              "resident_advance_seconds": max(r["advance_seconds"] for r in everyone),
              "phase_seconds": phases}
-    return TraceResult(points, offsets, [end for part in ends for end in part], stats, times)
+    return TraceResult(points, offsets, [reason for part in ends for reason in part], stats, times)
