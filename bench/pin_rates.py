@@ -8,7 +8,13 @@ API (ctypes, which releases the GIL) on a read-only mapping of FILE, each line a
 - ``pieces xT``: T registrations of T ranges, made and unmade by T threads at once;
 - ``across pieces``: a copy to the GPU of 64 MiB straddling two registered pieces (its rate, or the driver's refusal);
 - ``exit``: a child process that registers the file and ends without unregistering (os._exit), against
-  one that unregisters first, each timed from its registration to its end.
+  one that unregisters first, each timed from its registration to its end;
+- ``progressive xP``: P parts registered one after another on one thread while the main thread copies each
+  part to the GPU as soon as it is registered: from the start to the last copy, against registering the
+  whole file and then copying it;
+- ``beside registration``: what a registration does to copies made meanwhile by other threads: pinned
+  H2D (from a page-locked buffer) and memcpy out of the file's mapped pages (the staging lane's two
+  halves), their GB/s while the file is registered against alone.
 """
 
 from __future__ import annotations
@@ -58,6 +64,11 @@ class Driver:
         self._check(self.cuda.cuMemAlloc_v2(ctypes.byref(pointer), ctypes.c_size_t(size)), "cuMemAlloc")
         return pointer.value
 
+    def alloc_host(self, size: int) -> int:
+        pointer = ctypes.c_void_p()
+        self._check(self.cuda.cuMemAllocHost_v2(ctypes.byref(pointer), ctypes.c_size_t(size)), "cuMemAllocHost")
+        return pointer.value
+
     def copy_to_device(self, device_pointer: int, address: int, size: int) -> None:
         self._check(self.cuda.cuMemcpyHtoD_v2(ctypes.c_uint64(device_pointer), ctypes.c_void_p(address),
                                               ctypes.c_size_t(size)), "cuMemcpyHtoD")
@@ -95,6 +106,84 @@ def child(path: str, unregister: bool) -> None:
     if unregister:
         driver.unregister(address)
     os._exit(0)
+
+
+def progressive(driver: Driver, path: str, timed) -> None:
+    """Whole then copied, against parts registered on a thread and each copied once registered."""
+    mapping, address, size = mapped(path)
+    device = driver.alloc(size)
+    start = time.perf_counter()
+    driver.register(address, size)
+    driver.copy_to_device(device, address, size)
+    timed("whole: register + copy", time.perf_counter() - start)
+    driver.unregister(address)
+    mapping.close()
+    for parts in (8, 32):
+        mapping, address, size = mapped(path)
+        pieces = ranges(size, parts)
+        registered = [threading.Event() for _ in pieces]
+
+        def register_all() -> None:
+            driver.current()
+            for (offset, length), done in zip(pieces, registered):
+                driver.register(address + offset, length)
+                done.set()
+
+        start = time.perf_counter()
+        thread = threading.Thread(target=register_all)
+        thread.start()
+        for (offset, length), done in zip(pieces, registered):
+            done.wait()
+            driver.copy_to_device(device + offset, address + offset, length)
+        thread.join()
+        timed(f"progressive x{parts}: register + copy", time.perf_counter() - start)
+        for offset, _ in pieces:
+            driver.unregister(address + offset)
+        mapping.close()
+    driver.cuda.cuMemFree_v2(ctypes.c_uint64(device))
+
+
+def beside(driver: Driver, path: str, timed) -> None:
+    """Pinned H2D and memcpy out of mapped pages, alone and while the file is being registered."""
+    chunk = 64 << 20
+    pinned, device = driver.alloc_host(chunk), driver.alloc(chunk)
+    staging = np.ctypeslib.as_array((ctypes.c_uint8 * chunk).from_address(pinned))
+    mapping, address, size = mapped(path)
+    pages = np.frombuffer(mapping, dtype=np.uint8)
+
+    def h2d(stop: threading.Event, moved: list[int]) -> None:
+        driver.current()
+        while not stop.is_set():
+            driver.copy_to_device(device, pinned, chunk)
+            moved[0] += chunk
+
+    def copy_out(stop: threading.Event, moved: list[int]) -> None:
+        at = 0
+        while not stop.is_set():
+            np.copyto(staging, pages[at:at + chunk])  # releases the GIL
+            moved[0] += chunk
+            at = (at + chunk) % (size - chunk)
+
+    for name, work in (("pinned H2D", h2d), ("memcpy from mapped pages", copy_out)):
+        for during in (False, True):
+            stop, moved = threading.Event(), [0]
+            thread = threading.Thread(target=work, args=(stop, moved))
+            start = time.perf_counter()
+            thread.start()
+            if during:
+                driver.register(address, size)
+            else:
+                time.sleep(0.12)
+            seconds = time.perf_counter() - start
+            stop.set()
+            thread.join()
+            if during:
+                driver.unregister(address)
+            timed(f"{name} {'during registration' if during else 'alone'} GB/s", moved[0] / seconds / 1e9)
+    del pages  # the mapping closes once nothing views it
+    mapping.close()
+    driver.cuda.cuMemFreeHost(ctypes.c_void_p(pinned))
+    driver.cuda.cuMemFree_v2(ctypes.c_uint64(device))
 
 
 def main() -> None:
@@ -170,6 +259,8 @@ def main() -> None:
             registered = float(process.stdout.readline())
             process.wait()
             timed(f"child {mode}: registered to ended", time.time() - registered)
+        progressive(driver, args.file, timed)
+        beside(driver, args.file, timed)
     size = os.path.getsize(args.file)
     print(f"{args.file}: {size / 1e9:.2f} GB, medians of {args.rounds}")
     for name, values in rows.items():

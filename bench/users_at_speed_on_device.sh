@@ -176,6 +176,22 @@ EOF
   cat "$OUT/held-trace.csv"
 }
 
+tracewall() {  # the GPU trace command alone, its rounds (the trace phase without the CPU and held tracers)
+  local round
+  cat "$work/flow256.hrc" > /dev/null
+  for round in $(seq "$rounds"); do
+    timed "trace-gpu-$round" python3 -m headrace trace "$work/flow256.hrc" --seeds uniform:65536 --steps 2000 --device 0 \
+      --out build/lines-gpu.npz --json
+  done
+  grep -hE '"(seconds|velocity_seconds|resident_make_seconds|resident_collect_seconds|command_seconds|write_seconds)"' \
+    "$OUT"/trace-gpu-*.log
+}
+
+pinrates() {  # page-locking the 100 M file: whole, in parts, progressively beside copies, and what it does to copies
+  cat "$work/p100.hrc" > /dev/null
+  within 200 python3 bench/pin_rates.py "$work/p100.hrc" --rounds "$rounds" --threads 8 | tee "$OUT/pin-rates.txt"
+}
+
 profile() {  # where a command's wall goes: its imports (-X importtime), its Python calls (cProfile), page-locking
   cat "$work/p100.hrc" "$work/flow256.hrc" > /dev/null
   python3 -c "import sys, numpy, pathlib; print('dont_write_bytecode', sys.flags.dont_write_bytecode, 'numpy pycs',

@@ -1,5 +1,7 @@
 // workloads layer: streamline tracing of flow containers (seed 002), one rank's share of a handed-off trace and
 // the Hilbert layout converter (the streamlines workload).
+#include <future>
+
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
@@ -65,6 +67,12 @@ void put_lines(nb::dict& result, sl::Polylines&& lines) {
     ends.append(std::string(sl::to_string(line.backward_end)) + "/" + sl::to_string(line.forward_end));
   result["ends"] = ends;
 }
+
+// A trace's velocities being sampled by its tracer on a thread of the tracer's own (ContainerTraceRun::
+// velocities): result() waits for them without the GIL, once.
+struct PendingVelocities {
+  std::future<sl::SampledVelocities> sampling;
+};
 
 std::vector<sl::Vec3> seeds_of(const nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu>& seeds) {
   std::vector<sl::Vec3> points(seeds.shape(0));
@@ -147,10 +155,7 @@ void bind_streamlines(nb::module_& m) {
           }
           nb::dict result;
           put_lines(result, std::move(run.lines));
-          if (!run.velocities.empty()) {
-            result["velocities"] = vector_array(std::move(run.velocities));
-            result["velocity_seconds"] = run.velocity_seconds;
-          }
+          if (run.velocities.valid()) result["velocities"] = PendingVelocities{std::move(run.velocities)};
           result["seconds"] = run.seconds;
           result["layout"] = run.layout;
           result["unit_bytes"] = run.unit_bytes;
@@ -181,7 +186,26 @@ void bind_streamlines(nb::module_& m) {
         "Streamlines of a flow container from (N, 3) float32 seeds: points, offsets, ends and the run's statistics. "
         "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'. "
         "velocities (resident): the flow's velocity at every point too, sampled through the cache in rounds "
-        "('velocities', (N, 3) float32, NaN outside the grid; absent if a cache too small for a cell's corners stopped them).");
+        "('velocities', a PendingVelocities: on a GPU, sampled meanwhile at the points the tracer kept).");
+
+  nb::class_<PendingVelocities>(m, "PendingVelocities",
+                                "A trace's velocities at its points, sampled by the tracer on a thread of its own while the "
+                                "caller writes the lines.")
+      .def(
+          "result",
+          [](PendingVelocities& self) {
+            HEADRACE_EXPECT(self.sampling.valid(), UsageError, "the velocities were taken already");
+            sl::SampledVelocities sampled;
+            {
+              nb::gil_scoped_release release;
+              sampled = self.sampling.get();
+            }
+            // None: a cache too small for the cells of the points at once stopped them (sample_flow reads the file)
+            nb::object values = sampled.values.empty() ? nb::none() : nb::cast(vector_array(std::move(sampled.values)));
+            return nb::make_tuple(values, sampled.seconds);
+          },
+          "(velocities (N, 3) float32 with NaN outside the grid, or None where a cache too small for a cell's corners "
+          "stopped them; the seconds their sampling took): waits for them, once.");
 
   nb::class_<sl::HandOffTrace>(m, "HandOffTrace",
                                 "One rank's share of a trace handed between the ranks of a job (native blocks): its planes of "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import pickle
 import re
 
 import numpy as np
@@ -113,13 +114,17 @@ def test_the_gpu_samples_the_lines_velocities_as_the_file_gives_them(flows, tmp_
     seeds = streamlines.uniform_seeds(blocks, 512)
     for path in (blocks, hilbert):
         gpu = streamlines.trace_run(path, seeds, steps=300, step_size=0.05, direction="both", device=0, unit_pages=3)
-        assert gpu.sampled is not None and gpu.stats["velocity_seconds"] > 0  # the cache held the whole field
+        assert gpu.pending is not None  # sampled by the tracer meanwhile, taken once
+        velocities = gpu.velocities()
+        assert gpu.pending is None and gpu.sampled is velocities and gpu.stats["velocity_seconds"] > 0
         mapped = headrace._ext.sample_flow(str(path), gpu.points, 0, 2)
-        np.testing.assert_array_equal(gpu.sampled.view(np.uint32), mapped.view(np.uint32))  # NaN outside, the same bits
+        np.testing.assert_array_equal(velocities.view(np.uint32), mapped.view(np.uint32))  # NaN outside, the same bits
         small = streamlines.trace_run(path, seeds, steps=300, step_size=0.05, device=0, unit_pages=3, cache_bytes=16 * 6144)
-        assert small.sampled is not None  # out of core: in rounds, the units loaded as the points want them
+        sent = pickle.loads(pickle.dumps(small))  # a rank's lines sent to rank 0 carry the velocities, not their sampling
+        assert small.pending is None and sent.pending is None and small.sampled is not None
         mapped = headrace._ext.sample_flow(str(path), small.points, 0, 2)
-        np.testing.assert_array_equal(small.sampled.view(np.uint32), mapped.view(np.uint32))
+        np.testing.assert_array_equal(small.sampled.view(np.uint32), mapped.view(np.uint32))  # out of core, in rounds
+        np.testing.assert_array_equal(sent.sampled.view(np.uint32), mapped.view(np.uint32))
     written = streamlines.write_traced(tmp_path / "lines.npz", gpu)
     np.testing.assert_array_equal(np.load(written)["Velocity"].view(np.uint32), gpu.sampled.view(np.uint32))
 

@@ -124,7 +124,11 @@ def placed(text: str, seeds: np.ndarray) -> str | None:
     kind, values = seed_spec(text)
     if kind != "uniform" or len(seeds) == values[0]:
         return None
-    lattice = " x ".join(str(len(np.unique(seeds[:, axis]))) for axis in range(3))
+    # uniform_seeds' lattice: along each axis, the seeds that share the first seed's other two coordinates
+    # (np.unique of each axis sorted 64 k seeds three times, 30 ms of a command's wall)
+    lattice = " x ".join(str(int(np.count_nonzero((seeds[:, (axis + 1) % 3] == seeds[0, (axis + 1) % 3]) &
+                                                  (seeds[:, (axis + 2) % 3] == seeds[0, (axis + 2) % 3]))))
+                         for axis in range(3))
     return (f"--seeds {text}: placed {len(seeds):,} seeds, a {lattice} lattice of one spacing along every axis (the "
             f"nearest such lattice to {values[0]:,}); rake:...:N or an .npy file of seeds places an exact count")
 

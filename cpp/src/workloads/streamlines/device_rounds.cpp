@@ -41,6 +41,7 @@ class DeviceRounds final : public RoundRunner<Units> {
         kernel_(module_.function(Kernels<Units>::advance)),
         gather_(module_.function("headrace_gather_points")),
         place_(module_.function("headrace_place_points")),
+        place_seeds_(module_.function("headrace_place_seeds")),
         sample_(module_.function(Kernels<Units>::sample)),
         params_(round_params(units, options, unit_bytes)),
         unit_bytes_(unit_bytes),
@@ -108,6 +109,7 @@ class DeviceRounds final : public RoundRunner<Units> {
     if (count_ > 0) gpu::copy_to_host(lines.data(), lines_.pointer(), lines.size() * sizeof(HalfLine));
     if (stopped) end_stopped(lines);
     Polylines out;
+    lines_points_ = {};
     const LineLayout layout = lay_out(seeds, options, lines, out);
     const std::uint64_t total = layout.offsets.back();
     if (total > 0) {
@@ -125,10 +127,35 @@ class DeviceRounds final : public RoundRunner<Units> {
       gpu::launch_1d(place_, total, 256, stream, args);
       gpu::check(cuda.cuMemcpyDtoHAsync(out.points.data(), points.pointer(), points.size_bytes(), stream), "cuMemcpyDtoHAsync");
       gpu::check(cuda.cuMemcpyDtoHAsync(out.times.data(), times.pointer(), times.size_bytes(), stream), "cuMemcpyDtoHAsync");
+      // The seeds in the points kept on the GPU for start_sampling_lines, as place_seeds puts them in the host's.
+      gpu::DeviceBuffer seeds_on_device(seeds.size() * sizeof(Vec3)), seed_at(layout.seed_at.size() * sizeof(std::uint64_t));
+      gpu::check(cuda.cuMemcpyHtoDAsync(seeds_on_device.pointer(), seeds.data(), seeds_on_device.size_bytes(), stream),
+                 "cuMemcpyHtoDAsync");
+      gpu::check(cuda.cuMemcpyHtoDAsync(seed_at.pointer(), layout.seed_at.data(), seed_at.size_bytes(), stream), "cuMemcpyHtoDAsync");
+      const auto* seed_points = reinterpret_cast<const Vec3*>(seeds_on_device.pointer());
+      const auto* seed_places = reinterpret_cast<const std::uint64_t*>(seed_at.pointer());
+      std::uint64_t seed_count = seeds.size();
+      auto* kept = reinterpret_cast<Vec3*>(points.pointer());
+      void* seed_args[] = {&seed_points, &seed_places, &seed_count, &kept};
+      gpu::launch_1d(place_seeds_, seed_count, 256, stream, seed_args);
       stream_.synchronize();
+      lines_points_ = std::move(points);
     }
+    lines_point_count_ = out.points.size();
     place_seeds(seeds, layout, out);
     return out;
+  }
+  bool start_sampling_lines() override {
+    if (lines_points_.size_bytes() == 0 && lines_point_count_ > 0) return false;  // the seeds alone: none kept
+    device_.make_current();
+    sample_count_ = lines_point_count_;
+    sample_points_ = std::move(lines_points_);
+    if (sample_points_.size_bytes() == 0) sample_points_ = gpu::DeviceBuffer(sizeof(Vec3));  // no points: one slot, as start_sampling
+    const std::uint64_t bytes = std::max<std::uint64_t>(sample_count_, 1) * sizeof(Vec3);
+    velocities_ = gpu::DeviceBuffer(bytes);
+    done_ = gpu::DeviceBuffer(std::max<std::uint64_t>(sample_count_, 1));
+    gpu::check(gpu::require_driver().cuMemsetD8Async(done_.pointer(), 0, done_.size_bytes(), stream_.handle()), "cuMemsetD8Async");
+    return true;
   }
   void start_sampling(const std::vector<Vec3>& points) override {
     device_.make_current();
@@ -209,12 +236,14 @@ class DeviceRounds final : public RoundRunner<Units> {
 
   gpu::Device device_;
   gpu::KernelModule module_;
-  gpu::CUfunction kernel_, gather_, place_, sample_;
+  gpu::CUfunction kernel_, gather_, place_, place_seeds_, sample_;
   gpu::Stream stream_;
   RoundParams<Units> params_;
   std::uint64_t unit_bytes_;
   gpu::DeviceBuffer pool_, table_, wanted_, last_used_, counters_, lines_, points_, waits_for_;
   std::uint64_t count_ = 0;  // half-lines now
+  gpu::DeviceBuffer lines_points_;  // the points polylines() placed, until sampling takes them
+  std::uint64_t lines_point_count_ = 0;
   gpu::DeviceBuffer sample_points_, velocities_, done_;  // while sampling
   std::uint64_t sample_count_ = 0;
 };

@@ -1,5 +1,5 @@
 // The GPU tracer's kernels: its rounds (a thread a half-line), the lines' velocities, the gather of their
-// points and their placing in the seeds' lines (a thread a point). resident_lines.hpp holds the work,
+// points and their placing in the seeds' lines (a thread a point), with the seeds'. resident_lines.hpp holds the work,
 // shared with the host executor.
 // Built into a fatbin by nvcc and loaded through the driver at run time, so the library needs no CUDA
 // runtime. -fmad=false (CMakeLists.txt): no fused multiply-adds, which the CPU build does not use
@@ -32,4 +32,9 @@ extern "C" __global__ void headrace_gather_points(hs::GatherParams params, std::
 }
 extern "C" __global__ void headrace_place_points(hs::PlaceParams params, std::uint64_t total) {
   per_thread(total, [&](std::uint64_t k) { hs::place_point(params, k); });
+}
+// Each seed where its line holds it (the host's place_seeds), in the points the GPU keeps for sampling.
+extern "C" __global__ void headrace_place_seeds(const hs::Vec3* seeds, const std::uint64_t* seed_at, std::uint64_t count,
+                                                hs::Vec3* points) {
+  per_thread(count, [&](std::uint64_t s) { points[seed_at[s]] = seeds[s]; });
 }

@@ -87,18 +87,17 @@ bool run_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& 
   return true;
 }
 
-// The flow's velocity at `points` through the cache, in rounds with the units the waiting points want
-// loaded between them (most wanted first), as the lines' rounds load theirs. Empty when rounds stop
-// making progress (a cache too small for the cells of the points waiting at once): the caller then
-// samples them another way. Its reads are not the trace's: they stay out of its counters.
+// The flow's velocity at the `count` points the runner started sampling (start_sampling or
+// start_sampling_lines) through the cache, in rounds with the units the waiting points want loaded
+// between them (most wanted first), as the lines' rounds load theirs. Empty when rounds stop making
+// progress (a cache too small for the cells of the points waiting at once): the caller then samples
+// them another way. Its reads are not the trace's: they stay out of its counters.
 template <typename Units>
 std::vector<Vec3> sample_in_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& slot_table, RoundState& state,
-                                   const UnitTable& table, const std::vector<Vec3>& points) {
+                                   const UnitTable& table, std::uint64_t count) {
   // A window of points, halved when a round makes no progress and doubled again when one does, as
   // run_rounds' lines: one point's cell needs at most 8 units, so a window of one always moves.
-  runner.start_sampling(points);
   ResidentStats reads;
-  const std::uint64_t count = points.size();
   std::uint64_t first = 0, window = count;
   for (unsigned idle = 0; first < count;) {
     ++state.round;

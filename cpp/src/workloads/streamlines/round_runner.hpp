@@ -60,6 +60,10 @@ class RoundRunner {
   // the points of [first, first + window) whose units are resident and fills state.wanted with the absent
   // units of the others; sampled() gives the velocities (NaN outside the grid) and lets go of the rest.
   virtual void start_sampling(const std::vector<Vec3>& points) = 0;
+  // Starts sampling at the points of the lines polylines() gave last where the runner kept them itself
+  // (the GPU's stay in its memory: the host's copy is not read, so the caller may write it meanwhile);
+  // false where it did not keep them (start_sampling then).
+  virtual bool start_sampling_lines() { return false; }
   virtual SampleCounters sample_round(RoundState& state, std::uint64_t first, std::uint64_t window) = 0;
   virtual std::vector<Vec3> sampled() = 0;
 };

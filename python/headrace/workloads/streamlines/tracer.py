@@ -41,6 +41,13 @@ class TraceResult:
     stats: dict[str, Any] = field(default_factory=dict)
     times: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     sampled: np.ndarray | None = None  # the velocities, sampled before the blocks made on the fly went
+    # Or being sampled by the GPU tracer, which holds its cache until they are taken (velocities()).
+    pending: Any = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickling (a rank's lines sent to rank 0) takes: the velocities, once sampled, not their sampling."""
+        self.velocities()
+        return {**self.__dict__, "pending": None}
 
     @classmethod
     def joined(cls, parts: list[TraceResult]) -> TraceResult:
@@ -60,7 +67,7 @@ class TraceResult:
             if key in stats:
                 stats[key] = max(p.stats.get(key, 0.0) for p in parts)
         stats["parts"] = [p.stats for p in parts]
-        sampled = [p.sampled for p in parts if p.sampled is not None]
+        sampled = [p.velocities() for p in parts if p.pending is not None or p.sampled is not None]
         return cls(np.concatenate([p.points for p in parts]) if parts else np.zeros((0, 3), np.float32),
                    np.concatenate(offsets).astype(parts[0].offsets.dtype if parts else np.int64),
                    [end for p in parts for end in p.ends], stats,
@@ -71,6 +78,9 @@ class TraceResult:
         """The flow's velocity at every point, trilinear as the tracer sampled it ((N, 3) float32): the
         vectors ParaView colours lines by. Read from the traced file through a mapping (or kept from the
         run, where it traced blocks made on the fly)."""
+        if self.pending is not None:  # the tracer's, waited for once; None when its cache could not hold a cell
+            self.sampled, self.stats["velocity_seconds"] = self.pending.result()
+            self.pending = None
         if self.sampled is not None:
             return self.sampled
         return _ext.sample_flow(self.stats["file"], np.ascontiguousarray(self.points, dtype=np.float32),
@@ -126,11 +136,13 @@ def trace_run(source: Any, seeds: Any, *, field: str | Sequence[str] | None = No
                                memory_budget_bytes=int(memory_budget_bytes), device=ordinal, backend=backend,
                                progress=progress, velocities=ordinal >= 0, **tuning)
     # A GPU samples the lines' velocities through its cache (milliseconds, where the file's mapping takes
-    # most of a second for 8 M points); the CPU leaves them to write time, through the mapping.
+    # most of a second for 8 M points), meanwhile: they are written last; the CPU leaves them to write
+    # time, through the mapping.
     stats = {k: v for k, v in run.items() if k not in ("points", "offsets", "ends", "times", "velocities")}
     stats.update(manager=manager, device="cpu" if ordinal < 0 else ordinal, threads=threads, seeds=len(run["ends"]),
                  points=len(run["points"]), file=path, frame=int(frame), direction=direction)
-    return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats, run["times"], run.get("velocities"))
+    return TraceResult(run["points"], run["offsets"], list(run["ends"]), stats, run["times"],
+                       pending=run.get("velocities"))
 
 
 def _expect_cache_holds(path: str, manager: str, cache_bytes: int, banks: int, unit_pages: int, frame: int) -> None:

@@ -4,6 +4,7 @@
 // the GPU tracer of issue 5).
 #pragma once
 
+#include <future>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,14 +52,20 @@ struct ContainerTraceOptions {
   int device = -1;
   std::optional<io::BackendKind> backend;
   // The flow's velocity at every point of the lines, sampled through the cache after the trace in
-  // rounds as the lines' (units loaded as the points want them); ContainerTraceRun::velocities is empty
-  // when a cache too small for the points' cells at once stops them (sample_flow then reads the file).
+  // rounds as the lines' (units loaded as the points want them; ContainerTraceRun::velocities).
   bool sample_velocities = false;
   // kernel-managed
   MappedUnitsOptions mapped;
   // Lines ended so far, now and then; false stops the run (tracer.hpp). The resident manager tells it
   // between rounds, and its lines cut short end "stopped" with the points they had.
   TraceProgress progress;
+};
+
+// The flow's velocity at every point of a run's lines.
+struct SampledVelocities {
+  std::vector<Vec3> values;  // per point of lines.points (NaN outside the grid); empty when a cache too small
+                             // for the points' cells at once stopped them (sample_flow then reads the file)
+  double seconds = 0;        // their sampling, the field's last units read for it included
 };
 
 struct ContainerTraceRun {
@@ -69,8 +76,10 @@ struct ContainerTraceRun {
   BlockCacheStats cache;         // user-managed
   MappedUnitsStats mapped;       // kernel-managed
   ResidentStats resident;        // the GPU tracer
-  std::vector<Vec3> velocities;  // resident, sample_velocities: per point of lines.points (NaN outside the grid)
-  double velocity_seconds = 0;   // their sampling, the field's last units read for it included
+  // resident, sample_velocities: sampled by the tracer on a thread of its own once the lines are home (on
+  // a GPU, at the points it kept), so that the caller writes the lines meanwhile; get() waits. Not valid
+  // without sample_velocities.
+  std::future<SampledVelocities> velocities;
 };
 
 [[nodiscard]] constexpr const char* to_string(DataManager manager) noexcept {
