@@ -214,7 +214,9 @@ overlap() {
   for round in $(seq "$rounds"); do  # alternating: the disk's rate drifts between one cold read and the next
     for what in stream both; do
       cold
-      within 200 python3 bench/users_at_speed_overlap.py "$work/p10m.hrc" --cold "$what" --passes "$passes" | tail -1 >> "$OUT/overlap.csv"
+      within 200 python3 bench/users_at_speed_overlap.py "$work/p10m.hrc" --cold "$what" --passes "$passes" > build/overlap-cold.txt
+      tail -1 build/overlap-cold.txt >> "$OUT/overlap.csv"
+      grep "^#" build/overlap-cold.txt | sed "s/^# /$what-cold round $round: /" >> "$OUT/overlap-timeline.txt"
     done
   done
   cat "$OUT/overlap.csv"

@@ -311,8 +311,9 @@ def run(args: argparse.Namespace) -> int:
                                         threads=args.threads, method=method, device=device, camera_frame=_series_start(args, ds),
                                         **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
     if args.stats:  # paid once a process, apart from any frame's time
-        console.print(f"  setup: {(time.perf_counter() - setup_start) * 1e3:.1f} ms (the engine, the file opened and "
-                      f"page-locked if the engine pins it, the renderer)")
+        parts = ", ".join(f"{name} {seconds * 1e3:.1f}" for name, seconds in renderer.setup_seconds.items())
+        console.print(f"  setup: {(time.perf_counter() - setup_start) * 1e3:.1f} ms ({parts}: the engine, the file opened "
+                      f"and page-locked if the engine pins it, the renderer)")
 
     def draw(frame: int, next_frame: int | None = None):
         stats = renderer.render(frame, next_frame=next_frame)

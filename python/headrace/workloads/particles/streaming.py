@@ -9,6 +9,7 @@ reference renderer they are checked against. ``method`` is one of seed 000's str
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -104,14 +105,21 @@ class StreamingRenderer:
             if method == "mmap-batch":
                 knobs["mmap_window_segments"] = self.segments
         # The process's engine for this method: its queue, staging and page-locked files outlive the renderer.
+        started = time.perf_counter()
         self.engine = headrace.shared_engine(None if self.ordinal < 0 else self.ordinal, backend=backend,
                                              decode_on="gpu" if self.ordinal >= 0 else "cpu", **{**knobs, **queue_knobs})
         self.queue = self.engine.queue
+        engine_made = time.perf_counter()
         self.file = self.engine.add_file(ds.path)
+        file_added = time.perf_counter()
         camera_frame = frame_of(ds, camera_frame)
         # One camera for the series, framed on one frame's box.
         view = camera_spec(width, height, fov, **parse_camera(camera, view_box(ds, camera_frame, field)))
         self._renderer = _ext.FrameRenderer(view, packed_background(background), self.ordinal, int(threads))
+        # Where the setup went (--stats): the engine (its GPU context too, when not made ahead), the file
+        # added (page-locked where the engine pins it), the camera and the renderer.
+        self.setup_seconds = {"engine": engine_made - started, "file": file_added - engine_made,
+                              "renderer": time.perf_counter() - file_added}
 
     def render(self, frame: int, *, draw: bool = True, next_frame: int | None = None) -> dict[str, Any]:
         """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap).
