@@ -12,7 +12,7 @@ import re
 import statistics
 from pathlib import Path
 
-FRAME = re.compile(r"frame (\d+): ([\d.]+) ms \(([\d.]+) ms drawing\).*?([\d.]+) MB read")
+FRAME = re.compile(r"frame (\d+): ([\d.]+) ms \(([\d.]+) ms drawing(?:, [\d.]+ ms between the calls)?\).*?([\d.]+) MB read")
 SETUP = re.compile(r"setup: ([\d.]+) ms")
 
 

@@ -62,12 +62,13 @@ void bind_particles(nb::module_& m) {
              result["segment_waits"] = stats.segment_waits;
              result["h2d_seconds"] = stats.h2d_seconds;
              result["loaded_ahead"] = stats.loaded_ahead;
+             result["between_calls_seconds"] = stats.between_calls_seconds;
              return result;
            },
            "queue"_a, "file"_a, "container"_a, "frame"_a, "field"_a, "batch_particles"_a, "segments"_a, "preload"_a,
            "draw"_a = true, "next_frame"_a = nb::none(),
            "Seed 000's streaming render loop over one frame (cleared first): its statistics. next_frame: the frame "
-           "the next call renders, whose first batches are loaded while this frame is drawn.")
+           "the next call renders, whose first batches are loaded while this frame is drawn and go on loading after it returns.")
       .def("clear", [](pt::FrameSession& self, std::uintptr_t stream) { self.clear(cuda_stream(stream)); }, "stream"_a = 0,
            nb::call_guard<nb::gil_scoped_release>(),
            "Back to the background (on a CUDA stream for a GPU renderer).")

@@ -174,6 +174,11 @@ void SlotStream::stop() {
   order_.clear();
 }
 
+void SlotStream::refill() {
+  reclaim(false);
+  fill();
+}
+
 void SlotStream::settle() {
   reclaim(false);
   fill();

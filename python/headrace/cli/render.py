@@ -319,7 +319,9 @@ def run(args: argparse.Namespace) -> int:
         stats = renderer.render(frame, next_frame=next_frame)
         image = renderer.image()
         if args.stats:
-            console.print(f"  frame {frame}: {stats['seconds'] * 1e3:.1f} ms ({stats['draw_seconds'] * 1e3:.1f} ms drawing), "
+            between = stats.get("between_calls_seconds", 0.0)  # the command's own time between two frames
+            console.print(f"  frame {frame}: {stats['seconds'] * 1e3:.1f} ms ({stats['draw_seconds'] * 1e3:.1f} ms drawing"
+                          + (f", {between * 1e3:.1f} ms between the calls" if between else "") + "), "
                           f"{stats['batches']} batches ({stats['loaded_ahead']} loaded ahead), {stats['particles']} particles, "
                           f"{stats['stored_bytes'] / 1e6:.1f} MB read, {stats['segment_waits']} segment waits")
         return image

@@ -3,8 +3,10 @@
 // a corrupt chunk stops the frame naming the chunk. On a GPU the kernels draw the same image.
 #include "headrace/workloads/particles/segmented_render.hpp"
 
+#include <chrono>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -203,6 +205,28 @@ TEST(SegmentedRenderSeries, TheNextFramesFirstBatchesAreLoadedAheadAndEveryFrame
       }
     }
   }
+}
+
+// Loads ahead run on past a call's return, so a frame whose first batches the call before loaded counts
+// its time from that call's end: what the caller did between the two calls is the frame's, not hidden.
+TEST(SegmentedRenderSeries, AFrameLoadedAheadCountsItsTimeFromTheCallBeforesEnd) {
+  SeriesFile file(CodecId::none);
+  const auto container = format::Container::open(file.path);
+  engine::Queue queue(host_queue(io::BackendKind::posix));
+  const queue::FileId id = queue.add_file(file.path);
+  ReferenceRenderer renderer(test_camera(), 0xff000000u, 2);
+  SegmentedRenderer segmented(renderer);
+  const auto between = std::chrono::milliseconds(300);
+  (void)segmented.render(queue, id, container, 0, 0, {.batch_particles = 300, .segments = 3, .next_frame = 1});
+  std::this_thread::sleep_for(between);
+  const auto continued = segmented.render(queue, id, container, 1, 0, {.batch_particles = 300, .segments = 3});
+  EXPECT_GT(continued.loaded_ahead, 0u);
+  EXPECT_GE(continued.seconds, 0.3);
+  EXPECT_EQ(renderer.image(), reference_image(file.frames[1]));
+  std::this_thread::sleep_for(between);  // nothing loaded ahead for this one: its own call's time
+  const auto alone = segmented.render(queue, id, container, 2, 0, {.batch_particles = 300, .segments = 3});
+  EXPECT_EQ(alone.loaded_ahead, 0u);
+  EXPECT_LT(alone.seconds, 0.3);
 }
 
 TEST(SegmentedRenderSeries, ACorruptChunkOfTheNextFrameStopsThatFrameNotThisOne) {

@@ -9,6 +9,7 @@
 //   next()              the next unit, once its bytes are in place (host) or its GPU work is issued
 //   release(slot, s)    the slot may be refilled once CUDA stream s is past this point
 //   settle()            wait for what is in flight without handing it out (look-ahead within a caller's time)
+//   refill()            refill the slots whose consumer is done, without waiting (look-ahead past the caller's return)
 //   load(unit, slot)    fill one given slot now (a cache picks its slots itself), then wait_loaded()
 #pragma once
 
@@ -80,6 +81,9 @@ class SlotStream {
   // without handing any out: a caller whose time covers what it loaded ahead (a failed unit throws at
   // its next()).
   void settle();
+  // Refills the slots whose consumer is done and returns: what is in flight keeps loading after the
+  // caller returns (the next call finds it in flight or arrived).
+  void refill();
 
   // Fills `slot` with `unit` now, whatever the order (a cache that picks slots itself). The slot must
   // not be in flight; wait_loaded() waits for every such load.

@@ -182,6 +182,9 @@ struct SegmentedRenderer::Stream {
   const format::Container* container = nullptr;
   std::map<std::uint32_t, FrameBatches> frames;
   std::unique_ptr<engine::SlotStream> slots;
+  // When the last call ended, where it left its next frame's loads running (the next frame's clock
+  // starts there).
+  std::optional<headrace::detail::SteadyClock::time_point> ended_at;
 
   [[nodiscard]] bool serves(const engine::Queue& q, queue::FileId f, const format::Container& c, std::uint32_t fi,
                             const SegmentedRenderOptions& options, std::uint64_t bytes) const {
@@ -235,7 +238,7 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<SegmentedRender
     target.prepare(segment_bytes, segments);
     stream = std::make_unique<SegmentedRenderer::Stream>(SegmentedRenderer::Stream{
         &queue, file, container.path(), field, options.batch_particles, options.segments, options.preload, segment_bytes,
-        &container, {}, nullptr});
+        &container, {}, nullptr, std::nullopt});
     engine::SlotStreamOptions slot_options;
     slot_options.slots = static_cast<std::uint32_t>(segments);
     slot_options.tag = reinterpret_cast<std::uintptr_t>(&target);
@@ -276,6 +279,11 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<SegmentedRender
     const bool adopted = !options.preload && slots.upcoming() == batch_unit(frame, 0) &&
                          slots.in_flight() + slots.unscheduled() == n;
     stats.loaded_ahead = adopted ? slots.in_flight() : 0;
+    if (adopted && state.ended_at) {
+      stats.between_calls_seconds = headrace::detail::seconds_between(*state.ended_at, start);
+      start = *state.ended_at;
+    }
+    state.ended_at.reset();
     if (!adopted) slots.play(units_of(own));
     if (next_frame) slots.extend(units_of(following));
     std::vector<std::vector<queue::RequestId>> requests;
@@ -303,8 +311,11 @@ SegmentedRenderStats render_with(Target& target, std::unique_ptr<SegmentedRender
       }
     }
     target.finish(stats);
-    slots.settle();  // the next frame's loads are within this frame's clock
+    // The next frame's loads run on past the return (the copies go on while the caller takes the image);
+    // its clock starts here.
+    slots.refill();
     stats.seconds = seconds_since(start);
+    if (next_frame) state.ended_at = Clock::now();
     // GPU decoding reports after the draw was issued: the frame fails then, never returning its image.
     for (std::uint64_t b = 0; b < n; ++b) {
       const engine::RequestSummary summary = queue.summarize(requests[b]);

@@ -124,7 +124,8 @@ class StreamingRenderer:
     def render(self, frame: int, *, draw: bool = True, next_frame: int | None = None) -> dict[str, Any]:
         """Streams frame ``frame`` and draws it; ``draw=False`` streams it alone (the I/O half of the overlap).
         ``next_frame``: the frame the next call renders (a series): its first batches are loaded while this
-        frame is drawn, within this frame's time (``loaded_ahead`` of the next call's stats)."""
+        frame is drawn and go on loading after this call returns (``loaded_ahead`` of the next call's stats,
+        whose ``seconds`` then count from this call's end, the time between the calls included)."""
         ds = self.dataset
         frame = frame_of(ds, frame)
         if next_frame is not None:

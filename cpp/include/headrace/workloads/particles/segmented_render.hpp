@@ -37,7 +37,10 @@ struct SegmentedRenderOptions {
 };
 
 struct SegmentedRenderStats {
-  double seconds = 0;       // wall: first request to the last pass done (preload: the draws alone)
+  // Wall, to the last pass done: from the call's start, or, where the call before loaded ahead for it
+  // (loaded_ahead > 0), from that call's end (its loads ran on after it returned, so the time between
+  // the calls is this frame's); preload: the draws alone.
+  double seconds = 0;
   double draw_seconds = 0;  // the passes: GPU time by CUDA events, or CPU wall time
   std::vector<double> batch_draw_seconds;
   std::uint64_t batches = 0, particles = 0;
@@ -47,6 +50,7 @@ struct SegmentedRenderStats {
   // against `seconds` streaming alone, it tells a slow copy from a pipeline that leaves gaps.
   double h2d_seconds = 0;
   std::uint64_t loaded_ahead = 0;  // of its batches, those the call before loaded (its next_frame)
+  double between_calls_seconds = 0;  // of `seconds`, from the call before's end to this call (the caller's time)
 };
 
 // Consecutive chunks of (frame, field), grouped so that a batch holds at most batch_particles (but at
