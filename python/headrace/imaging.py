@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -245,26 +244,18 @@ class ImageWriter:
     """Images of a series written by a few threads while the next frames are drawn (Pillow's encoders
     release the GIL), each as :func:`write_image` writes it. At most ``pending`` wait at once (a write
     waits for the oldest first); a failed write raises from the next :meth:`write` or from :meth:`close`,
-    which waits for all. A context manager: leaving it closes, and on an error waits without raising.
-
-    While it is open the interpreter switches threads every :data:`SWITCH_INTERVAL_S` (Python's default
-    is 5 ms): the thread drawing the frames, back from a call that released the GIL, waited a switch
-    interval for it behind the encoders, 4 to 5 ms between two frames of 6 (docs/results.md, ninth
-    session)."""
-
-    SWITCH_INTERVAL_S = 0.0005
+    which waits for all. A context manager: leaving it closes, and on an error waits without raising."""
 
     def __init__(self, threads: int = 0, pending: int = 0) -> None:
         from concurrent.futures import Future, ThreadPoolExecutor
 
-        from PIL import Image  # noqa: F401 - imported here, not by the first write: an import holds the GIL a while
+        # Pillow imported before the first frame, not by the first write on a thread while the second is drawn.
+        from PIL import Image  # noqa: F401
 
         self.threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))
         self.pending = pending or 2 * self.threads
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="headrace-images")
         self._writes: list[Future[None]] = []
-        self._switch_interval = sys.getswitchinterval()
-        sys.setswitchinterval(min(self._switch_interval, self.SWITCH_INTERVAL_S))
 
     def write(self, path: os.PathLike | str, image: np.ndarray) -> None:
         while len(self._writes) >= self.pending:
@@ -277,7 +268,6 @@ class ImageWriter:
                 self._writes.pop(0).result()
         finally:
             self._pool.shutdown(wait=True)
-            sys.setswitchinterval(self._switch_interval)
 
     def __enter__(self) -> ImageWriter:
         return self
@@ -289,7 +279,6 @@ class ImageWriter:
         for write in self._writes:  # the error on its way out wins; the images begun are finished
             write.exception()
         self._pool.shutdown(wait=True)
-        sys.setswitchinterval(self._switch_interval)
 
 
 def write_animation(path: os.PathLike | str, images: Sequence[np.ndarray], fps: float = 10.0) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from PIL import Image
@@ -52,17 +50,3 @@ def test_leaving_on_an_error_waits_for_the_writes_and_keeps_the_error(tmp_path):
                 writer.write(tmp_path / f"f{n}.png", _image(n))
             raise KeyError("the render failed")
     assert len(list(tmp_path.glob("*.png"))) == 4
-
-
-def test_the_drawing_thread_gets_the_interpreter_back_quickly_while_images_are_written(tmp_path):
-    """Threads switch every ImageWriter.SWITCH_INTERVAL_S while a writer is open, as they did before once it
-    is closed, whether it closed well or on an error."""
-    before = sys.getswitchinterval()
-    with ImageWriter(threads=2) as writer:
-        assert sys.getswitchinterval() == min(before, ImageWriter.SWITCH_INTERVAL_S)
-        writer.write(tmp_path / "a.png", _image(0))
-    assert sys.getswitchinterval() == before
-    with pytest.raises(KeyError):
-        with ImageWriter(threads=2):
-            raise KeyError("the render failed")
-    assert sys.getswitchinterval() == before
