@@ -84,12 +84,14 @@ within() {  # within SECONDS COMMAND...: COMMAND under `timeout`, cut at the dea
   timeout $(( left < most ? left : most )) "$@"
 }
 
-pack() {  # the device tool brings back at most 8 files: past that, all but the log travel as one tar
-  local files
-  mapfile -t files < <(cd "$OUT" && ls -A | grep -vx -e run.log -e results.tar)
+pack() {  # the device tool brings back at most 8 files: past that, all but the log travel as one tar, a tar
+  # a run (results-HHMMSS.tar), so that a second script run into the same $OUT keeps the first one's files
+  local files tar
+  mapfile -t files < <(cd "$OUT" && ls -A | grep -vx -e run.log -e 'results-[0-9]*\.tar')
   (( ${#files[@]} > 7 )) || return 0
-  tar -C "$OUT" -cf "$OUT/results.tar" "${files[@]}" && (cd "$OUT" && rm -rf "${files[@]}")
-  echo "packed ${#files[@]} files into results.tar"
+  tar="results-$(date -u +%H%M%S).tar"
+  tar -C "$OUT" -cf "$OUT/$tar" "${files[@]}" && (cd "$OUT" && rm -rf "${files[@]}")
+  echo "packed ${#files[@]} files into $tar"
 }
 
 run_phases() {
