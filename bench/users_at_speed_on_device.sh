@@ -7,7 +7,8 @@
 # The trace alone (its data made here, where writing its lines goes): setup build flowdata starts trace writeparts
 # Where a phase's cost goes: parts (one render's wall), checksums (verification on/off), compressedparts,
 # checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite), firstframe (a process's first frame
-# and its second), seriesparts (the 10 M series' frames by segments and checks), profile (imports, Python
+# and its second), seriesparts (the 10 M series' frames by segments and checks), seriesbetween (what lies
+# between two of its frames: the image read back, its PNG), profile (imports, Python
 # calls and page-locking of one render and one trace).
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
@@ -282,6 +283,11 @@ seriesparts() {  # the 10 M series' frames: segments for one frame's batches or 
     (export "${environment[@]}"; within 60 python3 -m headrace render "$work/p10m.hrc" --frames 0:16 --stats --out build/p10m/ \
       "${options[@]}") | grep -E "frame (1|7|15):" | sed "s/^/${how:-defaults} /"
   done
+}
+
+seriesbetween() {  # what lies between two frames of the 10 M series: nothing, the image read back, and its PNG too
+  cat "$work/p10m.hrc" > /dev/null
+  within 120 python3 bench/series_between.py "$work/p10m.hrc" --frames 16 | tee "$OUT/series-between.csv"
 }
 
 table() {
