@@ -36,8 +36,7 @@ void SlotStream::play(std::vector<std::uint64_t> order) {
 
 void SlotStream::extend(std::span<const std::uint64_t> units) {
   order_.insert(order_.end(), units.begin(), units.end());
-  reclaim(false);
-  fill();
+  refill();
 }
 
 std::optional<std::uint64_t> SlotStream::upcoming() const {
@@ -142,8 +141,7 @@ std::optional<SlotDelivery> SlotStream::next(Readiness readiness) {
     expect_done(unit, delivery.summary);
   }
   // Consumer work that ended while this one waited frees its slot for the units after.
-  reclaim(false);
-  fill();
+  refill();
   return delivery;
 }
 
@@ -157,8 +155,7 @@ void SlotStream::release(std::uint32_t slot, std::uintptr_t consumer) {
     releasing->after->record(reinterpret_cast<gpu::CUstream>(consumer));
   }
   releasing_.push_back(std::move(releasing));
-  reclaim(false);
-  fill();
+  refill();
 }
 
 void SlotStream::stop() {
@@ -180,8 +177,7 @@ void SlotStream::refill() {
 }
 
 void SlotStream::settle() {
-  reclaim(false);
-  fill();
+  refill();
   if (!in_flight_.empty()) queue_.wait(in_flight_.back().fence);  // a fence covers every request before it
 }
 
