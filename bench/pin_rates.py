@@ -14,7 +14,12 @@ API (ctypes, which releases the GIL) on a read-only mapping of FILE, each line a
   whole file and then copying it;
 - ``beside registration``: what a registration does to copies made meanwhile by other threads: pinned
   H2D (from a page-locked buffer) and memcpy out of the file's mapped pages (the staging lane's two
-  halves), their GB/s while the file is registered against alone.
+  halves), their GB/s while the file is registered against alone;
+- ``queued``: 2 GiB of pinned H2D queued on a stream before the file's registration starts, timed by the
+  stream's events, against the same queue alone (does the copy engine stall, or only the driver's calls?);
+  and ``progressive async xP``: P parts registered one after another on one thread, each part's copy queued
+  on a stream as soon as it is registered (nothing waits until the end), against registering whole and then
+  copying.
 """
 
 from __future__ import annotations
@@ -68,6 +73,33 @@ class Driver:
         pointer = ctypes.c_void_p()
         self._check(self.cuda.cuMemAllocHost_v2(ctypes.byref(pointer), ctypes.c_size_t(size)), "cuMemAllocHost")
         return pointer.value
+
+    def stream(self) -> int:
+        handle = ctypes.c_void_p()
+        self._check(self.cuda.cuStreamCreate(ctypes.byref(handle), 1), "cuStreamCreate")  # non-blocking
+        return handle.value
+
+    def event(self) -> int:
+        handle = ctypes.c_void_p()
+        self._check(self.cuda.cuEventCreate(ctypes.byref(handle), 0), "cuEventCreate")
+        return handle.value
+
+    def record(self, event: int, stream: int) -> None:
+        self._check(self.cuda.cuEventRecord(ctypes.c_void_p(event), ctypes.c_void_p(stream)), "cuEventRecord")
+
+    def elapsed(self, start: int, end: int) -> float:
+        self._check(self.cuda.cuEventSynchronize(ctypes.c_void_p(end)), "cuEventSynchronize")
+        milliseconds = ctypes.c_float()
+        self._check(self.cuda.cuEventElapsedTime(ctypes.byref(milliseconds), ctypes.c_void_p(start), ctypes.c_void_p(end)),
+                    "cuEventElapsedTime")
+        return milliseconds.value / 1e3
+
+    def copy_async(self, device_pointer: int, address: int, size: int, stream: int) -> None:
+        self._check(self.cuda.cuMemcpyHtoDAsync_v2(ctypes.c_uint64(device_pointer), ctypes.c_void_p(address),
+                                                   ctypes.c_size_t(size), ctypes.c_void_p(stream)), "cuMemcpyHtoDAsync")
+
+    def synchronize(self, stream: int) -> None:
+        self._check(self.cuda.cuStreamSynchronize(ctypes.c_void_p(stream)), "cuStreamSynchronize")
 
     def copy_to_device(self, device_pointer: int, address: int, size: int) -> None:
         self._check(self.cuda.cuMemcpyHtoD_v2(ctypes.c_uint64(device_pointer), ctypes.c_void_p(address),
@@ -186,12 +218,59 @@ def beside(driver: Driver, path: str, timed) -> None:
     driver.cuda.cuMemFree_v2(ctypes.c_uint64(device))
 
 
+def queued(driver: Driver, path: str, timed) -> None:
+    """Copies queued ahead of a registration, and a file registered part by part with each part's copy queued."""
+    chunk, count = 64 << 20, 32
+    pinned, device = driver.alloc_host(chunk), driver.alloc(chunk)
+    stream, begin, end = driver.stream(), driver.event(), driver.event()
+    for during in (False, True):
+        mapping, address, size = mapped(path)
+        driver.record(begin, stream)
+        for _ in range(count):
+            driver.copy_async(device, pinned, chunk, stream)
+        driver.record(end, stream)
+        start = time.perf_counter()
+        if during:
+            driver.register(address, size)
+            timed("queued: the registration beside them s", time.perf_counter() - start)
+        timed(f"queued 2 GiB H2D {'during registration' if during else 'alone'} GB/s",
+              count * chunk / driver.elapsed(begin, end) / 1e9)
+        if during:
+            driver.unregister(address)
+        mapping.close()
+    driver.cuda.cuMemFreeHost(ctypes.c_void_p(pinned))
+    driver.cuda.cuMemFree_v2(ctypes.c_uint64(device))
+    mapping, address, size = mapped(path)
+    target = driver.alloc(size)
+    start = time.perf_counter()
+    driver.register(address, size)
+    driver.copy_async(target, address, size, stream)
+    driver.synchronize(stream)
+    timed("whole then queued: register + copy", time.perf_counter() - start)
+    driver.unregister(address)
+    mapping.close()
+    for parts in (4, 8, 16):
+        mapping, address, size = mapped(path)
+        pieces = ranges(size, parts)
+        start = time.perf_counter()
+        for offset, length in pieces:
+            driver.register(address + offset, length)
+            driver.copy_async(target + offset, address + offset, length, stream)
+        driver.synchronize(stream)
+        timed(f"progressive async x{parts}: register + copy", time.perf_counter() - start)
+        for offset, _ in pieces:
+            driver.unregister(address + offset)
+        mapping.close()
+    driver.cuda.cuMemFree_v2(ctypes.c_uint64(target))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("file")
     parser.add_argument("--threads", default="2,4,8")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--child", choices=("exit", "unregister"))
+    parser.add_argument("--only", choices=("queued",), help="only the queued copies and the progressive async parts")
     args = parser.parse_args()
     if args.child:
         child(args.file, args.child == "unregister")
@@ -208,6 +287,9 @@ def main() -> None:
         rows.setdefault(name, []).append(seconds)
 
     for _ in range(args.rounds):
+        if args.only == "queued":
+            queued(driver, args.file, timed)
+            continue
         mapping, address, size = mapped(args.file)
         start = time.perf_counter()
         driver.register(address, size)
@@ -261,6 +343,7 @@ def main() -> None:
             timed(f"child {mode}: registered to ended", time.time() - registered)
         progressive(driver, args.file, timed)
         beside(driver, args.file, timed)
+        queued(driver, args.file, timed)
     size = os.path.getsize(args.file)
     print(f"{args.file}: {size / 1e9:.2f} GB, medians of {args.rounds}")
     for name, values in rows.items():

@@ -1,18 +1,20 @@
-"""What lies between two frames of a series as ``headrace render FILE --frames 0:N`` draws it: the same renderer and
-series (each frame loading the next one's batches) with, between the calls, nothing; the image read back; the image
-read back and handed to the PNG writers (the command's loop); median per frame of the frame's time, its drawing and the
-time between the calls (``between_calls_seconds``). Usage: ``python3 bench/series_between.py FILE [--frames 16]``;
-one CSV row a variant on stdout."""
+"""What lies between two frames of a series as ``headrace render FILE --frames 0:N`` draws it: the same renderer, batch
+and segments, each frame loading the next one's batches, with, between the calls, nothing; the image read back; the
+image read back and handed to the PNG writers (the command's loop); and the image read back with no next frame
+loading. Median per frame of the frame's time, its drawing, the time between the calls (``between_calls_seconds``)
+and the image's read-back. Usage: ``python3 bench/series_between.py FILE [--frames 16]``; one CSV row a variant on
+stdout."""
 
 from __future__ import annotations
 
 import argparse
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import headrace
-from headrace import imaging
+from headrace import imaging, tuning
 from headrace.workloads import particles
 
 
@@ -25,27 +27,33 @@ def main() -> None:
     device = args.device if args.device == "cpu" else int(args.device)
     ds = headrace.open(args.file)
     frames = list(range(min(args.frames, len(ds.frames))))
-    renderer = particles.StreamingRenderer(ds, device=device)
+    defaults = tuning.default_configuration(device, "none")  # as headrace render takes them without a profile
+    renderer = particles.StreamingRenderer(ds, device=device, batch=defaults["batch"], segments=defaults["segments"])
     renderer.render(frames[0])  # the kernels, the file's pages and the image's first read-back made before the variants
     renderer.image()
-    print("variant,frames,frame_ms,draw_ms,between_ms,total_ms")
+    print("variant,frames,frame_ms,draw_ms,between_ms,image_ms,total_ms")
     with tempfile.TemporaryDirectory(dir=Path(args.file).parent) as folder:
-        for variant in ("nothing", "image", "image+png"):
-            rows = []
+        # "image, nothing loading": each frame alone (no next frame loading while the image comes home)
+        for variant in ("nothing", "image", "image+png", "image, nothing loading"):
+            rows, taking = [], []
+            ahead = variant != "image, nothing loading"
             with imaging.ImageWriter() as writer:
                 for n, frame in enumerate(frames):
-                    stats = renderer.render(frame, next_frame=frames[n + 1] if n + 1 < len(frames) else None)
+                    following = frames[n + 1] if ahead and n + 1 < len(frames) else None
+                    stats = renderer.render(frame, next_frame=following)
                     rows.append(stats)
                     if variant != "nothing":
+                        start = time.perf_counter()
                         image = renderer.image()
+                        taking.append(time.perf_counter() - start)
                         if variant == "image+png":
                             writer.write(Path(folder) / f"{variant}_{n:05d}.png", image)
             later = rows[1:]  # the first frame has no call before it
-            print(f"{variant},{len(rows)},{statistics.median(r['seconds'] for r in later) * 1e3:.2f},"
+            print(f"\"{variant}\",{len(rows)},{statistics.median(r['seconds'] for r in later) * 1e3:.2f},"
                   f"{statistics.median(r['draw_seconds'] for r in later) * 1e3:.2f},"
-                  f"{statistics.median(r['between_calls_seconds'] for r in later) * 1e3:.2f},"
+                  f"{statistics.median(r.get('between_calls_seconds', 0.0) for r in later) * 1e3:.2f},"
+                  f"{statistics.median(taking) * 1e3 if taking else 0.0:.2f},"
                   f"{sum(r['seconds'] for r in rows) * 1e3:.1f}")
-
 
 if __name__ == "__main__":
     main()

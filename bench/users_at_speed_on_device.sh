@@ -9,7 +9,8 @@
 # checksumspeed (host and GPU XXH3), gpuchecks (the C++ GPU suite), firstframe (a process's first frame
 # and its second), seriesparts (the 10 M series' frames by segments and checks), seriesbetween (what lies
 # between two of its frames: the image read back, its PNG), profile (imports, Python
-# calls and page-locking of one render and one trace).
+# calls and page-locking of one render and one trace), pinqueued (copies queued beside a registration),
+# timeline (when each part of the one-frame command's wall happens), exitparts (what its end costs).
 # carry [".carry", ".whl"]: the -dev packages and the wheels the image lacks (nvCOMP, KvikIO).
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
@@ -193,6 +194,30 @@ pinrates() {  # page-locking the 100 M file: whole, in parts, progressively besi
   within 200 python3 bench/pin_rates.py "$work/p100.hrc" --rounds "$rounds" --threads 8 | tee "$OUT/pin-rates.txt"
 }
 
+timeline() {  # when each part of the one-frame command's wall happens, beside the bare start's, from the process's start
+  cat "$work/p100.hrc" > /dev/null
+  within 60 python3 bench/command_timeline.py --bare --rounds "$rounds" > "$OUT/timeline-bare.csv"
+  within 90 python3 bench/command_timeline.py --rounds "$rounds" -- render "$work/p100.hrc" --frame 0 --stats \
+    --out build/p100.png > "$OUT/timeline-render.csv"
+  python3 - "$OUT/timeline-bare.csv" "$OUT/timeline-render.csv" <<'PY'
+import csv, statistics, sys
+for path in sys.argv[1:]:
+    rows = list(csv.DictReader(open(path)))
+    names = list(dict.fromkeys(r["stamp"] for r in rows))
+    print(path.rsplit("/", 1)[-1], "; ".join(f"{n} {statistics.median(float(r['ms']) for r in rows if r['stamp'] == n):.0f}" for n in names))
+PY
+}
+
+exitparts() {  # what the one-frame render process's end costs: returning, dropping the GPU's objects first, os._exit
+  cat "$work/p100.hrc" > /dev/null
+  within 90 python3 bench/exit_parts.py "$work/p100.hrc" --rounds "$rounds" | tee "$OUT/exit-parts.csv"
+}
+
+pinqueued() {  # copies queued before a registration: does the copy engine stall? and parts registered with their copies queued
+  cat "$work/p100.hrc" > /dev/null
+  within 150 python3 bench/pin_rates.py "$work/p100.hrc" --rounds "$rounds" --only queued | tee "$OUT/pin-queued.txt"
+}
+
 profile() {  # where a command's wall goes: its imports (-X importtime), its Python calls (cProfile), page-locking
   cat "$work/p100.hrc" "$work/flow256.hrc" > /dev/null
   python3 -c "import sys, numpy, pathlib; print('dont_write_bytecode', sys.flags.dont_write_bytecode, 'numpy pycs',
@@ -288,6 +313,8 @@ seriesparts() {  # the 10 M series' frames: segments for one frame's batches or 
 seriesbetween() {  # what lies between two frames of the 10 M series: nothing, the image read back, and its PNG too
   cat "$work/p10m.hrc" > /dev/null
   within 120 python3 bench/series_between.py "$work/p10m.hrc" --frames 16 | tee "$OUT/series-between.csv"
+  echo "the same with CUDA_DEVICE_MAX_CONNECTIONS=32 (the driver's default 8 hardware queues: may a read-back wait behind copies?)"
+  CUDA_DEVICE_MAX_CONNECTIONS=32 within 120 python3 bench/series_between.py "$work/p10m.hrc" --frames 16 | tee "$OUT/series-between-32.csv"
 }
 
 table() {

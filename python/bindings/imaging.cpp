@@ -2,7 +2,6 @@
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 
-#include <cstring>
 
 #include "bindings.hpp"
 
@@ -12,9 +11,9 @@ using namespace nb::literals;
 namespace headrace::python {
 
 nb::ndarray<nb::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rgba, const workloads::common::Camera& camera) {
-  std::vector<std::uint8_t> bytes(rgba.size() * 4);
-  std::memcpy(bytes.data(), rgba.data(), bytes.size());
-  return owned_array(std::move(bytes), {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4});
+  // The pixels' own memory, read as bytes (RGBA in memory order): a frame's read-back allocates and copies once.
+  return owned_array_as<std::uint8_t>(std::move(rgba),
+                                      {static_cast<std::size_t>(camera.height), static_cast<std::size_t>(camera.width), 4});
 }
 
 void bind_imaging(nb::module_& m) {

@@ -115,7 +115,12 @@ void bind_particles(nb::module_& m) {
            "frame, all ones where nothing was drawn; once `stream` has finished. Sort-last compositing keeps the least.")
       .def("image",
            [](const pt::FrameSession& self, std::uintptr_t stream) {
-             return image_array(self.image(cuda_stream(stream)), self.camera());
+             std::vector<std::uint32_t> image;
+             {
+               nb::gil_scoped_release release;  // the image writer's threads go on while the frame comes home
+               image = self.image(cuda_stream(stream));
+             }
+             return image_array(std::move(image), self.camera());
            },
            "stream"_a = 0, "The image (height, width, 4) uint8 RGBA, once `stream` has finished.");
 

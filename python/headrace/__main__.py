@@ -2,6 +2,6 @@
 
 import sys
 
-from headrace.cli.main import main
+from headrace.cli import run_command
 
-sys.exit(main())
+sys.exit(run_command())

@@ -27,7 +27,7 @@ from headrace.errors import OutOfRangeError, UnavailableError, UsageError
 
 __all__ = ["frame_of", "expect_frame", "device_address", "parse_camera", "camera_spec", "view_box", "OrbitCamera", "packed_background",
            "COLOUR_MAPS", "COLOUR_TABLE_ENTRIES", "colour_table", "chunk_bounds", "recorded_range", "widened_range", "value_range",
-           "write_image", "ImageWriter", "write_animation"]
+           "load_encoders", "write_image", "ImageWriter", "write_animation"]
 
 # Degrees an orbit turns per pixel dragged: a drag across a 1000-pixel view turns it 250 degrees.
 DEGREES_PER_PIXEL = 0.25
@@ -229,6 +229,15 @@ def widened_range(recorded: tuple[float, float] | None) -> tuple[float, float]:
     return (lo, hi) if hi > lo else (lo, lo + 1.0)
 
 
+def load_encoders() -> None:
+    """Loads Pillow and its file formats' encoders, which its first save otherwise imports (40 ms or more, the
+    interpreter's lock held): a command calls it on a thread while its GPU's context is made, so that neither
+    its first frame nor the first image's write pays it."""
+    from PIL import Image  # Pillow loads only where an image is written
+
+    Image.preinit()
+
+
 def write_image(path: os.PathLike | str, image: np.ndarray) -> None:
     """A PNG (or any format Pillow knows by the suffix), through a temporary file and rename. PNGs at zlib's
     level 1: a rendered 1024 x 768 frame in 64 ms where the default level took 104, for 7 % more bytes."""
@@ -249,9 +258,8 @@ class ImageWriter:
     def __init__(self, threads: int = 0, pending: int = 0) -> None:
         from concurrent.futures import Future, ThreadPoolExecutor
 
-        # Pillow imported before the first frame, not by the first write on a thread while the second is drawn.
-        from PIL import Image  # noqa: F401
-
+        # Pillow loaded before the first frame, not by the first write on a thread while the second is drawn.
+        load_encoders()
         self.threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))
         self.pending = pending or 2 * self.threads
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="headrace-images")

@@ -189,6 +189,19 @@ def test_without_a_gpu_no_context_is_made_ahead(monkeypatch):
     assert _gpu_ahead.start("render", ["render", "p.hrc"]) is None
 
 
+def test_the_script_starts_the_context_once_before_the_command_line_loads(monkeypatch):
+    monkeypatch.setattr(_gpu_ahead, "_script", None)
+    monkeypatch.setattr(_gpu_ahead, "_held", {})
+    monkeypatch.delenv("HEADRACE_GPU_AHEAD", raising=False)
+    words = ["render", "p.hrc", "--device", "0"]
+    thread = _gpu_ahead.start_for(words)  # what the headrace script does first
+    assert thread is not None
+    assert _gpu_ahead.start("render", words) is thread  # main() meets it: no second thread
+    thread.join(60)
+    assert _gpu_ahead.start("render", ["render", "q.hrc"]) is not thread  # another command's words: its own
+    assert _gpu_ahead.start_for(["--version"]) is None and _gpu_ahead.start_for(["info"]) is None
+
+
 @pytest.mark.gpu
 def test_a_gpu_commands_context_is_made_ahead_and_held(monkeypatch):
     if not _ext.gpu_count():

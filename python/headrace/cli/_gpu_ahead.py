@@ -15,7 +15,7 @@ from typing import Any
 
 from headrace import _ext
 
-__all__ = ["gpu_asked", "ordinal_of", "start"]
+__all__ = ["gpu_asked", "ordinal_of", "start", "start_for"]
 
 # The commands that work on a GPU, and the GPU each takes without --device (None: the CPU).
 GPU_COMMANDS: dict[str, int | None] = {"render": 0, "play": 0, "stream": 0, "view": 0, "trace": None}
@@ -25,6 +25,7 @@ LOCAL_RANK_VARIABLES = ("OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_
 JOB_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 
 _held: dict[int, Any] = {}  # by GPU, the owner of its context, kept for the process's life
+_script: tuple[tuple[str, ...], threading.Thread | None] | None = None  # the words the headrace script started for
 
 
 def gpu_asked(command: str, words: Sequence[str], environment: Mapping[str, str] | None = None) -> tuple[int, int | None] | None:
@@ -64,10 +65,26 @@ def ordinal_of(asked: int, local_rank: int | None, gpus: int) -> int | None:
     return asked if asked < gpus else None
 
 
+def start_for(words: Sequence[str]) -> threading.Thread | None:
+    """:func:`start` for the command the words name (the first that is not an option), if any: what the
+    ``headrace`` script calls before the command line loads; ``main`` then meets the same thread."""
+    global _script
+    command = next((word for word in words if not word.startswith("-")), None)
+    thread = start(command, words) if command else None
+    _script = (tuple(words), thread)
+    return thread
+
+
 def start(command: str, words: Sequence[str]) -> threading.Thread | None:
     """Starts making the context of the GPU the command will take (:func:`gpu_asked`) on a thread;
     nothing where there is no such GPU (the command then says what it does instead), or with
-    ``HEADRACE_GPU_AHEAD=0``."""
+    ``HEADRACE_GPU_AHEAD=0``. The thread the script started for the same words, if it did."""
+    if _script is not None and _script[0] == tuple(words):
+        return _script[1]
+    return _start(command, words)
+
+
+def _start(command: str, words: Sequence[str]) -> threading.Thread | None:
     terms = gpu_asked(command, words)
     if terms is None or os.environ.get("HEADRACE_GPU_AHEAD", "1") == "0":
         return None

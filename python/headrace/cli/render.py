@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
         if args.fps is not None and args.video is None:
             raise UsageError("--fps needs --video")
         _check_folder_output(args.out)
+    # Pillow's encoders load while the GPU's context is made and the file is opened and page-locked.
+    threading.Thread(target=imaging.load_encoders, name="headrace-encoders").start()
     ds = headrace.open(args.file)
     if args.frame is not None:
         args.frame = imaging.frame_of(ds, args.frame)

@@ -47,7 +47,7 @@ std::vector<std::uint32_t> DepthCompositor::composite(gpu::CUdeviceptr keys, gpu
   communicator_.gpu().make_current();
   if (ranks == 1) {
     gpu::check(gpu::require_driver().cuMemcpyDtoDAsync(image_.pointer(), rgba, pixels * colour_bytes, stream), "cuMemcpyDtoDAsync");
-    return common::read_back<std::uint32_t>(communicator_.gpu(), image_, pixels, stream);
+    return read_back_.read<std::uint32_t>(communicator_.gpu(), image_, pixels, stream);
   }
   if (schedule == CompositeSchedule::direct_send) {
     const PixelRun mine = common::direct_send_band(rank, ranks, width_, height_);
@@ -121,7 +121,7 @@ std::vector<std::uint32_t> DepthCompositor::gather(gpu::CUdeviceptr colours, boo
     gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
     return {};
   }
-  return common::read_back<std::uint32_t>(communicator_.gpu(), image_, pixels, stream);
+  return read_back_.read<std::uint32_t>(communicator_.gpu(), image_, pixels, stream);
 }
 
 }  // namespace headrace::workloads::particles

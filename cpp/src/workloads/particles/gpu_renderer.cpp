@@ -77,11 +77,11 @@ void GpuRenderer::set_look(const GlyphLook& look) {
 }
 
 std::vector<std::uint32_t> GpuRenderer::image(gpu::CUstream stream) const {
-  return common::read_back<std::uint32_t>(device_, rgba_, camera_.pixels(), stream);
+  return read_back_.read<std::uint32_t>(device_, rgba_, camera_.pixels(), stream);
 }
 
 std::vector<std::uint64_t> GpuRenderer::keys(gpu::CUstream stream) const {
-  return common::read_back<std::uint64_t>(device_, keys_, camera_.pixels(), stream);
+  return read_back_.read<std::uint64_t>(device_, keys_, camera_.pixels(), stream);
 }
 
 }  // namespace headrace::workloads::particles

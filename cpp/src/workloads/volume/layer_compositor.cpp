@@ -70,7 +70,7 @@ std::vector<std::uint32_t> LayerCompositor::composite(gpu::CUdeviceptr layer, gp
     gpu::check(gpu::require_driver().cuStreamSynchronize(stream), "cuStreamSynchronize");
     return {};
   }
-  return common::read_back<std::uint32_t>(communicator_.gpu(), image_, static_cast<std::uint64_t>(width) * height, stream);
+  return read_back_.read<std::uint32_t>(communicator_.gpu(), image_, static_cast<std::uint64_t>(width) * height, stream);
 }
 
 }  // namespace headrace::workloads::volume

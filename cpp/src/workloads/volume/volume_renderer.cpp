@@ -273,11 +273,11 @@ void GpuVolumeRenderer::render_layer(gpu::CUdeviceptr scalars, const GpuRegionSt
 }
 
 std::vector<float> GpuVolumeRenderer::layer(gpu::CUstream stream) const {
-  return common::read_back<float>(device_, layer_, static_cast<std::size_t>(width_) * height_ * 4, stream);
+  return read_back_.read<float>(device_, layer_, static_cast<std::size_t>(width_) * height_ * 4, stream);
 }
 
 std::vector<std::uint32_t> GpuVolumeRenderer::image(gpu::CUstream stream) const {
-  return common::read_back<std::uint32_t>(device_, image_, static_cast<std::size_t>(width_) * height_, stream);
+  return read_back_.read<std::uint32_t>(device_, image_, static_cast<std::size_t>(width_) * height_, stream);
 }
 
 std::vector<ValueRange> GpuVolumeRenderer::ranges_of(const GpuRegionState& state) const {

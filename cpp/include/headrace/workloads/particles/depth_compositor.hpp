@@ -12,6 +12,7 @@
 #include "headrace/gpu/communicator.hpp"
 #include "headrace/gpu/kernel_module.hpp"
 #include "headrace/gpu/memory.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 
 namespace headrace::workloads::particles {
 
@@ -46,6 +47,7 @@ class DepthCompositor {
   gpu::CUfunction merge_;
   std::int32_t width_, height_;
   gpu::DeviceBuffer received_keys_, received_rgba_, merged_keys_, merged_rgba_, image_;
+  mutable common::FrameReadBack read_back_;  // the frame buffer's way home
 };
 
 }  // namespace headrace::workloads::particles

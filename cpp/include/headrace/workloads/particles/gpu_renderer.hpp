@@ -9,6 +9,7 @@
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/kernel_module.hpp"
 #include "headrace/gpu/memory.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 #include "headrace/workloads/particles/glyph_look.hpp"
 
 namespace headrace::workloads::particles {
@@ -51,6 +52,7 @@ class GpuRenderer {
   std::uint32_t background_;
   GlyphLook look_;
   gpu::DeviceBuffer keys_, rgba_, table_;
+  mutable common::FrameReadBack read_back_;  // the frame buffer's way home
 };
 
 }  // namespace headrace::workloads::particles

@@ -12,6 +12,7 @@
 #include "headrace/gpu/communicator.hpp"
 #include "headrace/gpu/kernel_module.hpp"
 #include "headrace/gpu/memory.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 #include "headrace/workloads/common/camera.hpp"
 
 namespace headrace::workloads::volume {
@@ -35,6 +36,7 @@ class LayerCompositor {
   Camera camera_;
   std::uint32_t background_;
   gpu::DeviceBuffer received_, band_, image_;
+  mutable common::FrameReadBack read_back_;  // the frame buffer's way home
 };
 
 }  // namespace headrace::workloads::volume

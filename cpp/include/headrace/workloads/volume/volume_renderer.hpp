@@ -10,6 +10,7 @@
 #include "headrace/gpu/device.hpp"
 #include "headrace/gpu/kernel_module.hpp"
 #include "headrace/gpu/memory.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 #include "headrace/workloads/volume/volume_topology.hpp"
 
 namespace headrace::workloads::volume {
@@ -107,6 +108,7 @@ class GpuVolumeRenderer {
   VolumeView host_;  // the topology's shape; pointers replaced by device ones
   std::uint64_t regions_ = 0;
   gpu::DeviceBuffer bricks_, region_first_, region_bricks_, region_step_, region_margin_, tf_, image_, layer_;
+  mutable common::FrameReadBack read_back_;  // the frame buffer's way home
   RenderSettings settings_;
   float tf_lo_ = 0, tf_hi_ = 1, base_step_ = 1;
   std::int32_t width_ = 0, height_ = 0;
