@@ -9,7 +9,7 @@ mkdir -p "$OUT" build
 export HEADRACE_DEADLINE=${HEADRACE_DEADLINE:-$(( $(date +%s) + ${HEADRACE_CALL_SECONDS:-570} ))}
 if [[ -n ${HEADRACE_RESUME:-} ]]; then cp -n "$HEADRACE_RESUME"/*.csv "$OUT"/ 2>/dev/null || true; fi
 exec > >(tee -a "$OUT/run.log") 2>&1  # one log: the device tool brings back at most 8 files
-export PATH=/opt/torch/.venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site
+export PATH=/opt/torch/.venv/bin:$PWD/.carry/bin:$PATH PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site  # .carry/bin: fio
 # The carried shared libraries the image lacks (libsnappy; an install drops the build's rpath).
 export LD_LIBRARY_PATH=$PWD/.carry/deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 

@@ -11,22 +11,22 @@ work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
 
 cold() { sync; echo 3 > /proc/sys/vm/drop_caches; }  # a fresh process follows: no page-locked pages survive
 
-tierdata() {  # 3.2 GB of particles (8 frames of 400 MB) and the same through zstd
+tierdata() {  # 3.2 GB of particles (8 frames of 400 MB) and the same through zstd (not with TIER_PLAIN_ONLY=1)
   mkdir -p "$work"
   [[ -f $work/particles.hrc ]] || within 120 python3 -m headrace generate particles "$work/particles.hrc" --particles 12500000 \
     --frames 8 --seed 0 > /dev/null
-  [[ -f $work/particles-zstd.hrc ]] || within 200 python3 -m headrace compress "$work/particles.hrc" "$work/particles-zstd.hrc" \
+  [[ -n ${TIER_PLAIN_ONLY:-} || -f $work/particles-zstd.hrc ]] || within 200 python3 -m headrace compress "$work/particles.hrc" "$work/particles-zstd.hrc" \
     --codec zstd > /dev/null
   sync
   ls -la "$work"/particles*.hrc
   free -g | head -2
 }
 
-passes() {  # PASS_POLICIES (auto keep kvikio), PASSES a process (2), PASS_ROUNDS (1): each round from a cache drop
+passes() {  # PASS_FILES (particles particles-zstd), PASS_POLICIES (auto keep kvikio), PASSES a process (2), PASS_ROUNDS (1): each round from a cache drop
   echo "file,policy,process,pass,seconds,gbps,bytes_from_disk,bytes_from_cache,cpu_s_per_gb" > "$OUT/passes.csv"
   local file policy process round
   for round in $(seq "${PASS_ROUNDS:-1}"); do
-    for file in particles particles-zstd; do
+    for file in ${PASS_FILES:-particles particles-zstd}; do
       for policy in ${PASS_POLICIES:-auto keep kvikio}; do
         [[ $file == particles-zstd && $policy == kvikio ]] && continue  # KvikIO reads the stored bytes, not the frames
         cold
@@ -191,20 +191,42 @@ if "small_frames" in summary:
 PY
 }
 
-fioceiling() {  # fio over particles.hrc, the cache dropped before each: O_DIRECT (io_uring, 4 jobs x QD 32 x 1 MiB) and buffered (psync, 8 jobs x 1 MiB)
-  command -v fio > /dev/null || { echo "no fio here"; return 0; }
-  local size; size=$(stat -c %s "$work/particles.hrc")
-  echo "mode,jobs,gbps" > "$OUT/fio.csv"
-  local mode jobs
-  for mode in direct buffered; do
-    jobs=$([[ $mode == direct ]] && echo 4 || echo 8)
+fio_rate() {  # fio_rate MODE JOBS DEPTH BLOCK: GB/s of one fio read of particles.hrc (O_DIRECT by io_uring, or buffered by psync)
+  local mode=$1 jobs=$2 depth=$3 block=$4 size; size=$(stat -c %s "$work/particles.hrc")
+  within 60 fio --name="$mode" --filename="$work/particles.hrc" --rw=read --bs="$block" --numjobs="$jobs" \
+    --size=$(( size / jobs / 1048576 ))M --offset_increment=$(( size / jobs / 1048576 ))M --group_reporting --output-format=json \
+    $([[ $mode == direct ]] && echo "--direct=1 --ioengine=io_uring --iodepth=$depth" || echo "--direct=0 --ioengine=psync") \
+    > "build/fio-$mode-$jobs.json" 2>&1
+  python3 -c "import json; d = json.load(open('build/fio-$mode-$jobs.json')); print(round(d['jobs'][0]['read']['bw_bytes'] / 1e9, 3))"
+}
+
+fioceiling() {  # fio over particles.hrc, the cache dropped before each: O_DIRECT through io_uring and buffered by psync, two shapes each
+  command -v fio > /dev/null || { echo "no fio here (scripts/device_carry.sh builds one into .carry/bin from FIO_SOURCE)"; return 0; }
+  echo "mode,jobs,depth,block,gbps" > "$OUT/fio.csv"
+  local shape mode jobs depth block
+  # The issue's shapes (1.21 psync 8 x 1 MiB, 1.58 io_uring 4 x QD32 x 1 MiB, 1.44 4 MiB QD16) and KvikIO's (16 x 16 MiB).
+  for shape in "direct 4 32 1M" "direct 1 16 4M" "buffered 8 1 1M" "buffered 16 1 16M"; do
+    read -r mode jobs depth block <<< "$shape"
     cold
-    within 60 fio --name="$mode" --filename="$work/particles.hrc" --rw=read --bs=1M --numjobs="$jobs" --size=$(( size / jobs / 1048576 ))M \
-      --offset_increment=$(( size / jobs / 1048576 ))M --group_reporting --output-format=json \
-      $([[ $mode == direct ]] && echo "--direct=1 --ioengine=io_uring --iodepth=32" || echo "--direct=0 --ioengine=psync") > "build/fio-$mode.json" 2>&1
-    python3 -c "import json; d = json.load(open('build/fio-$mode.json')); print('$mode,$jobs,' + str(round(d['jobs'][0]['read']['bw_bytes'] / 1e9, 3)))" >> "$OUT/fio.csv"
+    echo "$mode,$jobs,$depth,$block,$(fio_rate "$mode" "$jobs" "$depth" "$block")" >> "$OUT/fio.csv"
   done
   cat "$OUT/fio.csv"
+}
+
+coldvsfio() {  # ROUNDS rounds, a drop before each read: headrace stream with its defaults, fio's best buffered and O_DIRECT shapes
+  command -v fio > /dev/null || { echo "no fio here"; return 0; }
+  echo "round,what,gbps" > "$OUT/cold-vs-fio.csv"
+  local round
+  for round in $(seq "${ROUNDS:-3}"); do
+    cold
+    within 60 python3 -m headrace stream "$work/particles.hrc" --device 0 --json > build/cold-stream.json 2> build/cold-stream.err
+    echo "$round,headrace stream,$(python3 -c "import json; print(round(json.load(open('build/cold-stream.json'))['delivered_gbps'], 3))")" >> "$OUT/cold-vs-fio.csv"
+    cold
+    echo "$round,fio buffered 16 x 16M,$(fio_rate buffered 16 1 16M)" >> "$OUT/cold-vs-fio.csv"
+    cold
+    echo "$round,fio O_DIRECT io_uring 4 x QD32 x 1M,$(fio_rate direct 4 32 1M)" >> "$OUT/cold-vs-fio.csv"
+  done
+  cat "$OUT/cold-vs-fio.csv"
 }
 
 pressure() {  # PRESSURE_MAX: the cgroup's memory.max (2G; 1600M makes the 3.2 GB file twice the limit)

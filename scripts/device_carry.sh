@@ -21,4 +21,15 @@ if ! ls .whl/nvidia_libnvcomp_cu13-*.whl > /dev/null 2>&1; then
     --platform manylinux2014_x86_64 -d .whl nvidia-libnvcomp-cu13==6.0.0.12 kvikio-cu13==26.10.0 \
     libkvikio-cu13==26.10.0 rapids-logger==0.3.0
 fi
+# fio, the disk's referee (bench/memory_tier_on_device.sh fioceiling): the image has none and Debian's links Ceph,
+# Gluster and RDMA; built from fio's own source (FIO_SOURCE: a tree of its tag fio-3.42) with the engines the
+# benchmarks use (io_uring, psync), linking only libc, libm and zlib.
+if [[ ! -x .carry/bin/fio && -n ${FIO_SOURCE:-} ]]; then
+  build=$(mktemp -d)
+  cp -r "$FIO_SOURCE"/. "$build"
+  (cd "$build" && ./configure --disable-native --disable-numa --disable-rdma --disable-rados --disable-rbd --disable-gfapi \
+    --disable-pmem --disable-http --disable-xnvme --disable-libblkio --disable-libzbc --disable-dfs --disable-libnfs \
+    --disable-tcmalloc --disable-isal --disable-isal64 > /dev/null && make -j "$(nproc)" fio > /dev/null)
+  mkdir -p .carry/bin && cp "$build/fio" .carry/bin/fio && rm -rf "$build"
+fi
 du -sh .carry .whl

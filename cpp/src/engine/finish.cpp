@@ -68,14 +68,7 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
   std::vector<io::ReadStatus> reads = queue::carried_statuses(flight, stored_sizes);
   const auto read_at = Clock::now();
   std::vector<RequestId> host_work, device_work;
-  struct Fill {
-    FileId file;
-    staging::HeldCopy* copy;
-    std::uint64_t offset;
-    const std::byte* bytes;
-    std::uint64_t size;
-  };
-  std::vector<Fill> fills;  // what the disk gave for the GPU, into the file's held copy
+  std::vector<HeldFill> fills;  // what the disk gave for the GPU, into the file's held copy
   {
     std::lock_guard lock(mutex_);
     stamp_flight_locked(flight.number, &FlightRecord::landed_s, read_at);
@@ -116,21 +109,18 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
         staging::HeldCopy* held = files_[r.file].held.get();
         if (held != nullptr && entry.plan.region && entry.plan.read_route == io::ReadRoute::direct &&
             !held->filled(r.offset, r.stored_size))
-          fills.push_back({r.file, held, r.offset, entry.plan.region->data, r.stored_size});
+          fills.push_back({id, r.file, held, r.offset, entry.plan.region->data, r.stored_size,
+                           entry.plan.route == Route::device_copy && r.raw_size == r.stored_size});
       }
     }
   }
-  // Before the copies are issued: the staging goes back once they end. The disk lane's reads take
-  // milliseconds a MiB, a memory copy a tenth of one. On this thread alone: spread over the checker's
-  // threads, which fault the copy's fresh pages in side by side, they cost 0.55 CPU s a GB against 0.33
-  // (docs/results.md, eighth session).
-  for (const Fill& fill : fills) fill.copy->fill(fill.offset, fill.bytes, fill.size);
+  fill_held_copies(fills);
   if (!fills.empty()) {
     // Nearly whole (all but its index and headers): locked now, its pages already in, so that the next
     // pass finds it locked.
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < fills.size(); ++i) {
-      const Fill& fill = fills[i];
+      const HeldFill& fill = fills[i];
       if (i > 0 && fills[i - 1].copy == fill.copy) continue;  // a flight's fills come file by file: each copy once
       OpenFile& file = files_[fill.file];
       if (file.held.get() == fill.copy && fill.copy->filled_bytes() + fill.copy->size_bytes() / 100 >= fill.copy->size_bytes() &&
@@ -144,6 +134,41 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
     stamp_flight_locked(flight.number, &FlightRecord::checked_s, Clock::now());
   }
   return finish_on_device(device_work, flight.number, lane, set);
+}
+
+// Before the copies are issued (the staging goes back once they end): the flight's bytes of each held copy
+// page-locked at once (one registration, its fresh pages faulted in by the driver), then each plain copy to
+// the GPU is marked to write its bytes back into the copy by DMA (finish_on_device), the rest copied here.
+// A memory copy here cost 0.35 CPU s a GB of a cold pass, most of what the held copy costs (docs/results.md,
+// ninth session); spread over the checker's threads, 0.55.
+void Queue::Impl::fill_held_copies(const std::vector<HeldFill>& fills) {
+  if (fills.empty()) return;
+  for (std::size_t i = 0; i < fills.size();) {
+    std::uint64_t begin = fills[i].offset, end = fills[i].offset + fills[i].size;
+    std::size_t next = i + 1;
+    for (; next < fills.size() && fills[next].copy == fills[i].copy; ++next) {
+      begin = std::min(begin, fills[next].offset);
+      end = std::max(end, fills[next].offset + fills[next].size);
+    }
+    if (std::any_of(fills.begin() + static_cast<std::ptrdiff_t>(i), fills.begin() + static_cast<std::ptrdiff_t>(next),
+                    [](const HeldFill& fill) { return fill.plain; })) {
+      try {
+        use_context();
+        fills[i].copy->lock_range(begin, end - begin);
+      } catch (const Error& error) {  // refused: the copy holds nothing more, later passes read the disk
+        std::lock_guard lock(mutex_);
+        note_fallback_locked(files_[fills[i].file].path + ": not held (" + error.what() + "): later passes read it again");
+      }
+    }
+    i = next;
+  }
+  std::vector<RequestId> by_dma;
+  for (const HeldFill& fill : fills) {
+    if (fill.plain && fill.copy->locked(fill.offset, fill.size)) by_dma.push_back(fill.id);
+    else fill.copy->fill(fill.offset, fill.bytes, fill.size);
+  }
+  std::lock_guard lock(mutex_);
+  for (const RequestId id : by_dma) book_.entry(id).plan.fills_by_dma = true;
 }
 
 // Checksums and CPU decoding of requests whose bytes pass the host (codec/chunk_checks.hpp). Returns
@@ -221,6 +246,12 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_on_device(const std
   std::vector<codec::gpu::ChunkHasher::Chunk> hashed;
   std::vector<std::pair<std::size_t, codec::ChunkCheck>> gpu_checked;  // (index in ids, its check)
   std::exception_ptr failure;
+  struct FillBack {
+    std::byte* held;
+    gpu::CUdeviceptr destination;
+    std::uint64_t size;
+  };
+  std::vector<FillBack> fills_back;  // the held copy's bytes, from where their copies put them
   {
     std::lock_guard issuing(issue_mutex_);
     staging::HostToDeviceCopies copies;
@@ -235,6 +266,8 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_on_device(const std
         const auto destination = static_cast<gpu::CUdeviceptr>(entry.request.destination.address);
         copies.add(destination, stored_bytes(entry), entry.request.raw_size, source_end(entry));
         copied_early[i] = true;
+        if (entry.plan.fills_by_dma)
+          fills_back.push_back({files_[entry.request.file].held->fill_target(entry.request.offset), destination, entry.request.raw_size});
         // A page-cache read was hashed by its reading thread as it landed: only compared, never summed again.
         if (!hasher_ || !entry.request.checksum || entry.plan.landed_checksum || hashed.size() == gpu_checks_a_flight ||
             !codec::gpu::ChunkHasher::hashes({destination, entry.request.raw_size}))
@@ -250,6 +283,10 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_on_device(const std
       try {
         completion->started.record(stream);
         copies.issue(stream);
+        // After the copies, before the batch's event: a consumer may overwrite the destination once it fires.
+        for (const FillBack& fill : fills_back)
+          gpu::check(gpu::require_driver().cuMemcpyDtoHAsync(fill.held, fill.destination, fill.size, stream), "cuMemcpyDtoHAsync",
+                     "a held copy's bytes back from the GPU");
         if (!copies_late) {
           completion->copied.record(stream);
           completion->event.record(stream);  // all of the batch: consumers see it once its checks passed
@@ -421,9 +458,16 @@ void Queue::Impl::complete_loop() {
       if (copied_total > 0) status.h2d_s = copy_s * static_cast<double>(completion->copied_bytes[i]) / copied_total;
       if (completion->decoded_bytes[i] != 0)
         status.decode_s = decode_s * static_cast<double>(completion->decoded_bytes[i]) / decoded_total;
-      if (gpu_failure) fail_locked(id, gpu_failure);
-      else if (decode_failures[i]) fail_locked(id, decode_failures[i]);
-      else finish_locked(id, RequestState::done, "");
+      if (gpu_failure) {
+        fail_locked(id, gpu_failure);
+      } else if (decode_failures[i]) {
+        fail_locked(id, decode_failures[i]);
+      } else {
+        const Entry& entry = book_.entry(id);
+        if (entry.plan.fills_by_dma && files_[entry.request.file].held)  // its DMA into the held copy is done too
+          files_[entry.request.file].held->record_filled(entry.request.offset, entry.request.raw_size);
+        finish_locked(id, RequestState::done, "");
+      }
     }
     stamp_flight_locked(completion->flight, &FlightRecord::done_s, Clock::now());
   }

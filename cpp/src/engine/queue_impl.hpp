@@ -83,6 +83,9 @@ struct Plan {
   const std::byte* pinned_data = nullptr;
   std::uint64_t pinned_size = 0;
   bool held = false;  // from the held copy
+  // Read from the disk for a plain copy to the GPU: the copy's DMA writes it back into the file's held copy
+  // (finish.cpp), recorded held once the copy is done.
+  bool fills_by_dma = false;
   std::optional<staging::Region> region;  // its staging, between dispatch and the end of its GPU work
   // Its checksum, computed by the thread that read it as its bytes landed (page cache's lane).
   std::optional<std::uint64_t> landed_checksum;
@@ -215,6 +218,17 @@ class Queue::Impl {
     std::vector<std::pair<std::size_t, codec::ChunkCheck>> gpu_checked;  // (index in ids, its check)
     std::exception_ptr failure;
   };
+  // What the disk lane read for the GPU, bound for its file's held copy.
+  struct HeldFill {
+    RequestId id;
+    FileId file;
+    staging::HeldCopy* copy;
+    std::uint64_t offset;
+    const std::byte* bytes;  // where it landed (staging)
+    std::uint64_t size;
+    bool plain;  // a plain copy to the GPU, which may fill the held copy back by DMA
+  };
+  void fill_held_copies(const std::vector<HeldFill>& fills);
   void finish_loop(Lane lane);
   std::optional<IssuedChecks> finish_flight(queue::Flight& flight, Lane lane, std::size_t set);
   // on_gpu (by id): checked on the GPU, so not here.

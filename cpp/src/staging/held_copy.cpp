@@ -49,6 +49,7 @@ HeldCopy::~HeldCopy() noexcept {
 }
 
 void HeldCopy::lock() {
+  std::lock_guard registering(registering_);
   // Per stretch between the spans locked before: its filled bytes' first to last, in whole pages.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> spans;
   {
@@ -68,22 +69,46 @@ void HeldCopy::lock() {
       gap_start = span->second;
     }
   }
-  if (spans.empty()) return;
-  const gpu::CudaDriver& api = gpu::require_driver();
+  for (const auto& [begin, end] : spans) register_span(begin, end);
+}
+
+void HeldCopy::lock_range(std::uint64_t offset, std::uint64_t size) {
+  std::lock_guard registering(registering_);
+  std::uint64_t begin = offset / page * page, end = std::min(mapped_bytes_, (offset + size + page - 1) / page * page);
+  {
+    std::lock_guard lock(mutex_);
+    if (refused()) return;
+    // Clipped to the gap holding its start (what a span before it locks is left out; a span inside ends it).
+    auto after = locked_.upper_bound(begin);
+    if (after != locked_.begin() && std::prev(after)->second > begin) begin = std::prev(after)->second;
+    after = locked_.upper_bound(begin);
+    if (after != locked_.end()) end = std::min(end, after->first);
+  }
+  if (begin < end) register_span(begin, end);
+}
+
+void HeldCopy::register_span(std::uint64_t begin, std::uint64_t end) {
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& [begin, end] : spans) {
-    // Writable, so that the driver pins the pages the fills write (a read-only pin of an untouched page
-    // could take the shared zero page, which a later write replaces).
-    const gpu::CUresult result = api.cuMemHostRegister(data_ + begin, end - begin, gpu::memhostregister_portable);
-    if (result != gpu::cuda_success) {
-      refused_.store(true, std::memory_order_release);
-      gpu::check(result, "cuMemHostRegister", "page-locking " + std::to_string(end - begin) + " bytes of a held copy");
-    }
+  // Writable, so that the driver pins the pages the fills write (a read-only pin of an untouched page
+  // could take the shared zero page, which a later write replaces).
+  const gpu::CUresult result = gpu::require_driver().cuMemHostRegister(data_ + begin, end - begin, gpu::memhostregister_portable);
+  if (result != gpu::cuda_success) {
+    refused_.store(true, std::memory_order_release);
+    gpu::check(result, "cuMemHostRegister", "page-locking " + std::to_string(end - begin) + " bytes of a held copy");
+  }
+  {
     std::lock_guard lock(mutex_);
     locked_.emplace(begin, end);
   }
   lock_seconds_.store(lock_seconds() + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                       std::memory_order_relaxed);
+}
+
+bool HeldCopy::locked(std::uint64_t offset, std::uint64_t size) const {
+  if (refused()) return false;
+  std::lock_guard lock(mutex_);
+  const auto span = run_holding(locked_, offset);
+  return span != locked_.end() && offset + size <= span->second;
 }
 
 bool HeldCopy::unlocked_fills() const {
@@ -109,8 +134,13 @@ std::uint64_t HeldCopy::locked_bytes() const {
 
 void HeldCopy::fill(std::uint64_t offset, const std::byte* bytes, std::uint64_t size) {
   if (refused() || offset >= size_bytes_) return;
+  std::memcpy(data_ + offset, bytes, std::min(size, size_bytes_ - offset));
+  record_filled(offset, size);
+}
+
+void HeldCopy::record_filled(std::uint64_t offset, std::uint64_t size) {
+  if (refused() || offset >= size_bytes_) return;
   size = std::min(size, size_bytes_ - offset);
-  std::memcpy(data_ + offset, bytes, size);
   std::uint64_t start = offset, end = offset + size;
   std::lock_guard lock(mutex_);
   // Joins the runs it touches or meets.

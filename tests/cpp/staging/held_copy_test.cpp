@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "headrace/error.hpp"
@@ -70,13 +71,21 @@ TEST(HeldCopy, LockingACopyWithNothingFilledLocksNothing) {
   EXPECT_EQ(copy.locked_bytes(), 0u);
 }
 
-TEST(HeldCopyGpu, EachLockRegistersWhatWasFilledSinceAndNoSpanCrossesAnother) {
-  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
-  gpu::Device device(0);
-  device.make_current();
-  constexpr std::uint64_t mib = 1 << 20;
-  HeldCopy copy(16 * mib, "data.hrc");
-  const auto bytes = bytes_from(4 * mib, 5);
+// A 16 MiB copy on GPU 0's context, and 4 MiB of bytes to fill it with.
+class HeldCopyGpu : public ::testing::Test {
+ protected:
+  static constexpr std::uint64_t mib = 1 << 20;
+  void SetUp() override {
+    if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+    device_.emplace(0);
+    device_->make_current();
+  }
+  std::optional<gpu::Device> device_;
+  HeldCopy copy{16 * mib, "data.hrc"};
+  const std::vector<std::byte> bytes = bytes_from(4 * mib, 5);
+};
+
+TEST_F(HeldCopyGpu, EachLockRegistersWhatWasFilledSinceAndNoSpanCrossesAnother) {
   copy.fill(0, bytes.data(), 4 * mib);
   copy.lock();
   EXPECT_EQ(copy.locked_bytes(), 4 * mib);
@@ -95,6 +104,39 @@ TEST(HeldCopyGpu, EachLockRegistersWhatWasFilledSinceAndNoSpanCrossesAnother) {
   EXPECT_FALSE(copy.held_until(3 * mib, 2 * mib).has_value()) << "a copy across two registrations is refused by the driver";
   EXPECT_FALSE(copy.held_until(9 * mib, 2 * mib).has_value()) << "not filled past 10 MiB";
   EXPECT_EQ(std::memcmp(copy.data() + 4 * mib, bytes.data(), 4 * mib), 0);
+}
+
+TEST(HeldCopy, BytesADmaWroteAreRecordedHeldWithoutACopy) {
+  constexpr std::uint64_t mib = 1 << 20;
+  HeldCopy copy(4 * mib, "data.hrc");
+  copy.record_filled(mib, mib);
+  EXPECT_TRUE(copy.filled(mib, mib));
+  EXPECT_FALSE(copy.filled(0, 2 * mib));
+  EXPECT_EQ(copy.filled_bytes(), mib);
+  EXPECT_EQ(copy.data()[mib], std::byte{0}) << "recorded, not written";
+  EXPECT_FALSE(copy.locked(mib, mib)) << "nothing is locked without the driver";
+}
+
+TEST_F(HeldCopyGpu, ARangeIsLockedClippedToTheGapItStartsIn) {
+  copy.fill(0, bytes.data(), 4 * mib);
+  copy.lock();  // [0, 4 MiB)
+  copy.lock_range(2 * mib, 4 * mib);  // starts in a span: [4, 6 MiB)
+  EXPECT_EQ(copy.locked_bytes(), 6 * mib);
+  EXPECT_TRUE(copy.locked(4 * mib, 2 * mib));
+  EXPECT_FALSE(copy.locked(3 * mib, 2 * mib)) << "across two registrations";
+  EXPECT_FALSE(copy.held_until(4 * mib, mib).has_value()) << "locked, not filled";
+  copy.lock_range(8 * mib, 4 * mib);
+  copy.lock_range(6 * mib + 100, 4 * mib);  // whole pages, up to the span at 8 MiB
+  EXPECT_EQ(copy.locked_bytes(), 12 * mib);
+  EXPECT_TRUE(copy.locked(6 * mib, 2 * mib));
+  copy.lock_range(4 * mib, mib);  // all locked: nothing registered again
+  EXPECT_EQ(copy.locked_bytes(), 12 * mib);
+  // What a DMA wrote, once recorded, is held for later passes.
+  std::memcpy(copy.fill_target(8 * mib), bytes.data(), 2 * mib);
+  copy.record_filled(8 * mib, 2 * mib);
+  EXPECT_EQ(copy.held_until(8 * mib, 2 * mib), 12 * mib);
+  copy.lock();  // the fills are all locked: nothing more
+  EXPECT_EQ(copy.locked_bytes(), 12 * mib);
 }
 
 TEST(HeldCopy, AnEmptyFileIsNotHeld) {
