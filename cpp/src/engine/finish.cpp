@@ -136,14 +136,22 @@ std::optional<Queue::Impl::IssuedChecks> Queue::Impl::finish_flight(queue::Fligh
   return finish_on_device(device_work, flight.number, lane, set);
 }
 
-// Before the copies are issued (the staging goes back once they end): the flight's bytes of each held copy
-// page-locked at once (one registration, its fresh pages faulted in by the driver), then each plain copy to
-// the GPU is marked to write its bytes back into the copy by DMA (finish_on_device), the rest copied here.
-// A memory copy here cost 0.35 CPU s a GB of a cold pass, most of what the held copy costs (docs/results.md,
-// ninth session); spread over the checker's threads, 0.55.
+// Before the copies are issued (the staging goes back once they end). While the page cache's lane is idle,
+// the flight's bytes of each held copy are page-locked at once (one registration, its fresh pages faulted in
+// by the driver) and each plain copy to the GPU is marked to write its bytes back into the copy by DMA
+// (finish_on_device); the rest, and everything while the page cache's lane reads, are copied here. A memory
+// copy here cost 0.35 CPU s a GB of a cold pass (0.30 in all by DMA; spread over the checker's threads,
+// 0.55); beside the page cache's lane, the registrations held its copies' driver calls and pinned what a
+// half-cached file never fills whole (0.85 x KvikIO and 1.14 x its CPU, against 0.96 and 0.8 by memory
+// copies; docs/results.md, tenth session).
 void Queue::Impl::fill_held_copies(const std::vector<HeldFill>& fills) {
   if (fills.empty()) return;
-  for (std::size_t i = 0; i < fills.size();) {
+  bool beside_page_cache = false;
+  {
+    std::lock_guard lock(mutex_);
+    beside_page_cache = book_.has_pending(cache_lane) || !flights_[cache_lane].empty();
+  }
+  for (std::size_t i = 0; i < fills.size() && !beside_page_cache;) {
     std::uint64_t begin = fills[i].offset, end = fills[i].offset + fills[i].size;
     std::size_t next = i + 1;
     for (; next < fills.size() && fills[next].copy == fills[i].copy; ++next) {
@@ -164,7 +172,7 @@ void Queue::Impl::fill_held_copies(const std::vector<HeldFill>& fills) {
   }
   std::vector<RequestId> by_dma;
   for (const HeldFill& fill : fills) {
-    if (fill.plain && fill.copy->locked(fill.offset, fill.size)) by_dma.push_back(fill.id);
+    if (!beside_page_cache && fill.plain && fill.copy->locked(fill.offset, fill.size)) by_dma.push_back(fill.id);
     else fill.copy->fill(fill.offset, fill.bytes, fill.size);
   }
   std::lock_guard lock(mutex_);
