@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -17,13 +18,14 @@ namespace headrace::workloads::common {
 // Reads frame buffers back through page-locked memory on a stream of its own, kept for the next read:
 // the copy waits for the drawing stream named and nothing else. A pageable cuMemcpyDtoH goes through the
 // driver's staging on the legacy stream, and a series' next frame is loading on other streams meanwhile.
-// One thread reads at a time (a renderer's image is taken by the thread that drew it).
+// Reads from several threads take turns (the bindings let go of the interpreter's lock while one waits).
 class FrameReadBack {
  public:
   // Waits for `stream`, then copies the first `count` values of T from `buffer` on `device`'s GPU.
   template <typename T>
   [[nodiscard]] std::vector<T> read(const gpu::Device& device, const gpu::DeviceBuffer& buffer, std::size_t count,
                                     gpu::CUstream stream) {
+    std::lock_guard lock(mutex_);
     device.make_current();
     const auto& driver = gpu::require_driver();
     gpu::check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize");
@@ -40,6 +42,7 @@ class FrameReadBack {
   }
 
  private:
+  std::mutex mutex_;
   std::optional<gpu::Stream> copies_;  // made on first use, in the device's context
   gpu::PinnedBuffer pinned_;
 };
