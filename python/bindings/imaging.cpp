@@ -2,7 +2,6 @@
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 
-
 #include "bindings.hpp"
 
 namespace nb = nanobind;

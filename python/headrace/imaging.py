@@ -230,9 +230,9 @@ def widened_range(recorded: tuple[float, float] | None) -> tuple[float, float]:
 
 
 def load_encoders() -> None:
-    """Loads Pillow and its file formats' encoders, which its first save otherwise imports (40 ms or more, the
-    interpreter's lock held): a command calls it on a thread while its GPU's context is made, so that neither
-    its first frame nor the first image's write pays it."""
+    """Loads Pillow and its file formats' encoders, which its first save otherwise imports (25 ms on the CPU
+    machine, the interpreter's lock held): a command calls it on a thread while its GPU's context is made, so
+    that neither its first frame nor the first image's write pays it."""
     from PIL import Image  # Pillow loads only where an image is written
 
     Image.preinit()

@@ -15,7 +15,7 @@ from typing import Any
 
 from headrace import _ext
 
-__all__ = ["gpu_asked", "ordinal_of", "start", "start_for"]
+__all__ = ["command_word", "gpu_asked", "ordinal_of", "start", "start_for"]
 
 # The commands that work on a GPU, and the GPU each takes without --device (None: the CPU).
 GPU_COMMANDS: dict[str, int | None] = {"render": 0, "play": 0, "stream": 0, "view": 0, "trace": None}
@@ -65,11 +65,16 @@ def ordinal_of(asked: int, local_rank: int | None, gpus: int) -> int | None:
     return asked if asked < gpus else None
 
 
+def command_word(words: Sequence[str]) -> str | None:
+    """The word naming the command: the first that is not an option of ``headrace`` itself."""
+    return next((word for word in words if not word.startswith("-")), None)
+
+
 def start_for(words: Sequence[str]) -> threading.Thread | None:
-    """:func:`start` for the command the words name (the first that is not an option), if any: what the
-    ``headrace`` script calls before the command line loads; ``main`` then meets the same thread."""
+    """:func:`start` for the command the words name (:func:`command_word`), if any: what the ``headrace``
+    script calls before the command line loads; ``main`` then meets the same thread."""
     global _script
-    command = next((word for word in words if not word.startswith("-")), None)
+    command = command_word(words)
     thread = start(command, words) if command else None
     _script = (tuple(words), thread)
     return thread

@@ -70,7 +70,7 @@ def build_parser(full: Collection[str] = SUBCOMMANDS) -> Parser:
 
 def _command_named(argv: Sequence[str]) -> list[str]:
     """The subcommand the words name (the first that is not an option of ``headrace`` itself), if any."""
-    word = next((word for word in argv if not word.startswith("-")), None)
+    word = _gpu_ahead.command_word(argv)
     return [word] if word in COMMANDS else []
 
 
