@@ -1,8 +1,8 @@
 """When each part of a command's wall happens, as milliseconds from the process's start: a `headrace` command run in a
-fresh child process, run as the ``headrace`` script runs it, with stamps at its steps (the interpreter up, ``import
-headrace``, the thread making the GPU's context started and its context made,
-the engine, the file added, each frame, the image read back, written, the engine let go, the interpreter's exit
-handlers), and the child's end as this process sees it. ``--bare`` runs the bare start instead (interpreter,
+fresh child process, run as the ``headrace`` script runs it (its context's thread started as ``import headrace``
+begins), with stamps at its steps (the interpreter up, ``import headrace``, the context made and let go, the engine,
+the file added, each frame, the image read back, written, the engine let go, the interpreter's exit handlers), and the
+child's end as this process sees it. ``--bare`` runs the bare start instead (interpreter,
 ``import headrace``, a CUDA context), stamped alike. Usage::
 
     python3 bench/command_timeline.py [--rounds 3] -- render FILE --frame 0 --out IMG.png --stats
@@ -38,8 +38,10 @@ if sys.argv[1] == "--bare":
     _ext.CudaStream(0)
     stamp("context")
     sys.exit(0)
+# The interpreter's words as the headrace script's: the package starts the context's thread as it loads.
+sys.orig_argv = [sys.executable, "headrace", *sys.argv[1:]]
 import headrace.cli
-from headrace.cli import _gpu_ahead
+from headrace import _gpu_ahead
 stamp("import headrace")
 
 def wrap(owner, name, before=None, after=None):
@@ -57,37 +59,30 @@ def watch_context():  # the context made ahead: polled, the thread's own code is
     while not _gpu_ahead._held:
         time.sleep(0.0005)
     stamp("context made ahead")
+    while _gpu_ahead._held:
+        time.sleep(0.0005)
+    stamp("context let go")
 
-start_ahead, started = _gpu_ahead.start, []
-def started_ahead(*args):
-    # The stamps' hooks go in once the context's thread has started, as the command's own imports follow it.
-    thread = start_ahead(*args)
-    if started:  # main() asks again for the thread the script started
-        return thread
-    started.append(thread)
-    stamp("context thread started")
-    threading.Thread(target=watch_context, daemon=True).start()
-    import headrace
-    from headrace import engine, imaging
-    from headrace.workloads.particles import streaming
-    wrap(streaming.StreamingRenderer, "__init__", "renderer: start", "renderer: made")
-    wrap(engine.Engine, "add_file", "engine made; file: start", "file added")
-    add_file = engine.Engine.add_file
-    def add_file_said(self, path):
-        file = add_file(self, path)
-        import re
-        locked = re.search(r"page-locked \(.*?\) in ([0-9.]+) s", self.queue.describe())
-        if locked:  # the registration's own time, from the queue's note, as a row of its own
-            stamps.append(("page-locking took (ms; not a stamp)", float(locked.group(1)) * 1e3))
-        return file
-    engine.Engine.add_file = add_file_said
-    wrap(streaming.StreamingRenderer, "render", "frame: start", "frame: drawn")
-    wrap(streaming.StreamingRenderer, "image", None, "image read back")
-    wrap(imaging, "write_image", "PNG: start", "PNG: written")
-    wrap(engine, "release_file", "release file: start", "release file: done")
-    wrap(headrace, "release_engines", None, "engines released")
-    return thread
-_gpu_ahead.start = started_ahead
+threading.Thread(target=watch_context, daemon=True).start()
+# The stamps' hooks: the command's own modules load here rather than after its words are parsed.
+from headrace import engine, imaging
+from headrace.workloads.particles import streaming
+wrap(streaming.StreamingRenderer, "__init__", "renderer: start", "renderer: made")
+wrap(engine.Engine, "add_file", "engine made; file: start", "file added")
+add_file = engine.Engine.add_file
+def add_file_said(self, path):
+    file = add_file(self, path)
+    import re
+    locked = re.search(r"page-locked \(.*?\) in ([0-9.]+) s", self.queue.describe())
+    if locked:  # the registration's own time, from the queue's note, as a row of its own
+        stamps.append(("page-locking took (ms; not a stamp)", float(locked.group(1)) * 1e3))
+    return file
+engine.Engine.add_file = add_file_said
+wrap(streaming.StreamingRenderer, "render", "frame: start", "frame: drawn")
+wrap(streaming.StreamingRenderer, "image", None, "image read back")
+wrap(imaging, "write_image", "PNG: start", "PNG: written")
+wrap(engine, "release_file", "release file: start", "release file: done")
+wrap(headrace, "release_engines", None, "engines released")
 sys.argv = ["headrace", *sys.argv[1:]]
 code = headrace.cli.run_command()  # as the headrace script runs it
 stamp("command returned")

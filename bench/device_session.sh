@@ -57,8 +57,9 @@ tests() {
 }
 
 gputests() {
-  # Every GPU test (the grid-order gather, points, traces and the lab's files among them) against its CPU reference.
-  within 240 python3 -m pytest -q -p no:cacheprovider -rfs -m gpu -o faulthandler_timeout=60 tests/python \
+  # Every GPU test (the grid-order gather, points, traces and the lab's files among them) against its CPU reference;
+  # GPU_TESTS names fewer (test files or folders).
+  within 240 python3 -m pytest -q -p no:cacheprovider -rfs -m gpu -o faulthandler_timeout=60 ${GPU_TESTS:-tests/python} \
     --deselect tests/python/test_readme.py::test_the_gpu_block_runs_as_written > "$OUT/gputests.log" 2>&1
   echo "pytest -m gpu: exit $?"
   grep -E "^(FAILED|ERROR|E  )|passed|failed" "$OUT/gputests.log" | head -60

@@ -2,8 +2,9 @@
 and segments, each frame loading the next one's batches, with, between the calls, nothing; the image read back; the
 image read back and handed to the PNG writers (the command's loop); and the image read back with no next frame
 loading. Median per frame of the frame's time, its drawing, the time between the calls (``between_calls_seconds``)
-and the image's read-back. Usage: ``python3 bench/series_between.py FILE [--frames 16]``; one CSV row a variant on
-stdout."""
+and the image's read-back; ``--png-threads`` repeats the PNG variant with that many writer threads (the command's
+default is half the cores, at most 8). Usage: ``python3 bench/series_between.py FILE [--frames 16] [--png-threads 4,2]``;
+one CSV row a variant on stdout."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ def main() -> None:
     parser.add_argument("file")
     parser.add_argument("--frames", type=int, default=16)
     parser.add_argument("--device", default="0")
+    parser.add_argument("--png-threads", default="", help="writer threads of more PNG variants, comma-separated")
     args = parser.parse_args()
     device = args.device if args.device == "cpu" else int(args.device)
     ds = headrace.open(args.file)
@@ -31,13 +33,16 @@ def main() -> None:
     renderer = particles.StreamingRenderer(ds, device=device, batch=defaults["batch"], segments=defaults["segments"])
     renderer.render(frames[0])  # the kernels, the file's pages and the image's first read-back made before the variants
     renderer.image()
+    renderer.reserve_images(2 * imaging.writer_threads() + 2)  # as the command does before its first frame
     print("variant,frames,frame_ms,draw_ms,between_ms,image_ms,total_ms")
     with tempfile.TemporaryDirectory(dir=Path(args.file).parent) as folder:
         # "image, nothing loading": each frame alone (no next frame loading while the image comes home)
-        for variant in ("nothing", "image", "image+png", "image, nothing loading"):
+        more = [f"image+png, {int(n)} threads" for n in args.png_threads.split(",") if n]
+        for variant in ("nothing", "image", "image+png", "image, nothing loading", *more):
             rows, taking = [], []
             ahead = variant != "image, nothing loading"
-            with imaging.ImageWriter() as writer:
+            threads = int(variant.split(", ")[1].split()[0]) if variant in more else 0
+            with imaging.ImageWriter(threads=threads) as writer:
                 for n, frame in enumerate(frames):
                     following = frames[n + 1] if ahead and n + 1 < len(frames) else None
                     stats = renderer.render(frame, next_frame=following)
@@ -46,7 +51,7 @@ def main() -> None:
                         start = time.perf_counter()
                         image = renderer.image()
                         taking.append(time.perf_counter() - start)
-                        if variant == "image+png":
+                        if variant.startswith("image+png"):
                             writer.write(Path(folder) / f"{variant}_{n:05d}.png", image)
             later = rows[1:]  # the first frame has no call before it
             print(f"\"{variant}\",{len(rows)},{statistics.median(r['seconds'] for r in later) * 1e3:.2f},"

@@ -73,10 +73,13 @@ timed() {  # timed NAME COMMAND...: wall seconds of one fresh process into users
   (( status == 0 )) || tail -3 "build/$name.err"
 }
 
-starts() {  # the bare process start: interpreter, import headrace, the CUDA context
+starts() {  # the bare process start: interpreter, import headrace, the CUDA context (one after another, and overlapped)
   local round
   for round in $(seq "$rounds"); do
     timed "start-$round" python3 -c "import headrace; from headrace import _ext; _ext.CudaStream(0)"
+    # the same with the context made on a thread as the package loads, as the headrace script's is
+    timed "start-ahead-$round" python3 -c "import sys; sys.orig_argv = [sys.executable, 'headrace', 'stream', 'x']
+import headrace; from headrace import _gpu_ahead; _gpu_ahead._script[1].join()"
   done
 }
 
@@ -310,11 +313,9 @@ seriesparts() {  # the 10 M series' frames: segments for one frame's batches or 
   done
 }
 
-seriesbetween() {  # what lies between two frames of the 10 M series: nothing, the image read back, and its PNG too
+seriesbetween() {  # what lies between two frames of the 10 M series: nothing, the image read back, and its PNG too (8 to 1 writers)
   cat "$work/p10m.hrc" > /dev/null
-  within 120 python3 bench/series_between.py "$work/p10m.hrc" --frames 16 | tee "$OUT/series-between.csv"
-  echo "the same with CUDA_DEVICE_MAX_CONNECTIONS=32 (the driver's default 8 hardware queues: may a read-back wait behind copies?)"
-  CUDA_DEVICE_MAX_CONNECTIONS=32 within 120 python3 bench/series_between.py "$work/p10m.hrc" --frames 16 | tee "$OUT/series-between-32.csv"
+  within 120 python3 bench/series_between.py "$work/p10m.hrc" --frames 16 --png-threads 4,2,1 | tee "$OUT/series-between.csv"
 }
 
 table() {

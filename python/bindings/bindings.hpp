@@ -13,6 +13,7 @@
 
 #include "headrace/gpu/cuda_driver.hpp"
 #include "headrace/workloads/common/camera.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 
 namespace headrace::python {
 // Keyword arguments left as None keep the setting's default.
@@ -56,6 +57,9 @@ nanobind::ndarray<nanobind::numpy, T> owned_array(std::vector<T>&& values, std::
 }
 // Row-major RGBA8 pixels as a (height, width, 4) uint8 array.
 [[nodiscard]] nanobind::ndarray<nanobind::numpy, std::uint8_t> image_array(std::vector<std::uint32_t>&& rgba,
+                                                                           const workloads::common::Camera& camera);
+// The same over a pooled frame (workloads::common::FramePool), which the array holds while it lives.
+[[nodiscard]] nanobind::ndarray<nanobind::numpy, std::uint8_t> image_array(workloads::common::FramePool::Buffer&& rgba,
                                                                            const workloads::common::Camera& camera);
 }  // namespace headrace::python
 

@@ -57,9 +57,22 @@ nb::dlpack::dtype dlpack_dtype(format::DType dtype) {
 
 // The GPU's primary context stays retained while the stream lives (no other owner may hold it).
 struct OwnStream {
-  gpu::Device device;
-  gpu::Stream stream;
-  explicit OwnStream(int ordinal) : device(ordinal), stream((device.make_current(), gpu::Stream())) {}
+  std::optional<gpu::Device> device;
+  std::optional<gpu::Stream> stream;
+  explicit OwnStream(int ordinal) : device(std::in_place, ordinal) {
+    device->make_current();
+    stream.emplace();
+  }
+  [[nodiscard]] const gpu::Stream& open() const {
+    HEADRACE_EXPECT(stream.has_value(), UsageError, "this CudaStream was closed");
+    return *stream;
+  }
+  // The stream, then this hold on the context: the last hold's release tears the context down (60 ms
+  // and more), which close() lets happen without the interpreter's lock, where a destructor holds it.
+  void close() noexcept {
+    stream.reset();
+    device.reset();
+  }
 };
 
 // GPU memory whose GPU's primary context stays retained while it lives: made where nothing else holds the
@@ -115,9 +128,11 @@ void bind_gpu(nb::module_& m) {
 
   nb::class_<OwnStream>(m, "CudaStream", "A CUDA stream of its own (non-blocking) on a GPU, whose context it holds.")
       .def(nb::init<int>(), "device"_a, nb::call_guard<nb::gil_scoped_release>())  // a context takes 0.1 to 0.5 s
-      .def_prop_ro("handle", [](const OwnStream& s) { return reinterpret_cast<std::uintptr_t>(s.stream.handle()); },
+      .def_prop_ro("handle", [](const OwnStream& s) { return reinterpret_cast<std::uintptr_t>(s.open().handle()); },
                    "The CUstream, as an integer (CuPy's ExternalStream, the DLPack stream argument).")
-      .def("synchronize", [](const OwnStream& s) { s.stream.synchronize(); }, nb::call_guard<nb::gil_scoped_release>());
+      .def("synchronize", [](const OwnStream& s) { s.open().synchronize(); }, nb::call_guard<nb::gil_scoped_release>())
+      .def("close", &OwnStream::close, nb::call_guard<nb::gil_scoped_release>(),
+           "Destroys the stream and lets go of the context; the context goes with the last of its holders. Idempotent.");
 
   m.def("nccl_unavailable_reason", []() -> std::string { return shim::nccl() ? "" : shim::why_no_nccl(); },
         "Why NCCL cannot be loaded (empty when it can).");

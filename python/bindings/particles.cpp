@@ -115,14 +115,19 @@ void bind_particles(nb::module_& m) {
            "frame, all ones where nothing was drawn; once `stream` has finished. Sort-last compositing keeps the least.")
       .def("image",
            [](const pt::FrameSession& self, std::uintptr_t stream) {
-             std::vector<std::uint32_t> image;
+             workloads::common::FramePool::Buffer image;
              {
                nb::gil_scoped_release release;  // the image writer's threads go on while the frame comes home
-               image = self.image(cuda_stream(stream));
+               image = self.image_pooled(cuda_stream(stream));
              }
              return image_array(std::move(image), self.camera());
            },
-           "stream"_a = 0, "The image (height, width, 4) uint8 RGBA, once `stream` has finished.");
+           "stream"_a = 0,
+           "The image (height, width, 4) uint8 RGBA, once `stream` has finished: on a GPU, in memory the renderer "
+           "takes back for a later image once the array is gone.")
+      .def("reserve_images", &pt::FrameSession::reserve_images, "count"_a, nb::call_guard<nb::gil_scoped_release>(),
+           "Makes the memory of `count` images ahead (a series' writers hold that many at once), its pages in place, so "
+           "no frame's image faults its own in; nothing on the CPU.");
 
   nb::class_<pt::DepthCompositor>(m, "DepthCompositor",
                                   "Sort-last compositing of particle images by depth on the GPUs that drew them, over NCCL.")

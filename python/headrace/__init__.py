@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from headrace import _ext
+from headrace import _ext, _gpu_ahead
+
+# The headrace script's GPU context starts now, on a thread, while NumPy and the modules below load (120 ms that
+# it otherwise waited for once they had); in any other program this does nothing.
+_gpu_ahead.start_for_script()
+
 from headrace._libraries import register_wheel_library_directories
 from headrace.dataset import Dataset, Field, Frame, open
 from headrace.engine import Engine, release_engines, shared_engine, shared_engines

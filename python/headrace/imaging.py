@@ -249,6 +249,11 @@ def write_image(path: os.PathLike | str, image: np.ndarray) -> None:
         Image.fromarray(image, "RGBA").save(partial, format=image_format, **({"compress_level": 1} if image_format == "PNG" else {}))
 
 
+def writer_threads() -> int:
+    """How many threads an :class:`ImageWriter` writes with unless told: half the cores, at most 8."""
+    return max(1, min(8, (os.cpu_count() or 2) // 2))
+
+
 class ImageWriter:
     """Images of a series written by a few threads while the next frames are drawn (Pillow's encoders
     release the GIL), each as :func:`write_image` writes it. At most ``pending`` wait at once (a write
@@ -260,7 +265,7 @@ class ImageWriter:
 
         # Pillow loaded before the first frame, not by the first write on a thread while the second is drawn.
         load_encoders()
-        self.threads = threads or max(1, min(8, (os.cpu_count() or 2) // 2))
+        self.threads = threads or writer_threads()
         self.pending = pending or 2 * self.threads
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="headrace-images")
         self._writes: list[Future[None]] = []

@@ -8,9 +8,13 @@ range and the words it refuses; a refused word must end in a one-line usage erro
 from __future__ import annotations
 
 import argparse
+import sys
+import threading
+import time
 
 import pytest
 
+import headrace
 from headrace.cli._shared import Bounded, Device
 from headrace.cli.main import build_parser, main
 
@@ -124,7 +128,6 @@ def test_help_states_each_range(capsys):
 
 def test_piped_output_is_neither_wrapped_nor_a_traceback_when_the_reader_leaves(tmp_path):
     import subprocess
-    import sys
 
     import numpy as np
 
@@ -142,10 +145,10 @@ def test_piped_output_is_neither_wrapped_nor_a_traceback_when_the_reader_leaves(
     assert piped.stdout.strip() == "{" and "Traceback" not in piped.stderr and "Error" not in piped.stderr, piped.stderr
 
 
-# --- a GPU command's context, made while its module loads (cli/_gpu_ahead.py) ---
+# --- a GPU command's context, made while its module loads (_gpu_ahead.py) ---
 
 from headrace import _ext  # noqa: E402
-from headrace.cli import _gpu_ahead  # noqa: E402
+from headrace import _gpu_ahead  # noqa: E402
 
 JOB_OF_4 = {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_RANK": "2"}
 
@@ -212,3 +215,64 @@ def test_a_gpu_commands_context_is_made_ahead_and_held(monkeypatch):
         assert thread is not None
         thread.join(60)
     assert list(_gpu_ahead._held) == [0] and _gpu_ahead._held[0].handle != 0
+    _gpu_ahead.release_held()  # what a command whose GPU work is done does while it writes its output
+    assert _gpu_ahead._held == {}
+
+
+@pytest.mark.gpu
+def test_a_closed_cuda_stream_says_so_and_closes_once():
+    if not _ext.gpu_count():
+        pytest.skip("no GPU")
+    stream = _ext.CudaStream(0)
+    stream.close()
+    stream.close()
+    with pytest.raises(headrace.UsageError, match="closed"):
+        stream.handle
+
+
+@pytest.mark.parametrize(("interpreter_words", "expected"), [
+    (["/usr/bin/python3", "/venv/bin/headrace", "render", "p.hrc"], ["render", "p.hrc"]),  # the script pip made
+    (["python3", "-m", "headrace", "play", "a.hrc"], ["play", "a.hrc"]),
+    (["python3", "-X", "importtime", "-u", "-m", "headrace", "render"], ["render"]),  # the interpreter's options skipped
+    (["python3", "-W", "error", "/x/headrace"], []),
+    (["python3", "-m", "pytest", "tests"], None),  # any other program that imports headrace: nothing ahead
+    (["python3", "-c", "import headrace"], None),
+    (["python3", "simulation.py", "render"], None),
+    (["python3", "-m", "headrace.cli"], None),
+    (["python3"], None),
+])
+def test_the_headrace_script_is_known_by_the_interpreters_words(interpreter_words, expected):
+    assert _gpu_ahead.script_words(interpreter_words) == expected
+
+
+def test_the_scripts_context_starts_as_the_package_loads_and_the_command_meets_it(monkeypatch):
+    monkeypatch.setattr(_gpu_ahead, "_script", None)
+    monkeypatch.setattr(_gpu_ahead, "_held", {})
+    monkeypatch.delenv("HEADRACE_GPU_AHEAD", raising=False)
+    monkeypatch.setattr(sys, "orig_argv", [sys.executable, "-m", "headrace", "render", "p.hrc"])
+    thread = _gpu_ahead.start_for_script()  # what `import headrace` does first
+    assert thread is not None
+    assert _gpu_ahead.start_for(["render", "p.hrc"]) is thread  # run_command, then main(), meet the same thread
+    thread.join(60)
+    monkeypatch.setattr(sys, "orig_argv", [sys.executable, "-m", "pytest"])
+    assert _gpu_ahead.start_for_script() is None
+
+
+def test_letting_go_waits_for_the_context_then_closes_each_held_once(monkeypatch):
+    closed = []
+
+    class Held:
+        def __init__(self, ordinal):
+            self.ordinal = ordinal
+
+        def close(self):
+            closed.append(self.ordinal)
+
+    maker = threading.Thread(target=lambda: time.sleep(0.05))
+    maker.start()
+    monkeypatch.setattr(_gpu_ahead, "_script", (("render", "p.hrc"), maker))
+    monkeypatch.setattr(_gpu_ahead, "_held", {0: Held(0), 1: Held(1)})
+    _gpu_ahead.release_held()
+    assert not maker.is_alive() and sorted(closed) == [0, 1] and _gpu_ahead._held == {}
+    _gpu_ahead.release_held()
+    assert sorted(closed) == [0, 1]

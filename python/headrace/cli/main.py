@@ -19,8 +19,7 @@ import warnings
 from collections.abc import Callable, Collection, Sequence
 from typing import TextIO
 
-from headrace import __version__, distributed, errors
-from headrace.cli import _gpu_ahead
+from headrace import __version__, _gpu_ahead, distributed, errors
 from headrace.cli._shared import Parser
 
 __all__ = ["main", "build_parser", "COMMANDS", "SUBCOMMANDS"]

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import headrace
-from headrace import distributed, engine, imaging, tuning
+from headrace import _gpu_ahead, distributed, engine, imaging, tuning
 from headrace.cli._many_ranks import add_many_rank_arguments
 from headrace.cli._output import console, count_progress
 from headrace.cli._point_options import ColourOption, ColourSource, RadiusOption, given_point_options
@@ -227,14 +227,16 @@ def _write_image(path: str | Path, image: Any) -> None:
 
 def _write_last_image(path: str | Path, image: Any, file: str | Path) -> None:
     """The command's one image, encoded on a thread while the engines let go of ``file`` (the caller has
-    dropped its renderer): its pages are unlocked meanwhile (0.03 s for 3.2 GB, docs/results.md), which
-    the process's exit would otherwise pay after the PNG. Unlocked by close_path, which lets the encoder
-    run: an engine's destructor holds the interpreter's lock."""
+    dropped its renderer) and the GPU's context is let go: its pages are unlocked (0.03 s for 3.2 GB,
+    docs/results.md) and the context torn down meanwhile, which the process's exit would otherwise pay
+    after the PNG. Unlocked by close_path and the context closed by CudaStream.close, which let the
+    encoder run: an engine's destructor holds the interpreter's lock."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with imaging.ImageWriter(threads=1) as writer:
         writer.write(path, image)
         engine.release_file(file)
         headrace.release_engines()
+        _gpu_ahead.release_held()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -313,10 +315,14 @@ def run(args: argparse.Namespace) -> int:
                                         fov=args.fov, background=args.background, batch=batch, segments=segments,
                                         threads=args.threads, method=method, device=device, camera_frame=_series_start(args, ds),
                                         **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
+    if args.frame is None:  # a series: the images its writers hold at once (and one coming home), made ahead
+        images_start = time.perf_counter()
+        renderer.reserve_images(2 * imaging.writer_threads() + 2)
+        renderer.setup_seconds["images"] = time.perf_counter() - images_start
     if args.stats:  # paid once a process, apart from any frame's time
         parts = ", ".join(f"{name} {seconds * 1e3:.1f}" for name, seconds in renderer.setup_seconds.items())
         console.print(f"  setup: {(time.perf_counter() - setup_start) * 1e3:.1f} ms ({parts}: the engine, the file opened "
-                      f"and page-locked if the engine pins it, the renderer)")
+                      f"and page-locked if the engine pins it, the renderer" + (", the images' memory" if args.frame is None else "") + ")")
 
     def draw(frame: int, next_frame: int | None = None):
         stats = renderer.render(frame, next_frame=next_frame)

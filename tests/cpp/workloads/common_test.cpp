@@ -1,8 +1,10 @@
 // What every renderer shares (workloads/common/): cameras refuse what cannot be and a spec makes the camera
 // its orbit or look-at names; a colour map's entry clamps at the ends and takes the first for NaN, and a
-// map of the wrong size or range is refused naming it.
+// map of the wrong size or range is refused naming it; a frame pool hands its buffers out again once their
+// last holder lets go, keeps no more than it was told, and its buffers outlive it.
 #include <cmath>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -10,6 +12,7 @@
 #include "headrace/error.hpp"
 #include "headrace/workloads/common/camera.hpp"
 #include "headrace/workloads/common/colour_map.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 
 namespace headrace::workloads::common {
 namespace {
@@ -63,6 +66,44 @@ TEST(ColourMap, RefusesAMapOfTheWrongSizeOrRange) {
   EXPECT_NE(message(std::vector<float>(12), 0, 1).find("a transfer function holds 256 RGBA entries, got 12 floats"), std::string::npos);
   EXPECT_NE(message(table, 1, 1).find("a transfer function's value range"), std::string::npos);
   EXPECT_NE(message(table, 0, NAN).find("a transfer function's value range"), std::string::npos);
+}
+
+TEST(FramePool, ABufferComesBackOnceItsLastHolderLetsGo) {
+  FramePool pool;
+  FramePool::Buffer first = pool.take(3 << 20);
+  std::byte* const memory = first.get();
+  FramePool::Buffer holder = first;  // an image writer's array
+  first.reset();
+  EXPECT_NE(pool.take(3 << 20).get(), memory) << "handed out again while a holder had it";
+  EXPECT_EQ(pool.free_buffers(), 1u);  // the one just taken and let go; `memory` is still held
+  std::thread([released = std::move(holder)]() mutable { released.reset(); }).join();  // let go on another thread
+  EXPECT_EQ(pool.free_buffers(), 2u);
+  const FramePool::Buffer again = pool.take(1 << 20);  // a smaller frame takes a free buffer too
+  EXPECT_EQ(pool.free_buffers(), 1u);
+}
+
+TEST(FramePool, ReservedBuffersWaitForFramesUpToWhatItKeeps) {
+  FramePool pool(4);
+  pool.reserve(1 << 20, 3);
+  EXPECT_EQ(pool.free_buffers(), 3u);
+  std::vector<FramePool::Buffer> held;
+  for (int i = 0; i < 6; ++i) held.push_back(pool.take(1 << 20));  // three reserved, three made
+  EXPECT_EQ(pool.free_buffers(), 0u);
+  held.clear();
+  EXPECT_EQ(pool.free_buffers(), 4u) << "keeps four; the others go back to the system";
+  pool.reserve(2 << 20, 2);  // larger frames: the small buffers cannot serve them
+  EXPECT_EQ(pool.free_buffers(), 4u);
+}
+
+TEST(FramePool, ABufferOutlivesItsPool) {
+  FramePool::Buffer kept;
+  {
+    FramePool pool;
+    kept = pool.take(4096);
+    kept.get()[4095] = std::byte{7};
+  }
+  EXPECT_EQ(kept.get()[4095], std::byte{7});
+  kept.reset();  // freed, with no pool to go back to
 }
 
 }  // namespace

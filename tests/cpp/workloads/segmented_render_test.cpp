@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -375,6 +376,33 @@ TEST(SegmentedRenderGpu, ASeriesLoadingTheNextFrameAheadDrawsEachFramesReference
       }
     }
   }
+}
+
+TEST(SegmentedRenderGpu, ASeriesImagesInRecycledMemoryAreEachFramesOwnWhileWritersHoldThem) {
+  if (gpu::device_count() == 0) GTEST_SKIP() << "no GPU: " << (gpu::driver() ? "no device" : gpu::why_no_driver());
+  const SeriesFile file;
+  const auto container = format::Container::open(file.path);
+  engine::QueueOptions options = host_queue(io::BackendKind::posix);
+  options.device = 0;
+  engine::Queue queue(options);
+  const queue::FileId id = queue.add_file(file.path);
+  GpuRenderer renderer(0, test_camera(), 0xff000000u);
+  renderer.reserve_images(2);
+  SegmentedRenderer segmented(renderer);
+  const std::size_t pixels = test_camera().pixels();
+  std::vector<std::pair<std::uint32_t, common::FramePool::Buffer>> writing;  // two images held at once, as writers hold them
+  std::set<const std::byte*> memory;
+  for (const std::uint32_t frame : {0u, 1u, 2u, 0u, 1u, 2u}) {
+    (void)segmented.render(queue, id, container, frame, 0, {.batch_particles = 300, .segments = 8, .next_frame = (frame + 1) % 3});
+    writing.emplace_back(frame, renderer.image_pooled(nullptr));
+    memory.insert(writing.back().second.get());
+    if (writing.size() > 2) writing.erase(writing.begin());
+    for (const auto& [drawn, image] : writing) {  // a held image is never drawn over by a later frame
+      const auto* rgba = reinterpret_cast<const std::uint32_t*>(image.get());
+      EXPECT_EQ(std::vector<std::uint32_t>(rgba, rgba + pixels), reference_image(file.frames[drawn])) << "frame " << drawn;
+    }
+  }
+  EXPECT_EQ(memory.size(), 3u) << "two held and one coming home: the same three buffers serve the series";
 }
 
 }  // namespace

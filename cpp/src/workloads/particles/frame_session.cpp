@@ -1,6 +1,7 @@
 #include "headrace/workloads/particles/frame_session.hpp"
 
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "headrace/error.hpp"
@@ -59,6 +60,16 @@ void FrameSession::set_look(const GlyphLook& look) {
 }
 
 std::vector<std::uint32_t> FrameSession::image(gpu::CUstream stream) const { return gpu_ ? gpu_->image(stream) : cpu_->image(); }
+
+common::FramePool::Buffer FrameSession::image_pooled(gpu::CUstream stream) const {
+  if (gpu_) return gpu_->image_pooled(stream);
+  auto copy = std::make_shared<std::vector<std::uint32_t>>(cpu_->image());
+  return {copy, reinterpret_cast<std::byte*>(copy->data())};  // owned by the copy
+}
+
+void FrameSession::reserve_images(std::size_t count) const {
+  if (gpu_) gpu_->reserve_images(count);
+}
 
 std::vector<std::uint64_t> FrameSession::keys(gpu::CUstream stream) const { return gpu_ ? gpu_->keys(stream) : cpu_->keys(); }
 

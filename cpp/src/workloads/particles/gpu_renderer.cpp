@@ -80,6 +80,12 @@ std::vector<std::uint32_t> GpuRenderer::image(gpu::CUstream stream) const {
   return read_back_.read<std::uint32_t>(device_, rgba_, camera_.pixels(), stream);
 }
 
+common::FramePool::Buffer GpuRenderer::image_pooled(gpu::CUstream stream) const {
+  return read_back_.read_pooled<std::uint32_t>(device_, rgba_, camera_.pixels(), stream);
+}
+
+void GpuRenderer::reserve_images(std::size_t count) const { read_back_.reserve<std::uint32_t>(camera_.pixels(), count); }
+
 std::vector<std::uint64_t> GpuRenderer::keys(gpu::CUstream stream) const {
   return read_back_.read<std::uint64_t>(device_, keys_, camera_.pixels(), stream);
 }

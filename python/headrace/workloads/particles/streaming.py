@@ -139,7 +139,14 @@ class StreamingRenderer:
         return stats
 
     def image(self) -> np.ndarray:
+        """The last frame's image (height, width, 4) uint8 RGBA; on a GPU in memory the renderer takes back for a
+        later image once the array is gone (:meth:`reserve_images`)."""
         return self._renderer.image()
+
+    def reserve_images(self, count: int) -> None:
+        """Makes the memory of ``count`` images ahead, its pages in place: a series whose writers hold that many
+        images at once then draws no frame whose image faults its memory in (nothing on the CPU)."""
+        self._renderer.reserve_images(int(count))
 
     def describe(self) -> str:
         return self.queue.describe()

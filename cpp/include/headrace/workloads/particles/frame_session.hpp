@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "headrace/workloads/common/camera.hpp"
+#include "headrace/workloads/common/frame_buffer.hpp"
 #include "headrace/workloads/particles/segmented_render.hpp"
 
 namespace headrace::workloads::particles {
@@ -41,6 +42,10 @@ class FrameSession {
 
   // Row-major RGBA8 and each pixel's depth key (depth_key), once `stream` has finished.
   [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
+  // image() in memory a GPU renderer recycles (GpuRenderer::image_pooled; the CPU reference's is a copy of its
+  // own); reserve_images makes `count` ahead on a GPU, and does nothing on the CPU.
+  [[nodiscard]] common::FramePool::Buffer image_pooled(gpu::CUstream stream) const;
+  void reserve_images(std::size_t count) const;
   [[nodiscard]] std::vector<std::uint64_t> keys(gpu::CUstream stream) const;
   [[nodiscard]] const Camera& camera() const noexcept { return camera_; }
   // The GPU renderer (sort-last compositing reads its frame buffer where it lies); UsageError on the CPU reference.

@@ -31,6 +31,10 @@ class GpuRenderer {
   void set_look(const GlyphLook& look);
   // Waits for stream, then copies the image (row-major RGBA8, top row first).
   [[nodiscard]] std::vector<std::uint32_t> image(gpu::CUstream stream) const;
+  // The same into memory the renderer recycles once every holder lets go (a series' images on their way to
+  // the writers); reserve_images makes `count` of them ahead.
+  [[nodiscard]] common::FramePool::Buffer image_pooled(gpu::CUstream stream) const;
+  void reserve_images(std::size_t count) const;
   // Waits for stream, then copies each pixel's depth key (depth_key; empty_key where nothing was drawn):
   // what sort-last compositing of several renderers' images compares.
   [[nodiscard]] std::vector<std::uint64_t> keys(gpu::CUstream stream) const;

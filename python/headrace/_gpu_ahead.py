@@ -3,19 +3,23 @@
 Creating a CUDA context takes 0.1 to 0.5 s (more when several ranks of a node make theirs at once); a
 command made it inside its first frame, its tracer or its stream, after half a second of imports it could
 have overlapped. The context made here is the GPU's primary context, the one the engine, the renderers and
-the tracer take, held for the process's life.
+the tracer take, held for the process's life or until :func:`release_held`. The ``headrace`` script's
+starts as ``import headrace`` begins (:func:`start_for_script`, called by the package before NumPy and the
+container's modules load), so it lives in the core: the package's face may not import the command line.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from headrace import _ext
 
-__all__ = ["command_word", "gpu_asked", "ordinal_of", "start", "start_for"]
+__all__ = ["command_word", "gpu_asked", "ordinal_of", "release_held", "script_words", "start", "start_for",
+           "start_for_script"]
 
 # The commands that work on a GPU, and the GPU each takes without --device (None: the CPU).
 GPU_COMMANDS: dict[str, int | None] = {"render": 0, "play": 0, "stream": 0, "view": 0, "trace": None}
@@ -68,6 +72,46 @@ def ordinal_of(asked: int, local_rank: int | None, gpus: int) -> int | None:
 def command_word(words: Sequence[str]) -> str | None:
     """The word naming the command: the first that is not an option of ``headrace`` itself."""
     return next((word for word in words if not word.startswith("-")), None)
+
+
+def script_words(interpreter_words: Sequence[str]) -> list[str] | None:
+    """The command's words when the interpreter's own (:data:`sys.orig_argv`) run the ``headrace`` script or
+    ``python -m headrace``; None for any other program (a script of the user's that imports headrace, pytest)."""
+    at = 1
+    while at < len(interpreter_words):
+        word = interpreter_words[at]
+        if word == "-m":
+            named = interpreter_words[at + 1:at + 2]
+            return list(interpreter_words[at + 2:]) if named == ["headrace"] else None
+        if word in ("-c", "-"):
+            return None
+        if word in ("-X", "-W", "--check-hash-based-pycs"):  # an option and its value
+            at += 2
+            continue
+        if word.startswith("-"):
+            at += 1
+            continue
+        return list(interpreter_words[at + 1:]) if os.path.basename(word) == "headrace" else None
+    return None
+
+
+def start_for_script() -> threading.Thread | None:
+    """:func:`start_for` the command this process runs, if it is the ``headrace`` script's (:func:`script_words`):
+    what the package does first, so the context is made while NumPy and the package's modules load (120 ms
+    on the GPU machine, which a context made after them waited for)."""
+    words = script_words(getattr(sys, "orig_argv", []))
+    return start_for(words) if words is not None else None
+
+
+def release_held() -> None:
+    """Lets go of the contexts made here: a command whose last GPU work is done calls it on a thread while it
+    writes its output, so the context's teardown (60 ms and more with the command's memory) is not paid at exit.
+    The context goes only once every other holder (engines, renderers) has let go too; the thread that made it
+    is waited for first."""
+    if _script is not None and _script[1] is not None:
+        _script[1].join()
+    while _held:
+        _held.popitem()[1].close()
 
 
 def start_for(words: Sequence[str]) -> threading.Thread | None:
