@@ -172,6 +172,79 @@ def test_turbulence_is_divergence_free_at_several_scales_and_stored_as_computed(
         generate_flow(tmp_path / "x.hrc", dims=dims, block=block, kind="lamb")
 
 
+def _rk4(velocity, points, t0, t1, steps):
+    """Points carried by ``velocity(x, y, z, t)`` from t0 to t1 in ``steps`` RK4 steps (the tests' own integrator)."""
+    h, t, p = (t1 - t0) / steps, t0, np.array(points, dtype=np.float64)
+
+    def f(q, time):
+        return velocity(q[:, 0], q[:, 1], q[:, 2], time)
+
+    for _ in range(steps):
+        k1 = f(p, t)
+        k2 = f(p + h / 2 * k1, t + h / 2)
+        k3 = f(p + h / 2 * k2, t + h / 2)
+        k4 = f(p + h * k3, t + h)
+        p, t = p + h / 6 * (k1 + 2 * k2 + 2 * k3 + k4), t + h
+    return p
+
+
+def test_the_rotations_paths_are_its_closed_form_and_rk4_converges_to_them_at_order_4():
+    start = np.array([[0.5, 0.0, -0.5], [0.0, -0.8, 0.0], [0.3, 0.4, 0.2]])
+    exact = flow.rotation_path(start, 0.7, np.array([0.7, 2.7]))
+    np.testing.assert_array_equal(exact[0], start)
+    assert np.allclose(np.hypot(exact[1][:, 0], exact[1][:, 1]), np.hypot(start[:, 0], start[:, 1]))  # radius kept
+    np.testing.assert_allclose(exact[1][:, 2] - start[:, 2], 2.0 * flow.ROTATION_RISE)
+    errors_by_steps = [np.abs(_rk4(flow.rotation_velocity, start, 0.7, 2.7, n) - exact[1]).max() for n in (10, 20, 40)]
+    assert errors_by_steps[-1] < 1e-6
+    for coarse, fine in zip(errors_by_steps, errors_by_steps[1:]):
+        assert 12 < coarse / fine < 20  # halving the step: 2^4 = 16 times smaller
+
+
+def test_the_double_gyre_is_its_stream_functions_and_its_z_paths_are_closed_form():
+    x, y, z = np.meshgrid(np.linspace(0.1, 1.9, 7), np.linspace(0.1, 0.9, 5), np.linspace(0.1, 0.9, 3), indexing="ij")
+    time, h = 3.3, 1e-6
+    swing = flow.GYRE_EPSILON * math.sin(flow.GYRE_OMEGA * time)
+
+    def stream(px, py):  # Shadden et al.'s psi
+        return flow.GYRE_A * np.sin(math.pi * (swing * px * px + (1 - 2 * swing) * px)) * np.sin(math.pi * py)
+
+    velocity = flow.double_gyre_velocity(x, y, z, time)
+    np.testing.assert_allclose(velocity[..., 0], -(stream(x, y + h) - stream(x, y - h)) / (2 * h), atol=1e-7)
+    np.testing.assert_allclose(velocity[..., 1], (stream(x + h, y) - stream(x - h, y)) / (2 * h), atol=1e-7)
+    start = np.array([[0.5, 0.5, 0.2], [1.5, 0.3, 0.6]])
+    carried = _rk4(flow.double_gyre_velocity, start, 1.0, 6.0, 400)
+    np.testing.assert_allclose(carried[:, 2], flow.double_gyre_z(start[:, 2], 1.0, np.array([6.0]))[0], atol=1e-10)
+    assert np.all((carried[:, :2] >= 0) & (carried[:, :2] <= [2, 1]))  # the gyres keep their points in the box
+
+
+@pytest.mark.parametrize(("kind", "velocity", "low", "high", "dt"), [
+    ("rotation", flow.rotation_velocity, (-1, -1, -1), (1, 1, 1), 0.1),
+    ("double-gyre", flow.double_gyre_velocity, (0, 0, 0), (2, 1, 1), 0.25),
+])
+def test_an_unsteady_flow_is_written_at_its_frames_times_over_its_box(tmp_path, kind, velocity, low, high, dt):
+    dims, block = (9, 6, 5), (4, 4, 4)
+    ds = headrace.open(generate_flow(tmp_path / "u.hrc", dims=dims, block=block, frames=4, kind=kind,
+                                     dt=None if dt == 0.1 else dt))
+    assert [frame.time for frame in ds.frames] == [round(k * dt, 12) for k in range(4)]  # 0.3, not 3 * 0.1
+    assert ds.attributes["flow"] == kind and list(ds.attributes["grid_origin"]) == list(low)
+    spacing = [(b - a) / (d - 1) for a, b, d in zip(low, high, dims)]
+    assert list(ds.attributes["grid_spacing"]) == pytest.approx(spacing)
+    assert ds.frames[0].bbox == (tuple(map(float, low)), tuple(map(float, high)))
+    z, y, x = np.meshgrid(*(a + np.arange(n) * h for a, n, h in zip(low[::-1], dims[::-1], spacing[::-1])), indexing="ij")
+    for frame in (0, 3):
+        stored = from_blocks(ds.read(frame, "velocity", stored_order=True), dims, block)
+        np.testing.assert_allclose(stored, velocity(x, y, z, ds.frames[frame].time), rtol=1e-6, atol=1e-6)
+
+
+def test_an_unknown_kind_or_a_time_step_that_is_not_positive_is_refused(tmp_path):
+    with pytest.raises(errors.UsageError, match="abc, turbulence, rotation, double-gyre"):
+        generate_flow(tmp_path / "x.hrc", dims=(4, 4, 4), kind="lamb")
+    for dt in (0.0, -1.0, float("nan")):
+        with pytest.raises(errors.UsageError, match="--dt"):
+            generate_flow(tmp_path / "x.hrc", dims=(4, 4, 4), kind="rotation", dt=dt)
+    assert not (tmp_path / "x.hrc").exists()
+
+
 def test_flow_is_stored_in_blocks(tmp_path):
     dims, block = (8, 12, 16), (4, 4, 8)
     ds = headrace.open(generate_flow(tmp_path / "f.hrc", dims=dims, block=block, frames=2, seed=9))

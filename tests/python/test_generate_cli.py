@@ -45,6 +45,15 @@ def test_generate_flow(tmp_path, capsys):
     assert summary["attributes"]["layout"] == "blocks"
 
 
+def test_generate_an_unsteady_flow_at_a_chosen_time_step(tmp_path, capsys):
+    output = tmp_path / "g.hrc"
+    assert main(["generate", "flow", str(output), "--dims", "9", "5", "5", "--frames", "3", "--kind", "double-gyre",
+                 "--dt", "0.5"]) == 0
+    assert [frame.time for frame in headrace.open(output).frames] == [0.0, 0.5, 1.0]
+    assert main(["generate", "flow", str(tmp_path / "h.hrc"), "--dims", "4", "4", "4", "--dt", "0"]) == 2
+    assert "--dt" in capsys.readouterr().err and not (tmp_path / "h.hrc").exists()
+
+
 def test_a_block_that_does_not_divide_the_grid_leaves_partial_blocks_at_the_edges(tmp_path):
     output = tmp_path / "f.hrc"
     assert main(["generate", "flow", str(output), "--dims", "8", "8", "8", "--block", "3", "4", "4"]) == 0

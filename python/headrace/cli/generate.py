@@ -5,8 +5,9 @@ field or an AMR field; the same --seed always gives the same values.
 
 particles: uniform random spheres filling a third of the unit box, 8 float32 each (x, y, z, radius,
 r, g, b, a), frames repeating the same particles; volume: moving Gaussian blobs on a nodal grid; flow:
-an ABC velocity field stored in native blocks; amr: the moving blobs on levels of bricks refined where
-they vary most, the topology fixed over time.
+a velocity field stored in native blocks (the ABC flow, turbulence, or an unsteady flow whose paths are
+known: a rotation whose rate changes with time, the 3D double gyre); amr: the moving blobs on levels of
+bricks refined where they vary most, the topology fixed over time.
 
 A data set holds at most 1 TiB of values, and an uncompressed one must fit the free space of OUT's
 file system: both are checked before anything is written. An existing OUT.hrc is replaced only with
@@ -46,7 +47,7 @@ from headrace.cli._writer_options import (
 from headrace.errors import UsageError
 from headrace.generate import generate_amr, generate_flow, generate_particles, generate_volume
 from headrace.generate.amr import MOST_CELLS as MOST_AMR_CELLS, MOST_LEVELS as MOST_AMR_LEVELS
-from headrace.generate.flow import default_block
+from headrace.generate.flow import FLOW_KINDS, default_block
 from headrace.writer import default_chunk_size
 
 __all__ = ["register", "run", "MAX_DATA_BYTES"]
@@ -85,9 +86,11 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                         help="write values below C as 0: empty space, which compresses (default: 0, off; "
                              "the field peaks near 1)")
 
-    flow = kinds.add_parser("flow", help="ABC velocity field stored in blocks",
+    flow = kinds.add_parser("flow", help="a velocity field stored in blocks (ABC, turbulence, unsteady analytic flows)",
                             description="Writes a velocity field (3 float32 a grid point) stored in blocks, for "
-                                        "headrace trace: the analytic ABC flow or synthetic turbulence.")
+                                        "headrace trace: the analytic ABC flow, synthetic turbulence, or an unsteady "
+                                        "flow whose paths are known in closed form or to any precision (a rotation "
+                                        "whose rate changes with time; the time-dependent double gyre in 3D).")
     add_output_argument(flow)
     flow.add_argument("--dims", type=AXIS, nargs=3, required=True, metavar=("X", "Y", "Z"),
                       help="grid points along x, y and z (12 bytes each)")
@@ -95,8 +98,12 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                       help="block size in points, at most the grid's (default 32 32 32, or the grid where smaller); "
                            "blocks at the far edges are partial where it does not divide the grid")
     flow.add_argument("--frames", type=FRAMES, default=1, metavar="F", help="time steps (default: 1, a steady flow)")
-    flow.add_argument("--kind", choices=("abc", "turbulence"), default="abc",
-                      help="the analytic ABC flow, or synthetic turbulence at several scales (default: abc)")
+    flow.add_argument("--kind", choices=tuple(FLOW_KINDS), default="abc",
+                      help="the analytic ABC flow on [0, 2 pi]^3, synthetic turbulence at several scales, a rigid rotation "
+                           "about z whose rate swings with time (with a steady rise) on [-1, 1]^3, or the time-dependent "
+                           "double gyre on [0, 2] x [0, 1] x [0, 1] (default: abc)")
+    flow.add_argument("--dt", type=Real(0.0, 1e6, "time units", above=True), default=None, metavar="DT",
+                      help="time between frames (default: 1 for abc and turbulence, 0.1 for rotation and double-gyre)")
 
     amr = kinds.add_parser("amr", help="time-varying AMR: moving blobs on levels refined where they vary most "
                                        "(topology fixed over time)",
@@ -174,7 +181,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         args.block = args.block or default_block(args.dims)
         _check_flow_chunks(args)
-        generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames, kind=args.kind)
+        generate, sizes = generate_flow, dict(dims=args.dims, block=args.block, frames=args.frames, kind=args.kind,
+                                              dt=args.dt)
     before = refuse_existing(args.output, args.force)
     _check_room(args.output, total, args.codec)
     started = time.perf_counter()

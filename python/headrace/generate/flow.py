@@ -15,6 +15,19 @@ a unit vector perpendicular to ``k_n`` (so the field is divergence-free), phases
 frequencies ``omega_n ~ k_n^(2/3)``; scaled to an rms speed of 1. Streamlines in it wander across the
 whole grid, through many blocks, as the paper's turbulent mixing layer makes them do.
 
+Two unsteady flows whose paths are known (issue 40's pathlines test against them), frame ``k`` at time
+``k * dt`` (``dt`` 0.1 unless given; the ABC flow and turbulence keep ``dt = 1``):
+
+- ``rotation``: a rigid rotation about the z axis whose rate changes with time, with a steady rise, on
+  ``[-1, 1]^3``: ``u = -w(t) y``, ``v = w(t) x``, ``w_z = ROTATION_RISE``, ``w(t) = 1 + ROTATION_SWING sin(2 pi t /
+  ROTATION_PERIOD)``. A path keeps its radius and turns by the integral of ``w`` (:func:`rotation_path`, closed
+  form). The field is linear in space, so trilinear interpolation is exact; only the time between frames is
+  interpolated (linearly), an error of order ``dt^2`` against the continuous rate.
+- ``double-gyre``: the time-dependent double gyre (Shadden, Lekien and Marsden, Physica D 212, 2005) on
+  ``[0, 2] x [0, 1]`` with ``A = 0.1``, ``epsilon = 0.25``, ``omega = 2 pi / 10``, extended to 3D on ``z in [0, 1]``
+  by ``w_z = GYRE_RISE sin(pi z)``, whose paths in z are closed form (``tan(pi z / 2)`` grows as ``exp(pi
+  GYRE_RISE t)``); in x and y they are known to any precision by integrating :func:`double_gyre_velocity`.
+
 Block layout (``layout = "blocks"``, ``block_dims = [BX, BY, BZ]``): the grid is cut into blocks of
 BX x BY x BZ points; blocks are stored one after another, x fastest, then y, then z (block (bi, bj, bk)
 is number ``bi + NBX * (bj + NBY * bk)``, ``NBX = ceil(X / BX)``), and each block's points are one
@@ -55,6 +68,16 @@ __all__ = [
     "TURBULENCE_MODES",
     "turbulence_modes",
     "turbulence_velocity",
+    "FLOW_KINDS",
+    "ROTATION_PERIOD",
+    "ROTATION_RISE",
+    "ROTATION_SWING",
+    "GYRE_RISE",
+    "rotation_velocity",
+    "rotation_path",
+    "double_gyre_velocity",
+    "double_gyre_z",
+    "frame_times",
 ]
 
 PERIOD_FRAMES = 16
@@ -115,13 +138,88 @@ def turbulence_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float
     return out
 
 
+ROTATION_PERIOD = 4.0  # the rate's swing repeats every 4 time units
+ROTATION_SWING = 0.5
+ROTATION_RISE = 0.1
+
+
+def _rotation_rate(time: float) -> float:
+    return 1.0 + ROTATION_SWING * math.sin(2.0 * math.pi * time / ROTATION_PERIOD)
+
+
+def _rotation_angle(time: np.ndarray) -> np.ndarray:
+    """The rate's integral from 0 to each of ``times``."""
+    phase = 2.0 * math.pi / ROTATION_PERIOD
+    return time + ROTATION_SWING * (1.0 - np.cos(phase * time)) / phase
+
+
+def rotation_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float, *, seed: int = 0) -> np.ndarray:
+    """The rotation's velocity at points ``(x, y, z)`` and ``time``, shape ``(..., 3)`` (``seed`` unused)."""
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(z))
+    rate = _rotation_rate(time)
+    out = np.empty(shape + (3,))
+    out[..., 0] = -rate * np.broadcast_to(y, shape)
+    out[..., 1] = rate * np.broadcast_to(x, shape)
+    out[..., 2] = ROTATION_RISE
+    return out
+
+
+def rotation_path(start: np.ndarray, t0: float, times: np.ndarray) -> np.ndarray:
+    """Where the points ``start`` (N, 3), released at ``t0``, are at ``times`` (T,): shape (T, N, 3), closed form."""
+    start = np.asarray(start, dtype=np.float64).reshape(-1, 3)
+    turned = (_rotation_angle(np.asarray(times, dtype=np.float64)) - _rotation_angle(np.asarray(t0, dtype=np.float64)))[:, None]
+    c, s = np.cos(turned), np.sin(turned)
+    x, y, z = start[:, 0], start[:, 1], start[:, 2]
+    rise = (np.asarray(times, dtype=np.float64) - t0)[:, None] * ROTATION_RISE
+    return np.stack([c * x - s * y, s * x + c * y, z + rise], axis=-1)
+
+
+GYRE_A, GYRE_EPSILON, GYRE_OMEGA = 0.1, 0.25, 2.0 * math.pi / 10.0
+GYRE_RISE = 0.05
+
+
+def double_gyre_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float, *, seed: int = 0) -> np.ndarray:
+    """The 3D double gyre's velocity at points ``(x, y, z)`` and ``time``, shape ``(..., 3)`` (``seed`` unused)."""
+    shape = np.broadcast_shapes(np.shape(x), np.shape(y), np.shape(z))
+    swing = GYRE_EPSILON * math.sin(GYRE_OMEGA * time)
+    a, b = swing, 1.0 - 2.0 * swing
+    f = a * x * x + b * x
+    out = np.empty(shape + (3,))
+    out[..., 0] = np.broadcast_to(-math.pi * GYRE_A * np.sin(math.pi * f) * np.cos(math.pi * y), shape)
+    out[..., 1] = np.broadcast_to(math.pi * GYRE_A * np.cos(math.pi * f) * np.sin(math.pi * y) * (2.0 * a * x + b), shape)
+    out[..., 2] = np.broadcast_to(GYRE_RISE * np.sin(math.pi * z), shape)
+    return out
+
+
+def double_gyre_z(z0: np.ndarray, t0: float, times: np.ndarray) -> np.ndarray:
+    """The double gyre's z of points released at ``z0`` (N,) in (0, 1) at ``t0``, at ``times`` (T,): (T, N), closed form."""
+    grown = np.exp(math.pi * GYRE_RISE * (np.asarray(times, dtype=np.float64) - t0))[:, None]
+    return 2.0 / math.pi * np.arctan(np.tan(math.pi * np.asarray(z0, dtype=np.float64) / 2.0)[None, :] * grown)
+
+
+# Each kind: its velocity, the box it fills (low corner, high corner) and the time between frames unless told.
+FLOW_KINDS = {
+    "abc": (abc_velocity, (0.0, 0.0, 0.0), (2.0 * math.pi,) * 3, 1.0),
+    "turbulence": (turbulence_velocity, (0.0, 0.0, 0.0), (2.0 * math.pi,) * 3, 1.0),
+    "rotation": (rotation_velocity, (-1.0, -1.0, -1.0), (1.0, 1.0, 1.0), 0.1),
+    "double-gyre": (double_gyre_velocity, (0.0, 0.0, 0.0), (2.0, 1.0, 1.0), 0.1),
+}
+
+
+def frame_times(kind: str, frames: int, dt: float | None = None) -> list[float]:
+    """The times of a ``kind`` series' frames: ``k * dt`` (the kind's own ``dt`` unless given)."""
+    step = FLOW_KINDS[kind][3] if dt is None else dt
+    return [round(k * step, 12) for k in range(frames)]  # 0.3, not 0.30000000000000004
+
+
 class _FlowSource:
     def __init__(self, dims: tuple[int, int, int], block: tuple[int, int, int], frames: int, seed: int,
-                 kind: str) -> None:
+                 kind: str, dt: float | None) -> None:
         self.path = Path("<generate flow>")
         self.dims, self.block, self.frame_count, self.seed = dims, block, frames, seed
-        self.velocity = turbulence_velocity if kind == "turbulence" else abc_velocity
-        self.spacing = tuple(2.0 * math.pi / (d - 1) for d in dims)
+        self.velocity, self.low, self.high, _ = FLOW_KINDS[kind]
+        self.times = frame_times(kind, frames, dt)
+        self.spacing = tuple((high - low) / (d - 1) for low, high, d in zip(self.low, self.high, dims))
         self.fields = [FieldInfo("velocity", np.dtype("float32"), 3)]
         self.attributes: dict[str, AttributeValue] = {
             "source_format": "generated",
@@ -129,7 +227,7 @@ class _FlowSource:
             "flow": kind,
             "seed": seed,
             "grid_dims": list(dims),
-            "grid_origin": [0.0, 0.0, 0.0],
+            "grid_origin": list(self.low),
             "grid_spacing": list(self.spacing),
             "block_dims": list(block),
             "layout": "blocks",
@@ -141,22 +239,22 @@ class _FlowSource:
         return self.block[0] * self.block[1] * self.block[2] * _ELEMENT_BYTES
 
     def frames(self) -> Iterator[SourceFrame]:
-        top = 2.0 * math.pi
-        bbox: BBox = ((0.0, 0.0, 0.0), (top, top, top))
-        for index in range(self.frame_count):
-            yield SourceFrame(time=float(index), bbox=bbox, pieces=self._block_rows(float(index)))
+        bbox: BBox = (self.low, self.high)
+        for time in self.times:
+            yield SourceFrame(time=time, bbox=bbox, pieces=self._block_rows(time))
 
     def _block_rows(self, time: float) -> Iterator[Piece]:
         """One row of blocks (fixed bj, bk; every bi) at a time: that run is contiguous in block order.
         Rows are computed on a thread per core (NumPy's ufuncs let go of the GIL), a few ahead, in order."""
         (nx, ny, nz), (bx, by, bz) = self.dims, self.block
         hx, hy, hz = self.spacing
+        ox, oy, oz = self.low
         nbx = -(-nx // bx)  # a partial block at the edge is computed whole: its padding is the field continued
-        x = (np.arange(nbx * bx) * hx).reshape(nbx, 1, 1, bx)  # (NBX, BZ, BY, BX) broadcast axes
+        x = (ox + np.arange(nbx * bx) * hx).reshape(nbx, 1, 1, bx)  # (NBX, BZ, BY, BX) broadcast axes
 
         def row(k0: int, j0: int) -> np.ndarray:
-            z = ((k0 + np.arange(bz)) * hz).reshape(1, bz, 1, 1)
-            y = ((j0 + np.arange(by)) * hy).reshape(1, 1, by, 1)
+            z = (oz + (k0 + np.arange(bz)) * hz).reshape(1, bz, 1, 1)
+            y = (oy + (j0 + np.arange(by)) * hy).reshape(1, 1, by, 1)
             return self.velocity(x, y, z, time, seed=self.seed).astype(np.float32).reshape(-1, 3)
 
         origins = [(k0, j0) for k0 in range(0, nz, bz) for j0 in range(0, ny, by)]
@@ -181,13 +279,15 @@ def generate_flow(
     frames: int = 1,
     seed: int = 0,
     kind: str = "abc",
+    dt: float | None = None,
     chunk_size_bytes: int | None = None,
     codec: Codec = "none",
     codec_level: int | None = None,
     progress: ProgressCallback | None = None,
 ) -> Path:
-    """Write the ABC flow or synthetic turbulence (``kind``) on an X x Y x Z grid in BX x BY x BZ blocks
-    (``frames`` frames); return the path."""
+    """Write the ABC flow, synthetic turbulence, the rotation or the 3D double gyre (``kind``, :data:`FLOW_KINDS`) on
+    an X x Y x Z grid in BX x BY x BZ blocks (``frames`` frames ``dt`` apart, the kind's own unless given); return
+    the path."""
     dims = tuple(int(d) for d in dims)
     if len(dims) != 3 or min(dims) < 2:
         raise errors.UsageError(f"--dims needs three sizes of at least 2 (a nodal grid), got {list(dims)}")
@@ -196,9 +296,11 @@ def generate_flow(
         raise errors.UsageError(f"--block needs three sizes from 1 to the grid's {list(dims)}, got {list(block)}")
     if frames < 1:
         raise errors.UsageError(f"--frames must be at least 1, got {frames}")
-    if kind not in ("abc", "turbulence"):
-        raise errors.UsageError(f"--kind must be abc or turbulence, got {kind!r}")
-    source = _FlowSource(dims, block, frames, seed, kind)  # type: ignore[arg-type]
+    if kind not in FLOW_KINDS:
+        raise errors.UsageError(f"--kind must be one of {', '.join(FLOW_KINDS)}, got {kind!r}")
+    if dt is not None and not (math.isfinite(dt) and dt > 0):
+        raise errors.UsageError(f"--dt must be a positive number of time units, got {dt}")
+    source = _FlowSource(dims, block, frames, seed, kind, dt)  # type: ignore[arg-type]
     target = default_chunk_size(codec) if chunk_size_bytes is None else chunk_size_bytes
     chunk_bytes = max(1, target // source.block_bytes) * source.block_bytes
     return write_source(
