@@ -33,15 +33,15 @@ def main() -> None:
     renderer = particles.StreamingRenderer(ds, device=device, batch=defaults["batch"], segments=defaults["segments"])
     renderer.render(frames[0])  # the kernels, the file's pages and the image's first read-back made before the variants
     renderer.image()
-    renderer.reserve_images(2 * imaging.writer_threads() + 2)  # as the command does before its first frame
+    renderer.reserve_images(imaging.writer_pending() + 2)  # as the command does before its first frame
     print("variant,frames,frame_ms,draw_ms,between_ms,image_ms,total_ms")
     with tempfile.TemporaryDirectory(dir=Path(args.file).parent) as folder:
         # "image, nothing loading": each frame alone (no next frame loading while the image comes home)
-        more = [f"image+png, {int(n)} threads" for n in args.png_threads.split(",") if n]
-        for variant in ("nothing", "image", "image+png", "image, nothing loading", *more):
+        # (variant, PNG writer threads: 0 the command's default)
+        more = [(f"image+png, {int(n)} threads", int(n)) for n in args.png_threads.split(",") if n]
+        for variant, threads in (("nothing", 0), ("image", 0), ("image+png", 0), ("image, nothing loading", 0), *more):
             rows, taking = [], []
             ahead = variant != "image, nothing loading"
-            threads = int(variant.split(", ")[1].split()[0]) if variant in more else 0
             with imaging.ImageWriter(threads=threads) as writer:
                 for n, frame in enumerate(frames):
                     following = frames[n + 1] if ahead and n + 1 < len(frames) else None

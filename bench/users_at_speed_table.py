@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -70,7 +71,7 @@ def main() -> None:
         row("the same: command wall minus bare start", f"{wall:.2f} - {start:.2f} s (setup {median(setups):.0f} ms)",
             (wall - start) * 1e3 / copy_ms, "<= 2 (+ the image's write)")
         start_ahead = median(walls(out, "start-ahead"))
-        if start_ahead == start_ahead:  # measured: the bare start with its context made while the package loads
+        if not math.isnan(start_ahead):  # measured: the bare start with its context made while the package loads
             row("the same minus a bare start that makes its context as the package loads", f"{wall:.2f} - {start_ahead:.2f} s",
                 (wall - start_ahead) * 1e3 / copy_ms, "(the command's own overlap taken out)")
     series = [frames_of(log) for log in logs(out, "render-p10m-series") if frames_of(log)]

@@ -254,6 +254,12 @@ def writer_threads() -> int:
     return max(1, min(8, (os.cpu_count() or 2) // 2))
 
 
+def writer_pending(threads: int = 0) -> int:
+    """How many images an :class:`ImageWriter` of ``threads`` (its default unless told) holds at most unless told:
+    two a thread."""
+    return 2 * (threads or writer_threads())
+
+
 class ImageWriter:
     """Images of a series written by a few threads while the next frames are drawn (Pillow's encoders
     release the GIL), each as :func:`write_image` writes it. At most ``pending`` wait at once (a write
@@ -266,7 +272,7 @@ class ImageWriter:
         # Pillow loaded before the first frame, not by the first write on a thread while the second is drawn.
         load_encoders()
         self.threads = threads or writer_threads()
-        self.pending = pending or 2 * self.threads
+        self.pending = pending or writer_pending(self.threads)
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="headrace-images")
         self._writes: list[Future[None]] = []
 

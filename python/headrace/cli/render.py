@@ -315,9 +315,9 @@ def run(args: argparse.Namespace) -> int:
                                         fov=args.fov, background=args.background, batch=batch, segments=segments,
                                         threads=args.threads, method=method, device=device, camera_frame=_series_start(args, ds),
                                         **({"staging_bytes": tuned["staging_bytes"]} if profile_used else {}))
-    if args.frame is None:  # a series: the images its writers hold at once (and one coming home), made ahead
-        images_start = time.perf_counter()
-        renderer.reserve_images(2 * imaging.writer_threads() + 2)
+    if args.frame is None:  # a series: the images its writers hold at once, the last the loop names and the one
+        images_start = time.perf_counter()  # coming home, made ahead
+        renderer.reserve_images(imaging.writer_pending() + 2)
         renderer.setup_seconds["images"] = time.perf_counter() - images_start
     if args.stats:  # paid once a process, apart from any frame's time
         parts = ", ".join(f"{name} {seconds * 1e3:.1f}" for name, seconds in renderer.setup_seconds.items())

@@ -148,7 +148,7 @@ def _rotation_rate(time: float) -> float:
 
 
 def _rotation_angle(time: np.ndarray) -> np.ndarray:
-    """The rate's integral from 0 to each of ``times``."""
+    """The rate's integral from 0 to each of ``time``."""
     phase = 2.0 * math.pi / ROTATION_PERIOD
     return time + ROTATION_SWING * (1.0 - np.cos(phase * time)) / phase
 
@@ -167,10 +167,11 @@ def rotation_velocity(x: np.ndarray, y: np.ndarray, z: np.ndarray, time: float, 
 def rotation_path(start: np.ndarray, t0: float, times: np.ndarray) -> np.ndarray:
     """Where the points ``start`` (N, 3), released at ``t0``, are at ``times`` (T,): shape (T, N, 3), closed form."""
     start = np.asarray(start, dtype=np.float64).reshape(-1, 3)
-    turned = (_rotation_angle(np.asarray(times, dtype=np.float64)) - _rotation_angle(np.asarray(t0, dtype=np.float64)))[:, None]
+    at = np.asarray(times, dtype=np.float64)
+    turned = (_rotation_angle(at) - _rotation_angle(np.asarray(t0, dtype=np.float64)))[:, None]
     c, s = np.cos(turned), np.sin(turned)
     x, y, z = start[:, 0], start[:, 1], start[:, 2]
-    rise = (np.asarray(times, dtype=np.float64) - t0)[:, None] * ROTATION_RISE
+    rise = (at - t0)[:, None] * ROTATION_RISE
     return np.stack([c * x - s * y, s * x + c * y, z + rise], axis=-1)
 
 
