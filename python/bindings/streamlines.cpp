@@ -16,6 +16,7 @@
 #include "headrace/detail/enum_names.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/hilbert_field.hpp"
+#include "headrace/workloads/streamlines/pathline_tracer.hpp"
 #include "headrace/workloads/streamlines/resident_tracer.hpp"
 #include "headrace/workloads/streamlines/trace_container.hpp"
 
@@ -93,6 +94,14 @@ void put_resident_stats(nb::dict& out, const sl::ResidentStats& s) {
   out["load_seconds"] = s.load_seconds, out["advance_seconds"] = s.advance_seconds;
 }
 
+// The resident cache's counters of a trace, as resident_* entries.
+void put_resident_counters(nb::dict& out, const sl::ResidentStats& s) {
+  out["resident_rounds"] = s.rounds, out["resident_slots"] = s.slots, out["resident_units_loaded"] = s.units_loaded;
+  out["resident_evictions"] = s.evictions, out["resident_load_seconds"] = s.load_seconds;
+  out["resident_advance_seconds"] = s.advance_seconds, out["resident_make_seconds"] = s.make_seconds;
+  out["resident_collect_seconds"] = s.collect_seconds;
+}
+
 using RecordBytes = nb::ndarray<const std::uint8_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 template <typename T>
@@ -168,14 +177,7 @@ void bind_streamlines(nb::module_& m) {
           result["madvise_calls"] = run.mapped.madvise_calls;
           result["budget_drops"] = run.mapped.budget_drops;
           result["max_resident_bytes"] = run.mapped.max_resident_bytes;
-          result["resident_rounds"] = run.resident.rounds;
-          result["resident_slots"] = run.resident.slots;
-          result["resident_units_loaded"] = run.resident.units_loaded;
-          result["resident_evictions"] = run.resident.evictions;
-          result["resident_load_seconds"] = run.resident.load_seconds;
-          result["resident_advance_seconds"] = run.resident.advance_seconds;
-          result["resident_make_seconds"] = run.resident.make_seconds;
-          result["resident_collect_seconds"] = run.resident.collect_seconds;
+          put_resident_counters(result, run.resident);
           return result;
         },
         "path"_a, "seeds"_a, "frame"_a = 0, "integrator"_a = "rk4", "direction"_a = "forward", "step_size"_a = 0.01f,
@@ -187,6 +189,67 @@ void bind_streamlines(nb::module_& m) {
         "progress(ended, lines), now and then: False stops the run, and the lines it cut short end 'stopped'. "
         "velocities (resident): the flow's velocity at every point too, sampled through the cache in rounds "
         "('velocities', a PendingVelocities: on a GPU, sampled meanwhile at the points the tracer kept).");
+
+  m.def("trace_pathlines",
+        [](const std::string& path, nb::ndarray<const float, nb::shape<-1, 3>, nb::c_contig, nb::device::cpu> seeds,
+           std::optional<nb::ndarray<const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>> seed_times,
+           std::optional<double> t0, std::optional<double> t1, const std::string& integrator, float step_size,
+           std::uint32_t max_steps, float tolerance, float min_step, float max_step, unsigned threads,
+           std::uint64_t cache_bytes, std::uint32_t unit_pages, int device, const std::string& backend,
+           std::function<bool(std::uint64_t, std::uint64_t)> progress) {
+          sl::PathlineOptions options;
+          if (progress) {
+            options.progress = [progress](std::uint64_t done, std::uint64_t intervals) {
+              nb::gil_scoped_acquire acquire;
+              return progress(done, intervals);
+            };
+          }
+          options.trace = trace_options_of(integrator, "forward", step_size, max_steps, 0.0f, tolerance, min_step, max_step);
+          options.t0 = t0, options.t1 = t1;
+          options.threads = threads;
+          options.cache_bytes = cache_bytes;
+          options.unit_pages = unit_pages;
+          options.device = device;
+          options.backend = backend_of(backend);
+          const std::vector<sl::Vec3> points = seeds_of(seeds);
+          std::vector<double> releases;
+          if (seed_times) releases.assign(seed_times->data(), seed_times->data() + seed_times->shape(0));
+          sl::PathlineRun run;
+          {
+            nb::gil_scoped_release release;
+            run = sl::trace_pathlines(path, points, releases, options);
+          }
+          nb::dict result;
+          sl::Pathlines& paths = run.lines;
+          const std::size_t count = paths.points.size(), lines = paths.ends.size();
+          result["points"] = vector_array(std::move(paths.points));
+          result["velocities"] = vector_array(std::move(paths.velocities));
+          result["times"] = owned_array(std::move(paths.times), {count});
+          result["offsets"] = owned_array(std::move(paths.offsets), {lines + 1});
+          result["seed_times"] = owned_array(std::move(paths.seed_times), {lines});
+          nb::list ends;
+          for (const sl::Termination end : paths.ends) ends.append(sl::to_string(end));
+          result["ends"] = ends;
+          const sl::PathlineStats& s = run.stats;
+          result["seconds"] = run.seconds;
+          result["layout"] = run.layout;
+          result["unit_bytes"] = run.unit_bytes;
+          result["t0"] = s.t0, result["t1"] = s.t1;
+          result["intervals"] = s.intervals;
+          result["frames_loaded"] = s.frames_loaded;
+          result["whole_frames"] = s.whole_frames;
+          result["bytes_read"] = s.resident.bytes_read;
+          put_resident_counters(result, s.resident);
+          return result;
+        },
+        "path"_a, "seeds"_a, "seed_times"_a = nb::none(), "t0"_a = nb::none(), "t1"_a = nb::none(), "integrator"_a = "rk4",
+        "step_size"_a = 0.01f, "max_steps"_a = 1000u, "tolerance"_a = 1e-5f, "min_step"_a = 1e-6f, "max_step"_a = 1.0f,
+        "threads"_a = 0u, "cache_bytes"_a = std::uint64_t{1} << 30, "unit_pages"_a = 96u, "device"_a = -1,
+        "backend"_a = "auto", "progress"_a = nb::none(),
+        "Pathlines of a flow series from (N, 3) float32 seeds released at seed_times (float64, N; none: each at t0), "
+        "from t0 to t1 (default: the first frame's time and the last's; t1 < t0 traces backward): points, velocities, "
+        "times (float64), offsets, seed_times, ends and the run's statistics. progress(intervals done, intervals) "
+        "after each frame interval: False stops the run, and the paths it cut short end 'stopped'.");
 
   nb::class_<PendingVelocities>(m, "PendingVelocities",
                                 "A trace's velocities at its points, sampled by the tracer on a thread of its own while the "

@@ -7,6 +7,8 @@ file of one row per configuration (``headrace plot RESULTS.csv`` draws it).
         the streamline tracer's data managers on a flow field
     headrace bench scaling FILE... [--ranks 1,2,4,8] --out DIR
         streaming and rendering over several MPI ranks
+    headrace bench pathlines SERIES [--seeds N] [--device D] --out DIR
+        pathlines through a flow series against the engine streaming its frames
 
 ``headrace bench KIND --help`` says what each measures. Finished rows are kept after each one, so an
 interrupted run (or one stopped by ``--budget``) resumes where it stopped when run again with the same
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import headrace
 from headrace._files import read_rows, replacing, write_rows
-from headrace.bench.cases import particles as study, scaling, streamlines as study_cases
+from headrace.bench.cases import particles as study, pathlines, scaling, streamlines as study_cases
 from headrace.workloads.compositing import COMPOSITING
 from headrace.bench.cases.streamlines import STUDIES
 from headrace.cli._output import console, count_progress
@@ -54,7 +56,7 @@ from headrace.errors import Error, UsageError
 from headrace.page_cache import CACHE_STATES
 from headrace.tuning import grid, machine, sample
 
-__all__ = ["register", "run", "run_particles", "run_scaling", "PARTICLES_DOC", "STREAMLINES_DOC"]
+__all__ = ["register", "run", "run_particles", "run_scaling", "run_pathlines", "PARTICLES_DOC", "STREAMLINES_DOC"]
 
 
 PARTICLES_DOC = """Measures each way the particle renderer can stream a particle file: every configuration of method,
@@ -188,6 +190,20 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                     help="folder for scaling.json, scaling.csv and scaling.png (made if missing)")
     sc.set_defaults(func=run_scaling)
 
+    pl = kinds.add_parser("pathlines", help="pathlines through a flow series against the engine streaming its frames",
+                          description=pathlines.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    pl.add_argument("file", metavar="SERIES", type=PathArgument(), help="a flow series (headrace generate flow --frames F)")
+    pl.add_argument("--seeds", type=Integer(1, 1 << 30, "seeds"), default=1_000_000,
+                    help="pathlines, on a lattice over the grid (default 1,000,000)")
+    pl.add_argument("--step-size", type=Real(0, 1e6, above=True), default=0.05, help="in the series' time units (default 0.05)")
+    pl.add_argument("--device", type=Device(), default=None, help="where to trace (default: GPU 0 when there is one, else the CPU)")
+    pl.add_argument("--cache", type=Items(Word(("hot", "cold"))), default="hot", help="hot, cold or both (default hot)")
+    pl.add_argument("--rounds", type=Integer(1, 100), default=3, help="rounds of the three passes; medians count (default 3)")
+    pl.add_argument("--disk-gbps", type=Real(0, 1e4, above=True), default=None,
+                    help="the disk's ceiling for the cold yardstick (default: the engine's cold rate of the round)")
+    pl.add_argument("--out", required=True, type=PathArgument(), metavar="DIR", help="folder for pathlines.json and .csv")
+    pl.set_defaults(func=run_pathlines)
+
 
 def run_scaling(args: argparse.Namespace) -> int:
     device = particle_device(args.device, "running every rank on")
@@ -205,6 +221,15 @@ def run_scaling(args: argparse.Namespace) -> int:
                       "nothing about more GPUs")
     console.print("wrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def run_pathlines(args: argparse.Namespace) -> int:
+    device = particle_device(args.device, "tracing on")
+    words = [str(args.file), "--seeds", str(args.seeds), "--step-size", str(args.step_size), "--device", str(device),
+             "--cache", ",".join(dict.fromkeys(args.cache)), "--rounds", str(args.rounds), "--out", str(args.out)]
+    if "cold" in args.cache:
+        expect_cache_state("cold", [args.file])
+    return pathlines.main(words + (["--disk-gbps", str(args.disk_gbps)] if args.disk_gbps else []))
 
 
 def _key(row: dict[str, object]) -> tuple[str, ...]:

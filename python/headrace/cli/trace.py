@@ -21,6 +21,14 @@ block cache of ``--cache-bytes`` in ``--banks`` banks, read with standard or ``-
 for through the engine's queue (``--backend``) into a cache of ``--cache-bytes`` in GPU memory and
 steps every half-line on its own GPU thread (with ``--device cpu``, the same rounds on CPU threads, the
 reference it is tested against; a GPU asked for on a machine without one traces on the CPU, said once).
+Pathlines (``--pathlines``) carry each seed through the series' time, from ``--t0`` to ``--t1`` (default:
+the first frame's time and the last's; ``--t1`` before ``--t0`` traces backward), the velocity linear in
+time between the frames that bracket it, every step ending on a frame's time rather than crossing it; the
+frames stream through the engine into a cache of ``--cache-bytes`` (whole frames when it holds two or more)
+while the paths step, on ``--device 0`` one GPU thread a path. ``--step-size`` is in the series' time
+units; ``--steps`` (default: enough for a fixed step to reach ``--t1``) caps a path. Their ``.vtp`` carries
+per point ``Time``, ``IntegrationTime``, ``Velocity`` and ``Speed``, per path ``SeedIds``, ``ReleaseTime``
+and ``ReasonForTermination``.
 The output is written through a temporary file and renamed; ``--stats`` writes one CSV row with the
 run's time and counters. Both outputs are checked before the tracing starts. CPU threads may exceed the
 cores.
@@ -34,11 +42,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
+import headrace
 from headrace import distributed
 from headrace._files import write_rows
 from headrace.cli._output import console, count_progress
@@ -78,13 +89,20 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser.add_argument("--seeds", required=True, type=Seeds(), help="where the lines start")
     parser.add_argument("--seed-stride", type=Integer(1, 1024), default=1,
                         help="feature seeds: every S-th grid point along each axis (default 1)")
-    parser.add_argument("--steps", type=Integer(1, MOST_STEPS, "steps"), default=1000, help="steps per direction (default 1000)")
+    parser.add_argument("--steps", type=Integer(1, MOST_STEPS, "steps"), default=None,
+                        help="steps per direction (default 1000; pathlines: enough for a fixed step to reach --t1)")
     parser.add_argument("--step-size", type=Real(0, 1e6, above=True), default=0.01,
                         help="in the field's time units (default 0.01)")
     parser.add_argument("--integrator", choices=("rk4", "rk45"), default="rk4",
                         help="fixed-step Runge-Kutta 4, or adaptive Runge-Kutta 4(5) (default rk4)")
-    parser.add_argument("--direction", choices=("forward", "backward", "both"), default="forward",
+    parser.add_argument("--direction", choices=("forward", "backward", "both"), default=None,
                         help="along the flow, against it, or both from each seed (default forward)")
+    parser.add_argument("--pathlines", action="store_true",
+                        help="paths through the series' time from --t0 to --t1, instead of streamlines of one frame")
+    parser.add_argument("--t0", type=Real(-1e300, 1e300, "time"), default=None,
+                        help="pathlines: the seeds' release (default: the first frame's time)")
+    parser.add_argument("--t1", type=Real(-1e300, 1e300, "time"), default=None,
+                        help="pathlines: the time traced to (default: the last frame's time; before --t0: backward)")
     parser.add_argument("--manager", choices=("user", "mmap", "resident"), default=None,
                         help="data manager (default: resident, the GPU tracer's rounds on a GPU or on CPU threads; "
                              "user when --banks or --direct is given)")
@@ -109,7 +127,7 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                              "need), hand-off (every rank holds its planes of blocks; a line goes to the rank holding the "
                              "block it needs), auto (hand-off when the frame's velocity is larger than --cache-bytes and "
                              "the file holds native blocks; the default)")
-    parser.add_argument("--frame", type=Integer(0, (1 << 32) - 1), default=0, help="time step (default 0)")
+    parser.add_argument("--frame", type=Integer(0, (1 << 32) - 1), default=None, help="time step (default 0)")
     parser.add_argument("--out", required=True, type=OutputFile((".npz", ".vtp")), metavar="LINES.vtp|LINES.npz",
                         help="the lines: .npz (points, offsets) or .vtp (ParaView)")
     parser.add_argument("--stats", type=OutputFile(), metavar="OUT.csv", help="write the run's statistics as one CSV row")
@@ -147,7 +165,28 @@ def run(args: argparse.Namespace) -> int:
         return _trace(args, flow, device)
 
 
+def _told(advance: Callable[..., None], budget: Budget) -> Callable[[int, int], bool]:
+    """The tracer's progress(done, of) moving the bar, and False once the budget is spent (the run stops)."""
+    shown = 0
+
+    def progress(done: int, of: int) -> bool:
+        nonlocal shown
+        advance(done - shown, total=of)
+        shown = done
+        return not budget.spent(1)
+
+    return progress
+
+
 def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
+    if args.pathlines:
+        return _trace_paths(args, flow, device)
+    for name in ("t0", "t1"):
+        if getattr(args, name) is not None:
+            raise UsageError(f"--{name}: a time for pathlines (--pathlines); streamlines trace one --frame")
+    args.steps = 1000 if args.steps is None else args.steps
+    args.direction = args.direction or "forward"
+    args.frame = args.frame or 0
     job = distributed.ranks()
     seeds = parse_seeds(args.seeds, flow, args.seed_stride)
     expect_memory_for_lines(len(seeds), args.steps, args.direction)
@@ -169,14 +208,7 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
     budget = Budget(args.budget)
     with count_progress(f"tracing {every_seed:,} lines of up to {args.steps:,} steps on {device_name(device)}",
                         0, enabled=not args.json and job.size == 1) as advance:
-        shown = 0
-
-        def progress(ended: int, lines: int) -> bool:
-            nonlocal shown
-            advance(ended - shown, total=lines)
-            shown = ended
-            return not budget.spent(1)
-
+        progress = _told(advance, budget)
         result = streamlines.trace_run(flow, seeds, steps=args.steps, step_size=args.step_size,
                                        integrator=args.integrator, direction=args.direction, manager=args.manager,
                                        device=device, backend=args.backend,
@@ -193,6 +225,62 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
         result = streamlines.TraceResult.joined(parts)
         result.stats["ranks"] = job.size
     return _report(args, result, job.size, every_seed, budget)
+
+
+def _trace_paths(args: argparse.Namespace, flow: str, device: int | str) -> int:
+    """Pathlines from the seeds at --t0 to --t1, written with their times and velocities."""
+    for name, value, why in (("direction", args.direction, "the paths run from --t0 to --t1 (--t1 before --t0: backward)"),
+                             ("frame", args.frame, "the paths run through every frame between --t0 and --t1"),
+                             ("manager", args.manager if args.manager != "resident" else None,
+                              "pathlines step in the resident tracer's rounds")):
+        if value is not None:
+            raise UsageError(f"--{name} {value}: {why}")
+    if distributed.ranks().size > 1:
+        raise UsageError("--pathlines runs in one process; under MPI run streamlines, or one process a series")
+    times = [frame.time for frame in headrace.open(flow).frames]
+    t0 = times[0] if args.t0 is None else args.t0
+    t1 = times[-1] if args.t1 is None else args.t1
+    if args.steps is None:  # a fixed step's count to t1, and one more in each interval its frames cut short
+        args.steps = max(1, math.ceil(abs(t1 - t0) / args.step_size) + len(times))
+        if args.steps > MOST_STEPS:
+            raise UsageError(f"--step-size {args.step_size}: {args.steps:,} steps from t0 = {t0} to t1 = {t1}, more than "
+                             f"{MOST_STEPS:,}: a larger step, or --steps to cap the paths")
+    seeds = parse_seeds(args.seeds, flow, args.seed_stride)
+    expect_memory_for_lines(len(seeds), args.steps * 8 // 3, "forward")  # a point of a path: 32 bytes, 12 a line's
+    note = placed(args.seeds, seeds)
+    if note:
+        say(note)
+    budget = Budget(args.budget)
+    with count_progress(f"tracing {len(seeds):,} pathlines from t = {t0:g} to {t1:g} on {device_name(device)}", 0,
+                        enabled=not args.json) as advance:
+        progress = _told(advance, budget)
+        result = streamlines.trace_pathlines(flow, seeds, t0=t0, t1=t1, steps=args.steps, step_size=args.step_size,
+                                             integrator=args.integrator, device=device, threads=args.threads,
+                                             cache_bytes=args.cache_bytes, unit_pages=args.unit_pages,
+                                             backend=args.backend, progress=progress)
+    stopped = result.ends.count("stopped")
+    if stopped:
+        console.print(budget.said(len(seeds) - stopped, len(seeds), "paths ended") +
+                      f"; the other {stopped:,} end where they were (their ends read 'stopped' in an .npz)")
+    traced = time.perf_counter()
+    streamlines.write_pathlines(args.out, result)
+    stats = {**result.stats, "file": args.file, "cache_bytes": args.cache_bytes, "paths_stopped": stopped,
+             "command_seconds": time.perf_counter() - args.started, "write_seconds": time.perf_counter() - traced}
+    if args.stats:
+        write_rows(args.stats, [stats])
+    if args.json:
+        print(json.dumps(stats, indent=2))
+        return 0
+    ends = ", ".join(f"{result.ends.count(end):,} {end.replace('_', ' ')}" for end in sorted(set(result.ends)))
+    console.print(f"{args.file}: {stats['seeds']:,} pathlines from t = {stats['t0']:g} to {stats['t1']:g}, "
+                  f"{stats['points']:,} points in {stats['seconds']:.3f} s ({stats['layout']} layout, "
+                  f"{stats['intervals']} frame intervals on {device_name(stats['device'])}; ends: {ends}) -> {args.out}")
+    held = (f"whole frames, {stats['frames_loaded']} read" if stats["whole_frames"] else
+            f"{stats['resident_slots']} units in {stats['resident_rounds']} rounds, {stats['resident_units_loaded']} loads, "
+            f"{stats['resident_evictions']} evictions")
+    console.print(f"  resident cache: {held}; {stats['bytes_read'] / 1e6:.1f} MB read, waited {stats['resident_load_seconds']:.3f} s, "
+                  f"stepping {stats['resident_advance_seconds']:.3f} s")
+    return 0
 
 
 def _report(args: argparse.Namespace, result, ranks: int, seeds: int, budget: Budget) -> int:

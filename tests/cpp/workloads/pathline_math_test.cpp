@@ -84,8 +84,9 @@ TEST(PathlineMath, AStepEndsOnTheFramesTimeInsteadOfCrossingIt) {
   EXPECT_FLOAT_EQ(step_within(0.0f, 0.3f, 1.0f), 0.3f);
   EXPECT_FLOAT_EQ(step_within(0.8f, 0.3f, 1.0f), 0.2f);  // forward: up to the later frame
   EXPECT_FLOAT_EQ(step_within(1.0f, 0.3f, 1.0f), 0.0f);  // on it: the next interval goes on
-  EXPECT_FLOAT_EQ(step_within(0.5f, -0.3f, 1.0f), -0.3f);
-  EXPECT_FLOAT_EQ(step_within(0.2f, -0.3f, 1.0f), -0.2f);  // backward: down to the earlier frame
+  EXPECT_FLOAT_EQ(step_within(0.5f, -0.3f, 0.0f), -0.3f);
+  EXPECT_FLOAT_EQ(step_within(0.2f, -0.3f, 0.0f), -0.2f);  // backward: down to the earlier frame
+  EXPECT_FLOAT_EQ(step_within(0.2f, 0.3f, 0.4f), 0.2f);    // or to the time traced to, inside the interval
 }
 
 TEST(PathlineMath, ASteadyFieldsStepsAreTheStreamlinesSteps) {

@@ -3,13 +3,9 @@
 #include <algorithm>
 #include <memory>
 
-#include "headrace/gpu/device.hpp"
-#include "headrace/gpu/kernel_module.hpp"
-#include "headrace/gpu/memory.hpp"
-#include "headrace/gpu/stream.hpp"
 #include "headrace/workloads/streamlines/unit_layouts.hpp"
+#include "device_cache.hpp"
 #include "half_lines.hpp"
-#include "resident_kernel_image.hpp"
 #include "round_runner.hpp"
 
 namespace headrace::workloads::streamlines::resident {
@@ -35,42 +31,27 @@ class DeviceRounds final : public RoundRunner<Units> {
  public:
   DeviceRounds(int ordinal, const Units& units, const TraceOptions& options, std::uint64_t unit_bytes,
                std::uint64_t slots, std::uint64_t unit_count, const std::vector<HalfLine>& lines)
-      : device_(ordinal),
-        module_((device_.make_current(), resident_kernel_image()), "the GPU tracer's kernels (resident_rounds.cu)",
-                "trace on the CPU instead"),
-        kernel_(module_.function(Kernels<Units>::advance)),
-        gather_(module_.function("headrace_gather_points")),
-        place_(module_.function("headrace_place_points")),
-        place_seeds_(module_.function("headrace_place_seeds")),
-        sample_(module_.function(Kernels<Units>::sample)),
-        params_(round_params(units, options, unit_bytes)),
-        unit_bytes_(unit_bytes),
-        pool_(slots * unit_bytes),
-        table_(unit_count * sizeof(std::int32_t)),
-        wanted_(unit_count * sizeof(std::uint32_t)),
-        last_used_(unit_count * sizeof(std::uint32_t)),
-        counters_(sizeof(RoundCounters)) {
-    const gpu::CudaDriver& cuda = gpu::require_driver();
-    gpu::check(cuda.cuMemsetD8Async(last_used_.pointer(), 0, last_used_.size_bytes(), stream_.handle()), "cuMemsetD8Async");
-    params_.cache.slot_of_unit = reinterpret_cast<const std::int32_t*>(table_.pointer());
-    params_.cache.pool = reinterpret_cast<const float*>(pool_.pointer());
-    params_.cache.wanted = reinterpret_cast<std::uint32_t*>(wanted_.pointer());
-    params_.cache.last_used = reinterpret_cast<std::uint32_t*>(last_used_.pointer());
-    params_.counters = reinterpret_cast<RoundCounters*>(counters_.pointer());
+      : gpu_(ordinal, unit_bytes, slots, unit_count),
+        device_(gpu_.device),
+        stream_(gpu_.stream),
+        kernel_(gpu_.module.function(Kernels<Units>::advance)),
+        gather_(gpu_.module.function("headrace_gather_points")),
+        place_(gpu_.module.function("headrace_place_points")),
+        place_seeds_(gpu_.module.function("headrace_place_seeds")),
+        sample_(gpu_.module.function(Kernels<Units>::sample)),
+        params_(round_params(units, options, unit_bytes)) {
+    params_.cache = gpu_.units(params_.cache.unit_floats);
+    params_.counters = gpu_.counters<RoundCounters>();
     restart(lines);
   }
 
   [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::device; }
-  [[nodiscard]] std::uintptr_t slot_address(std::uint32_t slot) const override {
-    return pool_.pointer() + std::uint64_t{slot} * unit_bytes_;
-  }
+  [[nodiscard]] std::uintptr_t slot_address(std::uint64_t slot) const override { return gpu_.slot_address(slot); }
   RoundCounters run(RoundState& state) override {
     const RoundParams<Units> params = window_of(params_, state);
-    return launch_round<RoundCounters>(state, kernel_, params, params.line_count);
+    return gpu_.launch_round<RoundCounters>(state, kernel_, params, params.line_count);
   }
-  void loaded(const engine::Queue& queue, queue::FenceId fence) override {
-    queue.wait_on_stream(fence, reinterpret_cast<std::uintptr_t>(stream_.handle()));
-  }
+  void loaded(const engine::Queue& queue, queue::FenceId fence) override { gpu_.loaded(queue, fence); }
   void collect(std::span<const std::uint32_t> from, std::vector<HalfLine>& lines, std::vector<TracedPoint>& points) override {
     device_.make_current();
     lines.resize(count_);
@@ -175,8 +156,8 @@ class DeviceRounds final : public RoundRunner<Units> {
     params.points = reinterpret_cast<const Vec3*>(sample_points_.pointer());
     params.velocities = reinterpret_cast<Vec3*>(velocities_.pointer());
     params.done = reinterpret_cast<std::uint8_t*>(done_.pointer());
-    params.counters = reinterpret_cast<SampleCounters*>(counters_.pointer());
-    return launch_round<SampleCounters>(state, sample_, params, window);
+    params.counters = gpu_.counters<SampleCounters>();
+    return gpu_.launch_round<SampleCounters>(state, sample_, params, window);
   }
   std::vector<Vec3> sampled() override {
     std::vector<Vec3> velocities(sample_count_);
@@ -211,36 +192,12 @@ class DeviceRounds final : public RoundRunner<Units> {
   }
 
  private:
-  // A round of `kernel` on `threads` threads: the slot table in; the wanted units, the units' last use
-  // and the round's counters (a Counters in counters_) out.
-  template <typename Counters, typename Params>
-  Counters launch_round(RoundState& state, gpu::CUfunction kernel, Params params, std::uint64_t threads) {
-    static_assert(sizeof(Counters) <= sizeof(RoundCounters));
-    const gpu::CudaDriver& cuda = gpu::require_driver();
-    const gpu::CUstream stream = stream_.handle();
-    device_.make_current();
-    gpu::check(cuda.cuMemcpyHtoDAsync(table_.pointer(), state.slot_of_unit.data(), table_.size_bytes(), stream),
-               "cuMemcpyHtoDAsync");
-    gpu::check(cuda.cuMemsetD8Async(wanted_.pointer(), 0, wanted_.size_bytes(), stream), "cuMemsetD8Async");
-    gpu::check(cuda.cuMemsetD8Async(counters_.pointer(), 0, counters_.size_bytes(), stream), "cuMemsetD8Async");
-    void* args[] = {&params};
-    if (threads > 0) gpu::launch_1d(kernel, threads, 128, stream, args);
-    Counters counters;
-    gpu::check(cuda.cuMemcpyDtoHAsync(state.wanted.data(), wanted_.pointer(), wanted_.size_bytes(), stream), "cuMemcpyDtoHAsync");
-    gpu::check(cuda.cuMemcpyDtoHAsync(state.last_used.data(), last_used_.pointer(), last_used_.size_bytes(), stream),
-               "cuMemcpyDtoHAsync");
-    gpu::check(cuda.cuMemcpyDtoHAsync(&counters, counters_.pointer(), sizeof counters, stream), "cuMemcpyDtoHAsync");
-    stream_.synchronize();
-    return counters;
-  }
-
-  gpu::Device device_;
-  gpu::KernelModule module_;
+  DeviceCache gpu_;
+  gpu::Device& device_;
+  gpu::Stream& stream_;
   gpu::CUfunction kernel_, gather_, place_, place_seeds_, sample_;
-  gpu::Stream stream_;
   RoundParams<Units> params_;
-  std::uint64_t unit_bytes_;
-  gpu::DeviceBuffer pool_, table_, wanted_, last_used_, counters_, lines_, points_, waits_for_;
+  gpu::DeviceBuffer lines_, points_, waits_for_;
   std::uint64_t count_ = 0;  // half-lines now
   gpu::DeviceBuffer lines_points_;  // the points polylines() placed, until sampling takes them
   std::uint64_t lines_point_count_ = 0;

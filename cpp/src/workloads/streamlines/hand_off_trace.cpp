@@ -30,7 +30,7 @@ struct HandOffTrace::State {
   std::unique_ptr<RoundRunner<BlockLayout>> runner;
   RoundState round;
   std::unique_ptr<SlotTable> slot_table;
-  std::unique_ptr<UnitLoads<BlockLayout>> loads;  // after the runner, so destroyed before it: its reads go into the pool
+  std::unique_ptr<UnitLoads> loads;  // after the runner, so destroyed before it: its reads go into the pool
   std::vector<HandedLine> held;
   std::vector<TracedSegment> segments;
   std::vector<TracedPoint> points;
@@ -77,7 +77,7 @@ HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint3
   st.runner = make_round_runner(options.device, st.layout, st.trace, st.table.unit_bytes, slots, units, std::vector<HalfLine>{},
                                 options.threads);
   st.slot_table = std::make_unique<SlotTable>(slots, st.round);
-  st.loads = std::make_unique<UnitLoads<BlockLayout>>(st.path, st.table, *st.runner, options, slots);
+  st.loads = std::make_unique<UnitLoads>(st.path, st.table, *st.runner, tracer_queue_options(options.backend, options.device), slots);
   if (slots == region) {
     std::vector<std::uint64_t> all(region);
     std::iota(all.begin(), all.end(), st.first_unit);
@@ -114,7 +114,7 @@ std::vector<HandedLine> HandOffTrace::run() {
   for (const HandedLine& h : st.held) lines.push_back(h.line), before.push_back(h.line.steps);
   st.runner->restart(lines);
   st.round.first_line = 0, st.round.window = lines.size();
-  (void)run_rounds(*st.runner, *st.loads, *st.slot_table, st.round, st.table, lines.size(),
+  (void)run_rounds([&](RoundState& s) { return st.runner->run(s); }, *st.runner, *st.loads, *st.slot_table, st.round, st.table, lines.size(),
                    [&st](std::uint64_t unit) { return st.holds(unit); }, [](std::uint64_t) { return true; }, st.stats, st.path);
   std::vector<HalfLine> after;
   st.runner->collect(before, after, st.points);  // the points of the segments below, in order

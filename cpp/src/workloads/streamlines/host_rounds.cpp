@@ -25,8 +25,8 @@ class HostRounds final : public RoundRunner<Units> {
         threads_(threads) {}
 
   [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::host; }
-  [[nodiscard]] std::uintptr_t slot_address(std::uint32_t slot) const override {
-    return reinterpret_cast<std::uintptr_t>(pool_.data() + std::uint64_t{slot} * unit_bytes_);
+  [[nodiscard]] std::uintptr_t slot_address(std::uint64_t slot) const override {
+    return reinterpret_cast<std::uintptr_t>(pool_.data() + slot * unit_bytes_);
   }
   RoundCounters run(RoundState& state) override {
     RoundCounters counters;

@@ -27,7 +27,7 @@ struct Rounds {
   std::string path;
   UnitTable table;
   std::unique_ptr<RoundRunner<Units>> runner;
-  std::optional<UnitLoads<Units>> loads;
+  std::optional<UnitLoads> loads;
   RoundState state;
   std::optional<SlotTable> slot_table;
 };
@@ -62,7 +62,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, UnitTa
   r.path = flow.container.path();
   r.table = std::move(table);
   r.runner = make_round_runner(options.device, units, trace, r.table.unit_bytes, slots, unit_count, std::move(lines), options.threads);
-  r.loads.emplace(r.path, r.table, *r.runner, options, slots);
+  r.loads.emplace(r.path, r.table, *r.runner, tracer_queue_options(options.backend, options.device), slots);
 
   ContainerTraceRun run;
   run.resident.make_seconds = seconds_since(start);
@@ -80,7 +80,7 @@ ContainerTraceRun trace_rounds(const FlowField& flow, const Units& units, UnitTa
     // Told in lines (seeds): a line of both directions is two half-lines here.
     return options.progress(ended * seeds.size() / std::max<std::uint64_t>(line_count, 1), seeds.size());
   };
-  const bool stopped = !run_rounds(*r.runner, *r.loads, *r.slot_table, r.state, r.table, line_count,
+  const bool stopped = !run_rounds([&](RoundState& s) { return r.runner->run(s); }, *r.runner, *r.loads, *r.slot_table, r.state, r.table, line_count,
                                    [](std::uint64_t) { return true; }, keep_going, stats, r.path);
   const auto collect_start = Clock::now();
   run.lines = r.runner->polylines(seeds, trace, stopped);

@@ -33,8 +33,7 @@ std::vector<std::uint64_t> wanted_units(const RoundState& state, Holds holds) {
 
 // Reads `wanted` (most wanted first) into the slots slot_table gives them and waits, so that the next
 // round sees them; counted in stats. Returns whether the table had to evict units the last round read.
-template <typename Units>
-bool load_units(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& slot_table, const UnitTable& table,
+inline bool load_units(SlotPool& runner, UnitLoads& loads, SlotTable& slot_table, const UnitTable& table,
                 const std::vector<std::uint64_t>& wanted, ResidentStats& stats) {
   const auto load_start = headrace::detail::SteadyClock::now();
   bool forced = false;
@@ -48,12 +47,13 @@ bool load_units(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& 
   return forced;
 }
 
-// The runner's half-lines from state.first_line up to line_count, in rounds, until each has ended or
+// The lines from state.first_line up to line_count, in rounds (`round(state)` runs one over the state's
+// window in `runner`'s pool and returns its counters: steps and lines ended), until each has ended or
 // waits for a unit `holds` refuses (one another rank holds); between rounds the units they wait for are
-// loaded into the slots. `keep_going(ended)`, asked before every round with the half-lines ended so far,
+// loaded into the slots. `keep_going(ended)`, asked before every round with the lines ended so far,
 // stops it early: false then.
-template <typename Units, typename Holds, typename KeepGoing>
-bool run_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& slot_table, RoundState& state,
+template <typename Round, typename Holds, typename KeepGoing>
+bool run_rounds(Round round, SlotPool& runner, UnitLoads& loads, SlotTable& slot_table, RoundState& state,
                 const UnitTable& table, std::uint64_t line_count, Holds holds, KeepGoing keep_going, ResidentStats& stats,
                 const std::string& path) {
   using Clock = headrace::detail::SteadyClock;
@@ -63,7 +63,7 @@ bool run_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& 
     if (!keep_going(ended)) return false;
     ++state.round;
     const auto advance_start = Clock::now();
-    const RoundCounters counters = runner.run(state);
+    const auto counters = round(state);
     stats.advance_seconds += seconds_since(advance_start);
     ++stats.rounds;
     ended += counters.ended;
@@ -93,7 +93,7 @@ bool run_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& 
 // progress (a cache too small for the cells of the points waiting at once): the caller then samples
 // them another way. Its reads are not the trace's: they stay out of its counters.
 template <typename Units>
-std::vector<Vec3> sample_in_rounds(RoundRunner<Units>& runner, UnitLoads<Units>& loads, SlotTable& slot_table, RoundState& state,
+std::vector<Vec3> sample_in_rounds(RoundRunner<Units>& runner, UnitLoads& loads, SlotTable& slot_table, RoundState& state,
                                    const UnitTable& table, std::uint64_t count) {
   // A window of points, halved when a round makes no progress and doubled again when one does, as
   // run_rounds' lines: one point's cell needs at most 8 units, so a window of one always moves.

@@ -28,17 +28,23 @@ inline void end_stopped(std::vector<HalfLine>& lines) {
     if (!line.ended) line.end = Termination::stopped;
 }
 
-// Runs rounds over half-lines with the cache's pool in host or GPU memory.
-template <typename Units>
-class RoundRunner {
+// The cache's pool of slots, in host or GPU memory, as the loads that fill it see it (UnitLoads): the
+// streamlines' rounds and the pathlines' (path_rounds.hpp) alike. Slot s + 1 follows slot s in memory.
+class SlotPool {
  public:
-  virtual ~RoundRunner() = default;
+  virtual ~SlotPool() = default;
   [[nodiscard]] virtual queue::MemoryKind memory() const = 0;
-  [[nodiscard]] virtual std::uintptr_t slot_address(std::uint32_t slot) const = 0;
-  // Runs one round over the window; fills state.wanted and state.last_used.
-  virtual RoundCounters run(RoundState& state) = 0;
+  [[nodiscard]] virtual std::uintptr_t slot_address(std::uint64_t slot) const = 0;
   // After the queue loaded units up to `fence`: the next round must see them.
   virtual void loaded(const engine::Queue& queue, queue::FenceId fence) = 0;
+};
+
+// Runs rounds over half-lines with the cache's pool in host or GPU memory.
+template <typename Units>
+class RoundRunner : public SlotPool {
+ public:
+  // Runs one round over the window; fills state.wanted and state.last_used.
+  virtual RoundCounters run(RoundState& state) = 0;
   // The half-lines after the last round, and of each its points from step from[i] (none given: 0) to
   // its last, appended to `points` back to back in half-line order (gathered_offsets says where each
   // line's begin after the points there were): a rank's runs add to what it traced, with no copy.

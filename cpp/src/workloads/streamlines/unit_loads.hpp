@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "headrace/error.hpp"
 #include "headrace/engine/queue.hpp"
 #include "headrace/engine/slot_stream.hpp"
 #include "headrace/workloads/streamlines/flow_field.hpp"
@@ -27,16 +29,24 @@ struct UnitTable {
 // How a velocity unit names itself in requests and errors.
 [[nodiscard]] std::string unit_name(const std::string& path, const UnitTable& table, std::uint64_t unit);
 
-// The engine's queue and the slot stream that read velocity units into a runner's slots: what loads the
+// The queue a tracer reads with: the environment's settings, the backend asked for (none: the engine's read
+// path) and the device its slots lie on (-1: the host).
+[[nodiscard]] inline engine::QueueOptions tracer_queue_options(std::optional<io::BackendKind> backend, int device) {
+  engine::QueueOptions q = engine::QueueOptions::from_environment();
+  q.backend = backend;
+  q.device = device;
+  return q;
+}
+
+// The engine's queue and the slot stream that read velocity units into a pool's slots: what loads the
 // resident cache, for one tracer and for a rank of a job alike. The slots are the cache's: its caller picks
 // which unit goes where (load()).
-template <typename Units>
 class UnitLoads {
  public:
   // path and table must outlive the loads.
-  UnitLoads(const std::string& path, const UnitTable& table, RoundRunner<Units>& runner, const ContainerTraceOptions& options,
+  UnitLoads(const std::string& path, const UnitTable& table, SlotPool& runner, const engine::QueueOptions& options,
             std::uint64_t slots)
-      : queue_(queue_options(options)),
+      : queue_(options),
         file_(queue_.add_file(path)),
         loads_(
             queue_,
@@ -50,15 +60,9 @@ class UnitLoads {
 
   void load(std::uint64_t unit, std::uint32_t slot) { loads_.load(unit, slot); }
   // Waits for every load since the last; the runner's next round sees them.
-  void wait(RoundRunner<Units>& runner) { runner.loaded(queue_, loads_.wait_loaded()); }
+  void wait(SlotPool& runner) { runner.loaded(queue_, loads_.wait_loaded()); }
 
  private:
-  static engine::QueueOptions queue_options(const ContainerTraceOptions& options) {
-    engine::QueueOptions q = engine::QueueOptions::from_environment();
-    q.backend = options.backend;
-    q.device = options.device;
-    return q;
-  }
   static engine::SlotStreamOptions slot_options(const std::string& path, const UnitTable& table, std::uint64_t slots) {
     engine::SlotStreamOptions o;
     o.slots = static_cast<std::uint32_t>(slots);
@@ -68,6 +72,61 @@ class UnitLoads {
 
   engine::Queue queue_;
   queue::FileId file_;
+  engine::SlotStream loads_;
+};
+
+// Whole frames of a series' velocity read into a pool of frame slots (the pathline tracer when its cache
+// holds two frames or more): slot s holds a frame's units at pool slots s * units_per_frame onward, each
+// velocity chunk where its first element falls. Delivered in the order played, as many ahead as the slots
+// hold, so the next frames load while the paths step between the two before them.
+class FrameLoads {
+ public:
+  // container must outlive the loads.
+  FrameLoads(const format::Container& container, std::uint32_t field, SlotPool& pool, const engine::QueueOptions& options,
+             std::uint32_t frame_slots, std::uint64_t units_per_frame)
+      : queue_(options),
+        file_(queue_.add_file(container.path())),
+        pool_(pool),
+        loads_(
+            queue_,
+            [this, &container, field, units_per_frame](std::uint64_t frame, std::uint32_t slot) {
+              std::vector<queue::Request> requests;
+              const std::uintptr_t base = pool_.slot_address(std::uint64_t{slot} * units_per_frame);
+              const std::uint64_t element_bytes = container.fields()[field].element_bytes();
+              std::uint64_t number = 0;
+              for (const auto& chunk : container.chunks_of(static_cast<std::uint32_t>(frame), field)) {
+                queue::Request request = queue::chunk_request(
+                    file_, chunk, {pool_.memory(), base + chunk.first_element * element_bytes, chunk.raw_size});
+                request.label = queue::chunk_label(container, static_cast<std::uint32_t>(frame), field, number++, chunk);
+                requests.push_back(std::move(request));
+              }
+              return requests;
+            },
+            slot_options(container.path(), frame_slots)) {}
+
+  void play(std::vector<std::uint64_t> frames) { loads_.play(std::move(frames)); }
+  // The next frame once the pool's next round can read it (a GPU's stream waits for its copies).
+  [[nodiscard]] engine::SlotDelivery next() {
+    const bool device = pool_.memory() == queue::MemoryKind::device;
+    std::optional<engine::SlotDelivery> delivery = loads_.next(device ? engine::Readiness::issued : engine::Readiness::done);
+    HEADRACE_EXPECT(delivery.has_value(), Error, "the frames to trace were all delivered");
+    pool_.loaded(queue_, delivery->fence);
+    return *delivery;
+  }
+  // The frame in `slot` is read no more (the rounds that read it have finished).
+  void release(std::uint32_t slot) { loads_.release(slot); }
+
+ private:
+  static engine::SlotStreamOptions slot_options(const std::string& path, std::uint32_t slots) {
+    engine::SlotStreamOptions o;
+    o.slots = slots;
+    o.name = [path](std::uint64_t frame) { return path + ": frame " + std::to_string(frame) + "'s velocity"; };
+    return o;
+  }
+
+  engine::Queue queue_;
+  queue::FileId file_;
+  SlotPool& pool_;
   engine::SlotStream loads_;
 };
 

@@ -20,6 +20,9 @@ cache (the field is shared through the file), or *hand-off* (:func:`trace_handed
 its run of block planes along z and the blocks next to them, and a line that needs a block held elsewhere
 handed to the rank that holds it. Both give one tracer's lines, bit for bit.
 
+Pathlines of a time series (:func:`trace_pathlines`, :func:`write_pathlines`) carry each seed through space
+and time, the velocity linear in time between the frames that bracket it.
+
 :class:`TraceSession` holds one tracer (its GPU context, kernels, queue and cached blocks) across traces
 of one field: a notebook's second call or a viewer's next seeds pay no setup and read no block again.
 """
@@ -30,6 +33,7 @@ from headrace.workloads.streamlines.layouts import (DEFAULT_BLOCK, DEFAULT_HILBE
                                                     convert_to_hilbert, fitted_block, fitted_hilbert_bits)
 from headrace.workloads.streamlines.lines import TERMINATION_CODES, write_lines, write_traced
 from headrace.workloads.streamlines.notes import TraceNote
+from headrace.workloads.streamlines.pathlines import PathlineResult, trace_pathlines, write_pathlines
 from headrace.workloads.streamlines.seeds import feature_seeds, load_seeds, rake_seeds, uniform_seeds
 from headrace.workloads.streamlines.session import TraceSession
 from headrace.workloads.streamlines.traceable import traceable
@@ -39,4 +43,5 @@ __all__ = ["TraceResult", "trace", "trace_run", "default_manager", "trace_handed
            "uniform_seeds", "rake_seeds", "feature_seeds", "load_seeds", "write_lines", "write_traced",
            "TERMINATION_CODES", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
            "MOST_MADVISE_INTERVAL_S", "TraceNote", "velocity_of", "fitted_block", "fitted_hilbert_bits",
-           "DEFAULT_HILBERT_BITS", "VELOCITY_NAMES", "VELOCITY_COMPONENTS"]
+           "DEFAULT_HILBERT_BITS", "VELOCITY_NAMES", "VELOCITY_COMPONENTS", "PathlineResult", "trace_pathlines",
+           "write_pathlines"]

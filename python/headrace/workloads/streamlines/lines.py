@@ -18,14 +18,15 @@ from headrace._files import PieceWriter, replacing
 from headrace.errors import UsageError
 from headrace.workloads.streamlines.tracer import TraceResult
 
-__all__ = ["TERMINATION_CODES", "write_lines", "write_traced"]
+__all__ = ["TERMINATION_CODES", "speeds", "write_lines", "write_traced"]
 
 
 # ParaView's codes for why a line ended (vtkStreamTracer's ReasonForTermination); "stopped" (a time
-# budget) has none there and is 0.
-TERMINATION_CODES = {"left_domain": 1, "max_steps": 5, "stagnant": 6, "stopped": 0}
+# budget) has none there and is 0; a pathline that reached the time it was traced to takes the code of
+# reaching the largest propagation (OUT_OF_LENGTH), its limit in time.
+TERMINATION_CODES = {"left_domain": 1, "end_time": 4, "max_steps": 5, "stagnant": 6, "stopped": 0}
 
-_VTK_TYPES = {np.dtype("float32"): "Float32", np.dtype("int64"): "Int64", np.dtype("int32"): "Int32"}
+_VTK_TYPES = {np.dtype("float32"): "Float32", np.dtype("float64"): "Float64", np.dtype("int64"): "Int64", np.dtype("int32"): "Int32"}
 
 
 def _write_vtp(out: PieceWriter, points: np.ndarray, offsets: np.ndarray, point_data: dict[str, np.ndarray],
@@ -182,13 +183,13 @@ def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0)
     # The velocities are sampled (a pass over the flow) while the lines' own arrays are written.
     with ThreadPoolExecutor(1, thread_name_prefix="headrace-sample") as sampler:
         velocities = sampler.submit(result.velocities, threads)
-        speeds = sampler.submit(lambda: _speeds(velocities.result()))
+        speeds_made = sampler.submit(lambda: speeds(velocities.result()))
         point_data: dict[str, np.ndarray | Future] = {"IntegrationTime": np.asarray(result.times, dtype=np.float32),
-                                                       "Velocity": velocities, "Speed": speeds}
+                                                       "Velocity": velocities, "Speed": speeds_made}
         return write_lines(path, result.points, result.offsets, point_data=point_data, line_data=line_data, **extra)
 
 
-def _speeds(velocities: np.ndarray) -> np.ndarray:
+def speeds(velocities: np.ndarray) -> np.ndarray:
     """Each vector's length in float32, summed x, y, z in that order (np.linalg.norm's, without its copies)."""
     x, y, z = (velocities[:, k].astype(np.float32, copy=False) for k in range(3))  # strided views, not copies
     return np.sqrt(x * x + y * y + z * z)

@@ -17,7 +17,8 @@ enum class Direction : std::uint8_t { forward, backward, both };
 // A seed's half-lines: its backward one first, then its forward one, when traced both ways.
 [[nodiscard]] constexpr std::uint32_t half_lines_per_seed(Direction direction) noexcept { return direction == Direction::both ? 2 : 1; }
 // stopped: the run was stopped (a time budget) before the line ended; it holds the points it had.
-enum class Termination : std::uint8_t { max_steps, left_domain, stagnant, stopped };
+// end_time: a pathline reached the time it was traced to (pathline_math.hpp).
+enum class Termination : std::uint8_t { max_steps, left_domain, stagnant, stopped, end_time };
 
 struct TraceOptions {
   Integrator integrator = Integrator::rk4;

@@ -23,10 +23,11 @@ namespace headrace::workloads::streamlines {
 inline constexpr headrace::detail::EnumNames<Integrator, 2> integrator_names{{{Integrator::rk4, "rk4"}, {Integrator::rk45, "rk45"}}};
 inline constexpr headrace::detail::EnumNames<Direction, 3> direction_names{
     {{Direction::forward, "forward"}, {Direction::backward, "backward"}, {Direction::both, "both"}}};
-inline constexpr headrace::detail::EnumNames<Termination, 4> termination_names{{{Termination::max_steps, "max_steps"},
+inline constexpr headrace::detail::EnumNames<Termination, 5> termination_names{{{Termination::max_steps, "max_steps"},
                                                                                 {Termination::left_domain, "left_domain"},
                                                                                 {Termination::stagnant, "stagnant"},
-                                                                                {Termination::stopped, "stopped"}}};
+                                                                                {Termination::stopped, "stopped"},
+                                                                                {Termination::end_time, "end_time"}}};
 [[nodiscard]] constexpr const char* to_string(Termination termination) noexcept {
   return headrace::detail::name_of(termination_names, termination);
 }

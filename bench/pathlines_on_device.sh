@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Issue 40's run on the GPU machine (device tool, one GPU), from the repo root, results under $OUT: the GPU's
+# pathlines checked against the CPU reference (the C++ GPU suite, pytest -m gpu), then the series the issue
+# names (a 256^3 double gyre, 64 frames) traced by 1 M pathlines beside the engine streaming the same frames
+# (headrace bench pathlines: each pass a fresh process), hot and cold, with fio's disk ceiling of the same call.
+#   bash bench/pathlines_on_device.sh setup build gpuchecks gputests data fioceiling hot cold
+# carry [".carry", ".whl"]: the -dev packages, the wheels and fio the image lacks (scripts/device_carry.sh).
+source "$(dirname "$0")/device_session.sh"
+work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
+rounds=${ROUNDS:-3}
+seeds=${SEEDS:-1000000}
+frames=${FRAMES:-64}
+
+data() {  # the double gyre on 256^3 points, 64 frames 0.1 apart (201 MB a frame, 12.9 GB)
+  mkdir -p "$work"
+  local start=$SECONDS
+  [[ -f $work/gyre256.hrc ]] || within 400 python3 -m headrace generate flow "$work/gyre256.hrc" --kind double-gyre \
+    --dims 256 256 256 --frames "$frames" --dt 0.1 > /dev/null
+  sync
+  ls -la "$work"; echo "data in $(( SECONDS - start )) s"
+}
+
+fioceiling() {  # the disk's best of fio over the series, caches dropped before each: O_DIRECT io_uring and buffered psync
+  command -v fio > /dev/null || { echo "no fio here"; return 0; }
+  echo "mode,jobs,depth,block,gbps" > "$OUT/fio.csv"
+  for shape in "direct 4 32 4M" "direct 1 64 16M" "buffered 16 1 16M"; do
+    read -r mode jobs depth block <<< "$shape"
+    sync; echo 3 > /proc/sys/vm/drop_caches
+    local engine=io_uring direct=1
+    [[ $mode == buffered ]] && engine=psync direct=0
+    within 60 fio --name="$mode" --filename="$work/gyre256.hrc" --rw=read --bs="$block" --numjobs="$jobs" --iodepth="$depth" \
+      --ioengine="$engine" --direct="$direct" --size=100% --offset_increment=0 --group_reporting --output-format=json \
+      --readonly --runtime=20 --time_based=0 > "build/fio-$mode-$jobs.json" 2>&1
+    echo "$mode,$jobs,$depth,$block,$(python3 -c "import json; d = json.load(open('build/fio-$mode-$jobs.json')); print(round(d['jobs'][0]['read']['bw_bytes'] / 1e9, 3))")" >> "$OUT/fio.csv"
+  done
+  cat "$OUT/fio.csv"
+}
+
+hot() {
+  within 420 python3 -m headrace bench pathlines "$work/gyre256.hrc" --seeds "$seeds" --step-size 0.05 --device 0 \
+    --cache hot --rounds "$rounds" --out "$OUT/hot" 2>&1 | tail -n 4
+}
+
+cold() {
+  local disk
+  disk=$(python3 -c "import csv; print(max(float(r['gbps']) for r in csv.DictReader(open('$OUT/fio.csv'))))" 2>/dev/null || echo "")
+  within 420 python3 -m headrace bench pathlines "$work/gyre256.hrc" --seeds "$seeds" --step-size 0.05 --device 0 \
+    --cache cold --rounds "${COLD_ROUNDS:-2}" ${disk:+--disk-gbps "$disk"} --out "$OUT/cold" 2>&1 | tail -n 4
+}
+
+run_phases "$@"

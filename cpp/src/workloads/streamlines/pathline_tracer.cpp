@@ -1,0 +1,323 @@
+#include "headrace/workloads/streamlines/pathline_tracer.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "headrace/detail/parallel_for.hpp"
+#include "headrace/detail/seconds.hpp"
+#include "headrace/error.hpp"
+#include "headrace/workloads/streamlines/blocked_field.hpp"
+#include "headrace/workloads/streamlines/flow_field.hpp"
+#include "headrace/workloads/streamlines/hilbert_field.hpp"
+#include "path_rounds.hpp"
+#include "round_loop.hpp"
+#include "slot_table.hpp"
+#include "unit_loads.hpp"
+
+namespace headrace::workloads::streamlines {
+namespace {
+
+using Clock = headrace::detail::SteadyClock;
+using headrace::detail::seconds_since;
+using namespace resident;
+
+std::string number(double value) {
+  std::ostringstream text;
+  text.precision(17);
+  text << value;
+  return text.str();
+}
+
+// The frames' times, checked: two or more frames, each later than the one before, each holding a velocity
+// of frame 0's shape (its chunks one after another from element 0).
+std::vector<double> series_times(const FlowField& flow) {
+  const format::Container& container = flow.container;
+  const std::string& path = container.path();
+  const auto frames = container.frames();
+  HEADRACE_EXPECT(frames.size() >= 2, UsageError,
+                  path + ": pathlines need a series of 2 frames or more, this file has " + std::to_string(frames.size()));
+  std::vector<double> times;
+  std::uint64_t first_count = 0;
+  for (std::uint32_t f = 0; f < frames.size(); ++f) {
+    times.push_back(frames[f].time);
+    HEADRACE_EXPECT(f == 0 || frames[f].time > frames[f - 1].time, UsageError,
+                    path + ": frame " + std::to_string(f) + "'s time " + number(frames[f].time) + " is not after frame " +
+                        std::to_string(f - 1) + "'s " + number(frames[f - 1].time) +
+                        ": pathlines need frames in increasing time");
+    const auto chunks = container.chunks_of(f, flow.field);
+    HEADRACE_EXPECT(!chunks.empty(), UsageError, path + ": frame " + std::to_string(f) + " holds no velocity: a gap in the series");
+    std::uint64_t count = 0;
+    for (const auto& chunk : chunks) {
+      HEADRACE_EXPECT(chunk.first_element == count, UsageError,
+                      path + ": offset " + std::to_string(chunk.offset) + ": frame " + std::to_string(f) +
+                          "'s velocity chunk starts at element " + std::to_string(chunk.first_element) + ", expected " +
+                          std::to_string(count));
+      count += chunk.element_count;
+    }
+    if (f == 0) first_count = count;
+    HEADRACE_EXPECT(count == first_count, UsageError,
+                    path + ": offset " + std::to_string(chunks.front().offset) + ": frame " + std::to_string(f) +
+                        "'s velocity holds " + std::to_string(count) + " points, frame 0's " + std::to_string(first_count) +
+                        ": a field that changes shape between frames");
+  }
+  return times;
+}
+
+// The intervals from t0 to t1 in the order they run, and the interval and local time each seed starts at.
+struct Plan {
+  bool forward = true;
+  std::vector<PathInterval> intervals;
+  std::vector<std::uint32_t> frames;  // in the order the intervals first need them
+};
+
+// The interval holding time t: forward, the one it starts or lies in ([T_k, T_k+1)); backward, the one it
+// ends or lies in ((T_k, T_k+1]); the first or last interval at the series' ends.
+std::uint32_t interval_of(const std::vector<double>& times, double t, bool forward) {
+  const auto at = forward ? std::upper_bound(times.begin(), times.end(), t) : std::lower_bound(times.begin(), times.end(), t);
+  const std::int64_t k = (at - times.begin()) - 1;
+  return static_cast<std::uint32_t>(std::clamp<std::int64_t>(k, 0, static_cast<std::int64_t>(times.size()) - 2));
+}
+
+Plan plan_intervals(const std::vector<double>& times, double t0, double t1) {
+  Plan plan;
+  plan.forward = t1 > t0;
+  const std::uint32_t first = interval_of(times, t0, plan.forward);
+  const std::uint32_t last = interval_of(times, t1, !plan.forward);  // t1 closes its interval
+  for (std::int64_t k = first;; k += plan.forward ? 1 : -1) {
+    const auto index = static_cast<std::uint32_t>(k);
+    PathInterval interval;
+    interval.index = index;
+    interval.span = static_cast<float>(times[index + 1] - times[index]);
+    interval.forward = plan.forward ? 1 : 0;
+    interval.last = index == last ? 1 : 0;
+    interval.stop = interval.last ? static_cast<float>(t1 - times[index]) : (plan.forward ? interval.span : 0.0f);
+    plan.intervals.push_back(interval);
+    if (interval.last) break;
+  }
+  for (const PathInterval& interval : plan.intervals) {
+    const std::uint32_t earlier = interval.index, later = interval.index + 1;
+    for (const std::uint32_t frame : plan.forward ? std::vector{earlier, later} : std::vector{later, earlier})
+      if (std::find(plan.frames.begin(), plan.frames.end(), frame) == plan.frames.end()) plan.frames.push_back(frame);
+  }
+  return plan;
+}
+
+// Each seed's path at its release, checked inside the grid and within [t0, t1].
+std::vector<PathLine> start_paths(const std::string& path, const GridGeometry& grid, const std::vector<Vec3>& seeds,
+                                  const std::vector<double>& seed_times, const std::vector<double>& times, double t0, double t1,
+                                  const TraceOptions& options) {
+  const bool forward = t1 > t0;
+  const double low = std::min(t0, t1), high = std::max(t0, t1);
+  std::vector<PathLine> lines;
+  lines.reserve(seeds.size());
+  for (std::size_t s = 0; s < seeds.size(); ++s) {
+    const Vec3 seed = seeds[s];
+    std::int32_t cell[3];
+    float fraction[3];
+    HEADRACE_EXPECT(grid.locate(seed, cell, fraction), UsageError,
+                    path + ": seed " + std::to_string(s) + " (" + number(seed.x) + ", " + number(seed.y) + ", " + number(seed.z) +
+                        ") lies outside the grid");
+    const double release = seed_times.empty() ? t0 : seed_times[s];
+    HEADRACE_EXPECT(release >= low && release <= high, UsageError,
+                    path + ": seed " + std::to_string(s) + " is released at " + number(release) + ", outside [" + number(low) +
+                        ", " + number(high) + "], the times traced");
+    const std::uint32_t k = interval_of(times, release, forward);
+    lines.push_back(start_path(seed, k, static_cast<float>(release - times[k]), forward ? options.step_size : -options.step_size));
+  }
+  return lines;
+}
+
+// The units of every frame, frame f's at f * units_per_frame (the cache's units when whole frames do not fit).
+template <typename Units>
+UnitTable series_table(const FlowField& flow, const Units& units, std::uint64_t unit_bytes, std::uint32_t frames);
+
+template <>
+UnitTable series_table(const FlowField& flow, const BlockLayout& layout, std::uint64_t unit_bytes, std::uint32_t frames) {
+  UnitTable table{unit_bytes, {}, {}};
+  for (std::uint32_t f = 0; f < frames; ++f) {
+    const std::vector<std::uint64_t> offsets = block_offsets(flow.container, f, flow.field, layout);
+    table.offset.insert(table.offset.end(), offsets.begin(), offsets.end());
+  }
+  table.size.assign(table.offset.size(), unit_bytes);
+  return table;
+}
+
+template <>
+UnitTable series_table(const FlowField& flow, const HilbertUnits&, std::uint64_t unit_bytes, std::uint32_t frames) {
+  UnitTable table{unit_bytes, {}, {}};
+  for (std::uint32_t f = 0; f < frames; ++f) {
+    const FieldRange range = contiguous_field_range(flow.container, f, flow.field);
+    for (std::uint64_t offset = range.start; offset < range.end; offset += unit_bytes) {
+      table.offset.push_back(offset);
+      table.size.push_back(std::min(unit_bytes, range.end - offset));
+    }
+  }
+  return table;
+}
+
+// The paths' points as the caller gets them: each point's time its interval's earlier frame's plus tau, or
+// exactly the time it stands on: its seed's release, a frame's time (a step ended there) or t1.
+Pathlines assemble_paths(const std::vector<PathLine>& lines, const std::vector<PathPoint>& points, const std::vector<double>& times,
+                         const Plan& plan, double t1, std::vector<double> seed_times, bool stopped, unsigned threads) {
+  Pathlines out;
+  out.seed_times = std::move(seed_times);
+  out.offsets.reserve(lines.size() + 1);
+  for (const PathLine& line : lines) {
+    out.offsets.push_back(out.offsets.back() + line.points);
+    out.ends.push_back(line.ended ? line.end : (stopped ? Termination::stopped : Termination::max_steps));
+  }
+  out.points.resize(points.size());
+  out.velocities.resize(points.size());
+  out.times.resize(points.size());
+  const PathInterval& last = plan.intervals.back();
+  headrace::detail::parallel_for(points.size(), threads, [&](std::uint64_t k) {
+    const PathPoint& point = points[k];
+    out.points[k] = point.p;
+    out.velocities[k] = point.v;
+    const auto span = static_cast<float>(times[point.interval + 1] - times[point.interval]);
+    if (point.interval == last.index && point.tau == last.stop) out.times[k] = t1;
+    else if (point.tau == span) out.times[k] = times[point.interval + 1];
+    else if (point.tau == 0.0f) out.times[k] = times[point.interval];
+    else out.times[k] = times[point.interval] + static_cast<double>(point.tau);
+  });
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].points > 0) out.times[static_cast<std::size_t>(out.offsets[i])] = out.seed_times[i];
+  return out;
+}
+
+template <typename Units>
+PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_t unit_bytes, std::uint64_t units_per_frame,
+                         const std::vector<double>& times, const std::vector<Vec3>& seeds, const std::vector<double>& seed_times,
+                         const PathlineOptions& options) {
+  const std::string& path = flow.container.path();
+  const TraceOptions& trace = options.trace;
+  HEADRACE_EXPECT(trace.step_size > 0 && trace.max_steps > 0, UsageError, "pathlines need a positive step size and step count");
+  const double t0 = options.t0.value_or(times.front()), t1 = options.t1.value_or(times.back());
+  for (const auto& [name, t] : {std::pair{"t0", t0}, std::pair{"t1", t1}})
+    HEADRACE_EXPECT(t >= times.front() && t <= times.back(), UsageError,
+                    path + ": " + name + " = " + number(t) + " lies outside the frames' times [" + number(times.front()) + ", " +
+                        number(times.back()) + "]");
+  HEADRACE_EXPECT(t0 != t1, UsageError, path + ": t0 and t1 are both " + number(t0) + ": a path needs time to run");
+  const Plan plan = plan_intervals(times, t0, t1);
+  std::vector<PathLine> lines = start_paths(path, units.geometry(), seeds, seed_times, times, t0, t1, trace);
+  const std::uint64_t line_count = lines.size();
+
+  PathlineRun run;
+  run.unit_bytes = unit_bytes;
+  PathlineStats& stats = run.stats;
+  stats.t0 = t0, stats.t1 = t1;
+  ResidentStats& resident = stats.resident;
+  const std::uint64_t frame_bytes = units_per_frame * unit_bytes;
+  const auto frames_needed = static_cast<std::uint64_t>(plan.frames.size());
+  const std::uint64_t frame_slots = std::min(options.cache_bytes / frame_bytes, frames_needed);
+  stats.whole_frames = frame_slots >= 2;
+  const std::uint64_t unit_count = units_per_frame * times.size();
+  const std::uint64_t slots = stats.whole_frames ? frame_slots * units_per_frame : std::min(options.cache_bytes / unit_bytes, unit_count);
+  HEADRACE_EXPECT(stats.whole_frames || slots >= std::min<std::uint64_t>(16, 2 * units_per_frame), UsageError,
+                  path + ": the resident cache needs room for 8 units of " + std::to_string(unit_bytes) +
+                      " bytes of each of two frames, got " + std::to_string(options.cache_bytes) + " bytes");
+  resident.slots = slots;
+
+  const auto start = Clock::now();
+  std::unique_ptr<PathRunner<Units>> runner =
+      options.device >= 0
+          ? make_device_paths(options.device, units, units_per_frame, trace, unit_bytes, slots, unit_count, lines)
+          : make_host_paths(units, units_per_frame, trace, unit_bytes, slots, std::move(lines), options.threads);
+  RoundState state{0, 0, line_count, std::vector<std::int32_t>(unit_count, -1), std::vector<std::uint32_t>(unit_count, 0),
+                   std::vector<std::uint32_t>(unit_count, 0)};
+  const engine::QueueOptions queue = tracer_queue_options(options.backend, options.device);
+  std::optional<FrameLoads> frame_loads;
+  std::optional<UnitTable> table;
+  std::optional<UnitLoads> unit_loads;
+  std::optional<SlotTable> slot_table;
+  if (stats.whole_frames) {
+    frame_loads.emplace(flow.container, flow.field, *runner, queue, static_cast<std::uint32_t>(frame_slots), units_per_frame);
+    frame_loads->play({plan.frames.begin(), plan.frames.end()});
+  } else {
+    table = series_table(flow, units, unit_bytes, static_cast<std::uint32_t>(times.size()));
+    unit_loads.emplace(path, *table, *runner, queue, slots);
+    slot_table.emplace(slots, state);
+  }
+  resident.make_seconds = seconds_since(start);
+
+  std::map<std::uint32_t, std::uint32_t> slot_of_frame;  // whole frames resident
+  bool stopped = false;
+  for (std::size_t n = 0; n < plan.intervals.size() && !stopped; ++n) {
+    const PathInterval& interval = plan.intervals[n];
+    const auto round = [&](RoundState& s) { return runner->run(s, interval); };
+    state.first_line = 0;
+    state.window = line_count;
+    if (stats.whole_frames) {
+      const auto wait_start = Clock::now();
+      while (!slot_of_frame.contains(interval.index) || !slot_of_frame.contains(interval.index + 1)) {
+        const engine::SlotDelivery delivery = frame_loads->next();
+        const auto frame = static_cast<std::uint32_t>(delivery.unit);
+        slot_of_frame[frame] = delivery.slot;
+        for (std::uint64_t u = 0; u < units_per_frame; ++u)
+          state.slot_of_unit[frame * units_per_frame + u] = static_cast<std::int32_t>(delivery.slot * units_per_frame + u);
+        ++stats.frames_loaded;
+        resident.units_loaded += units_per_frame;
+        resident.bytes_read += flow.container.frame_field(frame, flow.field).element_count * point_bytes;
+      }
+      resident.load_seconds += seconds_since(wait_start);
+      // Both frames resident: one round takes every path of the interval to its stop or its end.
+      ++state.round;
+      const auto advance_start = Clock::now();
+      const PathCounters counters = round(state);
+      resident.advance_seconds += seconds_since(advance_start);
+      ++resident.rounds;
+      HEADRACE_EXPECT(counters.waiting == 0, Error,
+                      path + ": " + std::to_string(counters.waiting) + " paths waited for units of two resident frames");
+      const std::uint32_t done = plan.forward ? interval.index : interval.index + 1;  // no later interval reads it
+      for (std::uint64_t u = 0; u < units_per_frame; ++u) state.slot_of_unit[done * units_per_frame + u] = -1;
+      frame_loads->release(slot_of_frame.at(done));
+      slot_of_frame.erase(done);
+    } else {
+      run_rounds(round, *runner, *unit_loads, *slot_table, state, *table, line_count, [](std::uint64_t) { return true; },
+                 [](std::uint64_t) { return true; }, resident, path);
+    }
+    ++stats.intervals;
+    if (options.progress && !options.progress(n + 1, plan.intervals.size())) stopped = n + 1 < plan.intervals.size();
+  }
+  const auto collect_start = Clock::now();
+  std::vector<PathLine> traced;
+  std::vector<PathPoint> points;
+  runner->collect(traced, points);
+  std::vector<double> releases = seed_times.empty() ? std::vector<double>(seeds.size(), t0) : seed_times;
+  run.lines = assemble_paths(traced, points, times, plan, t1, std::move(releases), stopped, options.threads);
+  resident.collect_seconds = seconds_since(collect_start);
+  run.seconds = seconds_since(start);
+  return run;
+}
+
+}  // namespace
+
+PathlineRun trace_pathlines(const std::string& path, const std::vector<Vec3>& seeds, const std::vector<double>& seed_times,
+                            const PathlineOptions& options) {
+  const FlowField flow = open_flow(path, 0);
+  HEADRACE_EXPECT(seed_times.empty() || seed_times.size() == seeds.size(), UsageError,
+                  path + ": " + std::to_string(seeds.size()) + " seeds, " + std::to_string(seed_times.size()) + " release times");
+  const std::vector<double> times = series_times(flow);
+  const std::uint64_t element_bytes = flow.container.fields().at(flow.field).element_bytes();
+  HEADRACE_EXPECT(element_bytes == point_bytes, UsageError,
+                  path + ": a velocity field is float32 x 3 (12 bytes a point), this one has " + std::to_string(element_bytes));
+  PathlineRun run;
+  if (flow.layout == "blocks") {
+    const BlockLayout layout = block_layout_of(flow.container);
+    run = trace_series(flow, layout, layout.block_points() * point_bytes, layout.block_count(), times, seeds, seed_times, options);
+  } else {
+    const HilbertLayout layout = hilbert_layout_of(flow.container);
+    const std::uint64_t unit_bytes = std::uint64_t{options.unit_pages} * page_bytes;
+    check_unit_bytes(unit_bytes);
+    const std::uint64_t field_bytes = flow.container.frame_field(0, flow.field).element_count * point_bytes;
+    run = trace_series(flow, HilbertUnits{layout, unit_bytes / point_bytes}, unit_bytes, (field_bytes + unit_bytes - 1) / unit_bytes,
+                       times, seeds, seed_times, options);
+  }
+  run.layout = flow.layout;
+  return run;
+}
+
+}  // namespace headrace::workloads::streamlines
