@@ -44,15 +44,16 @@ inline gpu::CUstream cuda_stream(std::uintptr_t handle) { return reinterpret_cas
 using workloads::common::CameraSpec;
 // A NumPy array of `shape` and element type As over the memory of `values`, which it owns (freed with
 // the array; moved in, not copied): As is T, or what a T is made of (a Vec3 as 3 floats, records as bytes).
-template <typename As, typename T>
-nanobind::ndarray<nanobind::numpy, As> owned_array_as(std::vector<T>&& values, std::initializer_list<std::size_t> shape) {
-  auto* heap = new std::vector<T>(std::move(values));
-  nanobind::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+template <typename As, typename T, typename Allocator>
+nanobind::ndarray<nanobind::numpy, As> owned_array_as(std::vector<T, Allocator>&& values, std::initializer_list<std::size_t> shape) {
+  using Values = std::vector<T, Allocator>;
+  auto* heap = new Values(std::move(values));
+  nanobind::capsule owner(heap, [](void* p) noexcept { delete static_cast<Values*>(p); });
   return nanobind::ndarray<nanobind::numpy, As>(reinterpret_cast<As*>(heap->data()), shape.size(), shape.begin(), owner);
 }
 // A NumPy array of `shape` that owns `values` (freed with the array).
-template <typename T>
-nanobind::ndarray<nanobind::numpy, T> owned_array(std::vector<T>&& values, std::initializer_list<std::size_t> shape) {
+template <typename T, typename Allocator>
+nanobind::ndarray<nanobind::numpy, T> owned_array(std::vector<T, Allocator>&& values, std::initializer_list<std::size_t> shape) {
   return owned_array_as<T>(std::move(values), shape);
 }
 // Row-major RGBA8 pixels as a (height, width, 4) uint8 array.

@@ -50,7 +50,8 @@ sl::TraceOptions trace_options_of(const std::string& integrator, const std::stri
 }
 
 // The vectors as a (count, 3) float32 array over their own memory (moved, not copied).
-nb::ndarray<nb::numpy, float> vector_array(std::vector<sl::Vec3>&& vectors) {
+template <typename Allocator>
+nb::ndarray<nb::numpy, float> vector_array(std::vector<sl::Vec3, Allocator>&& vectors) {
   static_assert(sizeof(sl::Vec3) == 3 * sizeof(float));
   const std::size_t count = vectors.size();
   return owned_array_as<float>(std::move(vectors), {count, 3});

@@ -1,7 +1,9 @@
 #include "headrace/gpu/memory.hpp"
 
+#include <algorithm>
 #include <utility>
 
+#include "headrace/detail/parallel_for.hpp"
 #include "headrace/error.hpp"
 
 namespace headrace::gpu {
@@ -95,6 +97,22 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
     how_ = std::move(other.how_);
   }
   return *this;
+}
+
+void copy_home(void* destination, CUdeviceptr source, std::size_t size_bytes, CUstream stream, unsigned threads) {
+  if (size_bytes == 0) return;
+  const CudaDriver& cuda = require_driver();
+  constexpr std::size_t page = 4096, stretch = std::size_t{2} << 20;  // a thread faults 2 MiB at a time
+  auto* bytes = static_cast<volatile unsigned char*>(destination);
+  detail::parallel_for((size_bytes + stretch - 1) / stretch, threads, [&](std::uint64_t n) {
+    const std::size_t end = std::min(size_bytes, (n + 1) * stretch);
+    for (std::size_t at = n * stretch; at < end; at += page) bytes[at] = 0;
+  });
+  const bool locked = cuda.cuMemHostRegister(destination, size_bytes, memhostregister_portable) == cuda_success;
+  check(cuda.cuMemcpyDtoHAsync(destination, source, size_bytes, stream), "cuMemcpyDtoHAsync");
+  const CUresult done = cuda.cuStreamSynchronize(stream);
+  if (locked) (void)cuda.cuMemHostUnregister(destination);
+  check(done, "cuStreamSynchronize");
 }
 
 void copy_to_host(void* destination, CUdeviceptr source, std::size_t size_bytes) {

@@ -58,6 +58,11 @@ class PinnedBuffer {
 
 // Copies device memory to host memory, synchronously (tests and checks).
 void copy_to_host(void* destination, CUdeviceptr source, std::size_t size_bytes);
+// Copies device memory home into host memory not touched yet (a detail::HostArray just sized), synchronously
+// on `stream`: its pages faulted in by `threads` CPU threads at once (0: one per core), page-locked for one
+// DMA and let go after; where the driver refuses to lock them, an ordinary copy through its staging.
+// Large results (a trace's points) come home so at the link's rate instead of a page fault at a time.
+void copy_home(void* destination, CUdeviceptr source, std::size_t size_bytes, CUstream stream, unsigned threads);
 // Copies host memory to device memory, synchronously (small tables).
 void copy_to_device(CUdeviceptr destination, const void* source, std::size_t size_bytes);
 

@@ -28,7 +28,7 @@ class DevicePaths final : public PathRunner<Units> {
               std::uint64_t unit_bytes, std::uint64_t slots, std::uint64_t unit_count, const std::vector<PathLine>& lines)
       : gpu_(ordinal, unit_bytes, slots, unit_count),
         advance_(gpu_.module.function(PathKernel<Units>::name)),
-        gather_(gpu_.module.function("headrace_gather_path_points")),
+        place_(gpu_.module.function("headrace_place_path_points")),
         params_(path_round_params(units, units_per_frame, options, unit_bytes)),
         count_(lines.size()),
         lines_(std::max<std::uint64_t>(count_, 1) * sizeof(PathLine)),
@@ -50,32 +50,50 @@ class DevicePaths final : public PathRunner<Units> {
     const PathRoundParams<Units> params = path_window_of(params_, state, interval);
     return gpu_.launch_round<PathCounters>(state, advance_, params, params.line_count);
   }
-  // The points gathered on the GPU: a path's capacity is its longest (max_steps + 1), and most end short of it.
-  void collect(std::vector<PathLine>& lines, std::vector<PathPoint>& points) override {
+  // The points placed on the GPU, split as the caller keeps them, and brought home by DMA: a path's capacity
+  // is its longest (max_steps + 1), most end short of it, and the host has only to receive them.
+  void collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
     gpu_.device.make_current();
     lines.resize(count_);
     gpu_.stream.synchronize();
     if (count_ > 0) gpu::copy_to_host(lines.data(), lines_.pointer(), count_ * sizeof(PathLine));
     const std::vector<std::uint64_t> offsets = path_offsets(lines);
-    points.resize(offsets.back());
-    if (offsets.back() == 0) return;
+    const std::uint64_t total = offsets.back();
+    out.points.resize(total);
+    out.velocities.resize(total);
+    out.times.resize(total);
+    if (total == 0) return;
     const gpu::CudaDriver& cuda = gpu::require_driver();
     const gpu::CUstream stream = gpu_.stream.handle();
-    gpu::DeviceBuffer offsets_on_device(offsets.size() * sizeof(std::uint64_t)), gathered(offsets.back() * sizeof(PathPoint));
-    gpu::check(cuda.cuMemcpyHtoDAsync(offsets_on_device.pointer(), offsets.data(), offsets_on_device.size_bytes(), stream),
-               "cuMemcpyHtoDAsync");
-    PathGatherParams gather{params_.points, params_.point_capacity, reinterpret_cast<const std::uint64_t*>(offsets_on_device.pointer()),
-                            count_, reinterpret_cast<PathPoint*>(gathered.pointer())};
-    std::uint64_t total = offsets.back();
-    void* args[] = {&gather, &total};
-    gpu::launch_1d(gather_, total, 256, stream, args);
-    gpu::check(cuda.cuMemcpyDtoHAsync(points.data(), gathered.pointer(), gathered.size_bytes(), stream), "cuMemcpyDtoHAsync");
-    gpu_.stream.synchronize();
+    gpu::DeviceBuffer offsets_on_device(offsets.size() * sizeof(std::uint64_t)), frame_times(place.frame_count * sizeof(double)),
+        seed_times(count_ * sizeof(double)), points(total * sizeof(Vec3)), velocities(total * sizeof(Vec3)),
+        times(total * sizeof(double));
+    const auto upload = [&](const gpu::DeviceBuffer& to, const void* from) {
+      gpu::check(cuda.cuMemcpyHtoDAsync(to.pointer(), from, to.size_bytes(), stream), "cuMemcpyHtoDAsync");
+    };
+    upload(offsets_on_device, offsets.data());
+    upload(frame_times, place.frame_times);
+    upload(seed_times, place.seed_times);
+    place.points = params_.points;
+    place.point_capacity = params_.point_capacity;
+    place.offsets = reinterpret_cast<const std::uint64_t*>(offsets_on_device.pointer());
+    place.count = count_;
+    place.frame_times = reinterpret_cast<const double*>(frame_times.pointer());
+    place.seed_times = reinterpret_cast<const double*>(seed_times.pointer());
+    place.out_points = reinterpret_cast<Vec3*>(points.pointer());
+    place.out_velocities = reinterpret_cast<Vec3*>(velocities.pointer());
+    place.out_times = reinterpret_cast<double*>(times.pointer());
+    std::uint64_t launched = total;
+    void* args[] = {&place, &launched};
+    gpu::launch_1d(place_, total, 256, stream, args);
+    gpu::copy_home(out.points.data(), points.pointer(), points.size_bytes(), stream, 0);
+    gpu::copy_home(out.velocities.data(), velocities.pointer(), velocities.size_bytes(), stream, 0);
+    gpu::copy_home(out.times.data(), times.pointer(), times.size_bytes(), stream, 0);
   }
 
  private:
   DeviceCache gpu_;
-  gpu::CUfunction advance_, gather_;
+  gpu::CUfunction advance_, place_;
   PathRoundParams<Units> params_;
   std::uint64_t count_;
   gpu::DeviceBuffer lines_, points_;

@@ -42,11 +42,17 @@ class HostPaths final : public PathRunner<Units> {
     headrace::detail::parallel_for(params.line_count, threads_, [&](std::uint64_t k) { advance_resident_path(params, k); });
     return counters;
   }
-  void collect(std::vector<PathLine>& lines, std::vector<PathPoint>& points) override {
+  void collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
     const std::vector<std::uint64_t> offsets = path_offsets(lines_);
-    points.resize(offsets.back());
-    const PathGatherParams gather{points_.data(), params_.point_capacity, offsets.data(), lines_.size(), points.data()};
-    headrace::detail::parallel_for(offsets.back(), threads_, [&](std::uint64_t k) { gather_path_point(gather, k); });
+    out.points.resize(offsets.back());
+    out.velocities.resize(offsets.back());
+    out.times.resize(offsets.back());
+    place.points = points_.data();
+    place.point_capacity = params_.point_capacity;
+    place.offsets = offsets.data();
+    place.count = lines_.size();
+    place.out_points = out.points.data(), place.out_velocities = out.velocities.data(), place.out_times = out.times.data();
+    headrace::detail::parallel_for(offsets.back(), threads_, [&](std::uint64_t k) { place_path_point(place, k); });
     lines = std::move(lines_);
   }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "headrace/workloads/streamlines/pathline_tracer.hpp"
 #include "headrace/workloads/streamlines/resident_paths.hpp"
 #include "round_runner.hpp"
 
@@ -16,8 +17,9 @@ class PathRunner : public SlotPool {
  public:
   // One round over the window of `state` in `interval`; fills state.wanted and state.last_used.
   virtual PathCounters run(RoundState& state, const PathInterval& interval) = 0;
-  // The paths after the last round, and each one's points back to back in path order.
-  virtual void collect(std::vector<PathLine>& lines, std::vector<PathPoint>& points) = 0;
+  // The paths after the last round, and their points placed in `out` (points, velocities and times; the
+  // rest is the caller's) by `place`, whose points, offsets and outputs the runner sets.
+  virtual void collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) = 0;
 };
 
 // The parameters every round of a runner shares (pointers the runner's to set): `units` one frame's,
@@ -44,7 +46,7 @@ PathRoundParams<Units> path_window_of(PathRoundParams<Units> params, const Round
   return params;
 }
 
-// Where each path's points begin among those collect gathers, and their total last.
+// Where each path's points begin among all, and their total last.
 inline std::vector<std::uint64_t> path_offsets(const std::vector<PathLine>& lines) {
   std::vector<std::uint64_t> offsets(lines.size() + 1, 0);
   for (std::size_t i = 0; i < lines.size(); ++i) offsets[i + 1] = offsets[i] + lines[i].points;

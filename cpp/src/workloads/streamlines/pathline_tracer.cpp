@@ -158,33 +158,27 @@ UnitTable series_table(const FlowField& flow, const HilbertUnits&, std::uint64_t
   return table;
 }
 
-// The paths' points as the caller gets them: each point's time its interval's earlier frame's plus tau, or
-// exactly the time it stands on: its seed's release, a frame's time (a step ended there) or t1.
-Pathlines assemble_paths(const std::vector<PathLine>& lines, const std::vector<PathPoint>& points, const std::vector<double>& times,
-                         const Plan& plan, double t1, std::vector<double> seed_times, bool stopped, unsigned threads) {
+// The paths as the caller gets them: their points placed by the runner (on the GPU, or CPU threads), their
+// offsets and ends here.
+template <typename Units>
+Pathlines collect_paths(PathRunner<Units>& runner, const std::vector<double>& times, const Plan& plan, double t1,
+                        std::vector<double> seed_times, bool stopped) {
   Pathlines out;
   out.seed_times = std::move(seed_times);
+  PathPlaceParams place;
+  place.frame_times = times.data();
+  place.frame_count = static_cast<std::uint32_t>(times.size());
+  place.seed_times = out.seed_times.data();
+  place.last_interval = plan.intervals.back().index;
+  place.last_stop = plan.intervals.back().stop;
+  place.t1 = t1;
+  std::vector<PathLine> lines;
+  runner.collect(place, lines, out);
   out.offsets.reserve(lines.size() + 1);
   for (const PathLine& line : lines) {
     out.offsets.push_back(out.offsets.back() + line.points);
     out.ends.push_back(line.ended ? line.end : (stopped ? Termination::stopped : Termination::max_steps));
   }
-  out.points.resize(points.size());
-  out.velocities.resize(points.size());
-  out.times.resize(points.size());
-  const PathInterval& last = plan.intervals.back();
-  headrace::detail::parallel_for(points.size(), threads, [&](std::uint64_t k) {
-    const PathPoint& point = points[k];
-    out.points[k] = point.p;
-    out.velocities[k] = point.v;
-    const auto span = static_cast<float>(times[point.interval + 1] - times[point.interval]);
-    if (point.interval == last.index && point.tau == last.stop) out.times[k] = t1;
-    else if (point.tau == span) out.times[k] = times[point.interval + 1];
-    else if (point.tau == 0.0f) out.times[k] = times[point.interval];
-    else out.times[k] = times[point.interval] + static_cast<double>(point.tau);
-  });
-  for (std::size_t i = 0; i < lines.size(); ++i)
-    if (lines[i].points > 0) out.times[static_cast<std::size_t>(out.offsets[i])] = out.seed_times[i];
   return out;
 }
 
@@ -283,11 +277,8 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
     if (options.progress && !options.progress(n + 1, plan.intervals.size())) stopped = n + 1 < plan.intervals.size();
   }
   const auto collect_start = Clock::now();
-  std::vector<PathLine> traced;
-  std::vector<PathPoint> points;
-  runner->collect(traced, points);
   std::vector<double> releases = seed_times.empty() ? std::vector<double>(seeds.size(), t0) : seed_times;
-  run.lines = assemble_paths(traced, points, times, plan, t1, std::move(releases), stopped, options.threads);
+  run.lines = collect_paths(*runner, times, plan, t1, std::move(releases), stopped);
   resident.collect_seconds = seconds_since(collect_start);
   run.seconds = seconds_since(start);
   return run;

@@ -39,13 +39,13 @@ extern "C" __global__ void headrace_place_seeds(const hs::Vec3* seeds, const std
                                                 hs::Vec3* points) {
   per_thread(count, [&](std::uint64_t s) { points[seed_at[s]] = seeds[s]; });
 }
-// The pathline tracer's rounds (resident_paths.hpp) and the gather of its paths' points.
+// The pathline tracer's rounds (resident_paths.hpp) and the placing of its paths' points.
 extern "C" __global__ void headrace_advance_paths_blocks(hs::PathRoundParams<hs::BlockLayout> params) {
   per_thread(params.line_count, [&](std::uint64_t i) { hs::advance_resident_path(params, i); });
 }
 extern "C" __global__ void headrace_advance_paths_hilbert(hs::PathRoundParams<hs::HilbertUnits> params) {
   per_thread(params.line_count, [&](std::uint64_t i) { hs::advance_resident_path(params, i); });
 }
-extern "C" __global__ void headrace_gather_path_points(hs::PathGatherParams params, std::uint64_t total) {
-  per_thread(total, [&](std::uint64_t k) { hs::gather_path_point(params, k); });
+extern "C" __global__ void headrace_place_path_points(hs::PathPlaceParams params, std::uint64_t total) {
+  per_thread(total, [&](std::uint64_t k) { hs::place_path_point(params, k); });
 }

@@ -90,7 +90,7 @@ class BlockCache {
 
   std::uint64_t unit_bytes_;
   Loader loader_;
-  detail::AlignedBuffer memory_;
+  headrace::detail::AlignedBuffer memory_;
   std::vector<Slot> slots_;
   std::vector<std::unique_ptr<Bank>> banks_;
   std::atomic<std::uint64_t> loads_in_flight_{0}, max_loads_in_flight_{0};

@@ -59,8 +59,8 @@ class MappedUnits {
  private:
   void watch();
 
-  detail::FileDescriptor fd_;
-  detail::MemoryMapping mapping_;
+  headrace::detail::FileDescriptor fd_;
+  headrace::detail::MemoryMapping mapping_;
   std::uint64_t unit_bytes_;
   std::vector<std::uint64_t> offsets_;
   std::uint64_t start_;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "headrace/detail/host_array.hpp"
 #include "headrace/io/backend.hpp"
 #include "headrace/workloads/streamlines/line_stepper.hpp"
 #include "headrace/workloads/streamlines/trace_container.hpp"
@@ -36,8 +37,8 @@ struct PathlineOptions {
 
 // Every path in one array: path i is points[offsets[i], offsets[i + 1]), its seed's point first.
 struct Pathlines {
-  std::vector<Vec3> points, velocities;  // the flow's velocity at each point at its time
-  std::vector<double> times;             // each point's time in the series
+  headrace::detail::HostArray<Vec3> points, velocities;  // the flow's velocity at each point at its time
+  headrace::detail::HostArray<double> times;             // each point's time in the series
   std::vector<std::int64_t> offsets{0};
   std::vector<Termination> ends;          // end_time, left_domain (at its last point inside), max_steps, stopped
   std::vector<double> seed_times;         // each path's release

@@ -66,20 +66,42 @@ HEADRACE_HD void advance_resident_path(const PathRoundParams<Units>& a, std::uin
   if (!ran) detail::add(&a.counters->waiting, 1);
 }
 
-// What gather_path_points copies: of each of `count` paths, its points up to its last, back to back in
-// path order; offsets[i] is where path i's begin among them, offsets[count] their total.
-struct PathGatherParams {
+// Where the paths' points go home: in path order (offsets[i] where path i's begin, offsets[count] their
+// total), each split into its position, its velocity and its time in the series. A point's time is its
+// interval's earlier frame's time plus tau, or exactly the time it stands on: a frame's (tau 0, or the
+// interval's span), t1 (the last interval's stop), its seed's release (a path's first point).
+struct PathPlaceParams {
   const PathPoint* points = nullptr;
   std::uint32_t point_capacity = 0;
   const std::uint64_t* offsets = nullptr;
   std::uint64_t count = 0;
-  PathPoint* out = nullptr;
+  const double* frame_times = nullptr;  // frame_count of them
+  std::uint32_t frame_count = 0;
+  const double* seed_times = nullptr;  // count of them
+  std::uint32_t last_interval = 0;
+  float last_stop = 0;
+  double t1 = 0;
+  Vec3* out_points = nullptr;
+  Vec3* out_velocities = nullptr;
+  double* out_times = nullptr;
 };
 
-// The k-th gathered point.
-HEADRACE_HD inline void gather_path_point(const PathGatherParams& a, std::uint64_t k) {
+HEADRACE_HD inline double path_point_time(const PathPlaceParams& a, const PathPoint& point) {
+  const double earlier = a.frame_times[point.interval], later = a.frame_times[point.interval + 1];
+  if (point.interval == a.last_interval && point.tau == a.last_stop) return a.t1;
+  if (point.tau == static_cast<float>(later - earlier)) return later;
+  if (point.tau == 0.0f) return earlier;
+  return earlier + static_cast<double>(point.tau);
+}
+
+// The k-th point of all, placed.
+HEADRACE_HD inline void place_path_point(const PathPlaceParams& a, std::uint64_t k) {
   const std::uint64_t line = half_line_of(a.offsets, a.count, k);
-  a.out[k] = a.points[line * a.point_capacity + (k - a.offsets[line])];
+  const std::uint64_t j = k - a.offsets[line];
+  const PathPoint point = a.points[line * a.point_capacity + j];
+  a.out_points[k] = point.p;
+  a.out_velocities[k] = point.v;
+  a.out_times[k] = j == 0 ? a.seed_times[line] : path_point_time(a, point);
 }
 
 }  // namespace headrace::workloads::streamlines
