@@ -1,9 +1,14 @@
 #include "headrace/gpu/memory.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "headrace/detail/parallel_for.hpp"
+#include "headrace/detail/thread_pool.hpp"
+#include "headrace/gpu/stream.hpp"
 #include "headrace/error.hpp"
 
 namespace headrace::gpu {
@@ -99,20 +104,48 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
   return *this;
 }
 
-void copy_home(void* destination, CUdeviceptr source, std::size_t size_bytes, CUstream stream, unsigned threads) {
-  if (size_bytes == 0) return;
+struct HomeCopy::Ring {
+  Ring(std::size_t piece, unsigned pieces, unsigned thread_count)
+      : piece_bytes(piece),
+        staging(PinnedBuffer::of_huge_pages_if_possible(piece * pieces)),
+        workers(thread_count, "headrace-home"),
+        threads(thread_count) {
+    for (unsigned n = 0; n < pieces; ++n) landed.emplace_back();
+  }
+  std::size_t piece_bytes;
+  PinnedBuffer staging;
+  std::vector<Event> landed;  // per staging buffer: its piece's DMA done
+  detail::ThreadPool workers;
+  unsigned threads;
+};
+
+HomeCopy::HomeCopy(std::size_t piece_bytes, unsigned pieces, unsigned threads)
+    : ring_(std::make_unique<Ring>(piece_bytes, pieces, threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads)) {}
+
+HomeCopy::~HomeCopy() noexcept = default;
+
+void HomeCopy::copy(void* destination, CUdeviceptr source, std::size_t size_bytes, CUstream stream) {
+  Ring& ring = *ring_;
   const CudaDriver& cuda = require_driver();
-  constexpr std::size_t page = 4096, stretch = std::size_t{2} << 20;  // a thread faults 2 MiB at a time
-  auto* bytes = static_cast<volatile unsigned char*>(destination);
-  detail::parallel_for((size_bytes + stretch - 1) / stretch, threads, [&](std::uint64_t n) {
-    const std::size_t end = std::min(size_bytes, (n + 1) * stretch);
-    for (std::size_t at = n * stretch; at < end; at += page) bytes[at] = 0;
-  });
-  const bool locked = cuda.cuMemHostRegister(destination, size_bytes, memhostregister_portable) == cuda_success;
-  check(cuda.cuMemcpyDtoHAsync(destination, source, size_bytes, stream), "cuMemcpyDtoHAsync");
-  const CUresult done = cuda.cuStreamSynchronize(stream);
-  if (locked) (void)cuda.cuMemHostUnregister(destination);
-  check(done, "cuStreamSynchronize");
+  const std::size_t pieces = (size_bytes + ring.piece_bytes - 1) / ring.piece_bytes, slots = ring.landed.size();
+  const auto piece_size = [&](std::size_t n) { return std::min(ring.piece_bytes, size_bytes - n * ring.piece_bytes); };
+  const auto start = [&](std::size_t n) {
+    std::byte* staging = ring.staging.data() + (n % slots) * ring.piece_bytes;
+    check(cuda.cuMemcpyDtoHAsync(staging, source + n * ring.piece_bytes, piece_size(n), stream), "cuMemcpyDtoHAsync");
+    ring.landed[n % slots].record(stream);
+  };
+  for (std::size_t n = 0; n < std::min(pieces, slots); ++n) start(n);
+  auto* out = static_cast<std::byte*>(destination);
+  for (std::size_t n = 0; n < pieces; ++n) {
+    ring.landed[n % slots].synchronize();
+    const std::byte* staging = ring.staging.data() + (n % slots) * ring.piece_bytes;
+    const std::size_t size = piece_size(n), share = (size + ring.threads - 1) / ring.threads;
+    detail::parallel_for(ring.workers, ring.threads, [&](std::uint64_t t) {
+      const std::size_t from = std::min(size, t * share), to = std::min(size, from + share);
+      std::memcpy(out + n * ring.piece_bytes + from, staging + from, to - from);
+    });
+    if (n + slots < pieces) start(n + slots);
+  }
 }
 
 void copy_to_host(void* destination, CUdeviceptr source, std::size_t size_bytes) {

@@ -1,29 +1,51 @@
-// A vector whose resize leaves trivial elements uninitialised: a large array about to be filled whole (by a
-// copy home from the GPU) is not zeroed first, page by page on one thread, only to be written again.
+// A vector whose resize leaves trivial elements uninitialised, its large buffers in transparent huge pages:
+// an array about to be filled whole (a result copied home from the GPU) is neither zeroed first, page by page
+// on one thread, only to be written again, nor faulted in 4 KiB at a time.
 #pragma once
 
+#include <sys/mman.h>
+
+#include <cstdlib>
 #include <memory>
+#include <new>
 #include <utility>
 #include <vector>
 
 namespace headrace::detail {
 
 template <typename T>
-struct DefaultInitAllocator : std::allocator<T> {
-  template <typename U>
-  struct rebind {
-    using other = DefaultInitAllocator<U>;
-  };
+struct DefaultInitAllocator {
+  using value_type = T;
+  // From this size on, a buffer is 2 MiB-aligned and advised into huge pages (where the kernel has them).
+  static constexpr std::size_t huge_from = std::size_t{4} << 20, huge_page = std::size_t{2} << 20;
+
   DefaultInitAllocator() noexcept = default;
   template <typename U>
   DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+
+  [[nodiscard]] T* allocate(std::size_t count) {
+    const std::size_t bytes = count * sizeof(T);
+    if (bytes < huge_from) return std::allocator<T>{}.allocate(count);
+    void* memory = std::aligned_alloc(huge_page, (bytes + huge_page - 1) / huge_page * huge_page);
+    if (memory == nullptr) throw std::bad_alloc();
+    (void)::madvise(memory, bytes, MADV_HUGEPAGE);  // advice: 4 KiB pages where refused
+    return static_cast<T*>(memory);
+  }
+  void deallocate(T* memory, std::size_t count) noexcept {
+    if (count * sizeof(T) < huge_from) std::allocator<T>{}.deallocate(memory, count);
+    else std::free(memory);
+  }
   template <typename U>
   void construct(U* where) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(where)) U;  // default-initialised: nothing written for trivial types
   }
   template <typename U, typename... Args>
   void construct(U* where, Args&&... args) {
-    std::allocator_traits<std::allocator<T>>::construct(*this, where, std::forward<Args>(args)...);
+    ::new (static_cast<void*>(where)) U(std::forward<Args>(args)...);
+  }
+  template <typename U>
+  bool operator==(const DefaultInitAllocator<U>&) const noexcept {
+    return true;
   }
 };
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "headrace/detail/huge_pages.hpp"
@@ -58,11 +59,26 @@ class PinnedBuffer {
 
 // Copies device memory to host memory, synchronously (tests and checks).
 void copy_to_host(void* destination, CUdeviceptr source, std::size_t size_bytes);
-// Copies device memory home into host memory not touched yet (a detail::HostArray just sized), synchronously
-// on `stream`: its pages faulted in by `threads` CPU threads at once (0: one per core), page-locked for one
-// DMA and let go after; where the driver refuses to lock them, an ordinary copy through its staging.
-// Large results (a trace's points) come home so at the link's rate instead of a page fault at a time.
-void copy_home(void* destination, CUdeviceptr source, std::size_t size_bytes, CUstream stream, unsigned threads);
+// Device memory brought home into host memory not touched yet (a detail::HostArray just sized) at the link's
+// rate: each piece's DMA lands in a ring of page-locked staging (huge pages) while CPU threads copy the piece
+// before it into place, so the destination is neither page-locked (which costs fresh memory as much as the
+// copy) nor faulted in one page at a time by the driver's staged copy. One per result; copy() synchronous.
+class HomeCopy {
+ public:
+  // `pieces` buffers of piece_bytes; `threads` CPU threads put the pieces in place (0: one per core).
+  explicit HomeCopy(std::size_t piece_bytes = std::size_t{32} << 20, unsigned pieces = 4, unsigned threads = 0);
+  ~HomeCopy() noexcept;
+  HomeCopy(const HomeCopy&) = delete;
+  HomeCopy& operator=(const HomeCopy&) = delete;
+
+  // size_bytes from `source` into `destination`, after what `stream` has queued.
+  void copy(void* destination, CUdeviceptr source, std::size_t size_bytes, CUstream stream);
+
+ private:
+  struct Ring;
+  std::unique_ptr<Ring> ring_;
+};
+
 // Copies host memory to device memory, synchronously (small tables).
 void copy_to_device(CUdeviceptr destination, const void* source, std::size_t size_bytes);
 

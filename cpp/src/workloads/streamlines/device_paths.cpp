@@ -50,7 +50,7 @@ class DevicePaths final : public PathRunner<Units> {
     const PathRoundParams<Units> params = path_window_of(params_, state, interval);
     return gpu_.launch_round<PathCounters>(state, advance_, params, params.line_count);
   }
-  // The points placed on the GPU, split as the caller keeps them, and brought home by DMA: a path's capacity
+  // The points placed on the GPU, split as the caller keeps them, and brought home (gpu::HomeCopy): a path's capacity
   // is its longest (max_steps + 1), most end short of it, and the host has only to receive them.
   void collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
     gpu_.device.make_current();
@@ -86,9 +86,10 @@ class DevicePaths final : public PathRunner<Units> {
     std::uint64_t launched = total;
     void* args[] = {&place, &launched};
     gpu::launch_1d(place_, total, 256, stream, args);
-    gpu::copy_home(out.points.data(), points.pointer(), points.size_bytes(), stream, 0);
-    gpu::copy_home(out.velocities.data(), velocities.pointer(), velocities.size_bytes(), stream, 0);
-    gpu::copy_home(out.times.data(), times.pointer(), times.size_bytes(), stream, 0);
+    gpu::HomeCopy home;
+    home.copy(out.points.data(), points.pointer(), points.size_bytes(), stream);
+    home.copy(out.velocities.data(), velocities.pointer(), velocities.size_bytes(), stream);
+    home.copy(out.times.data(), times.pointer(), times.size_bytes(), stream);
   }
 
  private:
