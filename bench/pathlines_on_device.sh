@@ -4,6 +4,7 @@
 # names (a 256^3 double gyre, 64 frames) traced by 1 M pathlines beside the engine streaming the same frames
 # (headrace bench pathlines: each pass a fresh process), hot and cold, with fio's disk ceiling of the same call.
 #   bash bench/pathlines_on_device.sh setup build gpuchecks gputests data fioceiling hot cold
+#   bash bench/pathlines_on_device.sh setup build data budget      (blocks streamed per interval: a cache of one frame)
 # carry [".carry", ".whl"]: the -dev packages, the wheels and fio the image lacks (scripts/device_carry.sh).
 source "$(dirname "$0")/device_session.sh"
 work=${HEADRACE_BENCH_DIR:-/var/tmp/headrace-bench}
@@ -51,6 +52,11 @@ cold() {
   disk=$(python3 -c "import csv; print(max(float(r['gbps']) for r in csv.DictReader(open('$OUT/fio.csv'))))" 2>/dev/null || echo "")
   within 420 python3 -m headrace bench pathlines "$work/gyre256.hrc" --seeds "$seeds" --step-size 0.05 --device 0 \
     --cache cold --rounds "${COLD_ROUNDS:-2}" ${disk:+--disk-gbps "$disk"} --out "$OUT/cold" 2>&1 | tail -n 4
+}
+
+budget() {  # 100 k paths with the cache at one frame (201 MB: too small for two, units loaded in rounds) against whole frames
+  within 300 python3 -m headrace.bench.cases.pathlines "$work/gyre256.hrc" --seeds "${BUDGET_SEEDS:-100000}" --step-size 0.05 \
+    --device 0 --rounds 2 --budget-cache $(( 256 * 256 * 256 * 12 )) --out "$OUT/budget" 2>&1 | tail -n 8
 }
 
 run_phases "$@"

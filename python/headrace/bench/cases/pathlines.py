@@ -51,16 +51,19 @@ def _engine_pass(path: str, device: str) -> dict[str, Any]:
     return {"seconds": time.perf_counter() - started, "bytes": raw}
 
 
-def _api_pass(path: str, device: str, seeds: int, step_size: float) -> dict[str, Any]:
-    """The tracer with every default but the seeds, the step and the device, timed around the call."""
+def _api_pass(path: str, device: str, seeds: int, step_size: float, cache_bytes: int | None) -> dict[str, Any]:
+    """The tracer with every default but the seeds, the step and the device (and the cache where asked),
+    timed around the call."""
     from headrace.workloads import streamlines
 
     started = time.perf_counter()
     lattice = streamlines.uniform_seeds(path, seeds)
-    result = streamlines.trace_pathlines(path, lattice, step_size=step_size, device=device)
+    sized = {} if cache_bytes is None else {"cache_bytes": cache_bytes}
+    result = streamlines.trace_pathlines(path, lattice, step_size=step_size, device=device, **sized)
     wall = time.perf_counter() - started
     keep = ("seconds", "intervals", "frames_loaded", "whole_frames", "bytes_read", "resident_advance_seconds",
-            "resident_load_seconds", "resident_make_seconds", "resident_collect_seconds", "points", "seeds", "t0", "t1")
+            "resident_load_seconds", "resident_make_seconds", "resident_collect_seconds", "resident_rounds",
+            "resident_units_loaded", "resident_evictions", "points", "seeds", "t0", "t1")
     return {"wall": wall, **{k: result.stats[k] for k in keep}, "ends": sorted(set(result.ends))}
 
 
@@ -94,6 +97,24 @@ def _prepare(path: str, cache: str) -> None:
         warm_page_cache([path])
 
 
+def budget_rows(path: str, *, seeds: int, step_size: float, device: str, cache_bytes: int, rounds: int) -> list[dict[str, Any]]:
+    """The tracer with the cache at its default (whole frames) and at ``cache_bytes`` (too small for two frames: the
+    units the paths ask for loaded in rounds), hot, each a fresh process: its particle-steps per second in each."""
+    rows = []
+    for round_number in range(rounds):
+        for cache in (None, cache_bytes):
+            _prepare(path, "hot")
+            api = _child(["api", path, device, str(seeds), str(step_size), str(cache or 0)])
+            steps = api["points"] - api["seeds"]
+            rows.append({"round": round_number, "cache_bytes": cache or "default", "whole_frames": api["whole_frames"],
+                         "seeds": api["seeds"], "steps": steps, "trace_s": api["seconds"],
+                         "advance_s": api["resident_advance_seconds"], "load_wait_s": api["resident_load_seconds"],
+                         "rounds": api["resident_rounds"], "units_loaded": api["resident_units_loaded"],
+                         "bytes": api["bytes_read"], "steps_per_s": steps / api["seconds"]})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
 def measure(path: str, *, seeds: int, step_size: float, device: str, caches: list[str], rounds: int,
             disk_gbps: float | None, scratch: str) -> dict[str, Any]:
     """Rounds of the three passes per cache state; rows and their medians with the ratios of the module's text."""
@@ -103,7 +124,7 @@ def measure(path: str, *, seeds: int, step_size: float, device: str, caches: lis
             _prepare(path, cache)
             engine = _child(["engine", path, device])
             _prepare(path, cache)
-            api = _child(["api", path, device, str(seeds), str(step_size)])
+            api = _child(["api", path, device, str(seeds), str(step_size), "0"])
             _prepare(path, cache)
             cli = _cli_pass(path, device, seeds, step_size, os.path.join(scratch, "paths.npz"))
             engine_gbps = engine["bytes"] / engine["seconds"] / 1e9
@@ -138,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
         kind, path, device, *rest = argv[1:]
-        result = _engine_pass(path, device) if kind == "engine" else _api_pass(path, device, int(rest[0]), float(rest[1]))
+        result = (_engine_pass(path, device) if kind == "engine" else
+                  _api_pass(path, device, int(rest[0]), float(rest[1]), int(rest[2]) or None))
         print(json.dumps(result))
         return 0
     parser = argparse.ArgumentParser(prog="python3 -m headrace.bench.cases.pathlines", description=__doc__,
@@ -150,10 +172,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", default="hot", help="hot, cold or hot,cold")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--disk-gbps", type=float, default=None)
+    parser.add_argument("--budget-cache", type=int, default=None,
+                        help="instead: the tracer at its default cache and at this many bytes (units in rounds), hot")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.budget_cache:
+        rows = budget_rows(os.fspath(args.file), seeds=args.seeds, step_size=args.step_size, device=args.device,
+                           cache_bytes=args.budget_cache, rounds=args.rounds)
+        write_rows(os.fspath(out / "pathlines-budget.csv"), rows)
+        for small in (r for r in rows if r["cache_bytes"] != "default"):
+            whole = next(r for r in rows if r["round"] == small["round"] and r["cache_bytes"] == "default")
+            print(f"round {small['round']}: {small['cache_bytes']:,} bytes of cache: {small['steps_per_s'] / whole['steps_per_s']:.2f} x "
+                  f"the particle-steps per second with whole frames ({small['rounds']} rounds, {small['units_loaded']} units loaded)")
+        return 0
     with tempfile.TemporaryDirectory(prefix="headrace-pathlines-", dir=out) as scratch:
         result = measure(os.fspath(args.file), seeds=args.seeds, step_size=args.step_size, device=args.device,
                          caches=args.cache.split(","), rounds=args.rounds, disk_gbps=args.disk_gbps, scratch=scratch)

@@ -18,7 +18,9 @@
 namespace headrace::workloads::streamlines {
 
 // The velocity between two frames span apart: each frame's value at the point (its own trilinear
-// sampler), weighted by how far tau is from each. False where either frame has no velocity.
+// sampler), weighted by how far tau is from each. False where either frame has no velocity. Both frames
+// are always asked: a resident cache's sampler counts the units it lacks as wanted, and a round must want
+// both frames' at once (else it loads one frame's, then evicts them as unread while loading the other's).
 template <typename Sampler>
 struct BetweenFrames {
   Sampler earlier, later;
@@ -26,7 +28,9 @@ struct BetweenFrames {
 
   HEADRACE_HD bool operator()(const Vec3& p, float tau, Vec3& velocity) const {
     Vec3 a, b;
-    if (!earlier(p, a) || !later(p, b)) return false;
+    const bool has_earlier = earlier(p, a);
+    const bool has_later = later(p, b);
+    if (!has_earlier || !has_later) return false;
     const float w = tau / span;
     velocity = (1.0f - w) * a + w * b;
     return true;
