@@ -239,6 +239,7 @@ void bind_streamlines(nb::module_& m) {
           result["intervals"] = s.intervals;
           result["frames_loaded"] = s.frames_loaded;
           result["whole_frames"] = s.whole_frames;
+          result["home_seconds"] = s.home_seconds;
           result["bytes_read"] = s.resident.bytes_read;
           put_resident_counters(result, s.resident);
           return result;

@@ -2,6 +2,8 @@
 // device memory, one thread a path (resident_rounds.cu).
 #include <memory>
 
+#include "headrace/detail/seconds.hpp"
+
 #include "headrace/workloads/streamlines/unit_layouts.hpp"
 #include "device_cache.hpp"
 #include "path_rounds.hpp"
@@ -52,7 +54,7 @@ class DevicePaths final : public PathRunner<Units> {
   }
   // The points placed on the GPU, split as the caller keeps them, and brought home (gpu::HomeCopy): a path's capacity
   // is its longest (max_steps + 1), most end short of it, and the host has only to receive them.
-  void collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
+  double collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
     gpu_.device.make_current();
     lines.resize(count_);
     gpu_.stream.synchronize();
@@ -62,7 +64,7 @@ class DevicePaths final : public PathRunner<Units> {
     out.points.resize(total);
     out.velocities.resize(total);
     out.times.resize(total);
-    if (total == 0) return;
+    if (total == 0) return 0;
     const gpu::CudaDriver& cuda = gpu::require_driver();
     const gpu::CUstream stream = gpu_.stream.handle();
     gpu::DeviceBuffer offsets_on_device(offsets.size() * sizeof(std::uint64_t)), frame_times(place.frame_count * sizeof(double)),
@@ -86,10 +88,13 @@ class DevicePaths final : public PathRunner<Units> {
     std::uint64_t launched = total;
     void* args[] = {&place, &launched};
     gpu::launch_1d(place_, total, 256, stream, args);
+    gpu_.stream.synchronize();  // placed: what follows is the copy home alone
+    const auto home_start = headrace::detail::SteadyClock::now();
     gpu::HomeCopy home;
     home.copy(out.points.data(), points.pointer(), points.size_bytes(), stream);
     home.copy(out.velocities.data(), velocities.pointer(), velocities.size_bytes(), stream);
     home.copy(out.times.data(), times.pointer(), times.size_bytes(), stream);
+    return headrace::detail::seconds_since(home_start);
   }
 
  private:

@@ -42,7 +42,7 @@ class HostPaths final : public PathRunner<Units> {
     headrace::detail::parallel_for(params.line_count, threads_, [&](std::uint64_t k) { advance_resident_path(params, k); });
     return counters;
   }
-  void collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
+  double collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
     const std::vector<std::uint64_t> offsets = path_offsets(lines_);
     out.points.resize(offsets.back());
     out.velocities.resize(offsets.back());
@@ -54,6 +54,7 @@ class HostPaths final : public PathRunner<Units> {
     place.out_points = out.points.data(), place.out_velocities = out.velocities.data(), place.out_times = out.times.data();
     headrace::detail::parallel_for(offsets.back(), threads_, [&](std::uint64_t k) { place_path_point(place, k); });
     lines = std::move(lines_);
+    return 0;
   }
 
  private:

@@ -18,8 +18,9 @@ class PathRunner : public SlotPool {
   // One round over the window of `state` in `interval`; fills state.wanted and state.last_used.
   virtual PathCounters run(RoundState& state, const PathInterval& interval) = 0;
   // The paths after the last round, and their points placed in `out` (points, velocities and times; the
-  // rest is the caller's) by `place`, whose points, offsets and outputs the runner sets.
-  virtual void collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) = 0;
+  // rest is the caller's) by `place`, whose points, offsets and outputs the runner sets. Returns the seconds
+  // the points took to come home from the GPU (0 on the host).
+  virtual double collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) = 0;
 };
 
 // The parameters every round of a runner shares (pointers the runner's to set): `units` one frame's,

@@ -162,7 +162,7 @@ UnitTable series_table(const FlowField& flow, const HilbertUnits&, std::uint64_t
 // offsets and ends here.
 template <typename Units>
 Pathlines collect_paths(PathRunner<Units>& runner, const std::vector<double>& times, const Plan& plan, double t1,
-                        std::vector<double> seed_times, bool stopped) {
+                        std::vector<double> seed_times, bool stopped, double& home_seconds) {
   Pathlines out;
   out.seed_times = std::move(seed_times);
   PathPlaceParams place;
@@ -173,7 +173,7 @@ Pathlines collect_paths(PathRunner<Units>& runner, const std::vector<double>& ti
   place.last_stop = plan.intervals.back().stop;
   place.t1 = t1;
   std::vector<PathLine> lines;
-  runner.collect(place, lines, out);
+  home_seconds = runner.collect(place, lines, out);
   out.offsets.reserve(lines.size() + 1);
   for (const PathLine& line : lines) {
     out.offsets.push_back(out.offsets.back() + line.points);
@@ -278,7 +278,7 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
   }
   const auto collect_start = Clock::now();
   std::vector<double> releases = seed_times.empty() ? std::vector<double>(seeds.size(), t0) : seed_times;
-  run.lines = collect_paths(*runner, times, plan, t1, std::move(releases), stopped);
+  run.lines = collect_paths(*runner, times, plan, t1, std::move(releases), stopped, stats.home_seconds);
   resident.collect_seconds = seconds_since(collect_start);
   run.seconds = seconds_since(start);
   return run;

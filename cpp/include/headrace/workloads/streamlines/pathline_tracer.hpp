@@ -50,6 +50,7 @@ struct PathlineStats {
   std::uint64_t intervals = 0;      // frame intervals stepped through
   std::uint64_t frames_loaded = 0;  // whole frames read (whole_frames), or 0
   bool whole_frames = false;        // the cache held whole frames; else units in rounds
+  double home_seconds = 0;          // of resident.collect_seconds: the points' copy home from the GPU
 };
 
 struct PathlineRun {
