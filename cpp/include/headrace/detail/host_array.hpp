@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -35,9 +36,11 @@ struct DefaultInitAllocator {
     if (count * sizeof(T) < huge_from) std::allocator<T>{}.deallocate(memory, count);
     else std::free(memory);
   }
+  // Nothing written for an element the memory itself makes (trivially copyable and destructible: an
+  // implicit-lifetime type, even one whose members have default values, such as Vec3); others default-initialised.
   template <typename U>
   void construct(U* where) noexcept(std::is_nothrow_default_constructible_v<U>) {
-    ::new (static_cast<void*>(where)) U;  // default-initialised: nothing written for trivial types
+    if constexpr (!(std::is_trivially_copyable_v<U> && std::is_trivially_destructible_v<U>)) ::new (static_cast<void*>(where)) U;
   }
   template <typename U, typename... Args>
   void construct(U* where, Args&&... args) {
