@@ -254,6 +254,24 @@ def test_streamlines_traced_by_every_rank_are_the_single_rank_lines(tmp_path, si
     assert len(one["offsets"]) > 300  # uniform:300 seeds a grid of at least 300 points
 
 
+@needs_mpi
+@pytest.mark.parametrize("what", ["--pathlines", "--streaklines"])
+def test_pathlines_and_streaklines_traced_by_every_rank_are_the_single_rank_ones(tmp_path, what):
+    from headrace.generate import generate_flow
+
+    gyre = generate_flow(tmp_path / "g.hrc", dims=(33, 17, 17), frames=6, kind="double-gyre", dt=0.2)
+    common = [what, "--seeds", "uniform:40", "--step-size", "0.05", "--device", "cpu", "--threads", "1"]
+    subprocess.run([sys.executable, "-m", "headrace", "trace", str(gyre), "--out", str(tmp_path / "one.npz"), *common],
+                   check=True, capture_output=True, timeout=RUN_TIMEOUT_S)
+    done = _mpiexec(3, "trace", str(gyre), "--out", str(tmp_path / "many.npz"), *common)
+    assert done.returncode == 0, done.stderr
+    assert "by 3 ranks" in " ".join(done.stdout.split())
+    one, many = np.load(tmp_path / "one.npz"), np.load(tmp_path / "many.npz")
+    assert sorted(one.files) == sorted(many.files)
+    for name in one.files:
+        np.testing.assert_array_equal(many[name], one[name], err_msg=name)
+
+
 @pytest.fixture(scope="module")
 def flow(tmp_path_factory):
     """An ABC flow in native blocks: 6 planes of blocks along z (4 ranks hold one or two each)."""

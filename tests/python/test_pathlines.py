@@ -162,3 +162,45 @@ def test_gpu_pathlines_equal_the_cpu_reference_bit_for_bit(series):
             assert gpu.stats["device"] == 0 and gpu.ends == cpu.ends
             for name in ("points", "velocities", "times", "offsets"):
                 np.testing.assert_array_equal(getattr(gpu, name), getattr(cpu, name), err_msg=f"{path} {integrator} {name}")
+
+
+def test_streaklines_release_every_seed_again_and_each_particle_follows_its_own_path(series):
+    rotation, _ = series
+    assert np.allclose(streamlines.release_times(0.0, 1.0, 0.25), [0.0, 0.25, 0.5, 0.75, 1.0])
+    assert np.allclose(streamlines.release_times(2.0, 1.5, 0.25), [2.0, 1.75, 1.5])
+    seeds = SEEDS[:2]
+    result = streamlines.trace_streaklines(rotation, seeds, release_every=10, step_size=0.01, t1=1.0)
+    assert result.stats["releases"] == 11 and len(result.ends) == 22
+    np.testing.assert_array_equal(result.seed_ids, np.repeat([0, 1], 11))
+    at = streamlines.positions_at(result, 0.8)  # a frame's time: every particle released by then stands there
+    owners = np.repeat(np.arange(22), np.diff(result.offsets))[at]
+    assert len(at) == 2 * 9
+    for point, particle in zip(at, owners):
+        seed, release = seeds[result.seed_ids[particle]], result.seed_times[particle]
+        exact = rotation_path(seed[None].astype(np.float64), release, np.array([0.8]))[0, 0]
+        assert np.abs(result.points[point] - exact).max() < 2e-4
+
+
+def test_the_command_writes_a_series_paraview_animates(series, tmp_path, capsys):
+    rotation, _ = series
+    pvd = tmp_path / "streaks.pvd"
+    assert main(["trace", str(rotation), "--streaklines", "--seeds", "rake:0.2,0,0:0.6,0,0:3", "--step-size", "0.01",
+                 "--release-every", "5", "--t1", "1", "--out", str(pvd)]) == 0
+    assert "3 streaklines (63 particles, 21 releases a seed)" in capsys.readouterr().out
+    listed = re.findall(r'timestep="([^"]+)" group="" part="0" file="([^"]+)"', pvd.read_text())
+    assert [float(t) for t, _ in listed] == pytest.approx([0.05 * k for k in range(21)])
+    half = (tmp_path / listed[10][1]).read_text(errors="replace")[:2000]  # t = 0.5: 3 streaks of 11 particles
+    assert 'NumberOfPoints="33" NumberOfLines="3"' in half and 'Name="Age"' in half
+    positions = tmp_path / "positions.pvd"
+    assert main(["trace", str(rotation), "--pathlines", "--seeds", "uniform:8", "--step-size", "0.05",
+                 "--out", str(positions)]) == 0
+    first = re.findall(r'file="([^"]+)"', positions.read_text())[0]
+    assert 'NumberOfPoints="8" NumberOfVerts="8"' in (tmp_path / first).read_text(errors="replace")[:600]
+    for words, says in ((["--release-every", "3", "--pathlines"], "--release-every: how often --streaklines release"),
+                        (["--pathlines", "--streaklines"], "one or the other"),
+                        (["--release-every", "3"], "--release-every: for pathlines and streaklines"),
+                        ([], "a .pvd series holds pathlines' or streaklines' particles")):
+        out = tmp_path / "bad.pvd"
+        assert main(["trace", str(rotation), "--seeds", "uniform:8", *words, "--out", str(out)]) == 2
+        assert says in capsys.readouterr().err
+        assert not out.exists() and not (tmp_path / "bad_pieces").exists()

@@ -28,7 +28,10 @@ frames stream through the engine into a cache of ``--cache-bytes`` (whole frames
 while the paths step, on ``--device 0`` one GPU thread a path. ``--step-size`` is in the series' time
 units; ``--steps`` (default: enough for a fixed step to reach ``--t1``) caps a path. Their ``.vtp`` carries
 per point ``Time``, ``IntegrationTime``, ``Velocity`` and ``Speed``, per path ``SeedIds``, ``ReleaseTime``
-and ``ReasonForTermination``.
+and ``ReasonForTermination``; a ``.pvd`` is the particles at every frame's time, a series ParaView animates.
+Streaklines (``--streaklines``) release every seed again every ``--release-every`` steps, each release a
+particle: their ``.pvd`` holds each seed's streak at every frame's time (its particles joined in release
+order), their ``.npz`` every particle's path.
 The output is written through a temporary file and renamed; ``--stats`` writes one CSV row with the
 run's time and counters. Both outputs are checked before the tracing starts. CPU threads may exceed the
 cores.
@@ -46,6 +49,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -99,6 +103,10 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                         help="along the flow, against it, or both from each seed (default forward)")
     parser.add_argument("--pathlines", action="store_true",
                         help="paths through the series' time from --t0 to --t1, instead of streamlines of one frame")
+    parser.add_argument("--streaklines", action="store_true",
+                        help="streaks from --t0 to --t1: every seed released again every --release-every steps")
+    parser.add_argument("--release-every", type=Integer(1, MOST_STEPS, "steps"), default=None,
+                        help="streaklines: steps of --step-size between two releases of a seed (default 1)")
     parser.add_argument("--t0", type=Real(-1e300, 1e300, "time"), default=None,
                         help="pathlines: the seeds' release (default: the first frame's time)")
     parser.add_argument("--t1", type=Real(-1e300, 1e300, "time"), default=None,
@@ -128,8 +136,9 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                              "block it needs), auto (hand-off when the frame's velocity is larger than --cache-bytes and "
                              "the file holds native blocks; the default)")
     parser.add_argument("--frame", type=Integer(0, (1 << 32) - 1), default=None, help="time step (default 0)")
-    parser.add_argument("--out", required=True, type=OutputFile((".npz", ".vtp")), metavar="LINES.vtp|LINES.npz",
-                        help="the lines: .npz (points, offsets) or .vtp (ParaView)")
+    parser.add_argument("--out", required=True, type=OutputFile((".npz", ".vtp", ".pvd")), metavar="LINES.vtp|LINES.npz|SERIES.pvd",
+                        help="the lines: .npz (points, offsets) or .vtp (ParaView); pathlines and streaklines also .pvd "
+                             "(a series of the particles at every frame's time)")
     parser.add_argument("--stats", type=OutputFile(), metavar="OUT.csv", help="write the run's statistics as one CSV row")
     parser.add_argument("--json", action="store_true", help="print the statistics as JSON")
     add_budget_argument(parser, "seconds after which no new line starts: lines not ended by then end where they "
@@ -179,11 +188,14 @@ def _told(advance: Callable[..., None], budget: Budget) -> Callable[[int, int], 
 
 
 def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
-    if args.pathlines:
+    if args.pathlines or args.streaklines:
         return _trace_paths(args, flow, device)
-    for name in ("t0", "t1"):
+    for name in ("t0", "t1", "release_every"):
         if getattr(args, name) is not None:
-            raise UsageError(f"--{name}: a time for pathlines (--pathlines); streamlines trace one --frame")
+            flag = name.replace("_", "-")
+            raise UsageError(f"--{flag}: for pathlines and streaklines (--pathlines, --streaklines); streamlines trace one --frame")
+    if args.out.lower().endswith(".pvd"):
+        raise UsageError(f"--out {args.out}: a .pvd series holds pathlines' or streaklines' particles; streamlines are .vtp or .npz")
     args.steps = 1000 if args.steps is None else args.steps
     args.direction = args.direction or "forward"
     args.frame = args.frame or 0
@@ -228,15 +240,17 @@ def _trace(args: argparse.Namespace, flow: str, device: int | str) -> int:
 
 
 def _trace_paths(args: argparse.Namespace, flow: str, device: int | str) -> int:
-    """Pathlines from the seeds at --t0 to --t1, written with their times and velocities."""
+    """Pathlines (or streaklines) from the seeds at --t0 to --t1, written with their times and velocities."""
+    if args.pathlines and args.streaklines:
+        raise UsageError("--pathlines and --streaklines: one or the other")
+    if args.release_every is not None and not args.streaklines:
+        raise UsageError("--release-every: how often --streaklines release their seeds")
     for name, value, why in (("direction", args.direction, "the paths run from --t0 to --t1 (--t1 before --t0: backward)"),
                              ("frame", args.frame, "the paths run through every frame between --t0 and --t1"),
                              ("manager", args.manager if args.manager != "resident" else None,
                               "pathlines step in the resident tracer's rounds")):
         if value is not None:
             raise UsageError(f"--{name} {value}: {why}")
-    if distributed.ranks().size > 1:
-        raise UsageError("--pathlines runs in one process; under MPI run streamlines, or one process a series")
     times = [frame.time for frame in headrace.open(flow).frames]
     t0 = times[0] if args.t0 is None else args.t0
     t1 = times[-1] if args.t1 is None else args.t1
@@ -247,23 +261,41 @@ def _trace_paths(args: argparse.Namespace, flow: str, device: int | str) -> int:
                              f"{MOST_STEPS:,}: a larger step, or --steps to cap the paths")
     seeds = parse_seeds(args.seeds, flow, args.seed_stride)
     expect_memory_for_lines(len(seeds), args.steps * 8 // 3, "forward")  # a point of a path: 32 bytes, 12 a line's
+    job = distributed.ranks()
     note = placed(args.seeds, seeds)
-    if note:
+    if note and job.root:
         say(note)
+    every_seed = len(seeds)
+    if job.size > 1:  # each rank a block of the seeds on its own GPU, every rank streaming the whole series
+        seeds = seeds[job.frames_of(len(seeds))] if len(seeds) else seeds
+        device = job.device(device) or device
     budget = Budget(args.budget)
-    with count_progress(f"tracing {len(seeds):,} pathlines from t = {t0:g} to {t1:g} on {device_name(device)}", 0,
-                        enabled=not args.json) as advance:
-        progress = _told(advance, budget)
-        result = streamlines.trace_pathlines(flow, seeds, t0=t0, t1=t1, steps=args.steps, step_size=args.step_size,
-                                             integrator=args.integrator, device=device, threads=args.threads,
-                                             cache_bytes=args.cache_bytes, unit_pages=args.unit_pages,
-                                             backend=args.backend, progress=progress)
+    what = "streaklines" if args.streaklines else "pathlines"
+    with count_progress(f"tracing {every_seed:,} {what} from t = {t0:g} to {t1:g} on {device_name(device)}", 0,
+                        enabled=not args.json and job.size == 1) as advance:
+        options: dict[str, Any] = dict(t0=t0, t1=t1, steps=args.steps, step_size=args.step_size, integrator=args.integrator, device=device,
+                       threads=args.threads, cache_bytes=args.cache_bytes, unit_pages=args.unit_pages, backend=args.backend,
+                       progress=_told(advance, budget))
+        if args.streaklines:
+            result = streamlines.trace_streaklines(flow, seeds, release_every=args.release_every or 1, **options)
+        else:
+            result = streamlines.trace_pathlines(flow, seeds, **options)
+    if job.size > 1:
+        parts = job.gather(result)
+        if not job.root:
+            return 0
+        assert parts is not None
+        result = streamlines.PathlineResult.joined(parts, job.block_bounds(every_seed)[:-1])
+        result.stats["ranks"] = job.size
     stopped = result.ends.count("stopped")
     if stopped:
-        console.print(budget.said(len(seeds) - stopped, len(seeds), "paths ended") +
+        console.print(budget.said(len(result.ends) - stopped, len(result.ends), "paths ended") +
                       f"; the other {stopped:,} end where they were (their ends read 'stopped' in an .npz)")
     traced = time.perf_counter()
-    streamlines.write_pathlines(args.out, result)
+    if args.out.lower().endswith(".pvd"):
+        streamlines.write_series(args.out, result, streaks=args.streaklines)
+    else:
+        streamlines.write_pathlines(args.out, result)
     stats = {**result.stats, "file": args.file, "cache_bytes": args.cache_bytes, "paths_stopped": stopped,
              "command_seconds": time.perf_counter() - args.started, "write_seconds": time.perf_counter() - traced}
     if args.stats:
@@ -272,8 +304,10 @@ def _trace_paths(args: argparse.Namespace, flow: str, device: int | str) -> int:
         print(json.dumps(stats, indent=2))
         return 0
     ends = ", ".join(f"{result.ends.count(end):,} {end.replace('_', ' ')}" for end in sorted(set(result.ends)))
-    console.print(f"{args.file}: {stats['seeds']:,} pathlines from t = {stats['t0']:g} to {stats['t1']:g}, "
-                  f"{stats['points']:,} points in {stats['seconds']:.3f} s ({stats['layout']} layout, "
+    released = f" ({stats['particles']:,} particles, {stats['releases']} releases a seed)" if args.streaklines else ""
+    by = f" by {job.size} ranks (the slowest's time)" if job.size > 1 else ""
+    console.print(f"{args.file}: {stats['seeds']:,} {what}{released} from t = {stats['t0']:g} to {stats['t1']:g}, "
+                  f"{stats['points']:,} points in {stats['seconds']:.3f} s{by} ({stats['layout']} layout, "
                   f"{stats['intervals']} frame intervals on {device_name(stats['device'])}; ends: {ends}) -> {args.out}")
     held = (f"whole frames, {stats['frames_loaded']} read" if stats["whole_frames"] else
             f"{stats['resident_slots']} units in {stats['resident_rounds']} rounds, {stats['resident_units_loaded']} loads, "

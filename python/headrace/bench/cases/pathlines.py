@@ -1,5 +1,5 @@
-"""Measures pathlines as users run them (issue 40) against the engine streaming the same frames, each pass in a
-fresh process, hot (the series in the page cache) or cold (caches dropped before each pass):
+"""Measures pathlines as users run them against the engine streaming the same frames, each pass in a fresh
+process, hot (the series in the page cache) or cold (caches dropped before each pass):
 
 - engine: ``ds.stream(device=D, stored_order=True)`` over every frame's velocity, the clock from the call until
   the GPU holds the last frame: the series' bytes per second the engine reaches;
@@ -14,7 +14,7 @@ engine's rate of the same round) and (the stepping alone); of a cold one, the se
 rate (``--disk-gbps``, fio's of the same call, else the engine's cold rate). Writes ``pathlines.csv`` and
 ``pathlines.json`` under ``--out`` and prints the table.
 
-    python3 -m headrace.bench.cases.pathlines FILE --seeds 1000000 --step-size 0.05 --device 0 --out DIR
+    headrace bench pathlines SERIES --step-size 0.05 --device 0 --out DIR    # a million seeds by default
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def _api_pass(path: str, device: str, seeds: int, step_size: float, cache_bytes:
 
     started = time.perf_counter()
     lattice = streamlines.uniform_seeds(path, seeds)
-    sized = {} if cache_bytes is None else {"cache_bytes": cache_bytes}
+    sized: dict[str, Any] = {} if cache_bytes is None else {"cache_bytes": cache_bytes}
     result = streamlines.trace_pathlines(path, lattice, step_size=step_size, device=device, **sized)
     wall = time.perf_counter() - started
     keep = ("seconds", "intervals", "frames_loaded", "whole_frames", "bytes_read", "resident_advance_seconds",

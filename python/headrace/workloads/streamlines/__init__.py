@@ -33,7 +33,8 @@ from headrace.workloads.streamlines.layouts import (DEFAULT_BLOCK, DEFAULT_HILBE
                                                     convert_to_hilbert, fitted_block, fitted_hilbert_bits)
 from headrace.workloads.streamlines.lines import TERMINATION_CODES, write_lines, write_traced
 from headrace.workloads.streamlines.notes import TraceNote
-from headrace.workloads.streamlines.pathlines import PathlineResult, trace_pathlines, write_pathlines
+from headrace.workloads.streamlines.pathlines import (PathlineResult, positions_at, release_times, trace_pathlines,
+                                                      trace_streaklines, write_pathlines, write_series)
 from headrace.workloads.streamlines.seeds import feature_seeds, load_seeds, rake_seeds, uniform_seeds
 from headrace.workloads.streamlines.session import TraceSession
 from headrace.workloads.streamlines.traceable import traceable
@@ -44,4 +45,4 @@ __all__ = ["TraceResult", "trace", "trace_run", "default_manager", "trace_handed
            "TERMINATION_CODES", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
            "MOST_MADVISE_INTERVAL_S", "TraceNote", "velocity_of", "fitted_block", "fitted_hilbert_bits",
            "DEFAULT_HILBERT_BITS", "VELOCITY_NAMES", "VELOCITY_COMPONENTS", "PathlineResult", "trace_pathlines",
-           "write_pathlines"]
+           "write_pathlines", "trace_streaklines", "release_times", "positions_at", "write_series"]

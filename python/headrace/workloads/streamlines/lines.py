@@ -30,10 +30,10 @@ _VTK_TYPES = {np.dtype("float32"): "Float32", np.dtype("float64"): "Float64", np
 
 
 def _write_vtp(out: PieceWriter, points: np.ndarray, offsets: np.ndarray, point_data: dict[str, np.ndarray],
-               line_data: dict[str, np.ndarray]) -> None:
-    """VTK XML PolyData with the lines and their point and cell (line) data, appended raw (UInt64
-    headers): ParaView opens it. The arrays go to ``out`` as they are, not gathered into one buffer first,
-    side by side at their places."""
+               line_data: dict[str, np.ndarray], cells: str = "Lines") -> None:
+    """VTK XML PolyData with the lines (``cells="Verts"``: point sets) and their point and cell data, appended
+    raw (UInt64 headers): ParaView opens it. The arrays go to ``out`` as they are, not gathered into one
+    buffer first, side by side at their places."""
     connectivity = np.arange(len(points), dtype=np.int64)
     ends = offsets[1:].astype(np.int64)
     arrays = [np.ascontiguousarray(a) for a in (np.asarray(points, dtype=np.float32), connectivity, ends,
@@ -51,14 +51,14 @@ def _write_vtp(out: PieceWriter, points: np.ndarray, offsets: np.ndarray, point_
         '<?xml version="1.0"?>\n'
         '<VTKFile type="PolyData" version="1.0" byte_order="LittleEndian" header_type="UInt64">\n'
         "<PolyData>\n"
-        f'<Piece NumberOfPoints="{len(points)}" NumberOfLines="{len(ends)}">\n'
+        f'<Piece NumberOfPoints="{len(points)}" NumberOf{cells}="{len(ends)}">\n'
         + (f"<PointData{vectors}>\n{described(point_data, 3)}</PointData>\n" if point_data else "")
         + (f"<CellData>\n{described(line_data, 3 + len(point_data))}</CellData>\n" if line_data else "")
         + f'<Points><DataArray type="Float32" NumberOfComponents="3" format="appended" offset="{head[0]}"/></Points>\n'
-        "<Lines>\n"
+        f"<{cells}>\n"
         f'<DataArray type="Int64" Name="connectivity" format="appended" offset="{head[1]}"/>\n'
         f'<DataArray type="Int64" Name="offsets" format="appended" offset="{head[2]}"/>\n'
-        "</Lines>\n</Piece>\n</PolyData>\n"
+        f"</{cells}>\n</Piece>\n</PolyData>\n"
         '<AppendedData encoding="raw">\n_'
     )
     at = len(xml.encode())
@@ -137,11 +137,11 @@ def _npy_header(array: np.ndarray) -> bytes:
 
 def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray, *,
                 point_data: dict[str, np.ndarray | Future] | None = None,
-                line_data: dict[str, np.ndarray] | None = None, **extra: Any) -> Path:
+                line_data: dict[str, np.ndarray] | None = None, cells: str = "Lines", **extra: Any) -> Path:
     """Writes ``.npz`` (``points``, ``offsets``, the ``point_data`` and ``line_data`` arrays by name, and
-    ``extra`` arrays) or ``.vtp`` (point data and cell data, one cell a line) through a temporary file and
-    rename, so a failure leaves nothing. A point array may be a Future (made meanwhile, on another thread):
-    an ``.npz`` writes the others first."""
+    ``extra`` arrays) or ``.vtp`` (point data and cell data, one cell a line, or with ``cells="Verts"`` a set
+    of points) through a temporary file and rename, so a failure leaves nothing. A point array may be a
+    Future (made meanwhile, on another thread): an ``.npz`` writes the others first."""
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".npz", ".vtp"):
@@ -156,7 +156,7 @@ def write_lines(path: os.PathLike | str, points: np.ndarray, offsets: np.ndarray
                                      "offsets": np.asarray(offsets, dtype=np.int64), **point_data, **line_data, **extra})
                 else:
                     ready = {name: a.result() if isinstance(a, Future) else a for name, a in point_data.items()}
-                    _write_vtp(out, np.asarray(points), np.asarray(offsets), ready, line_data)
+                    _write_vtp(out, np.asarray(points), np.asarray(offsets), ready, line_data, cells)
         finally:
             os.close(fd)
     return path
@@ -179,7 +179,7 @@ def write_traced(path: os.PathLike | str, result: TraceResult, threads: int = 0)
                  "ReasonForTermination": codes(0 if direction == "backward" else -1)}
     if direction == "both":
         line_data["BackwardReasonForTermination"] = codes(0)
-    extra = {"ends": np.array(result.ends)} if Path(path).suffix.lower() == ".npz" else {}
+    extra: dict[str, Any] = {"ends": np.array(result.ends)} if Path(path).suffix.lower() == ".npz" else {}
     # The velocities are sampled (a pass over the flow) while the lines' own arrays are written.
     with ThreadPoolExecutor(1, thread_name_prefix="headrace-sample") as sampler:
         velocities = sampler.submit(result.velocities, threads)
