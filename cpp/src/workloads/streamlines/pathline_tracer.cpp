@@ -1,12 +1,10 @@
 #include "headrace/workloads/streamlines/pathline_tracer.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <memory>
 #include <sstream>
 
-#include "headrace/detail/parallel_for.hpp"
 #include "headrace/detail/seconds.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
@@ -66,11 +64,11 @@ std::vector<double> series_times(const FlowField& flow) {
   return times;
 }
 
-// The intervals from t0 to t1 in the order they run, and the interval and local time each seed starts at.
+// The intervals from t0 to t1 in the order they run, and the frames in the order the intervals first need them.
 struct Plan {
   bool forward = true;
   std::vector<PathInterval> intervals;
-  std::vector<std::uint32_t> frames;  // in the order the intervals first need them
+  std::vector<std::uint32_t> frames;
 };
 
 // The interval holding time t: forward, the one it starts or lies in ([T_k, T_k+1)); backward, the one it
