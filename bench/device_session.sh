@@ -85,6 +85,16 @@ within() {  # within SECONDS COMMAND...: COMMAND under `timeout`, cut at the dea
   timeout $(( left < most ? left : most )) "$@"
 }
 
+fio_rate() {  # fio_rate FILE MODE JOBS DEPTH BLOCK: GB/s of one fio read of FILE, each job its own part of it
+  # (O_DIRECT by io_uring at DEPTH, or buffered by psync): the disk's referee the benchmarks set the engine against
+  local file=$1 mode=$2 jobs=$3 depth=$4 block=$5 size; size=$(stat -c %s "$file")
+  within 60 fio --name="$mode" --filename="$file" --rw=read --bs="$block" --numjobs="$jobs" \
+    --size=$(( size / jobs / 1048576 ))M --offset_increment=$(( size / jobs / 1048576 ))M --group_reporting --output-format=json \
+    $([[ $mode == direct ]] && echo "--direct=1 --ioengine=io_uring --iodepth=$depth" || echo "--direct=0 --ioengine=psync") \
+    > "build/fio-$mode-$jobs.json" 2>&1
+  python3 -c "import json; d = json.load(open('build/fio-$mode-$jobs.json')); print(round(d['jobs'][0]['read']['bw_bytes'] / 1e9, 3))"
+}
+
 pack() {  # the device tool brings back at most 8 files: past that, all but the log travel as one tar, a tar
   # a run (results-HHMMSS.tar), so that a second script run into the same $OUT keeps the first one's files
   local files tar

@@ -191,15 +191,6 @@ if "small_frames" in summary:
 PY
 }
 
-fio_rate() {  # fio_rate MODE JOBS DEPTH BLOCK: GB/s of one fio read of particles.hrc (O_DIRECT by io_uring, or buffered by psync)
-  local mode=$1 jobs=$2 depth=$3 block=$4 size; size=$(stat -c %s "$work/particles.hrc")
-  within 60 fio --name="$mode" --filename="$work/particles.hrc" --rw=read --bs="$block" --numjobs="$jobs" \
-    --size=$(( size / jobs / 1048576 ))M --offset_increment=$(( size / jobs / 1048576 ))M --group_reporting --output-format=json \
-    $([[ $mode == direct ]] && echo "--direct=1 --ioengine=io_uring --iodepth=$depth" || echo "--direct=0 --ioengine=psync") \
-    > "build/fio-$mode-$jobs.json" 2>&1
-  python3 -c "import json; d = json.load(open('build/fio-$mode-$jobs.json')); print(round(d['jobs'][0]['read']['bw_bytes'] / 1e9, 3))"
-}
-
 fioceiling() {  # fio over particles.hrc, the cache dropped before each: O_DIRECT through io_uring and buffered by psync, two shapes each
   command -v fio > /dev/null || { echo "no fio here (scripts/device_carry.sh builds one into .carry/bin from FIO_SOURCE)"; return 0; }
   echo "mode,jobs,depth,block,gbps" > "$OUT/fio.csv"
@@ -208,7 +199,7 @@ fioceiling() {  # fio over particles.hrc, the cache dropped before each: O_DIREC
   for shape in "direct 4 32 1M" "direct 1 16 4M" "buffered 8 1 1M" "buffered 16 1 16M"; do
     read -r mode jobs depth block <<< "$shape"
     cold
-    echo "$mode,$jobs,$depth,$block,$(fio_rate "$mode" "$jobs" "$depth" "$block")" >> "$OUT/fio.csv"
+    echo "$mode,$jobs,$depth,$block,$(fio_rate "$work/particles.hrc" "$mode" "$jobs" "$depth" "$block")" >> "$OUT/fio.csv"
   done
   cat "$OUT/fio.csv"
 }
@@ -222,9 +213,9 @@ coldvsfio() {  # ROUNDS rounds, a drop before each read: headrace stream with it
     within 60 python3 -m headrace stream "$work/particles.hrc" --device 0 --json > build/cold-stream.json 2> build/cold-stream.err
     echo "$round,headrace stream,$(python3 -c "import json; print(round(json.load(open('build/cold-stream.json'))['delivered_gbps'], 3))")" >> "$OUT/cold-vs-fio.csv"
     cold
-    echo "$round,fio buffered 16 x 16M,$(fio_rate buffered 16 1 16M)" >> "$OUT/cold-vs-fio.csv"
+    echo "$round,fio buffered 16 x 16M,$(fio_rate "$work/particles.hrc" buffered 16 1 16M)" >> "$OUT/cold-vs-fio.csv"
     cold
-    echo "$round,fio O_DIRECT io_uring 4 x QD32 x 1M,$(fio_rate direct 4 32 1M)" >> "$OUT/cold-vs-fio.csv"
+    echo "$round,fio O_DIRECT io_uring 4 x QD32 x 1M,$(fio_rate "$work/particles.hrc" direct 4 32 1M)" >> "$OUT/cold-vs-fio.csv"
   done
   cat "$OUT/cold-vs-fio.csv"
 }

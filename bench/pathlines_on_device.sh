@@ -21,15 +21,6 @@ data() {  # the double gyre on 256^3 points, 64 frames 0.1 apart (201 MB a frame
   ls -la "$work"; echo "data in $(( SECONDS - start )) s"
 }
 
-fio_rate() {  # fio_rate MODE JOBS DEPTH BLOCK: GB/s of one fio read of the series, each job its own part of it
-  local mode=$1 jobs=$2 depth=$3 block=$4 size; size=$(stat -c %s "$work/gyre256.hrc")
-  within 60 fio --name="$mode" --filename="$work/gyre256.hrc" --rw=read --bs="$block" --numjobs="$jobs" \
-    --size=$(( size / jobs / 1048576 ))M --offset_increment=$(( size / jobs / 1048576 ))M --group_reporting --output-format=json \
-    $([[ $mode == direct ]] && echo "--direct=1 --ioengine=io_uring --iodepth=$depth" || echo "--direct=0 --ioengine=psync") \
-    > "build/fio-$mode-$jobs.json" 2>&1
-  python3 -c "import json; d = json.load(open('build/fio-$mode-$jobs.json')); print(round(d['jobs'][0]['read']['bw_bytes'] / 1e9, 3))"
-}
-
 fioceiling() {  # the disk's best of fio over the series, caches dropped before each: O_DIRECT io_uring and buffered psync
   command -v fio > /dev/null || { echo "no fio here"; return 0; }
   echo "mode,jobs,depth,block,gbps" > "$OUT/fio.csv"
@@ -37,7 +28,7 @@ fioceiling() {  # the disk's best of fio over the series, caches dropped before 
   for shape in "direct 4 32 4M" "direct 1 64 16M" "buffered 16 1 16M"; do
     read -r mode jobs depth block <<< "$shape"
     sync; echo 3 > /proc/sys/vm/drop_caches
-    echo "$mode,$jobs,$depth,$block,$(fio_rate "$mode" "$jobs" "$depth" "$block")" >> "$OUT/fio.csv"
+    echo "$mode,$jobs,$depth,$block,$(fio_rate "$work/gyre256.hrc" "$mode" "$jobs" "$depth" "$block")" >> "$OUT/fio.csv"
   done
   cat "$OUT/fio.csv"
 }

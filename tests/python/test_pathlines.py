@@ -204,3 +204,15 @@ def test_the_command_writes_a_series_paraview_animates(series, tmp_path, capsys)
         assert main(["trace", str(rotation), "--seeds", "uniform:8", *words, "--out", str(out)]) == 2
         assert says in capsys.readouterr().err
         assert not out.exists() and not (tmp_path / "bad_pieces").exists()
+
+
+def test_a_compressed_series_is_traced_whole_and_refused_in_rounds(series, tmp_path):
+    rotation, _ = series
+    packed = generate_flow(tmp_path / "packed.hrc", dims=(33, 33, 33), block=(8, 8, 8), frames=41, kind="rotation", dt=0.05,
+                           codec="zstd")
+    plain = streamlines.trace_pathlines(rotation, SEEDS, step_size=0.02)
+    whole = streamlines.trace_pathlines(packed, SEEDS, step_size=0.02)
+    assert whole.stats["whole_frames"]
+    np.testing.assert_array_equal(whole.points, plain.points)
+    with pytest.raises(headrace.errors.UsageError, match="whole blocks of uncompressed chunks"):
+        streamlines.trace_pathlines(packed, SEEDS, step_size=0.02, cache_bytes=40 * 6144)

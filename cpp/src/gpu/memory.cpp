@@ -105,18 +105,14 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
 }
 
 struct HomeCopy::Ring {
-  Ring(std::size_t piece, unsigned pieces, unsigned thread_count)
-      : piece_bytes(piece),
-        staging(PinnedBuffer::of_huge_pages_if_possible(piece * pieces)),
-        workers(thread_count, "headrace-home"),
-        threads(thread_count) {
+  Ring(std::size_t piece, unsigned pieces, unsigned threads)
+      : piece_bytes(piece), staging(PinnedBuffer::of_huge_pages_if_possible(piece * pieces)), workers(threads, "headrace-home") {
     for (unsigned n = 0; n < pieces; ++n) landed.emplace_back();
   }
   std::size_t piece_bytes;
   PinnedBuffer staging;
   std::vector<Event> landed;  // per staging buffer: its piece's DMA done
   detail::ThreadPool workers;
-  unsigned threads;
 };
 
 HomeCopy::HomeCopy(std::size_t piece_bytes, unsigned pieces, unsigned threads)
@@ -139,8 +135,9 @@ void HomeCopy::copy(void* destination, CUdeviceptr source, std::size_t size_byte
   for (std::size_t n = 0; n < pieces; ++n) {
     ring.landed[n % slots].synchronize();
     const std::byte* staging = ring.staging.data() + (n % slots) * ring.piece_bytes;
-    const std::size_t size = piece_size(n), share = (size + ring.threads - 1) / ring.threads;
-    detail::parallel_for(ring.workers, ring.threads, [&](std::uint64_t t) {
+    const unsigned threads = ring.workers.thread_count();
+    const std::size_t size = piece_size(n), share = (size + threads - 1) / threads;
+    detail::parallel_for(ring.workers, threads, [&](std::uint64_t t) {
       const std::size_t from = std::min(size, t * share), to = std::min(size, from + share);
       std::memcpy(out + n * ring.piece_bytes + from, staging + from, to - from);
     });

@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "headrace/detail/seconds.hpp"
-
 #include "headrace/workloads/streamlines/unit_layouts.hpp"
 #include "device_cache.hpp"
 #include "path_rounds.hpp"
@@ -59,11 +58,8 @@ class DevicePaths final : public PathRunner<Units> {
     lines.resize(count_);
     gpu_.stream.synchronize();
     if (count_ > 0) gpu::copy_to_host(lines.data(), lines_.pointer(), count_ * sizeof(PathLine));
-    const std::vector<std::uint64_t> offsets = path_offsets(lines);
+    const std::vector<std::uint64_t> offsets = sized_for(lines, out);
     const std::uint64_t total = offsets.back();
-    out.points.resize(total);
-    out.velocities.resize(total);
-    out.times.resize(total);
     if (total == 0) return 0;
     const gpu::CudaDriver& cuda = gpu::require_driver();
     const gpu::CUstream stream = gpu_.stream.handle();

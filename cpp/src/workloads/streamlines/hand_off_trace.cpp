@@ -50,7 +50,7 @@ HandOffTrace::HandOffTrace(const FlowField& flow, std::uint32_t rank, std::uint3
   st.trace = options.trace;
   HEADRACE_EXPECT(st.trace.step_size > 0 && st.trace.max_steps > 0, UsageError, "streamlines need a positive step size and step count");
   st.layout = block_layout_of(flow.container);
-  st.table = block_table(flow, st.layout);
+  st.table = unit_table(flow, st.layout, flow.frame);
   st.rank = rank, st.ranks = ranks;
   const auto& dims = st.layout.grid.dims;
   st.planes = units_along(dims[2], st.layout.block[2]);

@@ -43,10 +43,7 @@ class HostPaths final : public PathRunner<Units> {
     return counters;
   }
   double collect(PathPlaceParams place, std::vector<PathLine>& lines, Pathlines& out) override {
-    const std::vector<std::uint64_t> offsets = path_offsets(lines_);
-    out.points.resize(offsets.back());
-    out.velocities.resize(offsets.back());
-    out.times.resize(offsets.back());
+    const std::vector<std::uint64_t> offsets = sized_for(lines_, out);
     place.points = points_.data();
     place.point_capacity = params_.point_capacity;
     place.offsets = offsets.data();

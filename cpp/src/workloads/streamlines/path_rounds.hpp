@@ -47,10 +47,14 @@ PathRoundParams<Units> path_window_of(PathRoundParams<Units> params, const Round
   return params;
 }
 
-// Where each path's points begin among all, and their total last.
-inline std::vector<std::uint64_t> path_offsets(const std::vector<PathLine>& lines) {
+// Where each path's points begin among all, and their total last; `out`'s points, velocities and times sized
+// for them all (not written: collect places every one).
+inline std::vector<std::uint64_t> sized_for(const std::vector<PathLine>& lines, Pathlines& out) {
   std::vector<std::uint64_t> offsets(lines.size() + 1, 0);
   for (std::size_t i = 0; i < lines.size(); ++i) offsets[i + 1] = offsets[i] + lines[i].points;
+  out.points.resize(offsets.back());
+  out.velocities.resize(offsets.back());
+  out.times.resize(offsets.back());
   return offsets;
 }
 

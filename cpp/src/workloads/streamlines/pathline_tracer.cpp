@@ -130,28 +130,12 @@ std::vector<PathLine> start_paths(const std::string& path, const GridGeometry& g
 
 // The units of every frame, frame f's at f * units_per_frame (the cache's units when whole frames do not fit).
 template <typename Units>
-UnitTable series_table(const FlowField& flow, const Units& units, std::uint64_t unit_bytes, std::uint32_t frames);
-
-template <>
-UnitTable series_table(const FlowField& flow, const BlockLayout& layout, std::uint64_t unit_bytes, std::uint32_t frames) {
-  UnitTable table{unit_bytes, {}, {}};
-  for (std::uint32_t f = 0; f < frames; ++f) {
-    const std::vector<std::uint64_t> offsets = block_offsets(flow.container, f, flow.field, layout);
-    table.offset.insert(table.offset.end(), offsets.begin(), offsets.end());
-  }
-  table.size.assign(table.offset.size(), unit_bytes);
-  return table;
-}
-
-template <>
-UnitTable series_table(const FlowField& flow, const HilbertUnits&, std::uint64_t unit_bytes, std::uint32_t frames) {
-  UnitTable table{unit_bytes, {}, {}};
-  for (std::uint32_t f = 0; f < frames; ++f) {
-    const FieldRange range = contiguous_field_range(flow.container, f, flow.field);
-    for (std::uint64_t offset = range.start; offset < range.end; offset += unit_bytes) {
-      table.offset.push_back(offset);
-      table.size.push_back(std::min(unit_bytes, range.end - offset));
-    }
+UnitTable series_table(const FlowField& flow, const Units& units, std::uint32_t frames) {
+  UnitTable table = unit_table(flow, units, 0);
+  for (std::uint32_t f = 1; f < frames; ++f) {
+    const UnitTable frame = unit_table(flow, units, f);
+    table.offset.insert(table.offset.end(), frame.offset.begin(), frame.offset.end());
+    table.size.insert(table.size.end(), frame.size.begin(), frame.size.end());
   }
   return table;
 }
@@ -229,7 +213,7 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
     frame_loads.emplace(flow.container, flow.field, *runner, queue, static_cast<std::uint32_t>(frame_slots), units_per_frame);
     frame_loads->play({plan.frames.begin(), plan.frames.end()});
   } else {
-    table = series_table(flow, units, unit_bytes, static_cast<std::uint32_t>(times.size()));
+    table = series_table(flow, units, static_cast<std::uint32_t>(times.size()));
     unit_loads.emplace(path, *table, *runner, queue, slots);
     slot_table.emplace(slots, state);
   }

@@ -111,18 +111,13 @@ ContainerTraceRun trace_resident(const FlowField& flow, const std::vector<Vec3>&
                                  const ContainerTraceOptions& options) {
   if (flow.layout == "blocks") {
     const BlockLayout layout = block_layout_of(flow.container);
-    return trace_rounds(flow, layout, block_table(flow, layout), seeds, options);
+    return trace_rounds(flow, layout, unit_table(flow, layout, flow.frame), seeds, options);
   }
   const HilbertLayout layout = hilbert_layout_of(flow.container);
   const std::uint64_t unit_bytes = std::uint64_t{options.unit_pages} * page_bytes;
   check_unit_bytes(unit_bytes);
-  const FieldRange range = contiguous_field_range(flow.container, flow.frame, flow.field);
-  UnitTable table{unit_bytes, {}, {}};
-  for (std::uint64_t offset = range.start; offset < range.end; offset += unit_bytes) {
-    table.offset.push_back(offset);
-    table.size.push_back(std::min(unit_bytes, range.end - offset));
-  }
-  return trace_rounds(flow, HilbertUnits{layout, unit_bytes / point_bytes}, std::move(table), seeds, options);
+  const HilbertUnits units{layout, unit_bytes / point_bytes};
+  return trace_rounds(flow, units, unit_table(flow, units, flow.frame), seeds, options);
 }
 
 }  // namespace headrace::workloads::streamlines

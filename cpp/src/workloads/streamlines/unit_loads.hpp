@@ -23,8 +23,11 @@ struct UnitTable {
   std::vector<std::uint64_t> offset, size;
 };
 
-// The units of a flow in native blocks: one block each, where the frame keeps it.
-[[nodiscard]] UnitTable block_table(const FlowField& flow, const BlockLayout& layout);
+// The units of frame `frame` of a flow in native blocks: one block each, where the frame keeps it.
+[[nodiscard]] UnitTable unit_table(const FlowField& flow, const BlockLayout& layout, std::uint32_t frame);
+// The units of frame `frame` of a flow in the Hilbert layout: runs of the units' bytes of its field, one
+// after another (the last one shorter where they do not divide it).
+[[nodiscard]] UnitTable unit_table(const FlowField& flow, const HilbertUnits& units, std::uint32_t frame);
 
 // How a velocity unit names itself in requests and errors.
 [[nodiscard]] std::string unit_name(const std::string& path, const UnitTable& table, std::uint64_t unit);

@@ -38,7 +38,11 @@ from headrace.workloads.streamlines.flow import path_of
 from headrace.workloads.streamlines.lines import TERMINATION_CODES, speeds, write_lines
 from headrace.workloads.streamlines.seeds import as_seeds
 from headrace.workloads.streamlines.traceable import traceable
-from headrace.workloads.streamlines.tracer import device_ordinal
+from headrace.workloads.streamlines.tracer import device_ordinal, joined_offsets, joined_stats
+
+# How the counters of runs over blocks of seeds make those of one run (PathlineResult.joined).
+_ADDED_UP = ("seeds", "points", "particles", "bytes_read", "resident_rounds", "resident_units_loaded")
+_SLOWEST = ("seconds", "resident_load_seconds", "resident_advance_seconds", "home_seconds")
 
 __all__ = ["PathlineResult", "trace_pathlines", "write_pathlines", "release_times", "trace_streaklines", "positions_at",
            "write_series"]
@@ -69,18 +73,10 @@ class PathlineResult:
         """The particles of runs over consecutive blocks of seeds (the ranks of a job, in order; part ``r``'s
         seeds begin at ``first_seeds[r]``) as one run over all of them. Stats: the first part's, counts summed,
         the slowest part's seconds, and every part's under ``"parts"``."""
-        base = np.cumsum([0, *(len(p.points) for p in parts[:-1])])
-        offsets = np.concatenate([[0], *(np.asarray(p.offsets[1:], np.int64) + b for p, b in zip(parts, base))])
-        stats = dict(parts[0].stats)
-        for key in ("seeds", "points", "particles", "bytes_read", "resident_rounds", "resident_units_loaded"):
-            if key in stats:
-                stats[key] = sum(p.stats.get(key, 0) for p in parts)
-        for key in ("seconds", "resident_load_seconds", "resident_advance_seconds", "home_seconds"):
-            if key in stats:
-                stats[key] = max(p.stats.get(key, 0.0) for p in parts)
-        stats["parts"] = [p.stats for p in parts]
+        offsets = joined_offsets([p.offsets for p in parts], [len(p.points) for p in parts])
+        stats = joined_stats([p.stats for p in parts], _ADDED_UP, _SLOWEST)
         return cls(np.concatenate([p.points for p in parts]), np.concatenate([p.velocities for p in parts]),
-                   np.concatenate([p.times for p in parts]), offsets.astype(np.int64),
+                   np.concatenate([p.times for p in parts]), offsets,
                    np.concatenate([p.seed_times for p in parts]), [end for p in parts for end in p.ends], stats,
                    np.concatenate([p.seeds_of_particles() + first for p, first in zip(parts, first_seeds)]))
 
@@ -104,16 +100,17 @@ def trace_pathlines(source: Any, seeds: Any, *, seed_times: Any = None, t0: floa
     takes (converted into native blocks for the run, said once to ``say``). ``progress(done, intervals)``
     after each frame interval: returning False stops the run, and paths not ended end ``"stopped"``."""
     path = path_of(source)
+    ordinal = device_ordinal(device)
     with traceable(path, say, field=field, cache_bytes=int(cache_bytes)) as flow:
         times = None if seed_times is None else np.ascontiguousarray(seed_times, dtype=np.float64).reshape(-1)
         run = _ext.trace_pathlines(os.fspath(flow), as_seeds(seeds), seed_times=times,
                                    t0=None if t0 is None else float(t0), t1=None if t1 is None else float(t1),
                                    integrator=integrator, step_size=float(step_size), max_steps=int(steps),
                                    threads=int(threads), cache_bytes=int(cache_bytes), unit_pages=int(unit_pages),
-                                   device=device_ordinal(device), backend=backend, progress=progress, **tuning)
+                                   device=ordinal, backend=backend, progress=progress, **tuning)
     arrays = ("points", "velocities", "times", "offsets", "seed_times", "ends")
     stats = {k: v for k, v in run.items() if k not in arrays}
-    stats.update(device="cpu" if device_ordinal(device) < 0 else device_ordinal(device), threads=threads,
+    stats.update(device="cpu" if ordinal < 0 else ordinal, threads=threads,
                  seeds=len(run["ends"]), points=len(run["points"]), file=os.fspath(path), integrator=integrator,
                  steps=steps, step_size=step_size, direction="forward" if run["t1"] > run["t0"] else "backward")
     return PathlineResult(run["points"], run["velocities"], run["times"], run["offsets"], run["seed_times"],
@@ -156,9 +153,11 @@ def trace_streaklines(source: Any, seeds: Any, *, release_every: int = 1, t0: fl
     import headrace
 
     seed_points = as_seeds(seeds)
-    frames = [frame.time for frame in headrace.open(path_of(source)).frames]
-    start = frames[0] if t0 is None else float(t0)
-    end = frames[-1] if t1 is None else float(t1)
+    if t0 is None or t1 is None:  # the series' first and last times
+        frames = headrace.open(path_of(source)).frames
+        t0 = frames[0].time if t0 is None else t0
+        t1 = frames[-1].time if t1 is None else t1
+    start, end = float(t0), float(t1)
     if release_every < 1:
         raise UsageError(f"--release-every {release_every}: streaklines release their seeds every 1 step or more")
     releases = release_times(start, end, release_every * float(step_size))

@@ -17,7 +17,7 @@ from headrace.workloads.streamlines.layouts import UNITS_NEEDED
 from headrace.workloads.streamlines.seeds import as_seeds
 from headrace.workloads.streamlines.traceable import traced_as_is, traceable
 
-__all__ = ["MOST_MADVISE_INTERVAL_S", "TraceResult", "default_manager", "trace_run", "trace"]
+__all__ = ["MOST_MADVISE_INTERVAL_S", "TraceResult", "default_manager", "trace_run", "trace", "joined_offsets", "joined_stats"]
 
 
 MOST_MADVISE_INTERVAL_S = 86400  # a day between madvise calls at most
@@ -27,6 +27,27 @@ MOST_MADVISE_INTERVAL_S = 86400  # a day between madvise calls at most
 _ADDED_UP = ("seeds", "points", "bytes_read", "cache_hits", "cache_misses", "cache_evictions", "madvise_calls",
              "budget_drops", "resident_rounds", "resident_units_loaded", "resident_evictions")
 _SLOWEST = ("seconds", "resident_load_seconds", "resident_advance_seconds")
+
+
+def joined_offsets(offsets: list[np.ndarray], points: list[int]) -> np.ndarray:
+    """The offsets of runs' lines (each starting at 0, over ``points[r]`` points) as those of one array of them
+    all, back to back in run order."""
+    bases = np.cumsum([0, *points[:-1]])
+    return np.concatenate([np.zeros(1, np.int64), *(np.asarray(o[1:], np.int64) + b for o, b in zip(offsets, bases))])
+
+
+def joined_stats(stats: list[dict[str, Any]], added: tuple[str, ...], slowest: tuple[str, ...]) -> dict[str, Any]:
+    """Runs' statistics as one run's: the first's, those ``added`` summed, those ``slowest`` the largest, and
+    every run's under ``"parts"``."""
+    joined = dict(stats[0]) if stats else {}
+    for key in added:
+        if key in joined:
+            joined[key] = sum(s.get(key, 0) for s in stats)
+    for key in slowest:
+        if key in joined:
+            joined[key] = max(s.get(key, 0.0) for s in stats)
+    joined["parts"] = stats
+    return joined
 
 
 @dataclass
@@ -54,22 +75,11 @@ class TraceResult:
         """The lines of several runs over consecutive blocks of seeds (the ranks of a job, in order) as one run
         over all of them: what one run over every seed gives. Stats: the first part's, its counts summed, the
         slowest part's seconds, and every part's under ``"parts"``."""
-        offsets = [np.zeros(1, np.int64)]
-        base = 0
-        for part in parts:
-            offsets.append(np.asarray(part.offsets[1:], dtype=np.int64) + base)
-            base += len(part.points)
-        stats = dict(parts[0].stats) if parts else {}
-        for key in _ADDED_UP:
-            if key in stats:
-                stats[key] = sum(p.stats.get(key, 0) for p in parts)
-        for key in _SLOWEST:
-            if key in stats:
-                stats[key] = max(p.stats.get(key, 0.0) for p in parts)
-        stats["parts"] = [p.stats for p in parts]
+        offsets = joined_offsets([p.offsets for p in parts], [len(p.points) for p in parts])
+        stats = joined_stats([p.stats for p in parts], _ADDED_UP, _SLOWEST)
         sampled = [p.velocities() for p in parts if p.pending is not None or p.sampled is not None]
         return cls(np.concatenate([p.points for p in parts]) if parts else np.zeros((0, 3), np.float32),
-                   np.concatenate(offsets).astype(parts[0].offsets.dtype if parts else np.int64),
+                   offsets.astype(parts[0].offsets.dtype if parts else np.int64),
                    [end for p in parts for end in p.ends], stats,
                    np.concatenate([p.times for p in parts]) if parts else np.zeros(0, np.float32),
                    np.concatenate(sampled) if parts and len(sampled) == len(parts) else None)

@@ -73,6 +73,19 @@ enum class StepOutcome : std::uint8_t { advanced, retry, left_domain, stagnant }
   return r;
 }
 
+// RK45's step after one whose stage left the domain: half as long (sign: the direction), no shorter than
+// min_step. The streamlines and the pathlines (pathline_math.hpp) retry with it.
+[[nodiscard]] HEADRACE_HD inline float rk45_halved(float size, float sign, const TraceOptions& o) {
+  return sign * fmaxf(o.min_step, 0.5f * size);
+}
+
+// RK45's next step after one of `size` whose local error was `error`: grown or shrunk toward the
+// tolerance, at most 5 x and at least 0.2 x, within [min_step, max_step], signed by the direction.
+[[nodiscard]] HEADRACE_HD inline float rk45_resized(float size, float sign, float error, const TraceOptions& o) {
+  const float scale = error > 0 ? 0.9f * fifth_root(o.tolerance / error) : 5.0f;
+  return sign * fminf(o.max_step, fmaxf(o.min_step, size * fminf(5.0f, fmaxf(0.2f, scale))));
+}
+
 // One attempt from `line`: `next` holds the point and step after it (advanced), or the smaller step to
 // retry with (rk45 rejected the step, or a stage left the domain); `line` is not changed, so a caller
 // whose sampler could not answer can try the same attempt again later.
@@ -93,11 +106,10 @@ HEADRACE_HD StepOutcome step_line(const Sampler& sample, const HalfLine& line, c
   if (!rk45_step(sample, line.p, line.h, next_p, error)) {
     // A stage left the domain: a shorter step may still land inside.
     if (size <= o.min_step) return StepOutcome::left_domain;
-    next_h = sign * fmaxf(o.min_step, 0.5f * size);
+    next_h = rk45_halved(size, sign, o);
     return StepOutcome::retry;
   }
-  const float scale = error > 0 ? 0.9f * fifth_root(o.tolerance / error) : 5.0f;
-  next_h = sign * fminf(o.max_step, fmaxf(o.min_step, size * fminf(5.0f, fmaxf(0.2f, scale))));
+  next_h = rk45_resized(size, sign, error, o);
   return error > o.tolerance && size > o.min_step ? StepOutcome::retry : StepOutcome::advanced;
 }
 

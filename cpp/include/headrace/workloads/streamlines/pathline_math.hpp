@@ -157,11 +157,10 @@ HEADRACE_HD bool advance_path(const TimeSampler& sample, PathLine& line, const P
           line.end = Termination::left_domain;
           break;
         }
-        line.h = sign * fmaxf(o.min_step, 0.5f * size);
+        line.h = rk45_halved(size, sign, o);
         continue;
       }
-      const float scale = error > 0 ? 0.9f * fifth_root(o.tolerance / error) : 5.0f;
-      const float suggested = sign * fminf(o.max_step, fmaxf(o.min_step, size * fminf(5.0f, fmaxf(0.2f, scale))));
+      const float suggested = rk45_resized(size, sign, error, o);
       if (error > o.tolerance && size > o.min_step) {
         line.h = suggested;
         continue;

@@ -64,7 +64,8 @@ struct PathlineRun {
 // Paths of `seeds` released at `seed_times` (empty: each at t0) through the series in `path`. UsageError,
 // naming the file (and the offset where one applies), for fewer than 2 frames, frame times that do not
 // increase, a frame without velocity or whose velocity differs in shape from frame 0's, compressed
-// velocity, t0 or t1 outside the frames' times or equal, a seed outside the grid or released outside
+// velocity where whole frames do not fit the cache (units are read as stored), t0 or t1 outside the
+// frames' times or equal, a seed outside the grid or released outside
 // [t0, t1], a cache too small for 8 units of each of two frames, and a non-positive step; UnavailableError
 // without a GPU or its kernels; the queue's error for a chunk that could not be read.
 [[nodiscard]] PathlineRun trace_pathlines(const std::string& path, const std::vector<Vec3>& seeds,
