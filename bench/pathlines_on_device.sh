@@ -4,6 +4,7 @@
 # names (a 256^3 double gyre, 64 frames) traced by 1 M pathlines beside the engine streaming the same frames
 # (headrace bench pathlines: each pass a fresh process), hot and cold, with fio's disk ceiling of the same call.
 #   bash bench/pathlines_on_device.sh setup build gpuchecks gputests data fioceiling hot cold
+#   bash bench/pathlines_on_device.sh setup build data fixed      (a call's costs besides its frames)
 #   bash bench/pathlines_on_device.sh setup build data budget      (blocks streamed per interval: a cache of one frame)
 # carry [".carry", ".whl"]: the -dev packages, the wheels and fio the image lacks (scripts/device_carry.sh).
 source "$(dirname "$0")/device_session.sh"
@@ -43,6 +44,23 @@ cold() {
   disk=$(python3 -c "import csv; print(max(float(r['gbps']) for r in csv.DictReader(open('$OUT/fio.csv'))))" 2>/dev/null || echo "")
   within 420 python3 -m headrace bench pathlines "$work/gyre256.hrc" --seeds "$seeds" --step-size 0.05 --device 0 \
     --cache cold --rounds "${COLD_ROUNDS:-2}" ${disk:+--disk-gbps "$disk"} --out "$OUT/cold" 2>&1 | tail -n 4
+}
+
+fixed() {  # what a call costs before and after its frames: 1 k and 1 M seeds over the first interval alone, each a fresh process
+  local n
+  for n in 1000 1000000; do
+    within 60 python3 - "$work/gyre256.hrc" "$n" <<'PY'
+import json, sys, time
+started = time.perf_counter()
+from headrace.workloads import streamlines
+seeds = streamlines.uniform_seeds(sys.argv[1], int(sys.argv[2]))
+result = streamlines.trace_pathlines(sys.argv[1], seeds, step_size=0.05, device=0, t1=0.1)
+s = result.stats
+print(json.dumps({"seeds": s["seeds"], "wall_s": time.perf_counter() - started, "trace_s": s["seconds"],
+                  "make_s": s["resident_make_seconds"], "load_wait_s": s["resident_load_seconds"],
+                  "collect_s": s["resident_collect_seconds"], "point_capacity": s["point_capacity"]}))
+PY
+  done
 }
 
 budget() {  # 100 k paths with the cache at one frame (201 MB: too small for two, units loaded in rounds) against whole frames

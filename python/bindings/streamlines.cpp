@@ -8,6 +8,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -57,6 +58,21 @@ nb::ndarray<nb::numpy, float> vector_array(std::vector<sl::Vec3, Allocator>&& ve
   return owned_array_as<float>(std::move(vectors), {count, 3});
 }
 
+// Each item's end as text, each distinct end one Python string shared by every line that ends so (a million
+// lines end in a handful of ways): `key_of` an item's end as a number below 64, `text_of` it as text.
+template <typename Items, typename KeyOf, typename TextOf>
+nb::list ends_list(const Items& items, KeyOf&& key_of, TextOf&& text_of) {
+  std::array<nb::object, 64> names;
+  auto ends = nb::steal<nb::list>(PyList_New(static_cast<Py_ssize_t>(items.size())));
+  Py_ssize_t at = 0;
+  for (const auto& item : items) {
+    nb::object& name = names.at(key_of(item));
+    if (!name.is_valid()) name = nb::str(std::string(text_of(item)).c_str());
+    PyList_SET_ITEM(ends.ptr(), at++, name.inc_ref().ptr());
+  }
+  return ends;
+}
+
 // Points (N, 3), their integration times, the lines' offsets and "backward/forward" ends of each line.
 void put_lines(nb::dict& result, sl::Polylines&& lines) {
   const std::size_t count = lines.points.size();
@@ -64,10 +80,9 @@ void put_lines(nb::dict& result, sl::Polylines&& lines) {
   result["times"] = owned_array(std::move(lines.times), {count});
   const std::size_t offsets = lines.offsets.size();
   result["offsets"] = owned_array(std::move(lines.offsets), {offsets});
-  nb::list ends;
-  for (const auto& line : lines.lines)
-    ends.append(std::string(sl::to_string(line.backward_end)) + "/" + sl::to_string(line.forward_end));
-  result["ends"] = ends;
+  result["ends"] = ends_list(
+      lines.lines, [](const auto& line) { return 8 * static_cast<int>(line.backward_end) + static_cast<int>(line.forward_end); },
+      [](const auto& line) { return std::string(sl::to_string(line.backward_end)) + "/" + sl::to_string(line.forward_end); });
 }
 
 // A trace's velocities being sampled by its tracer on a thread of the tracer's own (ContainerTraceRun::
@@ -228,9 +243,8 @@ void bind_streamlines(nb::module_& m) {
           result["times"] = owned_array(std::move(paths.times), {count});
           result["offsets"] = owned_array(std::move(paths.offsets), {lines + 1});
           result["seed_times"] = owned_array(std::move(paths.seed_times), {lines});
-          nb::list ends;
-          for (const sl::Termination end : paths.ends) ends.append(sl::to_string(end));
-          result["ends"] = ends;
+          result["ends"] = ends_list(paths.ends, [](sl::Termination end) { return static_cast<int>(end); },
+                                     [](sl::Termination end) { return sl::to_string(end); });
           const sl::PathlineStats& s = run.stats;
           result["seconds"] = run.seconds;
           result["layout"] = run.layout;
@@ -240,6 +254,7 @@ void bind_streamlines(nb::module_& m) {
           result["frames_loaded"] = s.frames_loaded;
           result["whole_frames"] = s.whole_frames;
           result["home_seconds"] = s.home_seconds;
+          result["point_capacity"] = s.point_capacity;
           result["bytes_read"] = s.resident.bytes_read;
           put_resident_counters(result, s.resident);
           return result;

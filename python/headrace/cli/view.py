@@ -8,7 +8,9 @@ files' time series, streamed by the engine and rendered on the server (the GPU, 
 a lower resolution when there is none, said on the page), with the engine's numbers beside the image:
 GB/s against the disk and host-to-device ceilings, the frame time by kind of work, bytes from the page
 cache and from the disk, the path taken. Points (the ``particles`` record of 8 float32, or any point set:
-a position field or x, y, z fields; docs/particles.md) draw as sphere glyphs, grids and AMR as volumes. Only the files named here are served; it binds to 127.0.0.1
+a position field or x, y, z fields; docs/particles.md) draw as sphere glyphs, grids and AMR as volumes, a flow
+series as a lattice of glyphs coloured by speed; ``--pathlines PATHS.npz`` draws the paths ``headrace trace
+--pathlines`` wrote over every frame, each up to the frame's time. Only the files named here are served; it binds to 127.0.0.1
 unless ``--host`` says otherwise. docs/viewer.md has the page's controls and the protocol.
 """
 
@@ -24,7 +26,7 @@ __all__ = ["register", "run"]
 def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
     parser = subparsers.add_parser("view", help=summary,
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("files", metavar="FILE", nargs="+", type=PathArgument(), help="particle, volume or AMR containers")
+    parser.add_argument("files", metavar="FILE", nargs="+", type=PathArgument(), help="particle, volume, AMR or flow containers")
     parser.add_argument("--port", type=Integer(0, 65535), default=8765, help="TCP port (default 8765; 0 picks a free one)")
     parser.add_argument("--host", type=Host(), default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 opens it to the network)")
@@ -43,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction, summary: str) -> None:
                         help="volumes: no ray step shorter than this many pixel footprints (0: every finest cell; default 0)")
     parser.add_argument("--disk-rate", type=Size(1 << 20, 1 << 40), default=None, dest="disk_rate", metavar="RATE",
                         help="the disk's read rate for the panel, bytes/s (default: a short probe of the first file's folder)")
+    parser.add_argument("--pathlines", type=PathArgument(), default=None, metavar="PATHS.npz",
+                        help="pathlines drawn over every frame up to its time, coloured by speed "
+                             "(the .npz of `headrace trace SERIES --pathlines --out PATHS.npz`)")
     parser.set_defaults(func=run)
 
 
@@ -51,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
     server = ViewerServer(args.files, device="auto" if args.device is None else args.device, width=args.width,
                           height=args.height, quality=args.quality, fps=args.fps, prefetch=args.prefetch,
-                          footprint=args.footprint, disk_rate=None if args.disk_rate is None else float(args.disk_rate))
+                          footprint=args.footprint, disk_rate=None if args.disk_rate is None else float(args.disk_rate),
+                          pathlines=args.pathlines)
     server.run(args.host, args.port)
     return 0

@@ -6,7 +6,9 @@ A scene belongs to one session: its renderer, look and per-frame state (a volume
 classification) are that browser's alone. Kinds: :class:`headrace.workloads.volume.VolumeScene` for a grid
 or AMR field, :class:`headrace.workloads.particles.ParticleScene` for a file with a ``particles`` field of
 8 float32 (x, y, z, radius, r, g, b, a), :class:`headrace.workloads.points.PointSetScene` for any other
-point set (positions, radius and colour from the file's fields, packed per frame on the host).
+point set (positions, radius and colour from the file's fields, packed per frame on the host),
+:class:`headrace.workloads.points.LatticeScene` for a flow series in native blocks (its vectors as a lattice
+of glyphs coloured by speed, under the pathlines ``headrace view --pathlines`` draws).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ class SceneKind:
 
 
 SCENES = tuple(SceneKind(scene.kind, scene.draws, scene.describe, scene)
-               for scene in (volume.VolumeScene, particles.ParticleScene, points.PointSetScene))
+               for scene in (volume.VolumeScene, particles.ParticleScene, points.PointSetScene, points.LatticeScene))
 
 
 def scene_of(ds: Any) -> SceneKind:
@@ -78,8 +80,9 @@ def scene_of(ds: Any) -> SceneKind:
     for kind in SCENES:
         if kind.draws(ds):
             return kind
-    raise UsageError(f"{ds.path}: neither a volume (grid or AMR attributes) nor points (a field 'particles' of 8 "
-                     f"float32, a field of 3 components named {points.position_names()}, or fields x, y and z); "
+    raise UsageError(f"{ds.path}: neither a volume (grid or AMR attributes), points (a field 'particles' of 8 "
+                     f"float32, a field of 3 components named {points.position_names()}, or fields x, y and z) nor "
+                     f"a flow in native blocks or the Hilbert layout; "
                      f"its fields: {', '.join(f'{f.name} ({f.dtype} x{f.components})' for f in ds.fields)}")
 
 

@@ -30,6 +30,7 @@ from headrace.codecs import disk_rate_of
 from headrace.imaging import COLOUR_MAPS
 from headrace.viewer.scenes import describe_file
 from headrace.viewer.session import STATS_WINDOW_S, Session, SessionSettings
+from headrace.workloads.streamlines.overlay import PathOverlay
 
 __all__ = ["ViewerServer", "Ceilings", "STATIC_FILES"]
 
@@ -79,11 +80,12 @@ class ViewerServer:
     """Serves ``paths`` to browsers. ``device``: a GPU ordinal, ``"cpu"`` (the CPU reference) or
     ``"auto"`` (GPU 0 when there is one, else the CPU, said on the page); ``width``/``height`` default to
     1024 x 768 on a GPU and 512 x 384 on the CPU. ``disk_rate`` (bytes/s): the disk's ceiling for the panel
-    (None: a short probe of the first file's folder)."""
+    (None: a short probe of the first file's folder). ``pathlines``: an ``.npz`` of paths (``headrace trace
+    --pathlines``) drawn over every image at its frame's time (:class:`PathOverlay`)."""
 
     def __init__(self, paths: list[str], *, device: int | str = "auto", width: int | None = None,
                  height: int | None = None, quality: int = 85, fps: float = 30.0, prefetch: int = 3,
-                 footprint: float = 0.0, disk_rate: float | None = None) -> None:
+                 footprint: float = 0.0, disk_rate: float | None = None, pathlines: str | os.PathLike | None = None) -> None:
         if not paths:
             raise errors.UsageError("name at least one file to view")
         self.datasets = [headrace.open(os.fspath(p)) for p in paths]
@@ -97,7 +99,12 @@ class ViewerServer:
             raise errors.UsageError(f"image size {width} x {height}: expected 16 to 8192 pixels a side")
         if not 1 <= quality <= 100:
             raise errors.UsageError(f"JPEG quality {quality}: expected 1 to 100")
-        self.settings = SessionSettings(ordinal, width, height, quality, fps, prefetch, footprint)
+        self.pathlines: dict[str, Any] | None = None
+        overlay = None
+        if pathlines is not None:
+            overlay = PathOverlay.load(pathlines)
+            self.pathlines = {"file": os.path.basename(os.fspath(pathlines)), "paths": overlay.count}
+        self.settings = SessionSettings(ordinal, width, height, quality, fps, prefetch, footprint, overlay)
         self.device_name = _device_name(ordinal)
         self.ceilings = Ceilings(os.path.dirname(os.path.abspath(self.datasets[0].path)), ordinal, disk_rate)
         self.sessions: dict[int, Session] = {}
@@ -130,7 +137,7 @@ class ViewerServer:
         settings = self.settings
         return {"type": "hello", "session": number, "files": self.files, "colour_maps": list(COLOUR_MAPS),
                 "renderer": {"device": self.device_name, "gpu": settings.device is not None, "width": settings.width,
-                             "height": settings.height, "note": self.note}}
+                             "height": settings.height, "note": self.note}, "pathlines": self.pathlines}
 
     async def _socket(self, request: web.Request) -> web.WebSocketResponse:
         # A page of another site open in the same browser may not watch the files: a browser's socket

@@ -39,7 +39,8 @@ ENCODERS = 2
 @dataclass(frozen=True)
 class SessionSettings:
     """What every session of a server shares: the renderer's device (None: the CPU reference), image size,
-    JPEG quality, frame-rate cap, the frames a stream holds ahead and a volume's pixel footprint."""
+    JPEG quality, frame-rate cap, the frames a stream holds ahead, a volume's pixel footprint and the paths
+    drawn over every image at its frame's time (a :class:`headrace.workloads.streamlines.PathOverlay`, or None)."""
 
     device: int | None
     width: int
@@ -48,6 +49,7 @@ class SessionSettings:
     fps: float = 30.0
     prefetch: int = 3
     footprint: float = 0.0
+    pathlines: Any = None
 
 
 @dataclass
@@ -409,6 +411,8 @@ class Session:
         assert scene is not None and frame is not None and camera is not None
         start = time.perf_counter()
         image = scene.render(frame, camera, self._stream_handle())
+        if self.settings.pathlines is not None:
+            image = self.settings.pathlines.draw(image, camera, float(frame.time))
         record.at = time.perf_counter()
         record.render_s = record.at - start
         self.records.append(record)

@@ -163,6 +163,48 @@ TEST_F(PathlineTracer, Rk4ConvergesAtOrderFourAndRk45StepsEndOnTheFramesTimes) {
   for (const double t : five_frames) EXPECT_NE(std::find(paths.times.begin(), paths.times.end(), t), paths.times.end()) << t;
 }
 
+// The points a path keeps are bounded by its step, not by max_steps: whatever the step (a divisor of the
+// frames' spacing or not, longer than it), the direction and the releases, every path reaches t1 within them.
+TEST_F(PathlineTracer, EachPathKeepsThePointsItsStepsReachNotMaxSteps) {
+  const std::vector<Vec3> seeds{{0.3f, 0.3f, 0.0f}, {-0.2f, 0.4f, 0.1f}, {0.5f, -0.1f, -0.3f}};
+  const std::vector<double> releases{0.0, 0.37, 1.91};
+  for (const bool forward : {true, false}) {
+    for (const float step : {0.05f, 0.07f, 0.3f, 0.5f, 0.9f}) {
+      for (const Integrator integrator : {Integrator::rk4, Integrator::rk45}) {
+        PathlineOptions options = host_options(step);
+        options.trace.max_steps = 100000;
+        options.trace.integrator = integrator;
+        options.trace.min_step = 0.01f;
+        if (!forward) options.t0 = 2.0, options.t1 = 0.0;
+        const std::vector<double> when = forward ? releases : std::vector<double>{2.0, 1.63, 0.09};
+        const PathlineRun run = trace_pathlines(path, seeds, when, options);
+        const std::string label = (forward ? "forward " : "backward ") + std::to_string(step) +
+                                  (integrator == Integrator::rk4 ? " rk4" : " rk45");
+        const std::uint32_t bound = static_cast<std::uint32_t>(2.0 / (integrator == Integrator::rk4 ? step : 0.01f)) + 2 * 4 + 2;
+        EXPECT_LE(run.stats.point_capacity, bound) << label;
+        for (std::size_t s = 0; s < seeds.size(); ++s) {
+          EXPECT_EQ(run.lines.ends[s], Termination::end_time) << label << " " << s;
+          EXPECT_LE(run.lines.offsets[s + 1] - run.lines.offsets[s], run.stats.point_capacity) << label << " " << s;
+        }
+      }
+    }
+  }
+  // Where max_steps is the smaller, it bounds the points, and paths end there as they did.
+  PathlineOptions few = host_options();
+  few.trace.max_steps = 10;
+  const PathlineRun run = trace_pathlines(path, seeds, {}, few);
+  EXPECT_EQ(run.stats.point_capacity, 11u);
+  for (std::size_t s = 0; s < seeds.size(); ++s) {
+    EXPECT_EQ(run.lines.ends[s], Termination::max_steps);
+    EXPECT_EQ(run.lines.offsets[s + 1] - run.lines.offsets[s], 11);
+  }
+  // A step too small beside the frames' spacing for float time to bound: max_steps + 1.
+  few.trace.step_size = 1e-6f;
+  EXPECT_EQ(trace_pathlines(path, seeds, {}, few).stats.point_capacity, 11u);
+  few.trace.max_steps = 100000;
+  EXPECT_EQ(trace_pathlines(path, {seeds[0]}, std::vector<double>{1.99995}, few).stats.point_capacity, 100001u);
+}
+
 TEST_F(PathlineTracer, BackwardInTimeAPathReturnsToItsSeed) {
   const Vec3 seed{0.5f, 0.2f, -0.4f};
   PathlineOptions options = host_options(0.02f);

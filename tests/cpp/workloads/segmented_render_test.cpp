@@ -304,6 +304,7 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
     const queue::FileId id = queue.add_file(file.path);
     GpuRenderer renderer(0, test_camera(), 0xff000000u);
     SegmentedRenderer segmented(renderer);  // one buffer for every shape: grown, reused, streamed alone
+    double h2d_seconds = 0;
     for (const SegmentedRenderOptions shape : {SegmentedRenderOptions{.batch_particles = 300, .segments = 2},
                                                SegmentedRenderOptions{.batch_particles = 128, .segments = 8},
                                                SegmentedRenderOptions{.batch_particles = 300, .segments = 2, .preload = true}}) {
@@ -315,8 +316,12 @@ TEST(SegmentedRenderGpu, TheKernelsDrawTheReferenceImage) {
       EXPECT_EQ(stats.batches, shape.batch_particles == 300 ? 4u : c.chunk_bytes == 4096 ? 8u : 10u);
       EXPECT_EQ(stats.batch_draw_seconds.size(), stats.batches);
       EXPECT_GT(stats.draw_seconds, 0.0);
-      EXPECT_GT(stats.h2d_seconds, 0.0);  // the copy stream's busy time, by its events
+      EXPECT_GE(stats.h2d_seconds, 0.0);
+      h2d_seconds += stats.h2d_seconds;
     }
+    // The copy stream's busy time, by its events: one shape's few kilobytes can time at 0 (the events' 0.5 us
+    // resolution), the case's three not.
+    EXPECT_GT(h2d_seconds, 0.0) << format::to_string(codec) << " chunks of " << c.chunk_bytes << " pinned " << c.pin_files;
     const auto alone = segmented.render(queue, id, container, 0, 0, {.batch_particles = 128, .segments = 2, .draw = false});
     EXPECT_EQ(alone.batch_draw_seconds.size(), 0u);
     EXPECT_EQ(alone.stored_bytes, container.stored_bytes());

@@ -1,15 +1,29 @@
 // The reference runner of the pathline tracer's rounds: the same rounds on CPU threads over host memory.
 #include <algorithm>
 #include <memory>
+#include <new>
+#include <string>
 
 #include "headrace/detail/aligned_buffer.hpp"
 #include "headrace/detail/parallel_for.hpp"
+#include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/unit_layouts.hpp"
 #include "path_rounds.hpp"
 
 namespace headrace::workloads::streamlines::resident {
 
 namespace {
+
+// Every path's points until the end, or a clear error where host memory lacks them.
+std::vector<PathPoint> path_points(std::uint64_t paths, std::uint32_t capacity) {
+  try {
+    return std::vector<PathPoint>(paths * capacity);
+  } catch (const std::bad_alloc&) {
+    throw Error("pathlines: " + std::to_string(paths) + " paths of up to " + std::to_string(capacity) + " points (" +
+                std::to_string(paths * capacity * sizeof(PathPoint) >> 20) +
+                " MiB) do not fit in host memory: trace fewer seeds, fewer steps or on a GPU");
+  }
+}
 
 template <typename Units>
 class HostPaths final : public PathRunner<Units> {
@@ -20,7 +34,7 @@ class HostPaths final : public PathRunner<Units> {
         unit_bytes_(unit_bytes),
         pool_(slots * unit_bytes),
         lines_(std::move(lines)),
-        points_(lines_.size() * params_.point_capacity),
+        points_(path_points(lines_.size(), params_.point_capacity)),
         threads_(threads) {}
 
   [[nodiscard]] queue::MemoryKind memory() const override { return queue::MemoryKind::host; }

@@ -1,6 +1,7 @@
 #include "headrace/workloads/streamlines/pathline_tracer.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -128,6 +129,27 @@ std::vector<PathLine> start_paths(const std::string& path, const GridGeometry& g
   return lines;
 }
 
+// The most points a path of the plan can hold, the seed's and one a step: max_steps + 1, or fewer where the step
+// bounds them, since every path's points are kept until the end (a million paths of 1,001 points are 32 GB
+// where 250 are needed). A step is |h| long (RK45: at least the smaller of h and min_step) but for one a path
+// shortens to each interval's stop, and tau, a float, loses at most 2^-10 of a step to rounding while |h| is
+// 2^-14 of the widest interval or more (else no bound: max_steps + 1). One step an interval more is slack.
+std::uint32_t path_capacity(const Plan& plan, double t0, double t1, const std::vector<double>& seed_times, const TraceOptions& o) {
+  const std::uint32_t most = o.max_steps + 1;
+  double shortest = std::fabs(static_cast<double>(o.step_size));
+  if (o.integrator == Integrator::rk45) shortest = std::min(shortest, static_cast<double>(o.min_step));
+  float widest = 0;
+  for (const PathInterval& interval : plan.intervals) widest = std::max(widest, interval.span);
+  if (!(shortest >= std::ldexp(static_cast<double>(widest), -14))) return most;
+  double longest = std::fabs(t1 - t0);  // the earliest release's time to run
+  if (!seed_times.empty()) {
+    longest = 0;
+    for (const double release : seed_times) longest = std::max(longest, std::fabs(t1 - release));
+  }
+  const double steps = std::floor(longest / (shortest * (1.0 - std::ldexp(1.0, -10)))) + 2.0 * static_cast<double>(plan.intervals.size());
+  return steps + 1 < most ? static_cast<std::uint32_t>(steps) + 1 : most;
+}
+
 // The units of every frame, frame f's at f * units_per_frame (the cache's units when whole frames do not fit).
 template <typename Units>
 UnitTable series_table(const FlowField& flow, const Units& units, std::uint32_t frames) {
@@ -141,10 +163,11 @@ UnitTable series_table(const FlowField& flow, const Units& units, std::uint32_t 
 }
 
 // The paths as the caller gets them: their points placed by the runner (on the GPU, or CPU threads), their
-// offsets and ends here.
+// offsets and ends here. A path the capacity (path_capacity) ended short of max_steps would mean the bound
+// was wrong: refused, never passed off as max_steps.
 template <typename Units>
 Pathlines collect_paths(PathRunner<Units>& runner, const std::vector<double>& times, const Plan& plan, double t1,
-                        std::vector<double> seed_times, bool stopped, double& home_seconds) {
+                        std::uint32_t max_steps, std::vector<double> seed_times, bool stopped, double& home_seconds) {
   Pathlines out;
   out.seed_times = std::move(seed_times);
   PathPlaceParams place;
@@ -158,6 +181,9 @@ Pathlines collect_paths(PathRunner<Units>& runner, const std::vector<double>& ti
   home_seconds = runner.collect(place, lines, out);
   out.offsets.reserve(lines.size() + 1);
   for (const PathLine& line : lines) {
+    HEADRACE_EXPECT(!line.ended || line.end != Termination::max_steps || line.points > max_steps, Error,
+                    "pathlines: path " + std::to_string(out.ends.size()) + " filled its " + std::to_string(line.points) +
+                        " points before " + std::to_string(max_steps) + " steps: the bound on its steps is wrong");
     out.offsets.push_back(out.offsets.back() + line.points);
     out.ends.push_back(line.ended ? line.end : (stopped ? Termination::stopped : Termination::max_steps));
   }
@@ -180,10 +206,14 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
   const Plan plan = plan_intervals(times, t0, t1);
   std::vector<PathLine> lines = start_paths(path, units.geometry(), seeds, seed_times, times, t0, t1, trace);
   const std::uint64_t line_count = lines.size();
+  // The runners keep path_capacity points a path: the bound stands in for max_steps in their rounds.
+  TraceOptions bounded = trace;
+  bounded.max_steps = path_capacity(plan, t0, t1, seed_times, trace) - 1;
 
   PathlineRun run;
   run.unit_bytes = unit_bytes;
   PathlineStats& stats = run.stats;
+  stats.point_capacity = bounded.max_steps + 1;
   stats.t0 = t0, stats.t1 = t1;
   ResidentStats& resident = stats.resident;
   const std::uint64_t frame_bytes = units_per_frame * unit_bytes;
@@ -200,8 +230,8 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
   const auto start = Clock::now();
   std::unique_ptr<PathRunner<Units>> runner =
       options.device >= 0
-          ? make_device_paths(options.device, units, units_per_frame, trace, unit_bytes, slots, unit_count, lines)
-          : make_host_paths(units, units_per_frame, trace, unit_bytes, slots, std::move(lines), options.threads);
+          ? make_device_paths(options.device, units, units_per_frame, bounded, unit_bytes, slots, unit_count, lines)
+          : make_host_paths(units, units_per_frame, bounded, unit_bytes, slots, std::move(lines), options.threads);
   RoundState state{0, 0, line_count, std::vector<std::int32_t>(unit_count, -1), std::vector<std::uint32_t>(unit_count, 0),
                    std::vector<std::uint32_t>(unit_count, 0)};
   const engine::QueueOptions queue = tracer_queue_options(options.backend, options.device);
@@ -260,7 +290,7 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
   }
   const auto collect_start = Clock::now();
   std::vector<double> releases = seed_times.empty() ? std::vector<double>(seeds.size(), t0) : seed_times;
-  run.lines = collect_paths(*runner, times, plan, t1, std::move(releases), stopped, stats.home_seconds);
+  run.lines = collect_paths(*runner, times, plan, t1, trace.max_steps, std::move(releases), stopped, stats.home_seconds);
   resident.collect_seconds = seconds_since(collect_start);
   run.seconds = seconds_since(start);
   return run;

@@ -6,8 +6,10 @@ colour by any field) as sphere glyphs.
 
 :class:`PointSet` says which fields make a point and packs a frame into the sphere renderer's records;
 :class:`PointSetRenderer` draws a file frame by frame; :class:`PointSetScene` is the viewer's scene of it.
+:class:`LatticeScene` draws a flow series' vectors as a lattice of glyphs coloured by speed.
 """
 
+from headrace.workloads.points.lattice import LATTICE_SIDE, LatticeScene, vector_field
 from headrace.workloads.points.point_set import (COLOUR_FROM_SCALARS, POSITION_NAMES, RECORD_FIELD, ColourBy, PointSet,
                                                  colour_choices, default_radius, find_positions, is_particle_record,
                                                  position_names, unique)
@@ -17,4 +19,5 @@ from headrace.workloads.points.staged import StagedPoints, upload
 
 __all__ = ["POSITION_NAMES", "position_names", "RECORD_FIELD", "COLOUR_FROM_SCALARS", "ColourBy", "PointSet",
            "is_particle_record", "find_positions", "default_radius", "colour_choices", "unique", "upload", "StagedPoints",
-           "POINT_OPTIONS", "PointSetRenderer", "draws_point_set", "GLYPH_STYLE", "GlyphScene", "PointSetScene"]
+           "POINT_OPTIONS", "PointSetRenderer", "draws_point_set", "GLYPH_STYLE", "GlyphScene", "PointSetScene",
+           "LATTICE_SIDE", "LatticeScene", "vector_field"]

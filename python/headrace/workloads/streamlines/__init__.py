@@ -21,7 +21,8 @@ its run of block planes along z and the blocks next to them, and a line that nee
 handed to the rank that holds it. Both give one tracer's lines, bit for bit.
 
 Pathlines of a time series (:func:`trace_pathlines`, :func:`write_pathlines`) carry each seed through space
-and time, the velocity linear in time between the frames that bracket it.
+and time, the velocity linear in time between the frames that bracket it; :class:`PathOverlay` draws them over
+a rendered image up to a time (``headrace view SERIES --pathlines PATHS.npz``).
 
 :class:`TraceSession` holds one tracer (its GPU context, kernels, queue and cached blocks) across traces
 of one field: a notebook's second call or a viewer's next seeds pay no setup and read no block again.
@@ -33,6 +34,7 @@ from headrace.workloads.streamlines.layouts import (DEFAULT_BLOCK, DEFAULT_HILBE
                                                     convert_to_hilbert, fitted_block, fitted_hilbert_bits)
 from headrace.workloads.streamlines.lines import TERMINATION_CODES, write_lines, write_traced
 from headrace.workloads.streamlines.notes import TraceNote
+from headrace.workloads.streamlines.overlay import PathOverlay
 from headrace.workloads.streamlines.pathlines import (PathlineResult, positions_at, release_times, trace_pathlines,
                                                       trace_streaklines, write_pathlines, write_series)
 from headrace.workloads.streamlines.seeds import feature_seeds, load_seeds, rake_seeds, uniform_seeds
@@ -45,4 +47,4 @@ __all__ = ["TraceResult", "trace", "trace_run", "default_manager", "trace_handed
            "TERMINATION_CODES", "convert_to_hilbert", "convert_linear_flow", "traceable", "DEFAULT_BLOCK",
            "MOST_MADVISE_INTERVAL_S", "TraceNote", "velocity_of", "fitted_block", "fitted_hilbert_bits",
            "DEFAULT_HILBERT_BITS", "VELOCITY_NAMES", "VELOCITY_COMPONENTS", "PathlineResult", "trace_pathlines",
-           "write_pathlines", "trace_streaklines", "release_times", "positions_at", "write_series"]
+           "write_pathlines", "trace_streaklines", "release_times", "positions_at", "write_series", "PathOverlay"]

@@ -32,8 +32,12 @@ def uniform_seeds(source: Any, count: int) -> np.ndarray:
     step = float(np.cbrt(np.prod(extent) / count))
     per_axis = np.maximum(1, np.round(extent / step)).astype(int)
     axes = [origin[a] + (np.arange(per_axis[a]) + 0.5) * extent[a] / per_axis[a] for a in range(3)]
-    z, y, x = np.meshgrid(axes[2], axes[1], axes[0], indexing="ij")
-    return np.stack([x.ravel(), y.ravel(), z.ravel()], axis=1).astype(np.float32)
+    # Written in place, x fastest: a million seeds without the temporaries of a meshgrid.
+    seeds = np.empty((per_axis[2], per_axis[1], per_axis[0], 3), dtype=np.float32)
+    seeds[..., 0] = axes[0].astype(np.float32)[None, None, :]
+    seeds[..., 1] = axes[1].astype(np.float32)[None, :, None]
+    seeds[..., 2] = axes[2].astype(np.float32)[:, None, None]
+    return seeds.reshape(-1, 3)
 
 
 def rake_seeds(start: Any, end: Any, count: int) -> np.ndarray:

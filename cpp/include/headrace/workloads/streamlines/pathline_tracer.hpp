@@ -51,6 +51,7 @@ struct PathlineStats {
   std::uint64_t frames_loaded = 0;  // whole frames read (whole_frames), or 0
   bool whole_frames = false;        // the cache held whole frames; else units in rounds
   double home_seconds = 0;          // of resident.collect_seconds: the points' copy home from the GPU
+  std::uint32_t point_capacity = 0; // the points kept a path: max_steps + 1, or fewer where the step bounds them
 };
 
 struct PathlineRun {
