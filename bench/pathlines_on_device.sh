@@ -46,21 +46,29 @@ cold() {
     --cache cold --rounds "${COLD_ROUNDS:-2}" ${disk:+--disk-gbps "$disk"} --out "$OUT/cold" 2>&1 | tail -n 4
 }
 
-fixed() {  # what a call costs before and after its frames: 1 k and 1 M seeds over the first interval alone, each a fresh process
-  local n
-  for n in 1000 1000000; do
-    within 60 python3 - "$work/gyre256.hrc" "$n" <<'PY'
+fixed() {  # what a call costs besides its frames: the first interval alone (1 k and 1 M seeds), then the whole series
+  # twice in one process (the second without the driver's start): each call's wall beside the tracer's own seconds
+  local probe=$OUT/fixed.py
+  cat > "$probe" <<'PY'
 import json, sys, time
 started = time.perf_counter()
 from headrace.workloads import streamlines
-seeds = streamlines.uniform_seeds(sys.argv[1], int(sys.argv[2]))
-result = streamlines.trace_pathlines(sys.argv[1], seeds, step_size=0.05, device=0, t1=0.1)
-s = result.stats
-print(json.dumps({"seeds": s["seeds"], "wall_s": time.perf_counter() - started, "trace_s": s["seconds"],
-                  "make_s": s["resident_make_seconds"], "load_wait_s": s["resident_load_seconds"],
-                  "collect_s": s["resident_collect_seconds"], "point_capacity": s["point_capacity"]}))
+path, count, calls, t1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), None if sys.argv[4] == "end" else float(sys.argv[4])
+seeds = streamlines.uniform_seeds(path, count)
+for call in range(calls):
+    begun = time.perf_counter()
+    result = streamlines.trace_pathlines(path, seeds, step_size=0.05, device=0, t1=t1)
+    s = result.stats
+    ended = time.perf_counter()
+    print(json.dumps({"seeds": s["seeds"], "call": call, "process_s": ended - started, "call_s": ended - begun,
+                      "trace_s": s["seconds"], "outside_s": ended - begun - s["seconds"], "make_s": s["resident_make_seconds"],
+                      "load_wait_s": s["resident_load_seconds"], "collect_s": s["resident_collect_seconds"],
+                      "point_capacity": s["point_capacity"]}))
+    del result
 PY
-  done
+  within 60 python3 "$probe" "$work/gyre256.hrc" 1000 1 0.1
+  within 60 python3 "$probe" "$work/gyre256.hrc" 1000000 1 0.1
+  within 60 python3 "$probe" "$work/gyre256.hrc" 1000000 2 end
 }
 
 budget() {  # 100 k paths with the cache at one frame (201 MB: too small for two, units loaded in rounds) against whole frames

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <span>
 #include <sstream>
+#include <thread>
 
+#include "headrace/detail/parallel_for.hpp"
 #include "headrace/detail/seconds.hpp"
 #include "headrace/error.hpp"
 #include "headrace/workloads/streamlines/blocked_field.hpp"
@@ -162,13 +165,70 @@ UnitTable series_table(const FlowField& flow, const Units& units, std::uint32_t 
   return table;
 }
 
+// The paths' arrays reserved for the most points the paths can hold and, where a fixed step says how many they
+// will hold (RK4: |t1 - release| / h steps a path and its seed's point), those pages faulted in on the cores
+// the tracer leaves idle while it is made and the paths step: the points then come home into memory already mapped, where a fresh huge page's fault
+// (the kernel zeroing it) costs as much again as the copy into it.
+class PathArrays {
+ public:
+  PathArrays(std::uint64_t most, std::uint64_t expected) {
+    expected = std::min(expected, most);
+    if (expected == 0) return;  // sized as the points come home
+    try {
+      out_.points.reserve(most);
+      out_.velocities.reserve(most);
+      out_.times.reserve(most);
+    } catch (const std::bad_alloc&) {  // the address space for the most: none faulted ahead, sized at the end
+      out_ = Pathlines{};
+      return;
+    }
+    faulting_ = std::jthread([this, expected] {
+      const std::span<std::byte> arrays[] = {
+          {reinterpret_cast<std::byte*>(out_.points.data()), expected * sizeof(Vec3)},
+          {reinterpret_cast<std::byte*>(out_.velocities.data()), expected * sizeof(Vec3)},
+          {reinterpret_cast<std::byte*>(out_.times.data()), expected * sizeof(double)}};
+      constexpr std::uint64_t piece = std::uint64_t{2} << 20;
+      for (const std::span<std::byte> array : arrays) {
+        const std::uint64_t pages = (array.size() + page - 1) / page;
+        headrace::detail::parallel_for((pages * page + piece - 1) / piece, fault_threads(), [&](std::uint64_t p) {
+          for (std::uint64_t at = p * piece; at < std::min<std::uint64_t>((p + 1) * piece, array.size()); at += page)
+            static_cast<volatile std::byte&>(array[at]) = std::byte{0};
+        });
+      }
+    });
+  }
+  // The arrays, once their pages are in (before anything is copied into them).
+  Pathlines take() {
+    if (faulting_.joinable()) faulting_.join();
+    return std::move(out_);
+  }
+
+ private:
+  static constexpr std::uint64_t page = 4096;
+  static unsigned fault_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+  Pathlines out_;
+  std::jthread faulting_;
+};
+
+// How many points RK4's paths will hold, for PathArrays: each |t1 - release| / h full steps (a step may end short
+// on a frame's time: one more an interval at most, not counted) and its seed's; none foreseen for RK45.
+std::uint64_t expected_points(double t0, double t1, const std::vector<double>& seed_times, std::uint64_t paths,
+                              const TraceOptions& o) {
+  if (o.integrator != Integrator::rk4) return 0;
+  const double h = std::fabs(static_cast<double>(o.step_size));
+  if (seed_times.empty()) return paths * static_cast<std::uint64_t>(std::fabs(t1 - t0) / h + 1.0);
+  std::uint64_t total = 0;
+  for (const double release : seed_times) total += static_cast<std::uint64_t>(std::fabs(t1 - release) / h + 1.0);
+  return total;
+}
+
 // The paths as the caller gets them: their points placed by the runner (on the GPU, or CPU threads), their
 // offsets and ends here. A path the capacity (path_capacity) ended short of max_steps would mean the bound
 // was wrong: refused, never passed off as max_steps.
 template <typename Units>
-Pathlines collect_paths(PathRunner<Units>& runner, const std::vector<double>& times, const Plan& plan, double t1,
-                        std::uint32_t max_steps, std::vector<double> seed_times, bool stopped, double& home_seconds) {
-  Pathlines out;
+Pathlines collect_paths(PathRunner<Units>& runner, PathArrays& arrays, const std::vector<double>& times, const Plan& plan,
+                        double t1, std::uint32_t max_steps, std::vector<double> seed_times, bool stopped, double& home_seconds) {
+  Pathlines out = arrays.take();
   out.seed_times = std::move(seed_times);
   PathPlaceParams place;
   place.frame_times = times.data();
@@ -228,6 +288,7 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
   resident.slots = slots;
 
   const auto start = Clock::now();
+  PathArrays arrays(line_count * stats.point_capacity, expected_points(t0, t1, seed_times, line_count, trace));
   std::unique_ptr<PathRunner<Units>> runner =
       options.device >= 0
           ? make_device_paths(options.device, units, units_per_frame, bounded, unit_bytes, slots, unit_count, lines)
@@ -288,10 +349,23 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
     ++stats.intervals;
     if (options.progress && !options.progress(n + 1, plan.intervals.size())) stopped = n + 1 < plan.intervals.size();
   }
+  // Every frame is read: the loads' queue closes on a thread of its own (letting go of the series' page-locked
+  // mapping takes a few tenths of a second for 13 GB) while the points come home, counted in the run's seconds.
+  // Destroyed there, so its context made current there; joined before this returns (or throws).
+  std::jthread closing([&frame_loads, &unit_loads]() noexcept {
+    try {
+      if (frame_loads) frame_loads->make_current();
+      if (unit_loads) unit_loads->make_current();
+    } catch (...) {  // without the context the queue still closes; only its page-locked pages wait for the process
+    }
+    frame_loads.reset();
+    unit_loads.reset();
+  });
   const auto collect_start = Clock::now();
   std::vector<double> releases = seed_times.empty() ? std::vector<double>(seeds.size(), t0) : seed_times;
-  run.lines = collect_paths(*runner, times, plan, t1, trace.max_steps, std::move(releases), stopped, stats.home_seconds);
+  run.lines = collect_paths(*runner, arrays, times, plan, t1, trace.max_steps, std::move(releases), stopped, stats.home_seconds);
   resident.collect_seconds = seconds_since(collect_start);
+  closing.join();
   run.seconds = seconds_since(start);
   return run;
 }

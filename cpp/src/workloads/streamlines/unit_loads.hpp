@@ -64,6 +64,9 @@ class UnitLoads {
   void load(std::uint64_t unit, std::uint32_t slot) { loads_.load(unit, slot); }
   // Waits for every load since the last; the runner's next round sees them.
   void wait(SlotPool& runner) { runner.loaded(queue_, loads_.wait_loaded()); }
+  // Its queue's GPU context current on the calling thread, which may then close the loads (and let go of what
+  // they page-locked) off the tracer's own.
+  void make_current() const { queue_.make_current(); }
 
  private:
   static engine::SlotStreamOptions slot_options(const std::string& path, const UnitTable& table, std::uint64_t slots) {
@@ -118,6 +121,8 @@ class FrameLoads {
   }
   // The frame in `slot` is read no more (the rounds that read it have finished).
   void release(std::uint32_t slot) { loads_.release(slot); }
+  // As UnitLoads::make_current.
+  void make_current() const { queue_.make_current(); }
 
  private:
   static engine::SlotStreamOptions slot_options(const std::string& path, std::uint32_t slots) {
