@@ -35,6 +35,7 @@ fioceiling() {  # the disk's best of fio over the series, caches dropped before 
 }
 
 hot() {
+  echo "transparent huge pages: $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null) defrag $(cat /sys/kernel/mm/transparent_hugepage/defrag 2>/dev/null)"
   within 420 python3 -m headrace bench pathlines "$work/gyre256.hrc" --seeds "$seeds" --step-size 0.05 --device 0 \
     --cache hot --rounds "$rounds" --out "$OUT/hot" 2>&1 | tail -n 4
 }

@@ -255,6 +255,7 @@ void bind_streamlines(nb::module_& m) {
           result["whole_frames"] = s.whole_frames;
           result["home_seconds"] = s.home_seconds;
           result["point_capacity"] = s.point_capacity;
+          result["fault_seconds"] = s.fault_seconds;
           result["bytes_read"] = s.resident.bytes_read;
           put_resident_counters(result, s.resident);
           return result;

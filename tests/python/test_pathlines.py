@@ -216,3 +216,24 @@ def test_a_compressed_series_is_traced_whole_and_refused_in_rounds(series, tmp_p
     np.testing.assert_array_equal(whole.points, plain.points)
     with pytest.raises(headrace.errors.UsageError, match="whole blocks of uncompressed chunks"):
         streamlines.trace_pathlines(packed, SEEDS, step_size=0.02, cache_bytes=40 * 6144)
+
+
+def test_the_lab_measures_pathlines_against_the_engine_each_pass_a_fresh_process(series, tmp_path):
+    from headrace.bench.cases import pathlines as case
+
+    _, gyre = series
+    assert case.main([str(gyre), "--seeds", "64", "--step-size", "0.1", "--device", "cpu", "--rounds", "1",
+                      "--out", str(tmp_path / "hot")]) == 0
+    result = json.loads((tmp_path / "hot" / "pathlines.json").read_text())
+    row = result["rows"][0]
+    assert 40 <= row["seeds"] <= 90 and row["frames"] == 41 and row["ends"] == "end_time"
+    assert row["steps"] == row["seeds"] * 40, "0.1 a step, one an interval"
+    assert row["yardstick_s"] == max(row["bytes"] / 1e9 / row["engine_gbps"], row["advance_s"])
+    assert row["trace_vs_yardstick"] == pytest.approx(row["trace_s"] / row["yardstick_s"])
+    assert row["api_wall_s"] >= row["trace_s"] > 0 and row["cli_wall_s"] > 0 and row["fault_s"] >= 0
+    # A cache of fewer bytes than two frames: units in rounds, the same steps.
+    frame_bytes = 65 * 33 * 33 * 12
+    assert case.main([str(gyre), "--seeds", "64", "--step-size", "0.1", "--device", "cpu", "--rounds", "1",
+                      "--budget-cache", str(frame_bytes), "--out", str(tmp_path / "budget")]) == 0
+    rows = (tmp_path / "budget" / "pathlines-budget.csv").read_text().splitlines()
+    assert len(rows) == 3 and "False" in rows[2] and "True" in rows[1]

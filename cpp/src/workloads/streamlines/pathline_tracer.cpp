@@ -1,5 +1,7 @@
 #include "headrace/workloads/streamlines/pathline_tracer.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -183,30 +185,38 @@ class PathArrays {
       return;
     }
     faulting_ = std::jthread([this, expected] {
+      const auto started = Clock::now();
       const std::span<std::byte> arrays[] = {
           {reinterpret_cast<std::byte*>(out_.points.data()), expected * sizeof(Vec3)},
           {reinterpret_cast<std::byte*>(out_.velocities.data()), expected * sizeof(Vec3)},
           {reinterpret_cast<std::byte*>(out_.times.data()), expected * sizeof(double)}};
-      constexpr std::uint64_t piece = std::uint64_t{2} << 20;
       for (const std::span<std::byte> array : arrays) {
-        const std::uint64_t pages = (array.size() + page - 1) / page;
-        headrace::detail::parallel_for((pages * page + piece - 1) / piece, fault_threads(), [&](std::uint64_t p) {
-          for (std::uint64_t at = p * piece; at < std::min<std::uint64_t>((p + 1) * piece, array.size()); at += page)
-            static_cast<volatile std::byte&>(array[at]) = std::byte{0};
+        headrace::detail::parallel_for((array.size() + piece - 1) / piece, fault_threads(), [&](std::uint64_t p) {
+          populate(array.subspan(p * piece, std::min<std::uint64_t>(piece, array.size() - p * piece)));
         });
       }
+      fault_seconds_ = seconds_since(started);
     });
   }
-  // The arrays, once their pages are in (before anything is copied into them).
-  Pathlines take() {
+  // The arrays, once their pages are in (before anything is copied into them), and the seconds that took.
+  Pathlines take(double& fault_seconds) {
     if (faulting_.joinable()) faulting_.join();
+    fault_seconds = fault_seconds_;
     return std::move(out_);
   }
 
  private:
-  static constexpr std::uint64_t page = 4096;
+  static constexpr std::uint64_t page = 4096, piece = std::uint64_t{32} << 20;
   static unsigned fault_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+  // The kernel maps the pages (zeroed) for writing in one call, without a fault a page; touched where it cannot.
+  static void populate(std::span<std::byte> bytes) {
+    const auto first = reinterpret_cast<std::uintptr_t>(bytes.data()) / page * page;
+    const auto end = reinterpret_cast<std::uintptr_t>(bytes.data()) + bytes.size();
+    if (::madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_WRITE) == 0) return;
+    for (std::uint64_t at = 0; at < bytes.size(); at += page) static_cast<volatile std::byte&>(bytes[at]) = std::byte{0};
+  }
   Pathlines out_;
+  double fault_seconds_ = 0;
   std::jthread faulting_;
 };
 
@@ -227,8 +237,9 @@ std::uint64_t expected_points(double t0, double t1, const std::vector<double>& s
 // was wrong: refused, never passed off as max_steps.
 template <typename Units>
 Pathlines collect_paths(PathRunner<Units>& runner, PathArrays& arrays, const std::vector<double>& times, const Plan& plan,
-                        double t1, std::uint32_t max_steps, std::vector<double> seed_times, bool stopped, double& home_seconds) {
-  Pathlines out = arrays.take();
+                        double t1, std::uint32_t max_steps, std::vector<double> seed_times, bool stopped, double& home_seconds,
+                        double& fault_seconds) {
+  Pathlines out = arrays.take(fault_seconds);
   out.seed_times = std::move(seed_times);
   PathPlaceParams place;
   place.frame_times = times.data();
@@ -363,7 +374,8 @@ PathlineRun trace_series(const FlowField& flow, const Units& units, std::uint64_
   });
   const auto collect_start = Clock::now();
   std::vector<double> releases = seed_times.empty() ? std::vector<double>(seeds.size(), t0) : seed_times;
-  run.lines = collect_paths(*runner, arrays, times, plan, t1, trace.max_steps, std::move(releases), stopped, stats.home_seconds);
+  run.lines = collect_paths(*runner, arrays, times, plan, t1, trace.max_steps, std::move(releases), stopped, stats.home_seconds,
+                            stats.fault_seconds);
   resident.collect_seconds = seconds_since(collect_start);
   closing.join();
   run.seconds = seconds_since(start);

@@ -62,8 +62,8 @@ def _api_pass(path: str, device: str, seeds: int, step_size: float, cache_bytes:
     result = streamlines.trace_pathlines(path, lattice, step_size=step_size, device=device, **sized)
     wall = time.perf_counter() - started
     keep = ("seconds", "intervals", "frames_loaded", "whole_frames", "bytes_read", "resident_advance_seconds",
-            "resident_load_seconds", "resident_make_seconds", "resident_collect_seconds", "home_seconds", "resident_rounds",
-            "resident_units_loaded", "resident_evictions", "points", "seeds", "t0", "t1")
+            "resident_load_seconds", "resident_make_seconds", "resident_collect_seconds", "home_seconds", "fault_seconds",
+            "resident_rounds", "resident_units_loaded", "resident_evictions", "points", "seeds", "t0", "t1")
     return {"wall": wall, **{k: result.stats[k] for k in keep}, "ends": sorted(set(result.ends))}
 
 
@@ -138,7 +138,7 @@ def measure(path: str, *, seeds: int, step_size: float, device: str, caches: lis
                 "frames": api["frames_loaded"], "intervals": api["intervals"], "bytes": api["bytes_read"],
                 "engine_gbps": engine_gbps, "api_wall_s": api["wall"], "trace_s": api["seconds"],
                 "advance_s": api["resident_advance_seconds"], "load_wait_s": api["resident_load_seconds"],
-                "collect_s": api["resident_collect_seconds"], "home_s": api["home_seconds"],
+                "collect_s": api["resident_collect_seconds"], "home_s": api["home_seconds"], "fault_s": api["fault_seconds"],
                 "make_s": api["resident_make_seconds"], "trace_gbps": api["bytes_read"] / 1e9 / api["seconds"],
                 "particle_steps_per_s": steps / max(api["resident_advance_seconds"], 1e-9),
                 "yardstick_s": yardstick, "trace_vs_yardstick": api["seconds"] / yardstick,

@@ -52,6 +52,7 @@ struct PathlineStats {
   bool whole_frames = false;        // the cache held whole frames; else units in rounds
   double home_seconds = 0;          // of resident.collect_seconds: the points' copy home from the GPU
   std::uint32_t point_capacity = 0; // the points kept a path: max_steps + 1, or fewer where the step bounds them
+  double fault_seconds = 0;         // the result's pages mapped ahead of the points (RK4), beside the tracer's work
 };
 
 struct PathlineRun {
