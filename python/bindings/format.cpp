@@ -69,6 +69,8 @@ void bind_format(nb::module_& m) {
       .def_prop_ro("file_size", &Container::file_size)
       .def_prop_ro("index_offset", &Container::index_offset)
       .def_prop_ro("version", [](const Container& c) { return std::make_tuple(1, int{c.version_minor()}); })
+      .def_prop_ro("growing", &Container::growing,
+                   "A publishing writer's file (format 1.4): the frames it has published so far; it may grow.")
       .def_prop_ro("fields", &Container::fields)
       .def_prop_ro("frames", &Container::frames)
       .def_prop_ro("attributes", &Container::attributes)
@@ -129,7 +131,7 @@ void bind_format(nb::module_& m) {
   nb::class_<ChainedWriter>(m, "ContainerWriter")
       .def("__init__", [](ChainedWriter* self, const std::string& path,
                           const std::vector<std::tuple<std::string, std::string, std::uint32_t>>& fields,
-                          std::uint64_t chunk_size_bytes, unsigned encode_threads, int device) {
+                          std::uint64_t chunk_size_bytes, unsigned encode_threads, int device, bool publish) {
              std::vector<format::FieldInfo> infos;
              for (const auto& [name, dtype, components] : fields) infos.push_back({name, format::parse_dtype(dtype), components});
              auto chains = std::make_shared<codec::ChainEncoder>(infos.size(), device);
@@ -137,10 +139,15 @@ void bind_format(nb::module_& m) {
              options.chunk_size_bytes = chunk_size_bytes;
              options.encode_threads = encode_threads;
              options.encoder = chains->encoder();
+             options.publish = publish;
              new (self) ChainedWriter{chains, std::make_unique<ContainerWriter>(path, std::move(infos), std::move(options))};
            }, "path"_a, "fields"_a, "chunk_size_bytes"_a = std::uint64_t{4} << 20, "encode_threads"_a = 0, "device"_a = 0,
+           "publish"_a = false,
            "Every field stored as it is until set_chain() says otherwise; device: the GPU that encodes the codecs only "
-           "a GPU encodes.")
+           "a GPU encodes; publish: each frame visible in path once whole (format 1.4).")
+      .def("publish", [](ChainedWriter& w) { w.writer->publish(); }, nb::call_guard<nb::gil_scoped_release>(),
+           "Publishing writers: every frame written whole so far made visible in path.")
+      .def_prop_ro("published_frames", [](const ChainedWriter& w) { return w.writer->published_frames(); })
       .def("set_chain", [](ChainedWriter& w, std::uint32_t field, const std::string& chain, std::uint64_t fastest_axis_points) {
              HEADRACE_EXPECT(field < w.writer->fields().size(), UsageError, "field " + std::to_string(field) + " out of range");
              const auto& info = w.writer->fields()[field];

@@ -73,6 +73,12 @@ class Dataset(OpenContainer, Mapping[str, FieldArray]):
         return self._container.file_size
 
     @property
+    def growing(self) -> bool:
+        """Whether a publishing writer is still writing the file (format 1.4: ``headrace.Writer(..., publish=True)``),
+        or was killed before it closed it: the frames here are those it had published when the file was opened."""
+        return bool(self._container.growing)
+
+    @property
     def stored_bytes(self) -> int:
         return self._container.stored_bytes
 

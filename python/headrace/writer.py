@@ -56,7 +56,11 @@ class FieldSpec:
 
 
 class Writer:
-    """Writes a container to ``<path>.partial`` and renames it to ``path`` on :meth:`close`.
+    """Writes a container to ``<path>.partial`` and renames it to ``path`` on :meth:`close`; or, with
+    ``publish=True`` (format 1.4, docs/format.md 6.1), makes each frame visible in ``path`` as soon as it is
+    whole (each :meth:`add_frame` publishes the frames before it, :meth:`publish` those written so far):
+    readers see every frame published, a process killed mid-frame leaves them readable, and leaving the block
+    by an exception ends the file at its last publication. Its frames are written in order.
 
     Every chunk of a frame's field holds ``chunk_size_bytes`` (rounded down to whole elements, at least
     one), the last one the rest, however the field's elements were cut into :meth:`write` calls: a
@@ -90,6 +94,7 @@ class Writer:
         codec_level: int | None = None,
         encode_threads: int = 0,
         auto: AutoOptions | None = None,
+        publish: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.fields = list(fields)
@@ -111,7 +116,12 @@ class Writer:
             chunk_size_bytes=self.chunk_size_bytes,
             encode_threads=int(encode_threads),
             device=int(device),
+            publish=bool(publish),
         )
+        self.publishing = bool(publish)
+        # Publishing writers: the first frame not yet whole, and the fields written of each frame from it on.
+        self._first_open_frame = 0
+        self._fields_written: dict[int, set[str]] = {}
         self._frames = 0
         # The (frame, field) being written, and the first ``_held`` values of ``_chunk``: its values that do
         # not fill a chunk yet (one chunk of memory, reused).
@@ -198,8 +208,37 @@ class Writer:
     def add_frame(self, time: float, bbox: BBox | None = None) -> int:
         """Starts a frame; returns its index. ``bbox`` is ((xmin, ymin, zmin), (xmax, ymax, zmax))."""
         box = None if bbox is None else (tuple(float(v) for v in bbox[0]), tuple(float(v) for v in bbox[1]))
+        if self.publishing:
+            self._end_field()  # the frames before it are whole: adding one publishes them
         self._frames = self._native.add_frame(float(time), box) + 1
         return self._frames - 1
+
+    def publish(self) -> int:
+        """A publishing writer's frames written whole so far, made visible in ``path`` (format 1.4: readers see
+        them, followers play them); returns how many are. The first publication renames the partial file."""
+        if not self.publishing:
+            raise _ext.UsageError(f"{self.path}: this writer does not publish (headrace.Writer(..., publish=True))")
+        self._end_field()
+        self._native.publish()
+        return int(self._native.published_frames)
+
+    def _check_order(self, frame: int, field: str) -> None:
+        """A publishing writer writes its frames in order, each whole before the next (a UsageError now, not when
+        the held rest of a field reaches the native writer)."""
+        written = self._fields_written
+        while self._first_open_frame < frame and len(written.get(self._first_open_frame, ())) == len(self.fields):
+            written.pop(self._first_open_frame, None)
+            self._first_open_frame += 1
+        if frame > self._first_open_frame:
+            raise _ext.UsageError(f"{self.path}: frame {frame} field {field!r}: a publishing writer writes its frames in "
+                                  f"order, each whole before the next (frame {self._first_open_frame} is not)")
+        written.setdefault(frame, set()).add(field)
+
+    def _end_field(self) -> None:
+        """The open field's held rest written and its grid checked: the field is whole."""
+        self._flush()
+        self._finish_grid()
+        self._open = None
 
     def write(self, frame: int, field: str, data: np.ndarray) -> None:
         """Appends elements of ``field`` in ``frame``; consecutive calls for the same field append."""
@@ -207,6 +246,8 @@ class Writer:
             raise _ext.UnknownNameError(f"{self.path}: no field {field!r} (fields: {', '.join(self._index)})")
         if not 0 <= frame < self._frames:
             raise _ext.UsageError(f"{self.path}: frame {frame} was not added")
+        if self.publishing:
+            self._check_order(frame, field)
         array = np.asarray(data)
         if array.dtype != self._dtypes[field]:
             raise _ext.UsageError(
@@ -313,7 +354,8 @@ class Writer:
             self._native.close()
 
     def abort(self) -> None:
-        """Removes the partial file; the final path is left untouched."""
+        """Removes the partial file, the final path left untouched; a publishing writer's file ends at its last
+        publication instead, finished."""
         self._closed = True
         self._held = 0
         self._native.abort()

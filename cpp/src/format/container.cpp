@@ -1,13 +1,16 @@
 #include "headrace/format/container.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "headrace/error.hpp"
 #include "headrace/format/checksum.hpp"
@@ -73,6 +76,15 @@ class File {
     return static_cast<std::uint64_t>(info.st_size);
   }
 
+  // Whether a writer holds the file's lock now (a publishing writer, docs/format.md 6.1).
+  [[nodiscard]] bool written_now() const {
+    if (::flock(fd_, LOCK_SH | LOCK_NB) == 0) {
+      ::flock(fd_, LOCK_UN);
+      return false;
+    }
+    return errno == EWOULDBLOCK;
+  }
+
   // Reads exactly bytes.size() bytes at offset (the caller checked the file is long enough).
   void read_exact(std::span<std::byte> bytes, std::uint64_t offset) const {
     std::size_t done = 0;
@@ -91,10 +103,8 @@ class File {
   int fd_ = -1;
 };
 
-}  // namespace
-
-Container Container::open(const std::string& path) {
-  File file(path);
+// The superblock, then the index it names, then both checked (parse).
+Container read_whole(const std::string& path, const File& file) {
   const std::uint64_t size = file.size();
   HEADRACE_EXPECT_DATA(size >= sizeof(layout::Superblock), TruncatedFileError, path, 0,
                        "a superblock of at least " + std::to_string(sizeof(layout::Superblock)) + " bytes",
@@ -107,13 +117,31 @@ Container Container::open(const std::string& path) {
                        "magic 'HEADRACE' (a headrace container)", "other bytes");
   const bool index_inside = block.index_offset <= size && block.index_size <= size - block.index_offset &&
                             block.index_size <= (std::uint64_t{1} << 34);
+  const bool growing = (block.flags & layout::superblock_flag_growing) != 0;
   std::vector<std::byte> index;
-  if (index_inside && block.version_major == layout::version_major && block.file_size == size) {
+  if (index_inside && block.version_major == layout::version_major && (growing ? block.file_size <= size : block.file_size == size)) {
     index.resize(block.index_size);
     file.read_exact(index, block.index_offset);
   }
   // parse() reports every failure above precisely; an unread index is empty and fails its checks there.
-  return parse(path, superblock, index, size);
+  return Container::parse(path, superblock, index, size);
+}
+
+}  // namespace
+
+Container Container::open(const std::string& path) {
+  File file(path);
+  // A publishing writer rewrites the superblock and reuses an index region two publications old (docs/format.md
+  // 6.1): a reader that meets a checksum failing while that writer lives reads again, for up to a second.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (true) {
+    try {
+      return read_whole(path, file);
+    } catch (const CorruptIndexError&) {
+      if (std::chrono::steady_clock::now() > deadline || !file.written_now()) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
 }
 
 Container Container::parse(const std::string& path, std::span<const std::byte> superblock_bytes,
@@ -130,17 +158,19 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
       xxh3_64(superblock_bytes.first(layout::Superblock::checked_bytes));
   HEADRACE_EXPECT_DATA(superblock_sum == block.superblock_checksum, CorruptIndexError, path, 120,
                        "superblock checksum " + hex(block.superblock_checksum), hex(superblock_sum));
-  HEADRACE_EXPECT_DATA(block.flags == 0, UnsupportedVersionError, path, 12, "superblock flags 0",
-                       hex(block.flags));
+  HEADRACE_EXPECT_DATA((block.flags & ~layout::superblock_flag_growing) == 0, UnsupportedVersionError, path, 12,
+                       "superblock flags 0 or 1 (growing: a series still being written, format 1.4)", hex(block.flags));
+  const bool growing = (block.flags & layout::superblock_flag_growing) != 0;
   HEADRACE_EXPECT_DATA(block.alignment == alignment_bytes, CorruptIndexError, path, 48, "alignment 4096",
                        std::to_string(block.alignment));
   HEADRACE_EXPECT_DATA(file_size >= block.file_size, TruncatedFileError, path, file_size,
                        "a file of " + std::to_string(block.file_size) + " bytes",
                        std::to_string(file_size) + " bytes");
-  HEADRACE_EXPECT_DATA(file_size == block.file_size, CorruptIndexError, path, block.file_size,
+  // A growing file's next frames lie past what its superblock publishes (docs/format.md 6.1).
+  HEADRACE_EXPECT_DATA(growing || file_size == block.file_size, CorruptIndexError, path, block.file_size,
                        "end of file", std::to_string(file_size - block.file_size) + " more bytes");
   HEADRACE_EXPECT_DATA(block.index_offset >= layout::superblock_bytes && block.index_offset % alignment_bytes == 0 &&
-                           block.index_offset <= file_size && block.index_size <= file_size - block.index_offset,
+                           block.index_offset <= block.file_size && block.index_size <= block.file_size - block.index_offset,
                        CorruptIndexError, path, 16, "an aligned index inside the file",
                        "index at " + std::to_string(block.index_offset) + " of " +
                            std::to_string(block.index_size) + " bytes");
@@ -153,7 +183,8 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
 
   Container c;
   c.path_ = path;
-  c.file_size_ = file_size;
+  c.file_size_ = block.file_size;
+  c.growing_ = growing;
   c.index_offset_ = block.index_offset;
   c.version_minor_ = block.version_minor;
   const std::uint64_t base = block.index_offset;  // file offset of index byte 0, for messages
@@ -282,12 +313,16 @@ Container Container::parse(const std::string& path, std::span<const std::byte> s
         HEADRACE_EXPECT_DATA(!chunk_claimed[k], CorruptIndexError, path, base + chunk_at,
                              chunk_name + " owned by one frame-field", "a chunk shared");
         chunk_claimed[k] = true;
+        // Before the index; in a growing file (1.4) anywhere it publishes, but over the index (docs/format.md 6.1).
+        const std::uint64_t data_end = growing ? block.file_size : block.index_offset;
+        const bool clear_of_index = !growing || raw.offset >= block.index_offset + block.index_size ||
+                                    raw.stored_size <= block.index_offset - std::min(raw.offset, block.index_offset);
         HEADRACE_EXPECT_DATA(raw.offset % alignment_bytes == 0 && raw.offset >= layout::superblock_bytes &&
-                                 raw.stored_size >= 1 && raw.offset <= block.index_offset &&
-                                 raw.stored_size <= block.index_offset - raw.offset,
+                                 raw.stored_size >= 1 && raw.offset <= data_end && raw.stored_size <= data_end - raw.offset &&
+                                 clear_of_index,
                              ChunkOutOfBoundsError, path, base + chunk_at,
-                             chunk_name + " aligned inside the data region [4096, " +
-                                 std::to_string(block.index_offset) + ")",
+                             chunk_name + " aligned inside the data region [4096, " + std::to_string(data_end) + ")" +
+                                 (growing ? " clear of the index" : ""),
                              "offset " + std::to_string(raw.offset) + " size " + std::to_string(raw.stored_size));
         // 1.0 reserved code 3 (gdeflate), 1.0 to 1.2 code 4 (chain).
         const bool gdeflate_allowed = block.version_minor >= layout::version_minor_gdeflate;

@@ -1,6 +1,7 @@
 #include "headrace/format/writer.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -93,6 +94,13 @@ ContainerWriter::ContainerWriter(std::string path, std::vector<FieldInfo> fields
   for (std::uint32_t i = 0; i < options_.codings.size(); ++i) set_coding(i, options_.codings[i]);
   fd_ = ::open(partial_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) HEADRACE_THROW_SYSTEM("open", partial_path_);
+  // Held until closed, through the rename: readers tell a live publishing writer by it (docs/format.md 6.1).
+  if (options_.publish && ::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw SystemError(detail::system_message("flock", partial_path_, error, __FILE__, __LINE__), error);
+  }
   end_ = layout::superblock_bytes;
 }
 
@@ -124,6 +132,20 @@ void ContainerWriter::set_coding(std::uint32_t field, FieldCoding coding) {
 
 void ContainerWriter::abort() noexcept {
   if (fd_ < 0) return;
+  if (renamed_) {
+    // Published: the file ends at its last publication, finished (its index after its chunks, the growing flag
+    // cleared), what was written past it given back. Where that fails it stays as published, growing.
+    try {
+      layout::Superblock last{};
+      std::memcpy(&last, last_superblock_.data(), sizeof last);
+      end_ = last.file_size;
+      publish_frames(published_frames_, false);
+    } catch (...) {  // noexcept: a full disk or a write refused leaves the last publication, readable
+    }
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
   ::close(fd_);
   fd_ = -1;
   ::unlink(partial_path_.c_str());
@@ -145,6 +167,7 @@ void ContainerWriter::set_attribute(const std::string& name, AttributeValue valu
 
 std::uint32_t ContainerWriter::add_frame(double time, std::optional<BoundingBox> bbox) {
   HEADRACE_EXPECT(fd_ >= 0, UsageError, path_ + ": writer is closed");
+  if (options_.publish && whole_frames() > published_frames_) publish();  // the frames before it, as they are whole
   constexpr double unknown = std::numeric_limits<double>::quiet_NaN();
   FrameInfo frame{time, bbox.value_or(BoundingBox{{unknown, unknown, unknown}, {unknown, unknown, unknown}})};
   frames_.push_back(frame);
@@ -153,7 +176,7 @@ std::uint32_t ContainerWriter::add_frame(double time, std::optional<BoundingBox>
 }
 
 void ContainerWriter::write_at_end(std::span<const std::byte> bytes) {
-  write_all(fd_, bytes, end_, partial_path_);
+  write_all(fd_, bytes, end_, renamed_ ? path_ : partial_path_);
   end_ = layout::align_up(end_ + bytes.size());  // the gap is a hole that reads as zeros
 }
 
@@ -167,6 +190,9 @@ void ContainerWriter::write_field(std::uint32_t frame, std::uint32_t field, std:
   const std::size_t slot_index = std::size_t{frame} * fields_.size() + field;
   HEADRACE_EXPECT(!slot.written || slot_index == open_slot_, UsageError,
                   where + " was already written and another field since: appends must be consecutive");
+  HEADRACE_EXPECT(!options_.publish || whole_frames() >= frame, UsageError,
+                  where + ": a publishing writer writes its frames in order, each whole before the next (frame " +
+                      std::to_string(whole_frames()) + " is not)");
   const std::uint64_t element_bytes = info.element_bytes();
   HEADRACE_EXPECT(raw.size() % element_bytes == 0, UsageError,
                   where + ": " + std::to_string(raw.size()) + " bytes is not a whole number of " +
@@ -212,7 +238,25 @@ void ContainerWriter::write_field(std::uint32_t frame, std::uint32_t field, std:
   }
 }
 
-std::vector<std::byte> ContainerWriter::build_index() const {
+std::uint32_t ContainerWriter::whole_frames() const {
+  std::uint32_t frame = published_frames_;
+  const std::size_t fields = fields_.size();
+  while (frame < frames_.size() &&
+         std::all_of(frame_fields_.begin() + static_cast<std::ptrdiff_t>(frame * fields),
+                     frame_fields_.begin() + static_cast<std::ptrdiff_t>((frame + 1) * fields), [](const auto& slot) { return slot.written; }))
+    ++frame;
+  return frame;
+}
+
+std::vector<std::byte> ContainerWriter::build_index(std::uint32_t frame_count) const {
+  // Frames are written in order (a publishing writer's rule, any writer's habit): the chunks and ranges of the
+  // first frame_count frames come before any later frame's.
+  const std::size_t slots = std::size_t{frame_count} * fields_.size();
+  std::uint64_t chunk_count = 0;
+  for (std::size_t i = 0; i < slots; ++i)
+    if (frame_fields_[i].chunk_count > 0) chunk_count = std::max(chunk_count, frame_fields_[i].first_chunk + frame_fields_[i].chunk_count);
+  if (frame_count == frames_.size()) chunk_count = chunks_.size();
+  const std::uint64_t range_count = chunk_count < chunks_.size() ? chunks_[chunk_count].range_index : ranges_.size();
   std::vector<std::byte> heap;
   auto heap_add = [&heap](const void* data, std::size_t size) {
     const auto at = static_cast<std::uint32_t>(heap.size());
@@ -225,10 +269,10 @@ std::vector<std::byte> ContainerWriter::build_index() const {
   layout::IndexHeader header{};
   std::memcpy(header.magic, layout::index_magic, 8);
   header.field_count = static_cast<std::uint32_t>(fields_.size());
-  header.frame_count = static_cast<std::uint32_t>(frames_.size());
-  header.chunk_count = chunks_.size();
+  header.frame_count = frame_count;
+  header.chunk_count = chunk_count;
   header.attribute_count = static_cast<std::uint32_t>(attributes_.size());
-  header.range_value_count = ranges_.size();
+  header.range_value_count = range_count;
 
   std::vector<std::byte> body;
   for (const auto& field : fields_) {
@@ -239,7 +283,7 @@ std::vector<std::byte> ContainerWriter::build_index() const {
     record.components = field.components;
     append_bytes(body, record);
   }
-  for (const auto& frame : frames_) {
+  for (const auto& frame : std::span(frames_).first(frame_count)) {
     layout::FrameRecord record{};
     record.time = frame.time;
     for (int axis = 0; axis < 3; ++axis) {
@@ -248,14 +292,14 @@ std::vector<std::byte> ContainerWriter::build_index() const {
     }
     append_bytes(body, record);
   }
-  for (const auto& slot : frame_fields_) {
+  for (const auto& slot : std::span(frame_fields_).first(slots)) {
     layout::FrameFieldRecord record{};
     record.element_count = slot.element_count;
     record.first_chunk = slot.first_chunk;
     record.chunk_count = slot.chunk_count;
     append_bytes(body, record);
   }
-  for (const auto& chunk : chunks_) {
+  for (const auto& chunk : std::span(chunks_).first(chunk_count)) {
     layout::ChunkRecord record{};
     record.offset = chunk.offset;
     record.stored_size = chunk.stored_size;
@@ -301,12 +345,102 @@ std::vector<std::byte> ContainerWriter::build_index() const {
     append_bytes(body, record);
   }
   const auto* range_bytes = reinterpret_cast<const std::byte*>(ranges_.data());
-  body.insert(body.end(), range_bytes, range_bytes + ranges_.size() * sizeof(double));
+  body.insert(body.end(), range_bytes, range_bytes + range_count * sizeof(double));
   header.heap_size = heap.size();
   append_bytes(out, header);
   out.insert(out.end(), body.begin(), body.end());
   out.insert(out.end(), heap.begin(), heap.end());
   return out;
+}
+
+std::uint16_t ContainerWriter::version_minor_of(std::uint32_t frame_count) const {
+  const std::size_t slots = std::size_t{frame_count} * fields_.size();
+  std::uint64_t chunk_count = 0;
+  for (std::size_t i = 0; i < slots; ++i) chunk_count = std::max(chunk_count, frame_fields_[i].first_chunk + frame_fields_[i].chunk_count);
+  const auto chunks = std::span(chunks_).first(std::min<std::uint64_t>(chunk_count, chunks_.size()));
+  const auto frame_fields = std::span(frame_fields_).first(slots);
+  const bool chained = std::any_of(chunks.begin(), chunks.end(), [](const auto& c) { return c.codec == CodecId::chain; });
+  const bool gdeflate = std::any_of(chunks.begin(), chunks.end(), [](const auto& c) { return c.codec == CodecId::gdeflate; });
+  const bool empty_frames = std::any_of(frame_fields.begin(), frame_fields.end(), [](const auto& slot) { return slot.element_count == 0; });
+  return chained || !chains_.empty() ? layout::version_minor_chains
+         : empty_frames             ? layout::version_minor_empty_frames
+         : gdeflate                 ? layout::version_minor_gdeflate
+                                    : 0;
+}
+
+std::vector<std::byte> ContainerWriter::superblock(std::span<const std::byte> index, std::uint64_t index_offset,
+                                                   std::uint64_t file_size, std::uint16_t version_minor, std::uint32_t flags) const {
+  std::vector<std::byte> bytes(layout::superblock_bytes, std::byte{0});
+  layout::Superblock block{};
+  std::memcpy(block.magic, layout::superblock_magic, 8);
+  block.version_major = layout::version_major;
+  block.version_minor = version_minor;
+  block.flags = flags;
+  block.index_offset = index_offset;
+  block.index_size = index.size();
+  block.index_checksum = xxh3_64(index);
+  block.file_size = file_size;
+  block.alignment = layout::alignment_bytes;
+  std::memcpy(bytes.data(), &block, sizeof block);
+  block.superblock_checksum = xxh3_64(std::span<const std::byte>(bytes).first(layout::Superblock::checked_bytes));
+  std::memcpy(bytes.data(), &block, sizeof block);
+  return bytes;
+}
+
+void ContainerWriter::fsync_directory() const {
+  const auto directory = std::filesystem::absolute(path_).parent_path();
+  const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory_fd >= 0) {
+    ::fsync(directory_fd);
+    ::close(directory_fd);
+  }
+}
+
+void ContainerWriter::publish() {
+  HEADRACE_EXPECT(fd_ >= 0, UsageError, path_ + ": writer is closed");
+  HEADRACE_EXPECT(options_.publish, UsageError, path_ + ": this writer does not publish (WriterOptions::publish)");
+  const std::uint32_t count = whole_frames();
+  if (renamed_ && count == published_frames_) return;
+  try {
+    publish_frames(count, true);
+  } catch (...) {
+    abort();  // the file ends at the last publication
+    throw;
+  }
+}
+
+// Chunks, then the index in the region the last publication did not use, then the superblock, each made
+// durable before the next (docs/format.md 6.1).
+void ContainerWriter::publish_frames(std::uint32_t frame_count, bool growing) {
+  const std::string& where = renamed_ ? path_ : partial_path_;
+  const std::vector<std::byte> index = build_index(frame_count);
+  std::uint64_t index_offset = end_;
+  if (growing) {
+    IndexRegion& region = regions_[next_region_];
+    if (region.capacity < index.size()) {  // replaced at the end, with room to grow
+      region.offset = end_;
+      region.capacity = layout::align_up(2 * index.size());
+      end_ += region.capacity;
+    }
+    index_offset = region.offset;
+    write_all(fd_, index, index_offset, where);
+    next_region_ ^= 1;
+  } else {
+    write_at_end(index);  // the last after every chunk, where a 1.3 reader looks for it
+  }
+  if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) HEADRACE_THROW_SYSTEM("ftruncate", where);
+  if (::fdatasync(fd_) != 0) HEADRACE_THROW_SYSTEM("fdatasync", where);
+  const std::uint16_t minor = growing ? layout::version_minor_growing : version_minor_of(frame_count);
+  std::vector<std::byte> block = superblock(index, index_offset, end_, minor, growing ? layout::superblock_flag_growing : 0);
+  write_all(fd_, block, 0, where);
+  if (::fdatasync(fd_) != 0) HEADRACE_THROW_SYSTEM("fdatasync", where);
+  last_superblock_ = std::move(block);
+  published_frames_ = frame_count;
+  if (!renamed_) {
+    if (::rename(partial_path_.c_str(), path_.c_str()) != 0) HEADRACE_THROW_SYSTEM("rename", partial_path_);
+    renamed_ = true;
+    fsync_directory();
+  }
 }
 
 void ContainerWriter::close() {
@@ -317,43 +451,23 @@ void ContainerWriter::close() {
                       path_ + ": frame " + std::to_string(i / fields_.size()) + " field '" +
                           fields_[i % fields_.size()].name + "' was never written");
     }
-    const std::vector<std::byte> index = build_index();
+    const auto frame_count = static_cast<std::uint32_t>(frames_.size());
+    if (options_.publish) {
+      publish_frames(frame_count, false);  // the last: a finished container, its growing flag cleared
+      ::close(fd_);  // the lock goes with it
+      fd_ = -1;
+      return;
+    }
+    const std::vector<std::byte> index = build_index(frame_count);
     const std::uint64_t index_offset = end_;
     write_at_end(index);
     if (::ftruncate(fd_, static_cast<off_t>(end_)) != 0) HEADRACE_THROW_SYSTEM("ftruncate", partial_path_);
-
-    std::vector<std::byte> superblock(layout::superblock_bytes, std::byte{0});
-    layout::Superblock block{};
-    std::memcpy(block.magic, layout::superblock_magic, 8);
-    block.version_major = layout::version_major;
-    const bool gdeflate = std::any_of(chunks_.begin(), chunks_.end(), [](const auto& c) { return c.codec == CodecId::gdeflate; });
-    const bool empty_frames =
-        std::any_of(frame_fields_.begin(), frame_fields_.end(), [](const auto& slot) { return slot.element_count == 0; });
-    block.version_minor = !chains_.empty() ? layout::version_minor_chains
-                          : empty_frames   ? layout::version_minor_empty_frames
-                          : gdeflate       ? layout::version_minor_gdeflate
-                                           : 0;
-    block.index_offset = index_offset;
-    block.index_size = index.size();
-    block.index_checksum = xxh3_64(index);
-    block.file_size = end_;
-    block.alignment = layout::alignment_bytes;
-    std::memcpy(superblock.data(), &block, sizeof block);
-    block.superblock_checksum = xxh3_64(std::span<const std::byte>(superblock).first(layout::Superblock::checked_bytes));
-    std::memcpy(superblock.data(), &block, sizeof block);
-    write_all(fd_, superblock, 0, partial_path_);
-
+    write_all(fd_, superblock(index, index_offset, end_, version_minor_of(frame_count), 0), 0, partial_path_);
     if (::fsync(fd_) != 0) HEADRACE_THROW_SYSTEM("fsync", partial_path_);
     if (::rename(partial_path_.c_str(), path_.c_str()) != 0) HEADRACE_THROW_SYSTEM("rename", partial_path_);
     ::close(fd_);
     fd_ = -1;
-    // Make the rename itself durable.
-    const auto directory = std::filesystem::absolute(path_).parent_path();
-    const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (directory_fd >= 0) {
-      ::fsync(directory_fd);
-      ::close(directory_fd);
-    }
+    fsync_directory();  // the rename itself made durable
   } catch (...) {
     abort();
     throw;

@@ -63,6 +63,7 @@ def describe(ds: headrace.Dataset) -> dict:
     return {
         "path": ds.path,
         "version": "%d.%d" % container.version,
+        "growing": ds.growing,
         "file_size": ds.file_size,
         "index_offset": container.index_offset,
         "stored_bytes": ds.stored_bytes,
@@ -120,7 +121,8 @@ def run(args: argparse.Namespace) -> int:
         print_json(info)
         return 0
     ratio = info["raw_bytes"] / info["stored_bytes"] if info["stored_bytes"] else 1.0
-    console.print(f"[bold]{info['path']}[/]: format {info['version']}, {human_bytes(info['file_size'])}, "
+    growing = " (growing: its writer publishes frames as it goes, or was stopped before it closed the file)" if info["growing"] else ""
+    console.print(f"[bold]{info['path']}[/]: format {info['version']}{growing}, {human_bytes(info['file_size'])}, "
                   f"{len(info['frames'])} frames, {len(info['chunks'])} chunks, "
                   f"stored {human_bytes(info['stored_bytes'])} / raw {human_bytes(info['raw_bytes'])} (ratio {ratio:.2f})")
     fields = Table(title="fields")

@@ -86,6 +86,9 @@ class Container {
   [[nodiscard]] std::uint64_t file_size() const noexcept { return file_size_; }
   [[nodiscard]] std::uint64_t index_offset() const noexcept { return index_offset_; }
   [[nodiscard]] std::uint16_t version_minor() const noexcept { return version_minor_; }
+  // A publishing writer's file (format 1.4, docs/format.md 6.1): what it has published so far; file_size()
+  // is the end of that, the file may be longer.
+  [[nodiscard]] bool growing() const noexcept { return growing_; }
 
   [[nodiscard]] const std::vector<FieldInfo>& fields() const noexcept { return fields_; }
   [[nodiscard]] const std::vector<FrameInfo>& frames() const noexcept { return frames_; }
@@ -113,6 +116,7 @@ class Container {
   std::uint64_t file_size_ = 0;
   std::uint64_t index_offset_ = 0;
   std::uint16_t version_minor_ = 0;
+  bool growing_ = false;
   std::vector<FieldInfo> fields_;
   std::vector<FrameInfo> frames_;
   std::vector<FrameFieldInfo> frame_fields_;

@@ -18,10 +18,12 @@ inline constexpr std::uint16_t version_major = 1;
 // Each minor version admits what older readers reject by name: 1.1 codec 3 (gdeflate), 1.2 frame-fields
 // of zero elements (empty frames), 1.3 codec 4 (a chain of stages). A writer writes the lowest version its file needs, so a file that
 // uses neither stays 1.0.
-inline constexpr std::uint16_t version_minor = 3;
+inline constexpr std::uint16_t version_minor = 4;
 inline constexpr std::uint16_t version_minor_gdeflate = 1;
 inline constexpr std::uint16_t version_minor_empty_frames = 2;
 inline constexpr std::uint16_t version_minor_chains = 3;  // 1.3: codec 4 (chain) and the chain table
+inline constexpr std::uint16_t version_minor_growing = 4;  // 1.4: a publishing writer's file (docs/format.md 6.1)
+inline constexpr std::uint32_t superblock_flag_growing = 1;
 inline constexpr std::uint32_t max_chain_spec_bytes = 4095;
 inline constexpr std::uint32_t max_name_bytes = 255;
 

@@ -1,5 +1,8 @@
 // Writes a .hrc container crash-safely: data goes to "<path>.partial", which is fsynced and renamed
-// over path only by close(); an error or a destructor without close() removes it.
+// over path only by close(); an error or a destructor without close() removes it. A publishing writer
+// (WriterOptions::publish, format 1.4, docs/format.md 6.1) makes its frames visible in path as it goes
+// instead: each publish() (and each add_frame) publishes the frames written whole, atomically; killed, it
+// leaves them readable; failing or destroyed unclosed, it ends the file at its last publication.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +36,9 @@ struct WriterOptions {
   ChunkEncoder encoder;              // required when a field is compressed
   // Chunks encoded in parallel by this many threads (compression is the slow part of writing).
   unsigned encode_threads = 0;  // 0: hardware concurrency
+  // Publish frames as they are written (format 1.4): readers, and followers, see each frame once it is whole.
+  // Frames are then written in order, each whole before the next.
+  bool publish = false;
 };
 
 class ContainerWriter {
@@ -53,11 +59,16 @@ class ContainerWriter {
   // field can be written in slices). No bytes at all make an empty frame-field (format 1.2: a frame
   // without particles). Throws UsageError for a wrong size or a non-consecutive append.
   void write_field(std::uint32_t frame, std::uint32_t field, std::span<const std::byte> raw);
+  // Publishing writers: makes every frame written whole so far visible in path (the first publication
+  // renames the partial file over it). Throws UsageError for a writer that does not publish.
+  void publish();
   // Writes index and superblock, fsyncs, renames over path. Throws UsageError if a field of a
   // frame was never written.
   void close();
-  // Removes the partial file; idempotent.
+  // Removes the partial file, or a publishing writer's file ends at its last publication; idempotent.
   void abort() noexcept;
+  // The frames readers of path see (publishing writers).
+  [[nodiscard]] std::uint32_t published_frames() const noexcept { return published_frames_; }
 
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] const std::vector<FieldInfo>& fields() const noexcept { return fields_; }
@@ -75,8 +86,23 @@ class ContainerWriter {
     std::uint32_t chain;
   };
 
+  struct IndexRegion {  // where a publishing writer writes its index, two in turn (docs/format.md 6.1)
+    std::uint64_t offset = 0, capacity = 0;
+  };
+
   void write_at_end(std::span<const std::byte> bytes);
-  std::vector<std::byte> build_index() const;
+  // The index of frames 0 .. frame_count - 1 and their chunks.
+  std::vector<std::byte> build_index(std::uint32_t frame_count) const;
+  // The superblock of an index of `index` written at index_offset, the file ending at file_size.
+  std::vector<std::byte> superblock(std::span<const std::byte> index, std::uint64_t index_offset, std::uint64_t file_size,
+                                    std::uint16_t version_minor, std::uint32_t flags) const;
+  // The lowest version_minor frames 0 .. frame_count - 1 need.
+  std::uint16_t version_minor_of(std::uint32_t frame_count) const;
+  // The leading frames whose every field is written.
+  std::uint32_t whole_frames() const;
+  // Publishes frames 0 .. frame_count - 1; `growing` false: the last publication (close).
+  void publish_frames(std::uint32_t frame_count, bool growing);
+  void fsync_directory() const;
 
   std::string path_;
   std::string partial_path_;
@@ -93,6 +119,12 @@ class ContainerWriter {
   std::vector<FieldCoding> codings_;     // per field
   std::vector<std::uint32_t> chain_of_field_;  // per field: its chain's index in chains_ (codec chain)
   std::vector<FieldCoding> chains_;            // the chain table, one per distinct chain text
+  // Publishing writers.
+  bool renamed_ = false;  // published once: the file is path now
+  std::uint32_t published_frames_ = 0;
+  IndexRegion regions_[2];
+  int next_region_ = 0;
+  std::vector<std::byte> last_superblock_;  // the last publication's, for abort() to end the file there
 };
 
 // Per component minimum and maximum (as double, NaNs skipped) of element_count interleaved elements.
