@@ -130,7 +130,8 @@ class Dataset(OpenContainer, Mapping[str, FieldArray]):
         :meth:`read`'s natural shape: a grid ``(z, y, x)`` or ``(z, y, x, c)`` whatever its layout on disk
         (a blocked or Hilbert layout is put in grid order as the frame is handed out), other fields ``(n, c)``.
         ``stored_order=True``: every field as ``(n, c)`` elements exactly as stored (padding included).
-        ``options``: ``loop``, ``start``, ``frames``, ``engine`` and the I/O knobs of docs/settings.md."""
+        ``options``: ``loop``, ``start``, ``frames``, ``engine``, ``follow`` (play frames as a publishing writer
+        publishes them, format 1.4) and the I/O knobs of docs/settings.md."""
         return FrameStream(self, fields=fields, device=device, prefetch=prefetch, stored_order=stored_order, **options)
 
     def volume(self, field: str | None = None, **options: Any) -> Any:

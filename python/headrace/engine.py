@@ -29,7 +29,7 @@ from headrace import _ext
 from headrace.queue import Queue
 from headrace.settings import device_ordinal, queue_options
 
-__all__ = ["MAX_SHARED_ENGINES", "SPARE_SLOT_BYTES", "Engine", "release_engines", "release_file", "shared_engine", "shared_engines"]
+__all__ = ["MAX_SHARED_ENGINES", "SPARE_SLOT_BYTES", "Engine", "buffer_bytes", "release_engines", "release_file", "shared_engine", "shared_engines"]
 
 # Distinct (device, options) engines the process keeps; the least recently used beyond is dropped
 # (a stream that still holds it keeps it alive until it closes).
@@ -56,9 +56,9 @@ class Engine:
         """A buffer of at least ``size`` bytes for a stream's slot (GPU memory, or host memory for a host
         engine): a spare one of closed streams when one fits without wasting half, else a new one."""
         with self._lock:
-            fits = [b for b in self._spare if size <= _size_of(b) <= 2 * max(size, 1)]
+            fits = [b for b in self._spare if size <= buffer_bytes(b) <= 2 * max(size, 1)]
             if fits:
-                chosen = min(fits, key=_size_of)
+                chosen = min(fits, key=buffer_bytes)
                 # By identity: list.remove compares with ==, which NumPy buffers answer element by element.
                 del self._spare[next(i for i, b in enumerate(self._spare) if b is chosen)]
                 return chosen
@@ -70,7 +70,7 @@ class Engine:
         """Takes back a closed stream's slot buffers, keeping at most SPARE_SLOT_BYTES of them."""
         with self._lock:
             self._spare.extend(buffers)
-            while sum(_size_of(b) for b in self._spare) > SPARE_SLOT_BYTES:
+            while sum(buffer_bytes(b) for b in self._spare) > SPARE_SLOT_BYTES:
                 self._spare.pop(0)
 
     def add_file(self, path: str | os.PathLike[str]) -> int:
@@ -91,7 +91,7 @@ class Engine:
         """Bytes held: page-locked host memory (staging and pinned files), GPU memory of the queue, and
         spare slot buffers."""
         with self._lock:
-            spare = sum(_size_of(b) for b in self._spare)
+            spare = sum(buffer_bytes(b) for b in self._spare)
         return {"pinned_host_bytes": self.queue.pinned_host_bytes, "device_bytes": self.queue.device_bytes,
                 "spare_slot_bytes": spare}
 
@@ -144,7 +144,8 @@ def release_engines() -> None:
         _shared.clear()
 
 
-def _size_of(buffer: Any) -> int:
+def buffer_bytes(buffer: Any) -> int:
+    """The bytes of a slot buffer: host (NumPy) or GPU (``_ext.DeviceBuffer``)."""
     return int(buffer.nbytes) if isinstance(buffer, np.ndarray) else int(buffer.size_bytes)
 
 

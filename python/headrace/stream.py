@@ -40,6 +40,13 @@ The schedule (slots filled through the queue, a fence each, released, refilled, 
 engine's slot stream (``engine/slot_stream.hpp``), the same one the renderer and the tracer use; this
 module declares what a slot holds (every chunk of the streamed fields of one frame) and wraps frames.
 
+``follow=True`` plays a file as its publishing writer writes it (format 1.4, ``headrace.Writer(...,
+publish=True)``; docs/format.md 6.1): past the last frame it knew, the stream waits for the writer to
+publish more (reading the superblock again every ``follow_poll_s``) and hands each new frame out once, in
+order; it ends where the writer closed the file, or where no writer holds the file any more and nothing new
+was published. It has an engine of its own, which opens the file again as it grows and never page-locks it
+(``pin_files="off"``: a page-locked mapping would end where the file ended when it was made).
+
 Streams run on the process's engine for their device and options (:mod:`headrace.engine`): the queue,
 its staging and decoders and the files it opened or page-locked are made once and shared, so opening a
 stream again costs nothing but its slot buffers.
@@ -47,6 +54,9 @@ stream again costs nothing but its slot buffers.
 
 from __future__ import annotations
 
+import fcntl
+import os
+import time
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -56,10 +66,11 @@ import numpy as np
 
 from headrace import _ext
 from headrace.arrays import field_shape, grid_layout
-from headrace.engine import Engine, shared_engine
+from headrace.engine import Engine, buffer_bytes, shared_engine
 from headrace.errors import OutOfRangeError
 from headrace.grid_layouts import GridLayout, LinearLayout
 from headrace.queue import Fence, destination_of
+from headrace.settings import device_ordinal
 
 __all__ = ["FieldArray", "Frame", "FrameStats", "FrameStream"]
 
@@ -308,6 +319,18 @@ class Frame:
             self._stream._release(self, None, by_caller=False)
 
 
+def writer_holds(path: str) -> bool:
+    """Whether a publishing writer holds the file now (its lock, docs/format.md 6.1)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # the shared lock, where it was taken, goes with it
+    return False
+
+
 class FrameStream:
     """Plays frames of a dataset through an engine's queue; see the module docstring.
 
@@ -321,7 +344,9 @@ class FrameStream:
 
     def __init__(self, dataset: Any, *, fields: Sequence[str] | None = None, device: int | str | None = None,
                  prefetch: int = 3, loop: int = 1, start: int = 0, frames: Sequence[int] | None = None,
-                 engine: Engine | None = None, options: Any = None, stored_order: bool = False, **named: Any) -> None:
+                 engine: Engine | None = None, options: Any = None, stored_order: bool = False, follow: bool = False,
+                 follow_poll_s: float = 0.05, **named: Any) -> None:
+        self.follow, self.follow_poll_s = bool(follow), float(follow_poll_s)
         if prefetch < 1:
             raise _ext.UsageError(f"prefetch must be at least 1, got {prefetch}")
         if loop < 1:
@@ -336,7 +361,14 @@ class FrameStream:
             dataset.field(name)  # UsageError naming the fields there are
         if engine is not None and (options is not None or named):
             raise _ext.UsageError(f"give an engine or queue options, not both (got {', '.join(named) or 'options'})")
-        self._engine = engine if engine is not None else shared_engine(device, options, **named)
+        if engine is not None:
+            self._engine = engine
+        elif self.follow:
+            # An engine of its own: each time the file grows it is opened again (its readers know its size
+            # at open), and never page-locked (a mapping would end where the file ended).
+            self._engine = Engine(device_ordinal(device), options, **{"pin_files": "off", **named})
+        else:
+            self._engine = shared_engine(device, options, **named)
         self.device = self._engine.device
         self.prefetch, self.loop = int(prefetch), int(loop)
         self._queue = self._engine.queue
@@ -344,27 +376,69 @@ class FrameStream:
         self._frame_bytes = _bytes_per_frame(dataset, self.fields)
         self._slots = [_Slot(i, self._allocate()) for i in range(self.prefetch)]
         destinations = [[destination_of(slot.buffers[name])[0] for name in self.fields] for slot in self._slots]
-        self._native = _ext.FrameSlotStream(
-            self._queue.native, dataset.container, self._file, [dataset.container.field_index(n) for n in self.fields],
-            destinations, "host" if self.device is None else "device", tag=self._engine.new_tag())
+        self._native = self._slot_stream(dataset, destinations)
         self._current: Frame | None = None
         self._spares: list[dict[str, Any]] = []  # host buffers whose kept frame's arrays are gone
         self.kept_frames = 0  # frames released by the loop whose arrays kept their buffers
         self.history: list[FrameStats] = []
         if frames is not None:  # an order of its own (a rank's share of the series), ``loop`` times
             self.play([int(t) for t in frames] * self.loop)
+        elif self.follow and start == len(dataset.frames):  # nothing published yet past start: wait for it
+            self._native.play([])
         else:
             self.seek(start)
+
+    def _slot_stream(self, dataset: Any, destinations: list[list[int]]) -> Any:
+        """The engine's slot stream over the frames the dataset's index holds."""
+        return _ext.FrameSlotStream(self._queue.native, dataset.container, self._file,
+                                    [dataset.container.field_index(n) for n in self.fields], destinations,
+                                    "host" if self.device is None else "device", tag=self._engine.new_tag())
+
+    def _published_more(self) -> bool:
+        """Following: waits past the last frame known for the writer to publish more; True once it did (the
+        stream now plays them), False where the file is finished or its writer gone with nothing new."""
+        known = len(self._dataset.frames)
+        while True:
+            fresh = type(self._dataset)(self._dataset.path)
+            if len(fresh.frames) > known:
+                self._adopt(fresh, range(known, len(fresh.frames)))
+                return True
+            if not fresh.growing or not writer_holds(fresh.path):
+                return False
+            time.sleep(self.follow_poll_s)
+
+    def _adopt(self, dataset: Any, frames: Sequence[int]) -> None:
+        """The stream over a newer index of the same file (every frame it knew unchanged), playing ``frames``;
+        slots grown where a new frame is larger. Called with no frame handed out."""
+        self._native.stop()
+        self._engine.close_file(dataset.path)  # opened again at its new size
+        self._file = self._engine.add_file(dataset.path)
+        self._dataset = dataset
+        self._frame_bytes = _bytes_per_frame(dataset, self.fields)
+        needed = self._slot_sizes()
+        for slot in self._slots:
+            if any(buffer_bytes(_root(slot.buffers[name])) < needed[name] for name in self.fields):
+                slot.buffers = self._allocate()
+        destinations = [[destination_of(slot.buffers[name])[0] for name in self.fields] for slot in self._slots]
+        self._native = self._slot_stream(dataset, destinations)
+        self._native.play([int(t) for t in frames])
+
+    def _slot_sizes(self) -> dict[str, int]:
+        """Per field, the bytes of its largest frame."""
+        sizes = {}
+        for name in self.fields:
+            info = self._dataset.field(name)
+            largest = max((self._dataset.element_count(t, name) for t in range(len(self._dataset.frames))), default=0)
+            sizes[name] = largest * info.components * np.dtype(info.dtype).itemsize
+        return sizes
 
     def _allocate(self) -> dict[str, Any]:
         """A slot: per field a buffer for its largest frame, from the engine (spare ones of closed streams
         first). Host slots are NumPy arrays of the field's dtype viewing the engine's bytes."""
         buffers = {}
-        for name in self.fields:
+        for name, size in self._slot_sizes().items():
             info = self._dataset.field(name)
-            largest = max(self._dataset.element_count(t, name) for t in range(len(self._dataset.frames)))
-            size = largest * info.components * np.dtype(info.dtype).itemsize
-            buffer = self._engine.slot_buffer(size)
+            buffer = self._engine.slot_buffer(max(size, 1))
             buffers[name] = buffer[:size].view(info.dtype) if self.device is None else buffer
         return buffers
 
@@ -483,6 +557,8 @@ class FrameStream:
         # GPU slots are handed out once every read is done and its GPU work issued; the frame's event
         # covers the rest. Host slots once their bytes are in place.
         delivery = self._native.next(issued=self.device is not None)
+        while delivery is None and self.follow and self._published_more():
+            delivery = self._native.next(issued=self.device is not None)
         if delivery is None:
             raise StopIteration
         slot = self._slots[delivery.slot]

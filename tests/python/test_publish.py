@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -99,3 +101,53 @@ def test_frames_are_published_in_order_and_only_by_a_publishing_writer(tmp_path)
         with pytest.raises(headrace.errors.UsageError, match="does not publish"):
             plain.publish()
         plain.write(plain.add_frame(time=0.0), "u", _frame(0))
+
+
+def test_a_follower_plays_every_frame_once_in_order_as_it_is_published(tmp_path):
+    path = tmp_path / "live.hrc"
+    writer = headrace.Writer(path, [FieldSpec("u", "float32", 1)], chunk_size_bytes=64, publish=True)
+    writer.write(writer.add_frame(time=0.0), "u", _frame(0))
+    writer.publish()
+    seen: list[tuple[int, float, np.ndarray]] = []
+
+    def follow() -> None:
+        with headrace.open(path).stream(device="cpu", follow=True, follow_poll_s=0.005) as frames:
+            for frame in frames:
+                seen.append((frame.index, frame.time, np.array(frame["u"])))
+
+    follower = threading.Thread(target=follow)
+    follower.start()
+    for f in range(1, 12):
+        time.sleep(0.01)
+        writer.write(writer.add_frame(time=0.1 * f), "u", _frame(f))
+        if f % 4 == 0:
+            writer.publish()
+    writer.close()
+    follower.join(60)
+    assert not follower.is_alive(), "the follower ends once the writer closed the file"
+    assert [index for index, _, _ in seen] == list(range(12))
+    for index, when, values in seen:
+        assert when == pytest.approx(0.1 * index) and (values == _frame(index)).all()
+
+
+def test_following_a_finished_file_or_a_dead_writers_plays_what_is_there_and_ends(tmp_path):
+    path = tmp_path / "done.hrc"
+    with headrace.Writer(path, [FieldSpec("u", "float32", 1)], publish=True) as w:
+        for f in range(3):
+            w.write(w.add_frame(time=f), "u", _frame(f))
+    assert [f.index for f in headrace.open(path).stream(device="cpu", follow=True)] == [0, 1, 2]
+    dead = tmp_path / "dead.hrc"
+    child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+        import time, numpy as np, headrace
+        from headrace import FieldSpec
+        w = headrace.Writer({str(dead)!r}, [FieldSpec("u", "float32", 1)], publish=True)
+        for f in range(2):
+            w.write(w.add_frame(time=f), "u", np.full((6, 5, 4), f, np.float32))
+        w.publish()
+        print("published", flush=True)
+        time.sleep(60)
+        """)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "published"
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    assert [f.index for f in headrace.open(dead).stream(device="cpu", follow=True)] == [0, 1]
