@@ -145,6 +145,15 @@ void bind_format(nb::module_& m) {
            "publish"_a = false,
            "Every field stored as it is until set_chain() says otherwise; device: the GPU that encodes the codecs only "
            "a GPU encodes; publish: each frame visible in path once whole (format 1.4).")
+      .def_static("append", [](const std::string& path, std::uint64_t chunk_size_bytes, unsigned encode_threads, int device) {
+             auto chains = std::make_shared<codec::ChainEncoder>(format::Container::open(path).fields().size(), device);
+             format::WriterOptions options;
+             options.chunk_size_bytes = chunk_size_bytes;
+             options.encode_threads = encode_threads;
+             options.encoder = chains->encoder();
+             return ChainedWriter{chains, ContainerWriter::append(path, std::move(options))};
+           }, "path"_a, "chunk_size_bytes"_a = std::uint64_t{4} << 20, "encode_threads"_a = 0, "device"_a = 0,
+           "A publishing writer of the container at path, its frames kept, new ones after them (format 1.4).")
       .def("publish", [](ChainedWriter& w) { w.writer->publish(); }, nb::call_guard<nb::gil_scoped_release>(),
            "Publishing writers: every frame written whole so far made visible in path.")
       .def_prop_ro("published_frames", [](const ChainedWriter& w) { return w.writer->published_frames(); })

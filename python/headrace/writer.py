@@ -6,11 +6,12 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 import numpy as np
 
 from headrace import _ext, codecs
+from headrace.container import open_container
 
 __all__ = ["FieldSpec", "Writer", "Codec", "AutoOptions", "default_chunk_size"]
 
@@ -60,7 +61,9 @@ class Writer:
     ``publish=True`` (format 1.4, docs/format.md 6.1), makes each frame visible in ``path`` as soon as it is
     whole (each :meth:`add_frame` publishes the frames before it, :meth:`publish` those written so far):
     readers see every frame published, a process killed mid-frame leaves them readable, and leaving the block
-    by an exception ends the file at its last publication. Its frames are written in order.
+    by an exception ends the file at its last publication. Its frames are written in order. ``append=True``
+    adds frames to the container at ``path`` (its ``fields``), publishing: a run that goes on, or a killed
+    writer's file taken up again.
 
     Every chunk of a frame's field holds ``chunk_size_bytes`` (rounded down to whole elements, at least
     one), the last one the rest, however the field's elements were cut into :meth:`write` calls: a
@@ -95,6 +98,7 @@ class Writer:
         encode_threads: int = 0,
         auto: AutoOptions | None = None,
         publish: bool = False,
+        append: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.fields = list(fields)
@@ -110,15 +114,15 @@ class Writer:
         self._attributes: dict[str, object] = {}
         self._disk_rate: tuple[float, str] | None = None
         device = self.auto.device if self.auto.device is not None else 0
-        self._native = _ext.ContainerWriter(
-            self.path,
-            [(f.name, np.dtype(f.dtype).name, int(f.components)) for f in self.fields],
-            chunk_size_bytes=self.chunk_size_bytes,
-            encode_threads=int(encode_threads),
-            device=int(device),
-            publish=bool(publish),
-        )
-        self.publishing = bool(publish)
+        specs = [(f.name, np.dtype(f.dtype).name, int(f.components)) for f in self.fields]
+        existing = self._existing(specs) if append else None
+        if append:
+            self._native = _ext.ContainerWriter.append(self.path, chunk_size_bytes=self.chunk_size_bytes,
+                                                       encode_threads=int(encode_threads), device=int(device))
+        else:
+            self._native = _ext.ContainerWriter(self.path, specs, chunk_size_bytes=self.chunk_size_bytes,
+                                                encode_threads=int(encode_threads), device=int(device), publish=bool(publish))
+        self.publishing = bool(publish or append)
         # Publishing writers: the first frame not yet whole, and the fields written of each frame from it on.
         self._first_open_frame = 0
         self._fields_written: dict[int, set[str]] = {}
@@ -134,6 +138,12 @@ class Writer:
         self._open_grid: tuple[int, int, int] | None = None
         self._grid: tuple[int, int, int] | None = None
         self._grid_dims_set_here = False
+        if existing is not None:  # appending: its frames, attributes and grid are the file's
+            self._frames = self._first_open_frame = len(existing.frames)
+            self._attributes = dict(existing.attributes)
+            dims = existing.attributes.get("grid_dims")
+            if dims is not None and existing.attributes.get("layout", "linear") == "linear":
+                self._grid = (int(dims[2]), int(dims[1]), int(dims[0]))
 
     def _codecs_of(self, codec: Union[Codec, Mapping[str, Codec]], level: int | None) -> dict[str, str]:
         """Each field's codec as written: one for all, or per field name (fields left out: "none")."""
@@ -221,6 +231,14 @@ class Writer:
         self._end_field()
         self._native.publish()
         return int(self._native.published_frames)
+
+    def _existing(self, specs: list[tuple[str, str, int]]) -> Any:
+        """The container appended to, whose fields must be the ones given (``UsageError`` naming both)."""
+        existing = open_container(self.path)
+        stored = [(f.name, np.dtype(f.dtype).name, int(f.components)) for f in existing.fields]
+        if stored != specs:
+            raise _ext.UsageError(f"{self.path}: appending needs its fields {stored}, got {specs}")
+        return existing
 
     def _check_order(self, frame: int, field: str) -> None:
         """A publishing writer writes its frames in order, each whole before the next (a UsageError now, not when

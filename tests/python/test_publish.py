@@ -151,3 +151,55 @@ def test_following_a_finished_file_or_a_dead_writers_plays_what_is_there_and_end
     child.send_signal(signal.SIGKILL)
     child.wait(30)
     assert [f.index for f in headrace.open(dead).stream(device="cpu", follow=True)] == [0, 1]
+
+
+def test_append_takes_up_a_finished_file_or_a_killed_writers_and_checks_its_fields(tmp_path):
+    path = tmp_path / "run.hrc"
+    with headrace.Writer(path, [FieldSpec("u", "float32", 1)]) as w:  # a plain writer's finished file
+        for f in range(2):
+            w.write(w.add_frame(time=f), "u", _frame(f))
+    with pytest.raises(headrace.errors.UsageError, match="appending needs its fields"):
+        headrace.Writer(path, [FieldSpec("u", "float64", 1)], append=True)
+    with pytest.raises(headrace.errors.UsageError, match="as a 5 x 6 x 6 grid"):
+        with headrace.Writer(path, [FieldSpec("u", "float32", 1)], append=True, codec="zstd") as w:
+            assert w.publishing
+            w.write(w.add_frame(time=2.0), "u", np.zeros((6, 6, 5), np.float32))  # not the file's grid
+    ds = headrace.open(path)
+    assert len(ds.frames) == 2 and not ds.growing, "the failed frame never published"
+    with headrace.Writer(path, [FieldSpec("u", "float32", 1)], append=True, codec="zstd") as w:
+        for f in range(2, 4):
+            w.write(w.add_frame(time=f), "u", _frame(f))
+    ds = headrace.open(path)
+    assert [f.time for f in ds.frames] == [0, 1, 2, 3] and ds.codecs == ["none", "zstd"]
+    for f in range(4):
+        np.testing.assert_array_equal(ds.read(f, "u"), _frame(f))
+    assert main(["verify", str(path)]) == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 512 KiB file system (tmpfs), as root; skipped where it cannot be mounted."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"no small file system to fill: mount -t tmpfs: {done.stderr.strip() or done.returncode}")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_disk_is_a_clear_error_and_the_published_frames_stay_readable(small_disk):
+    path = small_disk / "sim.hrc"
+    big = np.arange(40 * 40 * 10, dtype=np.float32).reshape(10, 40, 40)  # 64 KB a frame
+    published = 0
+    with pytest.raises(OSError, match=r"sim\.hrc.*No space left on device"):
+        with headrace.Writer(path, [FieldSpec("u", "float32", 1)], publish=True) as w:
+            for f in range(100):
+                w.write(w.add_frame(time=f), "u", big + f)
+                published = w.publish()
+    assert published >= 2
+    ds = headrace.open(path)
+    assert len(ds.frames) == published and not ds.growing
+    for f in range(published):
+        np.testing.assert_array_equal(ds.read(f, "u"), big + f)
+    assert main(["verify", str(path)]) == 0

@@ -104,12 +104,65 @@ ContainerWriter::ContainerWriter(std::string path, std::vector<FieldInfo> fields
   end_ = layout::superblock_bytes;
 }
 
+std::unique_ptr<ContainerWriter> ContainerWriter::append(const std::string& path, WriterOptions options) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) HEADRACE_THROW_SYSTEM("open", path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    ::close(fd);
+    HEADRACE_EXPECT(error != EWOULDBLOCK, UsageError, path + ": another writer holds it (a publishing writer's lock)");
+    throw SystemError(detail::system_message("flock", path, error, __FILE__, __LINE__), error);
+  }
+  try {
+    const Container existing = Container::open(path);  // read with the lock held: no writer changes it now
+    std::vector<std::byte> superblock(layout::superblock_bytes);
+    if (::pread(fd, superblock.data(), superblock.size(), 0) != static_cast<ssize_t>(superblock.size()))
+      HEADRACE_THROW_SYSTEM("pread", path);
+    options.publish = true;
+    return std::unique_ptr<ContainerWriter>(new ContainerWriter(existing, fd, std::move(superblock), std::move(options)));
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+}
+
+ContainerWriter::ContainerWriter(const Container& existing, int fd, std::vector<std::byte> superblock, WriterOptions options)
+    : path_(existing.path()), partial_path_(path_ + ".partial"), fields_(existing.fields()), options_(std::move(options)) {
+  HEADRACE_EXPECT(options_.chunk_size_bytes >= 1, UsageError, "chunk_size_bytes must be >= 1");
+  HEADRACE_EXPECT(options_.codings.empty() || options_.codings.size() == fields_.size(), UsageError,
+                  path_ + ": " + std::to_string(options_.codings.size()) + " field codings for " +
+                      std::to_string(fields_.size()) + " fields");
+  frames_ = existing.frames();
+  appended_frames_ = static_cast<std::uint32_t>(frames_.size());
+  for (std::uint32_t f = 0; f < frames_.size(); ++f)
+    for (std::uint32_t k = 0; k < fields_.size(); ++k) {
+      const FrameFieldInfo& slot = existing.frame_field(f, k);
+      frame_fields_.push_back({true, slot.element_count, slot.first_chunk, slot.chunk_count});
+    }
+  // The chain table as it is (chunks name their chain by its place in it), then the chunks and their ranges.
+  for (const ChainInfo& chain : existing.chains())
+    chains_.push_back(FieldCoding{CodecId::chain, *chain.spec, chain.error_bound, 0});
+  for (const ChunkInfo& c : existing.chunks())
+    chunks_.push_back({c.offset, c.stored_size, c.raw_size, c.first_element, c.element_count, c.checksum, c.range_index, c.codec,
+                       c.chain});
+  ranges_ = existing.ranges();
+  for (const auto& [name, value] : existing.attributes()) attributes_.emplace_back(name, value);
+  codings_.resize(fields_.size());
+  chain_of_field_.assign(fields_.size(), 0);
+  for (std::uint32_t i = 0; i < options_.codings.size(); ++i) set_coding(i, options_.codings[i]);
+  fd_ = fd;
+  end_ = existing.file_size();  // past every byte of the last publication (a killed writer's rest is overwritten)
+  renamed_ = true;
+  published_frames_ = static_cast<std::uint32_t>(frames_.size());
+  last_superblock_ = std::move(superblock);
+}
+
 ContainerWriter::~ContainerWriter() noexcept { abort(); }
 
 void ContainerWriter::set_coding(std::uint32_t field, FieldCoding coding) {
   HEADRACE_EXPECT(field < fields_.size(), UsageError, path_ + ": field " + std::to_string(field) + " out of range");
   const std::string which = path_ + ": field '" + fields_[field].name + "': ";
-  for (std::size_t frame = 0; frame * fields_.size() < frame_fields_.size(); ++frame)
+  for (std::size_t frame = appended_frames_; frame * fields_.size() < frame_fields_.size(); ++frame)
     HEADRACE_EXPECT(frame_fields_[frame * fields_.size() + field].chunk_count == 0, UsageError,
                     which + "its coding is set before its first chunk is written");
   HEADRACE_EXPECT(coding.codec == CodecId::none || options_.encoder, UsageError,

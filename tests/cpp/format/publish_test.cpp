@@ -206,5 +206,32 @@ TEST(PublishingWriter, AGrowingFileThatIsShorterThanItsSuperblockSaysIsTruncated
   EXPECT_THROW((void)Container::open(path), TruncatedFileError);
 }
 
+TEST(PublishingWriter, AppendsToAFinishedFileAndToAKilledWritersKeepingWhatWasThere) {
+  TempDirectory dir;
+  const auto path = dir.file("sim.hrc");
+  {
+    ContainerWriter writer(path, {{"v", DType::float64, 1}}, {});  // a plain writer: a finished 1.0 file
+    for (std::uint32_t f = 0; f < 3; ++f) write_frame(writer, f);
+    writer.set_attribute("units", std::string("m/s"));
+    writer.close();
+  }
+  {
+    const auto writer = ContainerWriter::append(path, publishing());
+    EXPECT_EQ(writer->published_frames(), 3u);
+    EXPECT_THROW((void)ContainerWriter::append(path, publishing()), UsageError) << "one writer at a time";
+    for (std::uint32_t f = 3; f < 6; ++f) write_frame(*writer, f);
+    writer->publish();
+    const Container growing = Container::open(path);
+    EXPECT_TRUE(growing.growing());
+    expect_frames(growing, 6);
+    write_frame(*writer, 6);
+    writer->close();
+  }
+  const Container done = Container::open(path);
+  EXPECT_FALSE(done.growing());
+  expect_frames(done, 7);
+  EXPECT_EQ(std::get<std::string>(done.attributes().at("units")), "m/s");
+}
+
 }  // namespace
 }  // namespace headrace::format

@@ -104,6 +104,8 @@ class Container {
   // Per component minima and maxima of one chunk.
   [[nodiscard]] std::span<const double> range_min(const ChunkInfo& chunk) const;
   [[nodiscard]] std::span<const double> range_max(const ChunkInfo& chunk) const;
+  // Every chunk's minima then maxima, at its range_index (the index's ranges section).
+  [[nodiscard]] const std::vector<double>& ranges() const noexcept { return ranges_; }
   // Sum of stored and raw sizes of every chunk.
   [[nodiscard]] std::uint64_t stored_bytes() const noexcept;
   [[nodiscard]] std::uint64_t raw_bytes() const noexcept;

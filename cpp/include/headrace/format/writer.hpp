@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -44,6 +45,10 @@ struct WriterOptions {
 class ContainerWriter {
  public:
   ContainerWriter(std::string path, std::vector<FieldInfo> fields, WriterOptions options);
+  // Appends to the container at path (finished, or left by a killed publishing writer), publishing (format
+  // 1.4): its frames stay as they are and readers keep seeing them, new ones follow. Throws UsageError where
+  // another writer holds the file; what Container::open throws for a file it cannot read.
+  [[nodiscard]] static std::unique_ptr<ContainerWriter> append(const std::string& path, WriterOptions options);
   ~ContainerWriter() noexcept;
   ContainerWriter(const ContainerWriter&) = delete;
   ContainerWriter& operator=(const ContainerWriter&) = delete;
@@ -86,6 +91,9 @@ class ContainerWriter {
     std::uint32_t chain;
   };
 
+  // append()'s: the writer of an existing container, its file open and locked on `fd`.
+  ContainerWriter(const Container& existing, int fd, std::vector<std::byte> superblock, WriterOptions options);
+
   struct IndexRegion {  // where a publishing writer writes its index, two in turn (docs/format.md 6.1)
     std::uint64_t offset = 0, capacity = 0;
   };
@@ -121,6 +129,7 @@ class ContainerWriter {
   std::vector<FieldCoding> chains_;            // the chain table, one per distinct chain text
   // Publishing writers.
   bool renamed_ = false;  // published once: the file is path now
+  std::uint32_t appended_frames_ = 0;  // append(): the frames the file held, whose codings are as they are
   std::uint32_t published_frames_ = 0;
   IndexRegion regions_[2];
   int next_region_ = 0;
