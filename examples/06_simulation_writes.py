@@ -17,12 +17,18 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 import headrace
 
 FIELDS = [headrace.FieldSpec("temperature", "float32", 1), headrace.FieldSpec("written_at", "float64", 1)]
+
+
+def on_host(array: Any) -> np.ndarray:
+    """A CuPy array copied home (a NumPy one as it is)."""
+    return array.get() if hasattr(array, "get") else array
 
 
 def simulate(path: Path, size: int, steps: int, period: float) -> None:
@@ -47,7 +53,7 @@ def simulate(path: Path, size: int, steps: int, period: float) -> None:
                 laplacian += xp.roll(u, 1, axis) + xp.roll(u, -1, axis)
             u += alpha * laplacian
             frame = writer.add_frame(time=float(step), bbox=((0, 0, 0), (size - 1,) * 3))
-            writer.write(frame, "temperature", u.get() if xp is not np else u)
+            writer.write(frame, "temperature", on_host(u))
             writer.write(frame, "written_at", np.array([[time.time()]]))  # the wall clock, for the follower's lag
             writer.publish()  # this step, now: a follower sees it
             time.sleep(max(0.0, period - (time.perf_counter() - begun)))
@@ -71,6 +77,7 @@ def follow(path: Path, out: Path) -> None:
             seen.append(frame.index)
     from PIL import Image
 
+    assert image is not None, "the run published no step"
     Image.fromarray(image).save(out / "heat-last-step.png")
     assert seen == list(range(len(seen))), "every step once, in order"
     print(f"followed {len(seen)} steps as they were written: each seen {np.median(lags) * 1e3:.1f} ms after its "

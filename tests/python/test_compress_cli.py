@@ -358,7 +358,7 @@ def test_inspect_lists_the_chain_table_with_its_use(tmp_path, capsys, source):
                  "vel=split|bitshuffle|lz4", "--codec", "flag=zstd", "--json"]) == 0
     capsys.readouterr()
     info = run_json(capsys, "inspect", str(output))
-    assert {"path", "version", "file_size", "index_offset", "stored_bytes", "raw_bytes", "fields", "frames",
+    assert {"path", "version", "growing", "file_size", "index_offset", "stored_bytes", "raw_bytes", "fields", "frames",
             "attributes", "chunks", "chains"} == set(info)
     expected = []
     for text, bound in headrace.open(output).container.chains:
