@@ -301,14 +301,19 @@ std::uint32_t ContainerWriter::whole_frames() const {
   return frame;
 }
 
-std::vector<std::byte> ContainerWriter::build_index(std::uint32_t frame_count) const {
-  // Frames are written in order (a publishing writer's rule, any writer's habit): the chunks and ranges of the
-  // first frame_count frames come before any later frame's.
-  const std::size_t slots = std::size_t{frame_count} * fields_.size();
+// Frames are written in order (a publishing writer's rule, any writer's habit): the chunks of the first
+// frame_count frames come before any later frame's.
+std::uint64_t ContainerWriter::chunks_of_frames(std::uint32_t frame_count) const {
+  if (frame_count == frames_.size()) return chunks_.size();
   std::uint64_t chunk_count = 0;
-  for (std::size_t i = 0; i < slots; ++i)
-    if (frame_fields_[i].chunk_count > 0) chunk_count = std::max(chunk_count, frame_fields_[i].first_chunk + frame_fields_[i].chunk_count);
-  if (frame_count == frames_.size()) chunk_count = chunks_.size();
+  for (const auto& slot : std::span(frame_fields_).first(std::size_t{frame_count} * fields_.size()))
+    if (slot.chunk_count > 0) chunk_count = std::max(chunk_count, slot.first_chunk + slot.chunk_count);
+  return chunk_count;
+}
+
+std::vector<std::byte> ContainerWriter::build_index(std::uint32_t frame_count) const {
+  const std::size_t slots = std::size_t{frame_count} * fields_.size();
+  const std::uint64_t chunk_count = chunks_of_frames(frame_count);  // and their ranges, before any later chunk's
   const std::uint64_t range_count = chunk_count < chunks_.size() ? chunks_[chunk_count].range_index : ranges_.size();
   std::vector<std::byte> heap;
   auto heap_add = [&heap](const void* data, std::size_t size) {
@@ -407,18 +412,14 @@ std::vector<std::byte> ContainerWriter::build_index(std::uint32_t frame_count) c
 }
 
 std::uint16_t ContainerWriter::version_minor_of(std::uint32_t frame_count) const {
-  const std::size_t slots = std::size_t{frame_count} * fields_.size();
-  std::uint64_t chunk_count = 0;
-  for (std::size_t i = 0; i < slots; ++i) chunk_count = std::max(chunk_count, frame_fields_[i].first_chunk + frame_fields_[i].chunk_count);
-  const auto chunks = std::span(chunks_).first(std::min<std::uint64_t>(chunk_count, chunks_.size()));
-  const auto frame_fields = std::span(frame_fields_).first(slots);
-  const bool chained = std::any_of(chunks.begin(), chunks.end(), [](const auto& c) { return c.codec == CodecId::chain; });
+  const auto chunks = std::span(chunks_).first(chunks_of_frames(frame_count));
+  const auto frame_fields = std::span(frame_fields_).first(std::size_t{frame_count} * fields_.size());
   const bool gdeflate = std::any_of(chunks.begin(), chunks.end(), [](const auto& c) { return c.codec == CodecId::gdeflate; });
   const bool empty_frames = std::any_of(frame_fields.begin(), frame_fields.end(), [](const auto& slot) { return slot.element_count == 0; });
-  return chained || !chains_.empty() ? layout::version_minor_chains
-         : empty_frames             ? layout::version_minor_empty_frames
-         : gdeflate                 ? layout::version_minor_gdeflate
-                                    : 0;
+  return !chains_.empty() ? layout::version_minor_chains  // a chained chunk's chain is in the table
+         : empty_frames   ? layout::version_minor_empty_frames
+         : gdeflate       ? layout::version_minor_gdeflate
+                          : 0;
 }
 
 std::vector<std::byte> ContainerWriter::superblock(std::span<const std::byte> index, std::uint64_t index_offset,

@@ -99,6 +99,8 @@ class ContainerWriter {
   };
 
   void write_at_end(std::span<const std::byte> bytes);
+  // How many chunks frames 0 .. frame_count - 1 hold (written first: they are chunks_'s first).
+  std::uint64_t chunks_of_frames(std::uint32_t frame_count) const;
   // The index of frames 0 .. frame_count - 1 and their chunks.
   std::vector<std::byte> build_index(std::uint32_t frame_count) const;
   // The superblock of an index of `index` written at index_offset, the file ending at file_size.
